@@ -1,0 +1,105 @@
+"""The `udm` command: a typer app assembled from one module per area; Prefect is imported lazily.
+
+`run(argv) -> int` is the testable entry point; `main()` only calls `sys.exit(run())`.
+Exit codes: 0 success, 1 an error result (or findings), 2 a usage error, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import typer
+
+from udm.config import Settings, load_settings
+from udm.errors import UdmError
+
+__all__ = ["app", "emit_json", "fail", "main", "run", "settings"]
+
+app = typer.Typer(
+    name="udm",
+    help="UDM Pipelines: keep a Unified Development Manual true.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+# Each module exposes register(app). Every area of the product adds its own module here.
+COMMAND_MODULES: list[str] = [
+    "flows.cli_tools",
+    "flows.demo",
+]
+
+_OVERRIDES: dict[str, Any] = {}
+
+
+@app.callback()
+def _root(
+    root: Path | None = typer.Option(None, "--root", help="The UDM folder (overrides UDM_ROOT)."),
+    state_dir: Path | None = typer.Option(
+        None, "--state-dir", help="The state folder (overrides UDM_STATE_DIR)."
+    ),
+) -> None:
+    """UDM Pipelines: keep a Unified Development Manual true."""
+    _OVERRIDES.clear()
+    if root is not None:
+        _OVERRIDES["root"] = root
+    if state_dir is not None:
+        _OVERRIDES["state_dir"] = state_dir
+
+
+def settings(**extra: Any) -> Settings:
+    """The settings for this invocation: environment and config files, then the global options."""
+    return load_settings(**{**_OVERRIDES, **extra})
+
+
+def emit_json(obj: Any) -> None:
+    """Print a JSON document (pydantic models included) to stdout."""
+    if hasattr(obj, "model_dump"):
+        obj = obj.model_dump(mode="json", by_alias=True)
+    typer.echo(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
+
+
+def fail(message: str, code: int = 1) -> typer.Exit:
+    """Print an error line to stderr and return the Exit to raise."""
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
+
+
+for _name in COMMAND_MODULES:
+    importlib.import_module(_name).register(app)
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Run the CLI with these arguments and return the exit code (never raises for user errors)."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    try:
+        result = app(args=args, prog_name="udm", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        return int(exc.exit_code)
+    except click.exceptions.Abort:
+        typer.echo("aborted", err=True)
+        return 130
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        return 130
+    except UdmError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        return 1
+    return result if isinstance(result, int) else 0
+
+
+def main() -> None:
+    """Console-script entry point."""
+    sys.exit(run())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,432 @@
+"""The tool contract: a tool is data (name, description, Input/Output models, permission) plus execute().
+
+Everything that calls a tool — the CLI, the MCP server, LLM tool-use, Prefect tasks — goes through
+`call_tool`, the one place where input is validated, approval is decided, the call is logged and
+the result is wrapped in the standard `{success, data, error}` envelope. Tool bodies therefore never
+check permissions or catch validation errors themselves.
+
+Expected failures are statuses in the Output model (`ERROR_PATH_NOT_FOUND` ...) with `errorDetails`.
+Transient failures (timeouts, 5xx, 429, refused connections) raise `TransientToolError` carrying the
+error Output to return once no retry is left; inside Prefect that raise is what triggers retries.
+No module here imports Prefect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import inspect
+import json
+import sys
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from udm.config import ApprovalPolicy, Settings, load_settings
+
+__all__ = [
+    "APPROVAL_MATRIX",
+    "ApprovalRequest",
+    "ApprovalUnavailableError",
+    "Approver",
+    "Envelope",
+    "Permission",
+    "Tool",
+    "ToolCallResult",
+    "ToolContext",
+    "ToolInput",
+    "TransientToolError",
+    "always_approve",
+    "call_tool",
+    "cli_approver",
+    "deny_all",
+    "export_schema",
+    "input_digest",
+    "needs_approval",
+    "run_coroutine",
+]
+
+
+class Permission(StrEnum):
+    """How much harm a call can do; decides approval together with the policy."""
+
+    SAFE = "safe"
+    MODERATE = "moderate"
+    DESTRUCTIVE = "destructive"
+    CRITICAL = "critical"
+
+
+# True means "ask": the permission matrix of the tool-interface specification.
+APPROVAL_MATRIX: dict[ApprovalPolicy, dict[Permission, bool]] = {
+    ApprovalPolicy.ASK_ALWAYS: dict.fromkeys(Permission, True),
+    ApprovalPolicy.SMART_AUTO: {
+        Permission.SAFE: False,
+        Permission.MODERATE: True,
+        Permission.DESTRUCTIVE: True,
+        Permission.CRITICAL: True,
+    },
+    ApprovalPolicy.FULL_AUTO: {
+        Permission.SAFE: False,
+        Permission.MODERATE: False,
+        Permission.DESTRUCTIVE: False,
+        Permission.CRITICAL: True,
+    },
+}
+
+
+def needs_approval(policy: ApprovalPolicy | str, permission: Permission | str) -> bool:
+    """Whether a call of this permission level must be approved under this policy."""
+    return APPROVAL_MATRIX[ApprovalPolicy(policy)][Permission(permission)]
+
+
+class ToolInput(BaseModel):
+    """Base of every tool's Input: unknown fields are rejected so a typo is named, not ignored."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Envelope(BaseModel):
+    """The standard result of every tool call."""
+
+    success: bool = Field(description="True when the tool did what was asked.")
+    data: dict[str, Any] | None = Field(
+        default=None, description="The tool's output; null when the input was rejected."
+    )
+    error: str | None = Field(default=None, description="What went wrong; null on success.")
+
+    @model_validator(mode="after")
+    def _error_iff_failure(self) -> Envelope:
+        if self.success and self.error is not None:
+            raise ValueError("a successful envelope carries no error")
+        if not self.success and not self.error:
+            raise ValueError("a failed envelope must say what went wrong")
+        return self
+
+
+class ApprovalRequest(BaseModel):
+    """What a person (or the Prefect UI) is asked to approve."""
+
+    tool: str = Field(description="The tool's name.")
+    permission: Permission = Field(description="The permission level of this call.")
+    summary: str = Field(description="A one-paragraph description of what the call will do.")
+    input_digest: str = Field(description="Digest of the call's input, as logged.")
+
+
+class ApprovalUnavailableError(Exception):
+    """Approval was needed but nobody can be asked (no terminal, no UI)."""
+
+
+class Approver(Protocol):
+    """Decides an approval request: True approves, False denies, raising means nobody can answer."""
+
+    def __call__(self, request: ApprovalRequest) -> bool: ...
+
+
+def always_approve(request: ApprovalRequest) -> bool:
+    """Approve everything (`--yes`, tests, or a reviewer who already approved the plan)."""
+    return True
+
+
+def deny_all(request: ApprovalRequest) -> bool:
+    """Deny everything that needs approval."""
+    return False
+
+
+def cli_approver(yes: bool = False) -> Approver:
+    """An approver for the terminal: `--yes` approves, a TTY prompts, no TTY is a clear error."""
+
+    def approve(request: ApprovalRequest) -> bool:
+        if yes:
+            return True
+        if not sys.stdin.isatty():
+            raise ApprovalUnavailableError(
+                f"{request.tool} ({request.permission.value}) needs approval and there is no terminal "
+                "to ask: pass --yes, or set UDM_APPROVAL_POLICY"
+            )
+        print(f"\n{request.summary}\n[{request.tool}: {request.permission.value}]", file=sys.stderr)
+        answer = input("Approve? [y/N] ").strip().lower()
+        return answer in {"y", "yes"}
+
+    return approve
+
+
+@dataclass
+class ToolContext:
+    """What a tool may use besides its input: settings, the approver and per-session resources."""
+
+    settings: Settings = field(default_factory=load_settings)
+    approver: Approver = field(default=deny_all)
+    log: bool = True
+    # Per-session resources a tool keeps between calls (a browser session, an HTTP client ...).
+    resources: dict[str, Any] = field(default_factory=dict)
+
+
+InT = TypeVar("InT", bound=BaseModel)
+OutT = TypeVar("OutT", bound=BaseModel)
+
+
+class TransientToolError(Exception):
+    """A failure worth retrying; `result` is the error Output to return once retries run out."""
+
+    def __init__(self, message: str, result: BaseModel, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.result = result
+        self.retry_after = retry_after
+
+
+class Tool(ABC, Generic[InT, OutT]):
+    """A tool: class attributes describe it, `execute` does the work (sync or async)."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    Input: ClassVar[type[BaseModel]]
+    Output: ClassVar[type[BaseModel]]
+    permission: ClassVar[Permission] = Permission.SAFE
+    # Statuses (besides SUCCESS) that still count as success in the envelope.
+    ok_statuses: ClassVar[frozenset[str]] = frozenset({"SUCCESS"})
+
+    def permission_for(self, data: InT) -> Permission:
+        """The permission of this particular call; override when it depends on the input."""
+        return self.permission
+
+    def summarize(self, data: InT) -> str:
+        """A human-readable line for approval prompts; override for a better one."""
+        text = data.model_dump_json(exclude_none=True)
+        return f"{self.name} {text[:500]}"
+
+    @abstractmethod
+    def execute(self, data: InT, ctx: ToolContext) -> OutT | Coroutine[Any, Any, OutT]:
+        """Do the work; expected failures are statuses in the Output, never exceptions."""
+
+    def outcome(self, out: OutT) -> tuple[bool, str | None]:
+        """Success and error text of an Output, read from its `status`/`errorDetails` when present."""
+        status = getattr(out, "status", None)
+        if status is None:
+            return True, None
+        value = status.value if isinstance(status, StrEnum) else str(status)
+        if value in self.ok_statuses or value.startswith("PARTIAL_SUCCESS"):
+            return True, None
+        details = getattr(out, "errorDetails", None)
+        return False, f"{value}: {details}" if details else value
+
+
+class ToolCallResult(BaseModel):
+    """One call's envelope plus the typed output, for callers inside the process."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    envelope: Envelope
+    output: BaseModel | None = None
+    decision: str = "auto"
+    duration_ms: float = 0.0
+
+
+def input_digest(raw: Any) -> str:
+    """A stable digest of a call's input: logged instead of the input itself."""
+    try:
+        text = json.dumps(raw, sort_keys=True, default=str, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(raw)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _describe_validation(error: ValidationError) -> str:
+    parts = []
+    for err in error.errors():
+        loc = ".".join(str(x) for x in err.get("loc", ())) or "(input)"
+        parts.append(f"field '{loc}': {err.get('msg', 'invalid')}")
+    return "invalid input: " + "; ".join(parts)
+
+
+class _LoopThread:
+    """One event loop per process on its own thread, so async tools keep state across calls."""
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock = threading.Lock()
+
+    def loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(target=loop.run_forever, name="udm-tool-loop", daemon=True)
+                thread.start()
+                self._loop = loop
+            return self._loop
+
+
+_LOOP = _LoopThread()
+
+
+def run_coroutine(coro: Coroutine[Any, Any, Any], timeout: float | None = None) -> Any:
+    """Run a coroutine on the process's tool loop and wait for its result (from any other thread)."""
+    loop = _LOOP.loop()
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop:
+        coro.close()
+        raise RuntimeError("run_coroutine called from the tool loop itself; await the coroutine instead")
+    return asyncio.run_coroutine_threadsafe(coro, loop).result(timeout)
+
+
+def _log_call(ctx: ToolContext, record: dict[str, Any]) -> None:
+    if not ctx.log:
+        return
+    try:
+        path = ctx.settings.logs_path / "tool-calls.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        line = json.dumps(record, ensure_ascii=False) + "\n"
+        # One write() of one line on an O_APPEND file: concurrent writers never interleave lines.
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(line)
+    except OSError:
+        # Losing a log line must never fail the call it describes.
+        pass
+
+
+def call_tool(
+    tool: Tool[Any, Any] | str,
+    raw_input: dict[str, Any] | BaseModel,
+    ctx: ToolContext | None = None,
+    *,
+    raise_transient: bool = False,
+) -> ToolCallResult:
+    """Validate, approve, execute, log and wrap one tool call. Never raises for bad input."""
+    from tasks.registry import get_tool
+
+    ctx = ctx or ToolContext()
+    started = time.perf_counter()
+    if isinstance(tool, str):
+        found = get_tool(tool)
+        if found is None:
+            return ToolCallResult(envelope=Envelope(success=False, error=f"unknown tool '{tool}'"))
+        tool = found
+    raw = raw_input.model_dump(exclude_unset=True) if isinstance(raw_input, BaseModel) else raw_input
+    record: dict[str, Any] = {
+        "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
+        "tool": tool.name,
+        "input_digest": input_digest(raw),
+        "input_fields": sorted(raw) if isinstance(raw, dict) else None,
+    }
+
+    def finish(result: ToolCallResult, status: str, permission: str | None) -> ToolCallResult:
+        result.duration_ms = round((time.perf_counter() - started) * 1000, 3)
+        record.update(
+            permission=permission, decision=result.decision, status=status, duration_ms=result.duration_ms
+        )
+        _log_call(ctx, record)
+        return result
+
+    if not isinstance(raw, dict):
+        env = Envelope(success=False, error="invalid input: expected a JSON object")
+        return finish(ToolCallResult(envelope=env, decision="invalid"), "INVALID_INPUT", None)
+    try:
+        data = tool.Input.model_validate(raw)
+    except ValidationError as exc:
+        env = Envelope(success=False, error=_describe_validation(exc))
+        return finish(ToolCallResult(envelope=env, decision="invalid"), "INVALID_INPUT", None)
+
+    permission = tool.permission_for(data)
+    decision = "auto"
+    if needs_approval(ctx.settings.approval_policy, permission):
+        request = ApprovalRequest(
+            tool=tool.name,
+            permission=permission,
+            summary=tool.summarize(data),
+            input_digest=record["input_digest"],
+        )
+        try:
+            approved = ctx.approver(request)
+        except ApprovalUnavailableError as exc:
+            env = Envelope(success=False, error=f"approval required: {exc}")
+            return finish(ToolCallResult(envelope=env, decision="unavailable"), "DENIED", permission.value)
+        if not approved:
+            env = Envelope(
+                success=False,
+                error=f"approval denied: {tool.name} is {permission.value} and the "
+                f"{ctx.settings.approval_policy.value} policy requires approval",
+            )
+            return finish(ToolCallResult(envelope=env, decision="denied"), "DENIED", permission.value)
+        decision = "approved"
+
+    try:
+        out = tool.execute(data, ctx)
+        if inspect.isawaitable(out):
+            out = run_coroutine(out)  # type: ignore[arg-type]
+    except TransientToolError as exc:
+        if raise_transient:
+            record.update(permission=permission.value, decision=decision, status="TRANSIENT_RETRY")
+            record["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
+            _log_call(ctx, record)
+            raise
+        out = exc.result
+    except Exception as exc:  # the boundary: a bug in a tool becomes an error result, not a traceback
+        env = Envelope(success=False, error=f"internal error in {tool.name}: {type(exc).__name__}: {exc}")
+        return finish(ToolCallResult(envelope=env, decision=decision), "ERROR_INTERNAL", permission.value)
+
+    ok, error = tool.outcome(out)
+    env = Envelope(success=ok, data=out.model_dump(mode="json", by_alias=True), error=error)
+    status = getattr(out, "status", None)
+    status_text = (
+        str(status.value if isinstance(status, StrEnum) else status)
+        if status
+        else ("SUCCESS" if ok else "ERROR")
+    )
+    return finish(ToolCallResult(envelope=env, output=out, decision=decision), status_text, permission.value)
+
+
+def _annotations(tool: Tool[Any, Any]) -> dict[str, Any]:
+    perm = tool.permission
+    return {
+        "title": tool.name,
+        "readOnlyHint": perm is Permission.SAFE,
+        "destructiveHint": perm in (Permission.DESTRUCTIVE, Permission.CRITICAL),
+        "idempotentHint": perm is Permission.SAFE,
+        "openWorldHint": False,
+    }
+
+
+SchemaFormat = str  # "jsonschema" | "mcp" | "anthropic" | "openai"
+SCHEMA_FORMATS = ("jsonschema", "mcp", "anthropic", "openai")
+
+
+def export_schema(tool: Tool[Any, Any], fmt: SchemaFormat = "jsonschema") -> dict[str, Any]:
+    """A tool's schema in one of the published formats: jsonschema, mcp, anthropic, openai."""
+    input_schema = tool.Input.model_json_schema(by_alias=True)
+    output_schema = tool.Output.model_json_schema(by_alias=True)
+    if fmt == "jsonschema":
+        return {
+            "name": tool.name,
+            "description": tool.description,
+            "permission": tool.permission.value,
+            "input_schema": input_schema,
+            "output_schema": output_schema,
+        }
+    if fmt == "mcp":
+        return {
+            "name": tool.name,
+            "description": tool.description,
+            "inputSchema": input_schema,
+            "outputSchema": output_schema,
+            "annotations": _annotations(tool),
+        }
+    if fmt == "anthropic":
+        return {"name": tool.name, "description": tool.description, "input_schema": input_schema}
+    if fmt == "openai":
+        return {
+            "type": "function",
+            "function": {"name": tool.name, "description": tool.description, "parameters": input_schema},
+        }
+    raise ValueError(f"unknown schema format '{fmt}' (expected one of {', '.join(SCHEMA_FORMATS)})")
+
+
+ToolFactory = Callable[[], Tool[Any, Any]]

@@ -1,0 +1,225 @@
+"""Settings: where the UDM, state and logs live, what may be touched, and how tools behave.
+
+Resolved from, highest first: explicit overrides, `UDM_*` environment variables, `udm.toml` in the
+working directory, `[tool.udm]` in its `pyproject.toml`, then the defaults below. Relative paths are
+resolved against the working directory the settings were loaded in (`project_root`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    PyprojectTomlConfigSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+__all__ = ["DEFAULT_ID_PATTERNS", "ApprovalPolicy", "Settings", "load_settings"]
+
+
+class ApprovalPolicy(StrEnum):
+    """How eagerly tool calls are approved (see `tasks.base.needs_approval`)."""
+
+    ASK_ALWAYS = "ask_always"
+    SMART_AUTO = "smart_auto"
+    FULL_AUTO = "full_auto"
+
+
+# One alternation per family of the manual; ordered so the longest family wins at a position.
+DEFAULT_ID_PATTERNS: list[str] = [
+    r"TASK-P\d+-M\d+(?:\.\d+)*-T\d+",
+    r"API-[A-Z]+-\d+-v\d+",
+    r"APP-[A-Z0-9]+(?:-[A-Z0-9]+)*-RESEARCH-V\d+",
+    r"ROO-MODE-[A-Z0-9]+(?:-[A-Z0-9]+)*",
+    r"CHK-[A-Z0-9]+(?:-[A-Z0-9]+)*",
+    r"(?:COMP|RM|REQ|ADR|RISK|DEC|TOOL|CFG|MS|PH|TEST|SEC|NFR|UC|US|FR|BUG|INC)-\d+(?:\.\d+)*",
+]
+
+
+class Settings(BaseSettings):
+    """Every setting of UDM Pipelines; see the module docstring for where values come from."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="UDM_",
+        extra="ignore",
+        toml_file="udm.toml",
+        pyproject_toml_table_header=("tool", "udm"),
+        validate_default=True,
+    )
+
+    project_root: Path = Field(
+        default_factory=Path.cwd,
+        description="Directory that relative paths are resolved against (the working directory).",
+    )
+    root: Path = Field(
+        default=Path("docs/udm"),
+        description="The manual's folder (UDM_ROOT).",
+    )
+    state_dir: Path = Field(
+        default=Path("state"), description="Runtime state: index, journal, patches, caches."
+    )
+    logs_dir: Path = Field(default=Path("logs"), description="JSON-lines logs, one file per stream.")
+    prompts_dir: Path = Field(
+        default=Path("prompts"), description="Prompt files the modes read; allowed for file tools."
+    )
+    allowed_dirs: Annotated[list[Path], NoDecode] = Field(
+        default_factory=list,
+        description="Extra directories the file tools may touch (comma-separated in the environment).",
+    )
+    approval_policy: ApprovalPolicy = Field(
+        default=ApprovalPolicy.SMART_AUTO, description="ask_always | smart_auto | full_auto."
+    )
+    allow_delete: bool = Field(
+        default=False, description="Enable fileSystemAccessTool's destructive deleteFile action."
+    )
+    id_patterns: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: list(DEFAULT_ID_PATTERNS), description="Regexes of the manual's ID families."
+    )
+
+    # Browser
+    browser: str | None = Field(
+        default=None,
+        description="Browser executable (UDM_BROWSER); else /usr/bin/chromium, else Playwright's own.",
+    )
+    browser_timeout_s: float = Field(
+        default=10.0, gt=0, description="Default timeout of one browser action, seconds."
+    )
+    browser_max_timeout_s: float = Field(
+        default=120.0, gt=0, description="Largest timeout a caller may ask for, seconds."
+    )
+    browser_concurrency: int = Field(
+        default=4, ge=1, le=32, description="Parallel browser contexts in verification runs."
+    )
+
+    # Fetching and research
+    fetch_allow: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Hostnames, IPs or CIDR ranges exempt from the SSRF guard (UDM_FETCH_ALLOW, comma-separated).",
+    )
+    fetch_respect_robots: bool = Field(default=True, description="Honour robots.txt when fetching.")
+    fetch_timeout_s: float = Field(
+        default=10.0, gt=0, description="Connect/read timeout of one fetch, seconds."
+    )
+    fetch_user_agent: str = Field(
+        default="udm-pipelines/0.1 (+documentation maintenance)", description="User-Agent of fetches."
+    )
+    search_provider: str = Field(default="udm", description="udm | searxng | brave | google.")
+    searxng_url: str | None = Field(default=None, description="Base URL of a SearXNG instance.")
+    brave_api_key: SecretStr | None = Field(default=None, description="Brave Search API key.")
+    brave_api_url: str = Field(
+        default="https://api.search.brave.com", description="Brave Search API base URL."
+    )
+    google_api_key: SecretStr | None = Field(default=None, description="Google Programmable Search API key.")
+    google_cx: str | None = Field(default=None, description="Google Programmable Search engine ID (cx).")
+    google_api_url: str = Field(
+        default="https://www.googleapis.com", description="Google Custom Search API base URL."
+    )
+    context7_url: str = Field(default="https://context7.com", description="Context7 API base URL.")
+    context7_api_key: SecretStr | None = Field(default=None, description="Context7 API key (Bearer).")
+
+    # Engine
+    index_busy_timeout_s: float = Field(
+        default=10.0, gt=0, description="How long a query waits for a busy index, seconds."
+    )
+    lock_timeout_s: float = Field(
+        default=10.0, gt=0, description="How long a writer waits for the UDM root's lock, seconds."
+    )
+    kg_timeout_s: float = Field(
+        default=2.0, gt=0, description="Time limit of one knowledge-graph query, seconds."
+    )
+    sql_row_cap: int = Field(default=1000, ge=1, description="Most rows a read-only SQL query returns.")
+    sql_timeout_s: float = Field(
+        default=5.0, gt=0, description="Time limit of one read-only SQL query, seconds."
+    )
+
+    @field_validator("allowed_dirs", "fetch_allow", "id_patterns", mode="before")
+    @classmethod
+    def _split_commas(cls, value: Any) -> Any:
+        # Environment variables carry lists as comma-separated strings; JSON lists pass through.
+        if isinstance(value, str):
+            stripped = value.strip()
+            if stripped.startswith("["):
+                return json.loads(stripped)
+            return [part.strip() for part in stripped.split(",") if part.strip()]
+        return value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Overrides, then the environment, then udm.toml, then pyproject.toml's [tool.udm]."""
+        return (
+            init_settings,
+            env_settings,
+            TomlConfigSettingsSource(settings_cls),
+            PyprojectTomlConfigSettingsSource(settings_cls),
+        )
+
+    def resolve(self, path: Path | str) -> Path:
+        """A configured path made absolute against the project root (not following symlinks)."""
+        p = Path(path).expanduser()
+        return Path(os.path.abspath(p if p.is_absolute() else self.project_root / p))
+
+    @property
+    def udm_root(self) -> Path:
+        """The manual's folder, absolute."""
+        return self.resolve(self.root)
+
+    @property
+    def state_path(self) -> Path:
+        """The state folder, absolute."""
+        return self.resolve(self.state_dir)
+
+    @property
+    def logs_path(self) -> Path:
+        """The logs folder, absolute."""
+        return self.resolve(self.logs_dir)
+
+    def allowed_roots(self) -> list[Path]:
+        """Every directory file tools may touch: UDM root, state, logs, prompts, plus configured ones."""
+        roots = [self.udm_root, self.state_path, self.logs_path, self.resolve(self.prompts_dir)]
+        roots += [self.resolve(d) for d in self.allowed_dirs]
+        unique: list[Path] = []
+        for r in roots:
+            if r not in unique:
+                unique.append(r)
+        return unique
+
+    def public_dict(self) -> dict[str, Any]:
+        """The resolved settings as JSON-able data, secrets masked."""
+        data = self.model_dump(mode="json")
+        for key, value in data.items():
+            if isinstance(getattr(self, key), SecretStr) and value is not None:
+                data[key] = "**********"
+        data["udm_root"] = str(self.udm_root)
+        data["state_path"] = str(self.state_path)
+        data["logs_path"] = str(self.logs_path)
+        data["allowed_roots"] = [str(p) for p in self.allowed_roots()]
+        return data
+
+
+def load_settings(cwd: Path | str | None = None, **overrides: Any) -> Settings:
+    """Settings as seen from `cwd` (default: the current directory), with explicit overrides on top."""
+    base = Path(cwd).resolve() if cwd is not None else Path.cwd()
+    previous = Path.cwd()
+    # The TOML sources read relative file names; reading them from `base` keeps the call pure.
+    os.chdir(base)
+    try:
+        overrides.setdefault("project_root", base)
+        return Settings(**overrides)
+    finally:
+        os.chdir(previous)

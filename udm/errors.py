@@ -1,0 +1,84 @@
+"""The engine's exception tree; third-party errors are translated into it at one boundary.
+
+UdmError
+├── ConfigError            settings that cannot be used
+├── PathOutsideError       a path that escapes every allowed directory
+├── DocumentError          a Markdown/YAML/JSON file that cannot be read or parsed
+├── TargetError            a section, block or key that cannot be resolved
+│   ├── TargetNotFoundError
+│   └── AmbiguousTargetError   (carries the candidates)
+├── PatchError             an invalid patch or an operation that cannot apply
+│   └── ConflictError      the files moved on since the patch was planned
+├── TransactionError       the commit protocol failed (journal, rename, recovery)
+│   └── LockTimeoutError   another writer held the lock too long
+└── IndexBusyError         the DuckDB index stayed locked past the bounded wait
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AmbiguousTargetError",
+    "ConfigError",
+    "ConflictError",
+    "DocumentError",
+    "IndexBusyError",
+    "LockTimeoutError",
+    "PatchError",
+    "PathOutsideError",
+    "TargetError",
+    "TargetNotFoundError",
+    "TransactionError",
+    "UdmError",
+]
+
+
+class UdmError(Exception):
+    """Base of every error the engine raises on purpose."""
+
+
+class ConfigError(UdmError):
+    """Settings that cannot be used."""
+
+
+class PathOutsideError(UdmError):
+    """A path that escapes every allowed directory."""
+
+
+class DocumentError(UdmError):
+    """A file that cannot be read or parsed."""
+
+
+class TargetError(UdmError):
+    """A section, block or key that cannot be resolved."""
+
+
+class TargetNotFoundError(TargetError):
+    """Nothing matched the target."""
+
+
+class AmbiguousTargetError(TargetError):
+    """More than one thing matched the target; `candidates` lists them."""
+
+    def __init__(self, message: str, candidates: list[str]) -> None:
+        super().__init__(message)
+        self.candidates = candidates
+
+
+class PatchError(UdmError):
+    """An invalid patch, or an operation that cannot apply."""
+
+
+class ConflictError(PatchError):
+    """The files moved on since the patch was planned."""
+
+
+class TransactionError(UdmError):
+    """The commit protocol failed."""
+
+
+class LockTimeoutError(TransactionError):
+    """Another writer held the lock past the bounded wait."""
+
+
+class IndexBusyError(UdmError):
+    """The index stayed locked by another process past the bounded wait."""
