@@ -11,7 +11,12 @@ UdmError
 │   └── ConflictError      the files moved on since the patch was planned
 ├── TransactionError       the commit protocol failed (journal, rename, recovery)
 │   └── LockTimeoutError   another writer held the lock too long
-└── IndexBusyError         the DuckDB index stayed locked past the bounded wait
+├── IndexBusyError         the DuckDB index stayed locked past the bounded wait
+└── GraphError             the knowledge graph cannot answer
+    ├── GraphQueryError        an invalid or unsupported query (bad syntax, unknown language, write attempt)
+    ├── GraphTimeoutError      a query stopped at its time limit (the process stays healthy)
+    ├── GraphCycleError        dependencies form a cycle, so there is no order (carries `cycle`)
+    └── GraphUnavailableError  the graph's store or query engine cannot be opened or started
 """
 
 from __future__ import annotations
@@ -21,6 +26,11 @@ __all__ = [
     "ConfigError",
     "ConflictError",
     "DocumentError",
+    "GraphCycleError",
+    "GraphError",
+    "GraphQueryError",
+    "GraphTimeoutError",
+    "GraphUnavailableError",
     "IndexBusyError",
     "LockTimeoutError",
     "PatchError",
@@ -82,3 +92,27 @@ class LockTimeoutError(TransactionError):
 
 class IndexBusyError(UdmError):
     """The index stayed locked by another process past the bounded wait."""
+
+
+class GraphError(UdmError):
+    """The knowledge graph cannot answer."""
+
+
+class GraphQueryError(GraphError):
+    """An invalid or unsupported knowledge-graph query."""
+
+
+class GraphTimeoutError(GraphError):
+    """A knowledge-graph query was stopped at its time limit."""
+
+
+class GraphCycleError(GraphError):
+    """Dependencies form a cycle, so they have no topological order; `cycle` is one of them."""
+
+    def __init__(self, message: str, cycle: list[str]) -> None:
+        super().__init__(message)
+        self.cycle = cycle
+
+
+class GraphUnavailableError(GraphError):
+    """The graph's store or query engine cannot be opened or started."""
