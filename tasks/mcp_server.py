@@ -1,0 +1,207 @@
+"""Every registered tool over MCP (stdio, or streamable HTTP on 127.0.0.1), with approval enforced.
+
+Schemas are the tools' own Input/Output JSON schemas; MCP annotations come from the permission
+(readOnlyHint for safe, destructiveHint for destructive and critical). Approval is decided by the
+server, not hinted: a call whose permission needs approval under the server's policy
+(`UDM_APPROVAL_POLICY`, default smart_auto) is put to the person through MCP elicitation when the
+client supports it (the multi-round-trip `input_required` result on 2026-07-28 connections, an
+`elicitation/create` request on older ones); a client without elicitation gets an error result that
+says how to approve instead (start the server with a more permissive policy). The decision is then
+enforced by `call_tool`, which also validates and logs the call. This module never imports Prefect.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
+
+from tasks.base import (
+    ApprovalRequest,
+    ApprovalUnavailableError,
+    Tool,
+    ToolCallResult,
+    ToolContext,
+    call_tool,
+    export_schema,
+    input_digest,
+    needs_approval,
+)
+from tasks.llm_tools import envelope_text
+from tasks.registry import all_tools
+
+__all__ = ["APPROVAL_KEY", "APPROVAL_SCHEMA", "build_server", "mcp_tool", "run_http", "run_stdio"]
+
+SERVER_NAME = "udm-pipelines"
+# The key of our one input request in an `input_required` result.
+APPROVAL_KEY = "approval"
+APPROVAL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "approve": {
+            "type": "boolean",
+            "title": "Approve",
+            "description": "True runs the call; false refuses it.",
+        }
+    },
+    "required": ["approve"],
+}
+
+
+def mcp_tool(tool: Tool[Any, Any]) -> types.Tool:
+    """The MCP listing of one tool: its schemas and permission-derived annotations."""
+    spec = export_schema(tool, "mcp")
+    ann = spec["annotations"]
+    return types.Tool(
+        name=tool.name,
+        title=tool.name,
+        description=f"{tool.description} [permission: {tool.permission.value}]",
+        input_schema=spec["inputSchema"],
+        output_schema=spec["outputSchema"],
+        annotations=types.ToolAnnotations(
+            title=ann["title"],
+            read_only_hint=ann["readOnlyHint"],
+            destructive_hint=ann["destructiveHint"],
+            idempotent_hint=ann["idempotentHint"],
+            open_world_hint=ann["openWorldHint"],
+        ),
+    )
+
+
+def _to_result(result: ToolCallResult, ctx: ToolContext) -> types.CallToolResult:
+    envelope = result.envelope
+    text, images = envelope_text(envelope, ctx.settings.allowed_roots())
+    content: list[Any] = [types.TextContent(type="text", text=text)]
+    content += [
+        types.ImageContent(type="image", data=img.data_b64, mime_type=img.media_type) for img in images
+    ]
+    structured = envelope.data if envelope.success else None
+    return types.CallToolResult(content=content, structured_content=structured, is_error=not envelope.success)
+
+
+def _error(text: str) -> types.CallToolResult:
+    body = json.dumps({"success": False, "data": None, "error": text}, ensure_ascii=False)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=body)], is_error=True)
+
+
+def _how_to_approve(request: ApprovalRequest, policy: str) -> str:
+    return (
+        f"{request.tool} is {request.permission.value} and this MCP server's approval policy ({policy}) "
+        "requires approval, but the client does not support elicitation. Use a client that supports "
+        "MCP elicitation, or restart the server with a policy that allows this level, e.g. "
+        "UDM_APPROVAL_POLICY=full_auto udm mcp (critical calls always need approval)."
+    )
+
+
+def _decision(answer: Any) -> bool:
+    """True only for an accepted elicitation whose content says approve: true."""
+    action = getattr(answer, "action", None)
+    content = getattr(answer, "content", None)
+    if isinstance(answer, dict):
+        action, content = answer.get("action"), answer.get("content")
+    return action == "accept" and isinstance(content, dict) and content.get("approve") is True
+
+
+def build_server(
+    ctx: ToolContext | None = None,
+    tools: Iterable[Tool[Any, Any]] | None = None,
+    name: str = SERVER_NAME,
+) -> Server[Any]:
+    """A low-level MCP server exposing `tools` (default: every registered tool) through `call_tool`."""
+    base_ctx = ctx or ToolContext()
+    offered = list(tools) if tools is not None else all_tools()
+    by_name = {t.name: t for t in offered}
+    listing = [mcp_tool(t) for t in offered]
+
+    async def on_list_tools(
+        rctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=listing)
+
+    async def on_call_tool(
+        rctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        tool = by_name.get(params.name)
+        if tool is None:
+            return _error(f"unknown tool '{params.name}' (see tools/list)")
+        args: dict[str, Any] = dict(params.arguments or {})
+        policy = base_ctx.settings.approval_policy
+        approver: Callable[[ApprovalRequest], bool]
+
+        def unavailable(request: ApprovalRequest) -> bool:
+            raise ApprovalUnavailableError(_how_to_approve(request, policy.value))
+
+        approver = unavailable
+        try:
+            data = tool.Input.model_validate(args)
+        except ValidationError:
+            data = None  # call_tool names the bad fields; no approval is asked for invalid input
+        if data is not None and needs_approval(policy, tool.permission_for(data)):
+            digest = input_digest(args)
+            caps = rctx.session.client_capabilities
+            answer = (params.input_responses or {}).get(APPROVAL_KEY)
+            if answer is not None and params.request_state == digest:
+                approved = _decision(answer)
+                approver = lambda request: approved  # noqa: E731
+            elif caps is not None and caps.elicitation is not None:
+                message = (
+                    f"Approve {tool.summarize(data)}? "
+                    f"[{tool.permission_for(data).value}; policy {policy.value}]"
+                )
+                if rctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                    # Stateless round trip: the client asks its user and retries with the answer,
+                    # bound to this exact input by the request state.
+                    return types.InputRequiredResult(
+                        input_requests={
+                            APPROVAL_KEY: types.ElicitRequest(
+                                params=types.ElicitRequestFormParams(
+                                    message=message, requested_schema=APPROVAL_SCHEMA
+                                )
+                            )
+                        },
+                        request_state=digest,
+                    )
+                reply = await rctx.session.elicit_form(message, APPROVAL_SCHEMA, rctx.request_id)
+                approved = _decision(reply)
+                approver = lambda request: approved  # noqa: E731
+        call_ctx = dataclasses.replace(base_ctx, approver=approver)
+        result = await anyio.to_thread.run_sync(lambda: call_tool(tool, args, call_ctx))
+        return _to_result(result, base_ctx)
+
+    return Server(
+        name,
+        version="0.1.0",
+        instructions=(
+            "Tools of UDM Pipelines: query, edit and verify a Unified Development Manual. "
+            "Calls that need approval are asked through elicitation."
+        ),
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+    )
+
+
+def run_stdio(server: Server[Any]) -> None:
+    """Serve over stdin/stdout until the client closes the stream."""
+    from mcp.server.stdio import stdio_server
+
+    async def main() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    anyio.run(main)
+
+
+def run_http(server: Server[Any], port: int, path: str = "/mcp") -> None:
+    """Serve streamable HTTP on 127.0.0.1:port (loopback only: the tools can write files)."""
+    import uvicorn
+
+    app = server.streamable_http_app(streamable_http_path=path, host="127.0.0.1")
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
