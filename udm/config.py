@@ -42,6 +42,9 @@ DEFAULT_ID_PATTERNS: list[str] = [
     r"ROO-MODE-[A-Z0-9]+(?:-[A-Z0-9]+)*",
     r"CHK-[A-Z0-9]+(?:-[A-Z0-9]+)*",
     r"(?:COMP|RM|REQ|ADR|RISK|DEC|TOOL|CFG|MS|PH|TEST|SEC|NFR|UC|US|FR|BUG|INC)-\d+(?:\.\d+)*",
+    # Any other UPPER-CASE family with digits (PROJ-12, DOC-API-3-V2); lint only reports undefined
+    # references of families that have at least one definition, so UTF-8 and SHA-256 stay quiet.
+    r"[A-Z][A-Z0-9]+(?:-[A-Z][A-Z0-9]*)*-[A-Za-z]?\d+(?:\.\d+)*(?:-[A-Za-z]*\d+(?:\.\d+)*)*",
 ]
 
 

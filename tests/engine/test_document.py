@@ -1,0 +1,284 @@
+"""Document model: sections, blocks, front matter, links, IDs, lookups, and the fast-scanner fallback."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from udm.document import (
+    _scan_fast,
+    _scan_markdown_it,
+    find_block,
+    find_section,
+    load_document,
+    parse_document,
+    section_text,
+    slugify,
+)
+from udm.errors import AmbiguousTargetError, DocumentError, TargetNotFoundError
+
+SAMPLE = """\
+---
+title: Architecture
+id: DOC-ARCH-1
+---
+# 2 Architecture
+
+Intro mentions COMP-001 and RM-001.
+
+## 2.5 Core Tools
+
+- **ID:** `COMP-001`
+
+### 2.5.1 Tool: fileSystemAccessTool
+
+```yaml
+tool_id: fileSystemAccessTool
+depends_on: [COMP-002]
+```
+
+See [roadmap](05-roadmap.md#tasks) and [web](https://example.com) and [here](#core-tools).
+
+## 2.6 Bad block
+
+~~~yaml
+key: [unclosed
+~~~
+
+## 2.6 Bad block
+
+Setext Title
+------------
+
+Text.
+"""
+
+
+def test_sections_ranges_paths_and_anchors() -> None:
+    doc = parse_document(SAMPLE, "02.md")
+    titles = [s.title for s in doc.sections]
+    assert titles == [
+        "2 Architecture",
+        "2.5 Core Tools",
+        "2.5.1 Tool: fileSystemAccessTool",
+        "2.6 Bad block",
+        "2.6 Bad block",
+        "Setext Title",
+    ]
+    top, core, tool, bad1, bad2, setext = doc.sections
+    assert top.start == 4 and top.end == len(doc.lines) and top.parent is None
+    assert core.parent == 0 and core.end == bad1.start and core.own_end == tool.start
+    assert tool.path == "2 Architecture > 2.5 Core Tools > 2.5.1 Tool: fileSystemAccessTool"
+    assert [bad1.anchor, bad2.anchor] == ["26-bad-block", "26-bad-block-1"]
+    assert setext.level == 2 and setext.heading_end == setext.heading_start + 2
+    assert setext.parent == 0 and setext.path == "2 Architecture > Setext Title"
+    assert doc.parser == "markdown-it"  # setext heading forces the full parser
+    assert section_text(doc, tool).startswith("### 2.5.1 Tool")
+    assert section_text(doc, core, own=True) == "## 2.5 Core Tools\n\n- **ID:** `COMP-001`\n\n"
+
+
+def test_front_matter_blocks_and_errors() -> None:
+    doc = parse_document(SAMPLE, "02.md")
+    assert doc.front_matter == {"title": "Architecture", "id": "DOC-ARCH-1"}
+    assert doc.front_matter_range == (0, 4)
+    yaml_block, bad = doc.blocks
+    assert yaml_block.lang == "yaml" and yaml_block.fence == "```"
+    assert yaml_block.data == {"tool_id": "fileSystemAccessTool", "depends_on": ["COMP-002"]}
+    assert doc.lines[yaml_block.start].startswith("```yaml")
+    assert "".join(doc.lines[yaml_block.content_start : yaml_block.content_end]) == yaml_block.text
+    assert yaml_block.section == 2
+    assert bad.fence == "~~~" and bad.data is None and bad.error is not None
+    assert bad.error.startswith(f"02.md:{bad.content_start + 1}: invalid YAML")
+    assert doc.errors == [bad.error]
+    # The rest of the file still parsed.
+    assert doc.sections[-1].title == "Setext Title"
+
+
+def test_ids_definitions_and_references() -> None:
+    doc = parse_document(SAMPLE, "02.md")
+    defs = {(d.id, d.kind) for d in doc.id_defs}
+    assert ("COMP-001", "field") in defs
+    assert ("fileSystemAccessTool", "block") in defs
+    assert ("DOC-ARCH-1", "front_matter") in defs
+    refs = [(r.id, r.line) for r in doc.id_refs]
+    assert ("COMP-001", 6) in refs and ("RM-001", 6) in refs and ("COMP-002", 16) in refs
+    assert ("COMP-001", 10) not in refs  # the field line is the definition
+    assert doc.sections[1].ids == ("COMP-001",)
+    assert doc.sections[2].ids == ("fileSystemAccessTool",)
+
+
+def test_heading_defines_id_and_links() -> None:
+    doc = parse_document("# RM-001: Roadmap\n\nSee [x](a.md) `[no](b.md)` ![img](c.png)\n", "r.md")
+    assert [(d.id, d.kind, d.line) for d in doc.id_defs] == [("RM-001", "heading", 0)]
+    assert doc.sections[0].ids == ("RM-001",)
+    assert [(link.target, link.kind) for link in doc.links] == [("a.md", "internal")]
+    links = parse_document(SAMPLE, "02.md").links
+    assert [(link.target, link.kind) for link in links] == [
+        ("05-roadmap.md#tasks", "internal"),
+        ("https://example.com", "external"),
+        ("#core-tools", "anchor"),
+    ]
+
+
+def test_headings_in_containers_do_not_start_sections() -> None:
+    text = (
+        "# Top\n\n- # in a list\n\n<div>\n\n# still html? no: blank line ends the html block\n</div>\n\n"
+        "<details>\n# inside html\n</details>\n\n> # quoted\n\n```\n# in fence\n```\n\n    # indented code\n"
+    )
+    doc = parse_document(text)
+    assert [s.title for s in doc.sections] == ["Top", "still html? no: blank line ends the html block"]
+
+
+def test_unclosed_fence_runs_to_eof() -> None:
+    doc = parse_document('# A\n\n```json\n{"id": "X-1"}\n')
+    (b,) = doc.blocks
+    assert b.end == 4 and b.content_end == 4 and b.data == {"id": "X-1"}
+
+
+def test_json_error_reports_file_line() -> None:
+    doc = parse_document('# A\n\n```json\n{\n  "a": ,\n}\n```\n', "x.md")
+    assert doc.errors and doc.errors[0].startswith("x.md:5: invalid JSON")
+
+
+def test_slugify() -> None:
+    assert slugify("2.5.1 Tool: fileSystemAccessTool") == "251-tool-filesystemaccesstool"
+    assert slugify("5.S Mode: ROO-MODE-PLAN-STRATEGIC") == "5s-mode-roo-mode-plan-strategic"
+    assert slugify("Über Café!") == "über-café"
+
+
+def test_find_section_forms() -> None:
+    doc = parse_document(SAMPLE, "02.md")
+    assert find_section(doc, "2.5 Core Tools").index == 1
+    assert find_section(doc, "## 2.5 Core Tools").index == 1
+    assert find_section(doc, "2 Architecture > 2.5 Core Tools").index == 1
+    assert find_section(doc, "#251-tool-filesystemaccesstool").index == 2
+    assert find_section(doc, "251-tool-filesystemaccesstool").index == 2
+    assert find_section(doc, "COMP-001").index == 1
+    assert find_section(doc, "core tools").index == 1
+    assert find_section(doc, "#26-bad-block-1").index == 4
+    with pytest.raises(AmbiguousTargetError) as exc:
+        find_section(doc, "2.6 Bad block")
+    assert exc.value.candidates == [
+        "2 Architecture > 2.6 Bad block (line 22)",
+        "2 Architecture > 2.6 Bad block (line 28)",
+    ]
+    with pytest.raises(TargetNotFoundError):
+        find_section(doc, "Nope")
+    with pytest.raises(TargetNotFoundError):
+        find_section(doc, "### 2.5 Core Tools")  # wrong level
+
+
+def test_find_block() -> None:
+    text = '# T\n\n```yaml\ntask_id: T-1\n```\n\n```json\n{"id": "T-2"}\n```\n\n```verify\na: 1\n```\n'
+    doc = parse_document(text)
+    sec = doc.sections[0]
+    assert find_block(doc, sec, 1).data == {"id": "T-2"}
+    assert find_block(doc, sec, "T-1").index == 0
+    assert find_block(doc, sec, None, lang="verify").data == {"a": 1}
+    with pytest.raises(AmbiguousTargetError):
+        find_block(doc, sec, None)
+    with pytest.raises(TargetNotFoundError):
+        find_block(doc, sec, 7)
+    with pytest.raises(TargetNotFoundError):
+        find_block(doc, sec, "T-9")
+
+
+def test_load_document_errors(tmp_path) -> None:
+    (tmp_path / "bad.md").write_bytes(b"# ok\n\xff\n")
+    with pytest.raises(DocumentError, match=r"bad\.md:2: not valid UTF-8"):
+        load_document(tmp_path, "bad.md")
+    with pytest.raises(DocumentError, match="no such file"):
+        load_document(tmp_path, "missing.md")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "a.md").write_text("# A\n", encoding="utf-8")
+    assert load_document(tmp_path, "sub/a.md").path == "sub/a.md"
+
+
+def test_crlf_and_closing_hashes() -> None:
+    doc = parse_document("# Title ##\r\nbody\r\n## Sub #\r\n")
+    assert [s.title for s in doc.sections] == ["Title", "Sub"]
+    assert doc.parser == "scanner"
+    assert section_text(doc, doc.sections[0]) == "# Title ##\r\nbody\r\n## Sub #\r\n"
+
+
+# ----- property tests -------------------------------------------------------------------------
+
+LINE = st.sampled_from(
+    [
+        "",
+        "",
+        "text line",
+        "another paragraph COMP-001",
+        "# H1",
+        "## H2 ##",
+        "### 3.1 Sub: x",
+        "#nohead",
+        "####### seven",
+        "```yaml",
+        "```",
+        "~~~",
+        "~~~~ json",
+        "```` ",
+        "a: 1",
+        "- item",
+        "- # list heading",
+        "  # indented heading",
+        "    # code",
+        "  ```",
+        "1. numbered",
+        "> quote",
+        "> # quoted heading",
+        "> ```",
+        "<div>",
+        "</div>",
+        "<!-- c -->",
+        "===",
+        "---",
+        "  ---",
+        "| a | b |",
+        "|---|---|",
+        "***",
+        "\t# tab",
+        "#",
+        "# #",
+        "# foo \\#",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(LINE, max_size=40))
+def test_fast_scanner_agrees_with_markdown_it(lines_: list[str]) -> None:
+    text = "\n".join(lines_) + "\n"
+    lines = text.splitlines(keepends=True)
+    fast = _scan_fast(lines, 0)
+    if fast is None:
+        return
+    full = _scan_markdown_it(lines, text)
+    assert [(h.level, h.title, h.start, h.end) for h in fast[0]] == [
+        (h.level, h.title, h.start, h.end) for h in full[0]
+    ]
+    assert [(f.start, f.end, f.info, f.text) for f in fast[1]] == [
+        (f.start, f.end, f.info, f.text) for f in full[1]
+    ]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(LINE, max_size=40))
+def test_section_slices_reproduce_content(lines_: list[str]) -> None:
+    text = "\n".join(lines_) + "\n"
+    doc = parse_document(text)
+    # Slicing by each section's range reproduces its text; the top-level sections tile the file.
+    pos = 0
+    tops = [s for s in doc.sections if s.parent is None]
+    if tops:
+        assert "".join(doc.lines[: tops[0].start]) + "".join(section_text(doc, s) for s in tops) == text
+    for s in doc.sections:
+        assert section_text(doc, s) == "".join(text.splitlines(keepends=True)[s.start : s.end])
+        assert s.start <= s.own_end <= s.end
+        assert text.splitlines()[s.start].lstrip().startswith("#") or s.heading_end == s.start + 2
+        pos = max(pos, s.end)
+        if s.parent is not None:
+            parent = doc.sections[s.parent]
+            assert parent.start < s.start and s.end <= parent.end and parent.level < s.level

@@ -1,0 +1,672 @@
+"""Markdown -> sections, fenced blocks, front matter, links and IDs, with exact 0-based line ranges.
+
+Headings are what CommonMark says they are, and only top-level ones start sections: a `#` line
+inside a fence, an HTML block, a list item or a block quote does not. Parsing uses markdown-it-py
+in block-only mode; a fence-aware line scanner handles the common easy files about 20x faster and
+hands a file to markdown-it as soon as it meets anything it cannot decide alone (setext underline
+candidates, HTML blocks, indented or container lines that could hold a heading or a fence).
+
+Line numbers are 0-based and ranges half-open over `Document.lines` (keepends), so
+`"".join(doc.lines[a:b])` is the exact text. Messages shown to people use 1-based `file:line`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import json
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from markdown_it import MarkdownIt
+
+from udm.errors import AmbiguousTargetError, DocumentError, TargetNotFoundError
+from udm.ids import DEFINING_KEYS, id_matcher
+
+__all__ = [
+    "Block",
+    "Document",
+    "IdOccurrence",
+    "Link",
+    "Section",
+    "block_ids",
+    "find_block",
+    "find_section",
+    "load_document",
+    "parse_document",
+    "section_text",
+    "slugify",
+]
+
+_YamlLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+DATA_LANGS = frozenset({"yaml", "yml", "json", "verify"})
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """A heading and the lines up to the next heading of the same or a higher level."""
+
+    index: int
+    level: int
+    title: str
+    heading_start: int
+    heading_end: int
+    start: int
+    end: int
+    own_end: int
+    path: str
+    anchor: str
+    parent: int | None
+    ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """A fenced code block, with its parsed data when it is YAML or JSON."""
+
+    index: int
+    lang: str
+    info: str
+    start: int
+    end: int
+    content_start: int
+    content_end: int
+    fence: str
+    indent: int
+    section: int | None
+    text: str
+    data: Any
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """A Markdown link `[text](target)`; kind is 'internal', 'external' or 'anchor'."""
+
+    line: int
+    text: str
+    target: str
+    kind: str
+    section: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class IdOccurrence:
+    """One place an ID appears; kind is 'heading', 'field', 'block', 'front_matter' or 'reference'."""
+
+    id: str
+    line: int
+    section: int | None
+    kind: str
+
+
+@dataclass(slots=True)
+class Document:
+    """A parsed Markdown file."""
+
+    path: str
+    text: str
+    lines: list[str]
+    sections: list[Section]
+    blocks: list[Block]
+    front_matter: dict[str, Any] | None
+    front_matter_range: tuple[int, int] | None
+    links: list[Link]
+    id_defs: list[IdOccurrence]
+    id_refs: list[IdOccurrence]
+    errors: list[str]
+    content_hash: str
+    parser: str = field(default="markdown-it")
+
+    def section_at(self, line: int) -> Section | None:
+        """The innermost section containing a 0-based line, or None before the first heading."""
+        starts = [s.start for s in self.sections]
+        i = bisect.bisect_right(starts, line) - 1
+        return self.sections[i] if i >= 0 else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Raw structure: headings and fences, by the fast scanner or by markdown-it
+
+
+@dataclass(slots=True)
+class _Heading:
+    level: int
+    title: str
+    start: int
+    end: int
+
+
+@dataclass(slots=True)
+class _Fence:
+    start: int
+    end: int
+    content_end: int
+    info: str
+    markup: str
+    indent: int
+    text: str
+
+
+_MD: MarkdownIt | None = None
+
+
+def _md() -> MarkdownIt:
+    global _MD
+    if _MD is None:
+        _MD = MarkdownIt("commonmark").enable("table").disable("inline")
+    return _MD
+
+
+_ATX = re.compile(r"(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
+_FENCE_OPEN = re.compile(r"(`{3,}|~{3,})(.*)$")
+_SETEXT = re.compile(r" {0,3}(?:=+|-+)[ \t]*$")
+_HARD_INDENTED = re.compile(r"[ \t]+(?:#|```|~~~|<)")
+_HARD_LIST = re.compile(r"(?:[-*+]|\d{1,9}[.)])[ \t]+(?:#|```|~~~|<|>)")
+_HARD_QUOTE = re.compile(r" {0,3}>.*(?:#|```|~~~)")
+_FENCE_CLOSE_CACHE: dict[tuple[str, int], re.Pattern[str]] = {}
+
+
+def _atx_title(rest: str | None) -> str:
+    text = (rest or "").strip()
+    if text and set(text) == {"#"}:
+        return ""
+    return re.sub(r"[ \t]+#+$", "", text).strip()
+
+
+def _closer(markup: str, strict: bool = False) -> re.Pattern[str]:
+    # strict: a top-level closing fence (CommonMark: up to 3 spaces); otherwise any container prefix.
+    key = (markup[0] + ("s" if strict else ""), len(markup))
+    pat = _FENCE_CLOSE_CACHE.get(key)
+    if pat is None:
+        ch = re.escape(markup[0])
+        prefix = " {0,3}" if strict else r"[ \t>]*"
+        pat = re.compile(rf"{prefix}{ch}{{{len(markup)},}}[ \t]*$")
+        _FENCE_CLOSE_CACHE[key] = pat
+    return pat
+
+
+def _scan_fast(lines: list[str], first: int) -> tuple[list[_Heading], list[_Fence]] | None:
+    """Headings and fences of an easy file, or None when markdown-it must decide."""
+    headings: list[_Heading] = []
+    fences: list[_Fence] = []
+    n = len(lines)
+    i = first
+    prev_blank = True
+    while i < n:
+        raw = lines[i].rstrip("\r\n")
+        if not raw.strip():
+            prev_blank = True
+            i += 1
+            continue
+        c = raw[0]
+        if c == "#":
+            m = _ATX.match(raw)
+            if m:
+                headings.append(_Heading(len(m.group(1)), _atx_title(m.group(2)), i, i + 1))
+                prev_blank = False
+                i += 1
+                continue
+        elif c in "`~":
+            m = _FENCE_OPEN.match(raw)
+            if m and not (c == "`" and "`" in m.group(2)):
+                markup = m.group(1)
+                close = _closer(markup, strict=True)
+                j = i + 1
+                while j < n and not close.match(lines[j].rstrip("\r\n")):
+                    j += 1
+                closed = j < n
+                end = j + 1 if closed else n
+                fences.append(
+                    _Fence(
+                        i, end, j if closed else n, m.group(2).strip(), markup, 0, "".join(lines[i + 1 : j])
+                    )
+                )
+                prev_blank = False
+                i = end
+                continue
+        elif c in " \t":
+            if _HARD_INDENTED.match(raw):
+                return None
+        elif c == "<":
+            return None
+        elif c == ">":
+            if _HARD_QUOTE.match(raw):
+                return None
+        elif c in "-*+0123456789" and _HARD_LIST.match(raw):
+            return None
+        if not prev_blank and _SETEXT.match(raw):
+            return None
+        if c in " \t" and _SETEXT.match(raw):
+            return None
+        prev_blank = False
+        i += 1
+    return headings, fences
+
+
+def _scan_markdown_it(lines: list[str], text: str) -> tuple[list[_Heading], list[_Fence]]:
+    """Headings (top level only) and fences (any depth) as markdown-it sees them."""
+    headings: list[_Heading] = []
+    fences: list[_Fence] = []
+    tokens = _md().parse(text)
+    for k, tok in enumerate(tokens):
+        if tok.type == "heading_open" and tok.level == 0 and tok.map:
+            inline = tokens[k + 1]
+            title = " ".join(part.strip() for part in inline.content.split("\n")).strip()
+            headings.append(_Heading(int(tok.tag[1]), title, tok.map[0], tok.map[1]))
+        elif tok.type == "fence" and tok.map:
+            start, end = tok.map
+            line = lines[start] if start < len(lines) else ""
+            indent = len(line) - len(line.lstrip(" "))
+            closed = end - 1 > start and bool(_closer(tok.markup).match(lines[end - 1].rstrip("\r\n")))
+            fences.append(
+                _Fence(
+                    start, end, end - 1 if closed else end, tok.info.strip(), tok.markup, indent, tok.content
+                )
+            )
+    return headings, fences
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers
+
+
+def slugify(title: str) -> str:
+    """GitHub-style anchor: lower case, punctuation dropped, spaces to hyphens."""
+    text = unicodedata.normalize("NFKC", title).strip().lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+_LINK = re.compile(r"(?<!!)\[([^\]\n]*)\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+_CODE_SPAN = re.compile(r"`+[^`\n]*`+")
+_FIELD = re.compile(r"\s*(?:[-*+]\s+)?\*\*(?:[A-Za-z]+ )?ID:?\*\*:?\s*`?([A-Za-z0-9][A-Za-z0-9_.\-]*)`?")
+
+
+def _link_kind(target: str) -> str:
+    if target.startswith("#"):
+        return "anchor"
+    if re.match(r"[a-zA-Z][a-zA-Z0-9+.\-]*:", target):
+        return "external"
+    return "internal"
+
+
+def _collect_ids(data: Any, out: list[str]) -> None:
+    if isinstance(data, dict):
+        for key in DEFINING_KEYS:
+            value = data.get(key)
+            if isinstance(value, str) and value.strip() and " " not in value.strip():
+                out.append(value.strip())
+        for value in data.values():
+            if isinstance(value, (dict, list)):
+                _collect_ids(value, out)
+    elif isinstance(data, list):
+        for item in data:
+            _collect_ids(item, out)
+
+
+def block_ids(block: Block) -> list[str]:
+    """IDs a block defines: string values of id/task_id/mode_id/tool_id keys, at any depth."""
+    out: list[str] = []
+    _collect_ids(block.data, out)
+    return out
+
+
+def _parse_data(lang: str, text: str, path: str, first_line: int) -> tuple[Any, str | None]:
+    """Parse a data block; errors are 'path:line: message' with the 1-based file line."""
+    where = path or "<string>"
+    # Parsers report end-of-input problems one line past the text; keep the line inside the block.
+    last = first_line + max(1, text.count("\n"))
+    if lang == "json":
+        try:
+            return json.loads(text), None
+        except json.JSONDecodeError as exc:
+            return None, f"{where}:{min(first_line + exc.lineno, last)}: invalid JSON: {exc.msg}"
+    try:
+        return yaml.load(text, Loader=_YamlLoader), None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = min(first_line + (mark.line + 1 if mark is not None else 1), last)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        return None, f"{where}:{line}: invalid YAML: {problem}"
+
+
+def _front_matter(
+    lines: list[str], path: str
+) -> tuple[dict[str, Any] | None, tuple[int, int] | None, str | None]:
+    if not lines or lines[0].rstrip("\r\n") != "---":
+        return None, None, None
+    for j in range(1, len(lines)):
+        if lines[j].rstrip("\r\n") in ("---", "..."):
+            body = "".join(lines[1:j])
+            data, error = _parse_data("yaml", body, path, 1)
+            if error is None and data is not None and not isinstance(data, dict):
+                error = f"{path or '<string>'}:1: front matter is not a mapping"
+                data = None
+            return (data or None) if error is None else None, (0, j + 1), error
+    return None, None, None
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsing
+
+
+def parse_document(text: str, path: str = "", id_patterns: Iterable[str] | None = None) -> Document:
+    """Parse Markdown text; bad blocks become `errors`, never exceptions."""
+    lines = text.splitlines(keepends=True)
+    matcher = id_matcher(id_patterns)
+    errors: list[str] = []
+    where = path or "<string>"
+
+    front, fm_range, fm_error = _front_matter(lines, path)
+    if fm_error:
+        errors.append(fm_error)
+    first = fm_range[1] if fm_range else 0
+
+    scanned = _scan_fast(lines, first)
+    parser = "scanner"
+    if scanned is None:
+        parser = "markdown-it"
+        # Blank the front matter so markdown-it keeps line numbers but does not see a heading in it.
+        md_text = text if not fm_range else "\n" * first + "".join(lines[first:])
+        scanned = _scan_markdown_it(lines, md_text)
+    headings, fences = scanned
+
+    # Sections: ranges, parents, paths, anchors.
+    n = len(lines)
+    count = len(headings)
+    ends = [n] * count
+    own_ends = [n] * count
+    parents: list[int | None] = [None] * count
+    stack: list[int] = []
+    for k, h in enumerate(headings):
+        while stack and headings[stack[-1]].level >= h.level:
+            ends[stack.pop()] = h.start
+        parents[k] = stack[-1] if stack else None
+        stack.append(k)
+        if k + 1 < count:
+            own_ends[k] = headings[k + 1].start
+    for k in range(count):
+        own_ends[k] = min(own_ends[k], ends[k])
+    starts = [h.start for h in headings]
+
+    def section_of(line: int) -> int | None:
+        i = bisect.bisect_right(starts, line) - 1
+        return i if i >= 0 else None
+
+    # Blocks.
+    blocks: list[Block] = []
+    fence_lines = bytearray(n)
+    for k, f in enumerate(fences):
+        info = f.info
+        lang = info.split(maxsplit=1)[0].lower() if info else ""
+        data: Any = None
+        error: str | None = None
+        if lang in DATA_LANGS:
+            data, error = _parse_data(lang, f.text, path, f.start + 1)
+            if error:
+                errors.append(error)
+        blocks.append(
+            Block(
+                index=k,
+                lang=lang,
+                info=info,
+                start=f.start,
+                end=f.end,
+                content_start=f.start + 1,
+                content_end=f.content_end,
+                fence=f.markup,
+                indent=f.indent,
+                section=section_of(f.start),
+                text=f.text,
+                data=data,
+                error=error,
+            )
+        )
+        for ln in range(f.start, f.end):
+            fence_lines[ln] = 1
+
+    # ID definitions.
+    defs: list[IdOccurrence] = []
+    def_keys: set[tuple[str, int]] = set()
+
+    def define(ident: str, line: int, kind: str) -> None:
+        if (ident, line) in def_keys:
+            return
+        def_keys.add((ident, line))
+        defs.append(IdOccurrence(ident, line, section_of(line), kind))
+
+    for h in headings:
+        for ident in matcher.findall(lines[h.start]):
+            define(ident, h.start, "heading")
+    if front:
+        for ident in _front_ids(front):
+            line = _line_of(lines, ident, 0, fm_range[1] if fm_range else 1)
+            define(ident, line, "front_matter")
+    heading_lines = {h.start for h in headings}
+    for i in range(first, n):
+        if fence_lines[i] or i in heading_lines:
+            continue
+        line = lines[i]
+        if "ID" in line and "**" in line:
+            m = _FIELD.match(line)
+            if m:
+                define(m.group(1), i, "field")
+    for b in blocks:
+        for ident in block_ids(b):
+            define(ident, _line_of(lines, ident, b.content_start, b.content_end), "block")
+
+    # References: every other occurrence, found in one pass over the text.
+    refs: list[IdOccurrence] = []
+    offsets = [0] * n
+    pos = 0
+    for i, line in enumerate(lines):
+        offsets[i] = pos
+        pos += len(line)
+    for m in matcher.finditer(text):
+        line = bisect.bisect_right(offsets, m.start()) - 1
+        ident = m.group(0)
+        if (ident, line) not in def_keys:
+            refs.append(IdOccurrence(ident, line, section_of(line), "reference"))
+
+    # Links, outside fences and code spans.
+    links: list[Link] = []
+    if "](" in text:
+        for i in range(first, n):
+            line = lines[i]
+            if fence_lines[i] or "](" not in line:
+                continue
+            plain = _CODE_SPAN.sub("", line) if "`" in line else line
+            for m in _LINK.finditer(plain):
+                target = m.group(2)
+                links.append(Link(i, m.group(1), target, _link_kind(target), section_of(i)))
+
+    # Sections with their IDs.
+    by_section: dict[int, list[str]] = {}
+    for d in defs:
+        if d.section is not None:
+            sec = d.section
+            # A definition belongs to the section whose own body holds it.
+            by_section.setdefault(sec, []).append(d.id)
+    sections: list[Section] = []
+    seen_anchors: dict[str, int] = {}
+    paths: list[str] = []
+    for k, h in enumerate(headings):
+        parent = parents[k]
+        sec_path = f"{paths[parent]} > {h.title}" if parent is not None else h.title
+        paths.append(sec_path)
+        base = slugify(h.title)
+        anchor = base
+        if base in seen_anchors:
+            seen_anchors[base] += 1
+            anchor = f"{base}-{seen_anchors[base]}"
+            while anchor in seen_anchors:
+                seen_anchors[base] += 1
+                anchor = f"{base}-{seen_anchors[base]}"
+        seen_anchors.setdefault(anchor, 0)
+        ids = tuple(dict.fromkeys(by_section.get(k, [])))
+        sections.append(
+            Section(
+                index=k,
+                level=h.level,
+                title=h.title,
+                heading_start=h.start,
+                heading_end=h.end,
+                start=h.start,
+                end=ends[k],
+                own_end=own_ends[k],
+                path=sec_path,
+                anchor=anchor,
+                parent=parent,
+                ids=ids,
+            )
+        )
+    del where
+    return Document(
+        path=path,
+        text=text,
+        lines=lines,
+        sections=sections,
+        blocks=blocks,
+        front_matter=front,
+        front_matter_range=fm_range,
+        links=links,
+        id_defs=defs,
+        id_refs=refs,
+        errors=errors,
+        content_hash=hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
+        parser=parser,
+    )
+
+
+def _front_ids(front: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    for key in DEFINING_KEYS:
+        value = front.get(key)
+        if isinstance(value, str) and value.strip() and " " not in value.strip():
+            out.append(value.strip())
+    return out
+
+
+def _line_of(lines: list[str], needle: str, start: int, end: int) -> int:
+    """The first line in [start, end) containing `needle`, else `start` (or the line before it)."""
+    for i in range(start, min(end, len(lines))):
+        if needle in lines[i]:
+            return i
+    return max(0, start - 1) if start >= len(lines) else start
+
+
+def load_document(root: Path, relpath: str, id_patterns: Iterable[str] | None = None) -> Document:
+    """Read and parse a file under `root`; raises DocumentError when it is missing or not UTF-8."""
+    path = Path(root) / relpath
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise DocumentError(f"{relpath}: no such file") from exc
+    except OSError as exc:
+        raise DocumentError(f"{relpath}: cannot read: {exc.strerror or exc}") from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise DocumentError(f"{relpath}:{line}: not valid UTF-8 (byte {exc.start})") from exc
+    return parse_document(text, Path(relpath).as_posix(), id_patterns)
+
+
+# ---------------------------------------------------------------------------------------------
+# Lookups
+
+
+def section_text(doc: Document, section: Section, *, own: bool = False) -> str:
+    """The exact text of a section (heading included); `own` stops at its first subsection."""
+    return "".join(doc.lines[section.start : section.own_end if own else section.end])
+
+
+def _candidates(doc: Document, found: list[Section]) -> list[str]:
+    return [f"{s.path} (line {s.start + 1})" for s in found]
+
+
+_HEADING_ID = re.compile(r"(#{1,6})\s+(.*?)\s*#*\s*$")
+_NUMBER_PREFIX = re.compile(r"(?:\d+(?:\.[0-9A-Za-z]+)*\.?|[A-Z](?:\.\d+)*\.?)\s+")
+
+
+def find_section(doc: Document, identifier: str) -> Section:
+    """Resolve heading text, heading path, anchor, '#anchor' or a defined ID to one section."""
+    ident = identifier.strip()
+    if not ident:
+        raise TargetNotFoundError("empty section identifier")
+    level: int | None = None
+    m = _HEADING_ID.fullmatch(ident)
+    if m:
+        level = len(m.group(1))
+        ident = m.group(2).strip()
+    # A heading written with its hashes names its level too.
+    secs = [s for s in doc.sections if level is None or s.level == level]
+    anchor = ident[1:] if ident.startswith("#") else ident
+    folded = ident.casefold()
+
+    def stripped(title: str) -> str:
+        return _NUMBER_PREFIX.sub("", title, count=1).casefold() if _NUMBER_PREFIX.match(title) else ""
+
+    stages: list[list[Section]] = [
+        [s for s in secs if s.title == ident and (level is None or s.level == level)],
+        [s for s in secs if " > " in ident and s.path == ident],
+        [s for s in secs if s.anchor == anchor],
+        [s for s in secs if ident in s.ids],
+        [s for s in secs if s.title.casefold() == folded and (level is None or s.level == level)],
+        [s for s in secs if " > " in ident and s.path.casefold().endswith(folded)],
+        [s for s in secs if s.anchor == slugify(anchor)],
+        [s for s in secs if stripped(s.title) == folded],
+    ]
+    for found in stages:
+        if len(found) == 1:
+            return found[0]
+        if found:
+            raise AmbiguousTargetError(
+                f"'{identifier}' matches {len(found)} sections in {doc.path or '<string>'}",
+                _candidates(doc, found),
+            )
+    raise TargetNotFoundError(f"no section '{identifier}' in {doc.path or '<string>'}")
+
+
+def find_block(
+    doc: Document, section: Section | None, block: int | str | None, lang: str | None = None
+) -> Block:
+    """A fenced block by index among the section's own blocks, by defined ID, or the only data block."""
+    where = f"{doc.path or '<string>'}" + (f" section '{section.path}'" if section else "")
+    pool = [b for b in doc.blocks if section is None or b.section == section.index]
+    if lang is not None:
+        want = {"yaml", "yml"} if lang.lower() in ("yaml", "yml") else {lang.lower()}
+        pool = [b for b in pool if b.lang in want]
+    if isinstance(block, bool):
+        raise TargetNotFoundError(f"invalid block selector {block!r}")
+    if isinstance(block, int):
+        if 0 <= block < len(pool):
+            return pool[block]
+        raise TargetNotFoundError(f"no block #{block} in {where} ({len(pool)} blocks)")
+    if isinstance(block, str):
+        found = [b for b in pool if block in block_ids(b)]
+        if not found and section is not None:
+            found = [b for b in doc.blocks if block in block_ids(b)]
+        if len(found) == 1:
+            return found[0]
+        if found:
+            raise AmbiguousTargetError(
+                f"{len(found)} blocks define '{block}' in {where}",
+                [f"block {b.index} (line {b.start + 1})" for b in found],
+            )
+        raise TargetNotFoundError(f"no block defining '{block}' in {where}")
+    data_blocks = [b for b in pool if b.lang in ("yaml", "yml", "json")] if lang is None else pool
+    if len(data_blocks) == 1:
+        return data_blocks[0]
+    if data_blocks:
+        raise AmbiguousTargetError(
+            f"{len(data_blocks)} data blocks in {where}; name one by index or ID",
+            [f"block {b.index} '{b.lang}' (line {b.start + 1})" for b in data_blocks],
+        )
+    raise TargetNotFoundError(f"no YAML/JSON block in {where}")
