@@ -446,17 +446,16 @@ def parse_document(text: str, path: str = "", id_patterns: Iterable[str] | None 
             define(ident, h.start, "heading")
     if front:
         for ident in _front_ids(front):
-            line = _line_of(lines, ident, 0, fm_range[1] if fm_range else 1)
-            define(ident, line, "front_matter")
+            define(ident, _line_of(lines, ident, 0, fm_range[1] if fm_range else 1), "front_matter")
     heading_lines = {h.start for h in headings}
     for i in range(first, n):
         if fence_lines[i] or i in heading_lines:
             continue
-        line = lines[i]
-        if "ID" in line and "**" in line:
-            m = _FIELD.match(line)
-            if m:
-                define(m.group(1), i, "field")
+        src = lines[i]
+        if "ID" in src and "**" in src:
+            fm = _FIELD.match(src)
+            if fm:
+                define(fm.group(1), i, "field")
     for b in blocks:
         for ident in block_ids(b):
             define(ident, _line_of(lines, ident, b.content_start, b.content_end), "block")
@@ -465,26 +464,26 @@ def parse_document(text: str, path: str = "", id_patterns: Iterable[str] | None 
     refs: list[IdOccurrence] = []
     offsets = [0] * n
     pos = 0
-    for i, line in enumerate(lines):
+    for i, src in enumerate(lines):
         offsets[i] = pos
-        pos += len(line)
-    for m in matcher.finditer(text):
-        line = bisect.bisect_right(offsets, m.start()) - 1
-        ident = m.group(0)
-        if (ident, line) not in def_keys:
-            refs.append(IdOccurrence(ident, line, section_of(line), "reference"))
+        pos += len(src)
+    for im in matcher.finditer(text):
+        at = bisect.bisect_right(offsets, im.start()) - 1
+        ident = im.group(0)
+        if (ident, at) not in def_keys:
+            refs.append(IdOccurrence(ident, at, section_of(at), "reference"))
 
     # Links, outside fences and code spans.
     links: list[Link] = []
     if "](" in text:
         for i in range(first, n):
-            line = lines[i]
-            if fence_lines[i] or "](" not in line:
+            src = lines[i]
+            if fence_lines[i] or "](" not in src:
                 continue
-            plain = _CODE_SPAN.sub("", line) if "`" in line else line
-            for m in _LINK.finditer(plain):
-                target = m.group(2)
-                links.append(Link(i, m.group(1), target, _link_kind(target), section_of(i)))
+            plain = _CODE_SPAN.sub("", src) if "`" in src else src
+            for lm in _LINK.finditer(plain):
+                target = lm.group(2)
+                links.append(Link(i, lm.group(1), target, _link_kind(target), section_of(i)))
 
     # Sections with their IDs.
     by_section: dict[int, list[str]] = {}
