@@ -3,6 +3,8 @@
 UdmError
 ├── ConfigError            settings that cannot be used
 ├── PathOutsideError       a path that escapes every allowed directory
+├── InvalidPathError       a path that can never be used: NUL byte, not UTF-8, too long, a device/FIFO
+├── PathChangedError       a path that changed under an operation between its check and its use
 ├── DocumentError          a Markdown/YAML/JSON file that cannot be read or parsed
 ├── TargetError            a section, block or key that cannot be resolved
 │   ├── TargetNotFoundError
@@ -32,8 +34,10 @@ __all__ = [
     "GraphTimeoutError",
     "GraphUnavailableError",
     "IndexBusyError",
+    "InvalidPathError",
     "LockTimeoutError",
     "PatchError",
+    "PathChangedError",
     "PathOutsideError",
     "TargetError",
     "TargetNotFoundError",
@@ -52,6 +56,14 @@ class ConfigError(UdmError):
 
 class PathOutsideError(UdmError):
     """A path that escapes every allowed directory."""
+
+
+class InvalidPathError(UdmError):
+    """A path that can never be used: a NUL byte, undecodable bytes, over-long, or not a file/directory."""
+
+
+class PathChangedError(UdmError):
+    """A path changed (e.g. a directory swapped for a symlink) between its check and its use."""
 
 
 class DocumentError(UdmError):
