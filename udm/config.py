@@ -139,6 +139,9 @@ class Settings(BaseSettings):
     kg_timeout_s: float = Field(
         default=2.0, gt=0, description="Time limit of one knowledge-graph query, seconds."
     )
+    kg_row_cap: int = Field(
+        default=1000, ge=1, description="Most rows a knowledge-graph query returns."
+    )
     sql_row_cap: int = Field(default=1000, ge=1, description="Most rows a read-only SQL query returns.")
     sql_timeout_s: float = Field(
         default=5.0, gt=0, description="Time limit of one read-only SQL query, seconds."
