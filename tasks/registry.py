@@ -12,6 +12,55 @@ __all__ = ["TOOL_PATHS", "all_tools", "get_tool", "tool_names"]
 # "module:ClassName", one per tool. Each issue's tools add their lines here, grouped by module.
 TOOL_PATHS: list[str] = [
     "tasks.filesystem:FileSystemAccessTool",
+    # Browser: the agent's eight actions (tasks/browser/agent_actions.py)
+    "tasks.browser.agent_actions:LaunchBrowserTool",
+    "tasks.browser.agent_actions:ClickElementTool",
+    "tasks.browser.agent_actions:TypeTextTool",
+    "tasks.browser.agent_actions:ScrollPageTool",
+    "tasks.browser.agent_actions:CaptureScreenshotTool",
+    "tasks.browser.agent_actions:GetElementTextTool",
+    "tasks.browser.agent_actions:CheckElementExistsTool",
+    "tasks.browser.agent_actions:CloseBrowserTool",
+    # Browser automation: navigation, interaction, synchronisation (tasks/browser/automation.py)
+    "tasks.browser.automation:NavigateToUrlTool",
+    "tasks.browser.automation:ScrollTool",
+    "tasks.browser.automation:RefreshTool",
+    "tasks.browser.automation:GoBackTool",
+    "tasks.browser.automation:GoForwardTool",
+    "tasks.browser.automation:ClickTool",
+    "tasks.browser.automation:TypeTextSimpleTool",
+    "tasks.browser.automation:HoverTool",
+    "tasks.browser.automation:FocusTool",
+    "tasks.browser.automation:SelectOptionTool",
+    "tasks.browser.automation:WaitForElementTool",
+    "tasks.browser.automation:WaitForConditionTool",
+    # Browser extraction and memory (tasks/browser/extraction.py, tasks/browser/memory.py)
+    "tasks.browser.extraction:ExtractTextTool",
+    "tasks.browser.extraction:ExtractLinksTool",
+    "tasks.browser.extraction:ExtractDataTool",
+    "tasks.browser.extraction:ExtractTableTool",
+    "tasks.browser.extraction:ExtractFormTool",
+    "tasks.browser.extraction:GetElementInfoTool",
+    "tasks.browser.extraction:ScreenshotTool",
+    "tasks.browser.memory:SessionMemoryTool",
+    "tasks.browser.memory:HistoryTrackerTool",
+    "tasks.browser.memory:PersistentCacheTool",
+    # Browser page tools (tasks/browser/page_tools.py)
+    "tasks.browser.page_tools:GetPageTextTool",
+    "tasks.browser.page_tools:SearchOnPageTool",
+    "tasks.browser.page_tools:GetPageStructureTool",
+    "tasks.browser.page_tools:GetImageTool",
+    "tasks.browser.page_tools:GetLinksTool",
+    "tasks.browser.page_tools:GetTabsTool",
+    "tasks.browser.page_tools:OpenInNewTabTool",
+    "tasks.browser.page_tools:GetFullPageScreenshotTool",
+    # Browser tab-level tools (tasks/browser/browser_tools.py)
+    "tasks.browser.browser_tools:BrowserReadPageTool",
+    "tasks.browser.browser_tools:BrowserTabsTool",
+    "tasks.browser.browser_tools:BrowserCookiesTool",
+    "tasks.browser.browser_tools:BrowserDownloadTool",
+    # Knowledge graph (tasks/knowledge_graph.py)
+    "tasks.knowledge_graph:KnowledgeGraphQueryTool",
 ]
 
 _CACHE: dict[str, Tool[Any, Any]] = {}

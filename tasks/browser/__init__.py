@@ -1,0 +1,1 @@
+"""Playwright browser session and the browser tool suite."""

@@ -1,0 +1,311 @@
+"""Tab-level tools: browser_read_page, browser_tabs, browser_cookies, browser_download (allowed dirs only)."""
+
+from __future__ import annotations
+
+import mimetypes
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import unquote, urlsplit
+
+import yaml
+from pydantic import Field, model_validator
+
+from tasks.base import Permission
+from tasks.browser.common import (
+    BrowserOutput,
+    BrowserTool,
+    Call,
+    PageInput,
+    SelectorType,
+    locate,
+    save_screenshot,
+)
+from tasks.browser.page_tools import tab_list
+from tasks.browser.session import ActionError, normalize_url
+from udm.config import Settings
+
+__all__ = [
+    "BrowserCookiesTool",
+    "BrowserDownloadTool",
+    "BrowserReadPageTool",
+    "BrowserTabsTool",
+    "download_target",
+]
+
+
+class ReadPageInput(PageInput):
+    """Input of browser_read_page."""
+
+    mode: Literal["text", "html", "screenshot", "accessibility_tree"] = Field(
+        default="text", description="text, html, screenshot or accessibility_tree."
+    )
+    selector: str | None = Field(
+        default=None, min_length=1, description="Read only this element (CSS or XPath)."
+    )
+    selector_type: SelectorType = Field(default="css", description="css or xpath.")
+    max_chars: int = Field(
+        default=200_000, ge=100, le=10_000_000, description="Cut text/html at this length."
+    )
+    return_base64: bool = Field(default=False, description="screenshot mode: also return base64.")
+
+
+class ReadPageOutput(BrowserOutput):
+    """Page content in the mode asked for."""
+
+    mode: str | None = Field(default=None, description="The mode read.")
+    content: str | None = Field(default=None, description="Text, HTML, or the accessibility tree as YAML.")
+    tree: Any = Field(default=None, description="accessibility_tree mode: the tree as structured data.")
+    truncated: bool = Field(default=False, description="Whether content was cut at max_chars.")
+    screenshot_path: str | None = Field(default=None, description="screenshot mode: the image file.")
+    image_base64: str | None = Field(default=None, description="screenshot mode, on request.")
+
+
+class BrowserReadPageTool(BrowserTool):
+    """browser_read_page."""
+
+    name = "browser_read_page"
+    description = (
+        "Read a tab as text, HTML, a screenshot file or its accessibility tree (optionally one element only)."
+    )
+    Input = ReadPageInput
+    Output = ReadPageOutput
+    permission = Permission.SAFE
+
+    async def act(self, call: Call) -> dict[str, Any]:
+        """Read in the chosen mode."""
+        data = call.data
+        page = call.require_page()
+        target = (
+            locate(page, data.selector, data.selector_type).first if data.selector else page.locator("body")
+        )
+        if data.selector:
+            await target.wait_for(state="attached", timeout=call.timeout_ms)
+        if data.mode == "screenshot":
+            shot = await save_screenshot(
+                call, locator=target if data.selector else None, return_base64=data.return_base64
+            )
+            return {
+                "mode": data.mode,
+                "screenshot_path": shot["screenshot_path"],
+                "image_base64": shot.get("image_base64"),
+            }
+        tree: Any = None
+        if data.mode == "text":
+            content = await target.inner_text(timeout=call.timeout_ms)
+        elif data.mode == "html":
+            content = await target.evaluate("e => e.outerHTML") if data.selector else await page.content()
+        else:
+            content = await target.aria_snapshot(timeout=call.timeout_ms)
+            try:
+                tree = yaml.safe_load(content)
+            except yaml.YAMLError:
+                tree = None  # the YAML text in `content` is still the answer
+        return {
+            "mode": data.mode,
+            "content": content[: data.max_chars],
+            "tree": tree,
+            "truncated": len(content) > data.max_chars,
+        }
+
+
+class TabsInput(PageInput):
+    """Input of browser_tabs."""
+
+    action: Literal["list", "create", "close", "switch"] = Field(
+        default="list", description="list, create, close or switch."
+    )
+    url: str | None = Field(
+        default=None, min_length=1, description="create: URL to open (default about:blank)."
+    )
+
+    @model_validator(mode="after")
+    def _needs_tab(self) -> TabsInput:
+        if self.action in {"close", "switch"} and self.tab_id is None:
+            raise ValueError(f"tab_id is required when action is '{self.action}'")
+        return self
+
+
+class TabsOutput(BrowserOutput):
+    """The tabs after the action."""
+
+    tabs: list[dict[str, Any]] = Field(default_factory=list, description="tab_id, url, title, active.")
+    active_tab: int | None = Field(default=None, description="The active tab's ID.")
+
+
+class BrowserTabsTool(BrowserTool):
+    """browser_tabs."""
+
+    name = "browser_tabs"
+    description = "List, create, close or switch the session's tabs; tabs keep stable IDs."
+    Input = TabsInput
+    Output = TabsOutput
+    permission = Permission.SAFE
+    needs_page = False
+    creates_session = True
+
+    def permission_for(self, data: Any) -> Permission:
+        """list is safe, create/switch moderate, close destructive."""
+        return {
+            "list": Permission.SAFE,
+            "create": Permission.MODERATE,
+            "switch": Permission.MODERATE,
+            "close": Permission.DESTRUCTIVE,
+        }[data.action]
+
+    async def act(self, call: Call) -> dict[str, Any]:
+        """Do the action and list the tabs."""
+        data = call.data
+        session = call.session
+        if data.action == "create":
+            tab_id = await session.new_tab(normalize_url(data.url) if data.url else None, call.timeout_s)
+            call.tab_id, call.page = session.page(tab_id)
+        elif data.action in {"close", "switch"}:
+            tab_id, page = session.page(data.tab_id)
+            if data.action == "close":
+                await page.close()
+            else:
+                session.active = tab_id
+                await page.bring_to_front()
+        return {"tabs": await tab_list(call), "active_tab": session.active}
+
+
+class CookiesInput(PageInput):
+    """Input of browser_cookies."""
+
+    domain: str = Field(min_length=1, description="Domain whose cookies to read (subdomains included).")
+
+
+class CookiesOutput(BrowserOutput):
+    """Cookies of a domain."""
+
+    cookies: list[dict[str, Any]] = Field(
+        default_factory=list, description="name, value, domain, path, expires, httpOnly, secure."
+    )
+
+
+class BrowserCookiesTool(BrowserTool):
+    """browser_cookies."""
+
+    name = "browser_cookies"
+    description = "Read the session's cookies for a domain (they can hold session tokens: destructive)."
+    Input = CookiesInput
+    Output = CookiesOutput
+    permission = Permission.DESTRUCTIVE
+    needs_page = False
+
+    async def act(self, call: Call) -> dict[str, Any]:
+        """Filter the context's cookies by domain."""
+        wanted = call.data.domain.strip().lower().lstrip(".")
+        if "://" in wanted:
+            wanted = urlsplit(wanted).hostname or wanted
+        cookies = []
+        for c in await call.session.context.cookies():
+            domain = str(c.get("domain", "")).lower().lstrip(".")
+            if domain == wanted or domain.endswith("." + wanted) or wanted.endswith("." + domain):
+                cookies.append(
+                    {
+                        k: c.get(k)
+                        for k in ("name", "value", "domain", "path", "expires", "httpOnly", "secure")
+                    }
+                )
+        return {"cookies": cookies}
+
+
+def download_target(settings: Settings, save_path: str, suggested: str) -> Path:
+    """Where a download goes: `save_path` (a folder keeps the suggested name), inside an allowed dir."""
+    raw = Path(save_path).expanduser()
+    target = raw if raw.is_absolute() else settings.project_root / raw
+    if save_path.endswith(("/", os.sep)) or target.is_dir():
+        target = target / (_safe_name(suggested) or "download")
+    real = Path(os.path.realpath(target))
+    roots = [Path(os.path.realpath(r)) for r in settings.allowed_roots()]
+    if not any(real == r or real.is_relative_to(r) for r in roots):
+        allowed = ", ".join(str(r) for r in roots)
+        raise ActionError(
+            "ERROR_PATH_NOT_ALLOWED", f"'{save_path}' is outside the allowed directories ({allowed})"
+        )
+    return real
+
+
+def _safe_name(name: str) -> str:
+    return re.sub(r"[^\w.\-]+", "_", os.path.basename(name)).strip("._")[:200]
+
+
+class DownloadInput(PageInput):
+    """Input of browser_download."""
+
+    url: str | None = Field(
+        default=None, min_length=1, description="URL to download (with the session's cookies)."
+    )
+    selector: str | None = Field(
+        default=None, min_length=1, description="Or: an element to click that starts a download."
+    )
+    selector_type: SelectorType = Field(default="css", description="css or xpath.")
+    save_path: str = Field(
+        min_length=1, description="File or folder (inside an allowed directory) to save into."
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> DownloadInput:
+        if (self.url is None) == (self.selector is None):
+            raise ValueError("give exactly one of url or selector")
+        return self
+
+
+class DownloadOutput(BrowserOutput):
+    """A saved download."""
+
+    path: str | None = Field(default=None, description="Where the file was saved.")
+    size_bytes: int | None = Field(default=None, description="Its size.")
+    mime_type: str | None = Field(default=None, description="Its content type.")
+
+
+class BrowserDownloadTool(BrowserTool):
+    """browser_download."""
+
+    name = "browser_download"
+    description = (
+        "Download a URL, or the file a click starts, into an allowed directory (destructive: writes files)."
+    )
+    Input = DownloadInput
+    Output = DownloadOutput
+    permission = Permission.DESTRUCTIVE
+    needs_page = False
+    creates_session = True
+
+    async def act(self, call: Call) -> dict[str, Any]:
+        """Fetch through the session (or catch the click's download) and save atomically."""
+        data = call.data
+        settings = call.ctx.settings
+        if data.selector:
+            call.tab_id, call.page = call.session.page(data.tab_id)
+            async with call.page.expect_download(timeout=call.timeout_ms) as info:
+                await locate(call.page, data.selector, data.selector_type).first.click(
+                    timeout=call.timeout_ms
+                )
+            download = await info.value
+            target = download_target(settings, data.save_path, download.suggested_filename)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(f".{target.name}.part-{os.getpid()}")
+            await download.save_as(tmp)
+            os.replace(tmp, target)
+            mime = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
+            return {"path": str(target), "size_bytes": target.stat().st_size, "mime_type": mime}
+        url = normalize_url(data.url)
+        response = await call.session.context.request.get(url, timeout=call.timeout_ms)
+        if not response.ok:
+            raise ActionError("ERROR_HTTP", f"GET {url} answered {response.status} {response.status_text}")
+        body = await response.body()
+        disposition = response.headers.get("content-disposition", "")
+        match = re.search(r"filename\*?=(?:UTF-8'')?\"?([^\";]+)", disposition)
+        suggested = unquote(match.group(1)) if match else unquote(Path(urlsplit(url).path).name)
+        target = download_target(settings, data.save_path, suggested)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.part-{os.getpid()}")
+        tmp.write_bytes(body)
+        os.replace(tmp, target)
+        mime: str | None = (response.headers.get("content-type") or "").split(";")[0]
+        mime = mime or mimetypes.guess_type(target.name)[0]
+        return {"path": str(target), "size_bytes": len(body), "mime_type": mime or "application/octet-stream"}

@@ -1,0 +1,394 @@
+"""Browser sessions: one Chromium per process, an isolated context per session, tabs with stable IDs.
+
+Everything here runs on the process-wide tool loop (`tasks.base.run_coroutine`), so the browser
+launched by the first call is still there for the next one. Every action goes through
+`Session.perform`, which applies the per-action timeout and appends an event (action, parameters,
+duration, outcome) to the session's history; a timeout becomes a readable sentence such as
+"Timed out after 10 s waiting for selector 'button.submit'".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import itertools
+import shutil
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+from playwright.async_api import Browser, BrowserContext, Page, Playwright, ViewportSize, async_playwright
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import TimeoutError as PlaywrightTimeoutError
+
+from udm.config import Settings
+
+__all__ = [
+    "CHROMIUM_ARGS",
+    "MANAGER",
+    "ActionError",
+    "BrowserManager",
+    "Event",
+    "Session",
+    "artifact_path",
+    "find_browser",
+    "normalize_url",
+    "pw_selector",
+    "resolve_timeout_s",
+    "timeout_message",
+]
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+DEBIAN_CHROMIUM = "/usr/bin/chromium"
+DEFAULT_VIEWPORT = {"width": 1280, "height": 800}
+# Parameters longer than this are shortened in the event history (typed text, scripts).
+_PARAM_LIMIT = 200
+
+T = TypeVar("T")
+
+
+class ActionError(Exception):
+    """An expected failure of a browser action, carried as a status and a readable message."""
+
+    def __init__(self, status: str, message: str, transient: bool = False) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.transient = transient
+
+
+def find_browser(settings: Settings) -> str | None:
+    """The Chromium executable: the `browser` setting, then Debian's, else None (Playwright's own)."""
+    if settings.browser:
+        path = shutil.which(settings.browser) or settings.browser
+        if not Path(path).exists():
+            raise ActionError(
+                "ERROR_BROWSER_NOT_FOUND", f"the configured browser '{settings.browser}' does not exist"
+            )
+        return path
+    if Path(DEBIAN_CHROMIUM).exists():
+        return DEBIAN_CHROMIUM
+    return None
+
+
+def normalize_url(url: str) -> str:
+    """A URL with no scheme gets https:// (about:, data:, file: and other schemes are kept)."""
+    text = url.strip()
+    if "://" in text or text.startswith(("about:", "data:", "javascript:", "blob:")):
+        return text
+    return "https://" + text
+
+
+def pw_selector(value: str, selector_type: str = "css") -> str:
+    """A Playwright selector from a CSS or XPath expression (an `xpath=`/`css=` prefix wins)."""
+    text = value.strip()
+    if text.startswith(("xpath=", "css=", "text=", "role=")):
+        return text
+    if selector_type == "xpath":
+        return "xpath=" + text
+    return text
+
+
+def resolve_timeout_s(settings: Settings, timeout_ms: float | None = None) -> float:
+    """The timeout of one action in seconds: the caller's, else the setting, capped by the maximum."""
+    wanted = settings.browser_timeout_s if timeout_ms is None else timeout_ms / 1000.0
+    return max(0.001, min(wanted, settings.browser_max_timeout_s))
+
+
+def timeout_message(seconds: float, waiting_for: str) -> str:
+    """The readable sentence for a timeout: 'Timed out after 10 s waiting for selector 'x''."""
+    return f"Timed out after {seconds:g} s waiting for {waiting_for}"
+
+
+def artifact_path(settings: Settings, kind: str, session_id: str, ext: str) -> Path:
+    """A fresh file path under <state>/<kind>/ for a screenshot, image or diff."""
+    folder = settings.state_path / kind
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S-%f")
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in session_id)[:60]
+    return folder / f"{safe}-{stamp}-{next(_SEQ)}.{ext}"
+
+
+_SEQ = itertools.count(1)
+
+
+def _short(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > _PARAM_LIMIT:
+        return value[:_PARAM_LIMIT] + f"... ({len(value)} chars)"
+    return value
+
+
+@dataclass
+class Event:
+    """One entry of a session's history."""
+
+    seq: int
+    time: str
+    action: str
+    parameters: dict[str, Any]
+    duration_ms: float
+    outcome: str
+    error: str | None = None
+    url: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The event as JSON-able data."""
+        return {
+            "seq": self.seq,
+            "time": self.time,
+            "action": self.action,
+            "parameters": self.parameters,
+            "duration_ms": self.duration_ms,
+            "outcome": self.outcome,
+            "error": self.error,
+            "url": self.url,
+        }
+
+
+@dataclass
+class Session:
+    """An isolated browser context with its tabs, history and memory."""
+
+    id: str
+    context: BrowserContext
+    tabs: dict[int, Page] = field(default_factory=dict)
+    active: int | None = None
+    history: list[Event] = field(default_factory=list)
+    # HTTP status of the last main-frame navigation per tab (for `status` expectations).
+    last_status: dict[int, int | None] = field(default_factory=dict)
+    _next_tab: int = 1
+    _seq: int = 0
+
+    def __post_init__(self) -> None:
+        # A link with target=_blank or window.open() opens a page we did not create: adopt it.
+        self.context.on("page", self._adopt)
+
+    def _adopt(self, page: Page) -> None:
+        if self.tab_id_of(page) is None:
+            self._register(page)
+
+    def _register(self, page: Page) -> int:
+        tab_id = self._next_tab
+        self._next_tab += 1
+        self.tabs[tab_id] = page
+        if self.active is None:
+            self.active = tab_id
+        page.on("close", lambda _p: self._forget(tab_id))
+        page.on("response", lambda r: self._note_response(tab_id, page, r))
+        return tab_id
+
+    def _note_response(self, tab_id: int, page: Page, response: Any) -> None:
+        try:
+            if response.request.is_navigation_request() and response.frame == page.main_frame:
+                self.last_status[tab_id] = response.status
+        except PlaywrightError:
+            pass
+
+    def _forget(self, tab_id: int) -> None:
+        self.tabs.pop(tab_id, None)
+        if self.active == tab_id:
+            self.active = max(self.tabs) if self.tabs else None
+
+    def tab_id_of(self, page: Page) -> int | None:
+        """The stable ID of a page of this session, or None."""
+        for tab_id, candidate in self.tabs.items():
+            if candidate is page:
+                return tab_id
+        return None
+
+    async def new_tab(self, url: str | None = None, timeout_s: float = 10.0) -> int:
+        """Open a tab (optionally navigating it), make it active and return its ID."""
+        page = await self.context.new_page()
+        tab_id = self.tab_id_of(page) or self._register(page)
+        self.active = tab_id
+        if url:
+            response = await page.goto(url, timeout=timeout_s * 1000)
+            self.last_status[tab_id] = response.status if response else None
+        return tab_id
+
+    def page(self, tab_id: int | None = None) -> tuple[int, Page]:
+        """The tab with this ID, or the active one; ActionError when there is none."""
+        if tab_id is not None:
+            if tab_id not in self.tabs:
+                known = ", ".join(str(t) for t in sorted(self.tabs)) or "none"
+                raise ActionError(
+                    "ERROR_TAB_NOT_FOUND", f"no tab {tab_id} in session '{self.id}' (open: {known})"
+                )
+            return tab_id, self.tabs[tab_id]
+        if self.active is None or self.active not in self.tabs:
+            raise ActionError(
+                "ERROR_NO_PAGE",
+                f"no page is open in session '{self.id}': call launchBrowser or navigate_to_url first",
+            )
+        return self.active, self.tabs[self.active]
+
+    async def perform(
+        self,
+        action: str,
+        parameters: dict[str, Any],
+        work: Callable[[], Awaitable[T]],
+        timeout_s: float,
+        waiting_for: str,
+    ) -> T:
+        """Run one action under its timeout and record it; failures raise ActionError."""
+        started = time.perf_counter()
+        stamp = datetime.now(UTC).isoformat(timespec="milliseconds")
+        outcome, error = "ok", None
+        self.context.set_default_timeout(timeout_s * 1000)
+        self.context.set_default_navigation_timeout(timeout_s * 1000)
+        try:
+            # The outer guard catches what Playwright's own timeouts do not cover (a hung evaluate).
+            return await asyncio.wait_for(work(), timeout=timeout_s + 5)
+        except (PlaywrightTimeoutError, TimeoutError) as exc:
+            outcome, error = "timeout", timeout_message(timeout_s, waiting_for)
+            raise ActionError("ERROR_TIMEOUT", error, transient=action_is_navigation(action)) from exc
+        except ActionError as exc:
+            outcome, error = "error", exc.message
+            raise
+        except PlaywrightError as exc:
+            outcome, error = "error", _first_line(exc.message)
+            transient = "net::ERR_" in exc.message
+            status = "ERROR_NAVIGATION" if transient else "ERROR_BROWSER"
+            raise ActionError(status, error, transient=transient) from exc
+        finally:
+            self._seq += 1
+            url = None
+            with contextlib.suppress(ActionError):
+                url = self.page()[1].url
+            self.history.append(
+                Event(
+                    seq=self._seq,
+                    time=stamp,
+                    action=action,
+                    parameters={k: _short(v) for k, v in parameters.items()},
+                    duration_ms=round((time.perf_counter() - started) * 1000, 1),
+                    outcome=outcome,
+                    error=error,
+                    url=url,
+                )
+            )
+
+
+def action_is_navigation(action: str) -> bool:
+    """Whether a timeout of this action is worth retrying (loading a page, not finding an element)."""
+    return action in {"navigate_to_url", "launchBrowser", "refresh", "openInNewTab", "browser_tabs"}
+
+
+def _first_line(message: str) -> str:
+    lines = [ln.strip() for ln in (message or "").splitlines() if ln.strip()]
+    return lines[0] if lines else "browser error"
+
+
+class BrowserManager:
+    """The process's one browser and its sessions; every method runs on the tool loop."""
+
+    def __init__(self) -> None:
+        self._playwright: Playwright | None = None
+        self._browser: Browser | None = None
+        self._lock: asyncio.Lock | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.sessions: dict[str, Session] = {}
+        # session_memory lives apart from the browser so it works before any page is open.
+        self.memory: dict[str, dict[str, Any]] = {}
+        self.executable: str | None = None
+        self._atexit = False
+
+    def _guard(self) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        if self._lock is None or self._loop is not loop:
+            self._lock, self._loop = asyncio.Lock(), loop
+        return self._lock
+
+    async def browser(self, settings: Settings) -> Browser:
+        """The shared browser, launched on first use (and again if it died)."""
+        async with self._guard():
+            if self._browser is not None and self._browser.is_connected():
+                return self._browser
+            executable = find_browser(settings)
+            if self._playwright is None:
+                self._playwright = await async_playwright().start()
+            try:
+                self._browser = await self._playwright.chromium.launch(
+                    executable_path=executable, args=CHROMIUM_ARGS, headless=True
+                )
+            except PlaywrightError as exc:
+                raise ActionError(
+                    "ERROR_BROWSER_LAUNCH",
+                    f"could not launch the browser ({executable or 'Playwright Chromium'}): "
+                    f"{_first_line(exc.message)}",
+                ) from exc
+            self.executable = executable
+            self.sessions.clear()
+            if not self._atexit:
+                atexit.register(_shutdown_at_exit)
+                self._atexit = True
+            return self._browser
+
+    async def session(
+        self,
+        session_id: str,
+        settings: Settings,
+        *,
+        create: bool = True,
+        viewport: dict[str, int] | None = None,
+        accept_downloads: bool = True,
+    ) -> Session | None:
+        """The session with this ID; created (a fresh context) when missing and `create` is set."""
+        existing = self.sessions.get(session_id)
+        if existing is not None and self._browser is not None and self._browser.is_connected():
+            return existing
+        if not create:
+            return None
+        browser = await self.browser(settings)
+        context = await browser.new_context(
+            viewport=cast(ViewportSize, viewport or DEFAULT_VIEWPORT), accept_downloads=accept_downloads
+        )
+        session = Session(id=session_id, context=context)
+        self.sessions[session_id] = session
+        return session
+
+    async def close_session(self, session_id: str) -> bool:
+        """Close a session's context and forget it; False when there was none."""
+        session = self.sessions.pop(session_id, None)
+        if session is None:
+            return False
+        with contextlib.suppress(PlaywrightError):
+            await session.context.close()
+        return True
+
+    async def shutdown(self) -> None:
+        """Close every session, the browser and Playwright."""
+        for sid in list(self.sessions):
+            await self.close_session(sid)
+        if self._browser is not None:
+            with contextlib.suppress(PlaywrightError):
+                await self._browser.close()
+            self._browser = None
+        if self._playwright is not None:
+            with contextlib.suppress(Exception):
+                await self._playwright.stop()
+            self._playwright = None
+
+
+MANAGER = BrowserManager()
+
+
+def _shutdown_at_exit() -> None:
+    # Runs at interpreter exit while the (daemon) loop thread is still alive.
+    from tasks.base import run_coroutine
+
+    if MANAGER._browser is None and MANAGER._playwright is None:
+        return
+    with contextlib.suppress(Exception):
+        run_coroutine(MANAGER.shutdown(), timeout=10)
