@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 import typer
+from typer.exceptions import TyperException
 
 from udm.config import Settings, load_settings
 from udm.errors import UdmError
@@ -32,6 +33,7 @@ app = typer.Typer(
 COMMAND_MODULES: list[str] = [
     "flows.cli_tools",
     "flows.demo",
+    "flows.cli_graph",
 ]
 
 _OVERRIDES: dict[str, Any] = {}
@@ -79,12 +81,17 @@ def run(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
     try:
         result = app(args=args, prog_name="udm", standalone_mode=False)
-    except click.exceptions.Exit as exc:
+    except (typer.Exit, click.exceptions.Exit) as exc:
         return int(exc.exit_code)
-    except click.ClickException as exc:
-        exc.show()
+    except (TyperException, click.ClickException) as exc:
+        # typer >= 0.22 vendors click: its usage errors are TyperExceptions, not click's classes.
+        show = getattr(exc, "show", None)
+        if show is not None:
+            show()
+        else:
+            typer.echo(f"error: {exc}", err=True)
         return int(exc.exit_code)
-    except click.exceptions.Abort:
+    except (typer.Abort, click.exceptions.Abort):
         typer.echo("aborted", err=True)
         return 130
     except KeyboardInterrupt:
