@@ -30,6 +30,7 @@ SAMPLE_UDM = EXAMPLES / "udm"
 # (title, "module:function"), run in order. Each issue appends its steps.
 DEMO_STEPS: list[tuple[str, str]] = [
     ("file-system tool", "flows.demo:step_filesystem"),
+    ("knowledge graph: impact query", "flows.cli_graph:step_graph_impact"),
 ]
 
 

@@ -1,0 +1,216 @@
+"""Cypher over the knowledge graph: an embedded ladybug (Kùzu) database built from it, queried read-only.
+
+One node table per kind (all with the same columns, so `MATCH (n {id: 'X'})` works across kinds and
+`MATCH (t:task)` by kind) and one relationship table per edge type. The database is built once per
+graph fingerprint into a temporary file that is renamed into place, then opened read-only, so any
+number of processes can query it. Time limits use ladybug's own query timeout (it interrupts the
+query inside the engine); the connection stays usable afterwards.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+import shutil
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from udm.errors import GraphQueryError, GraphTimeoutError, GraphUnavailableError
+from udm.graph_model import EDGE_TYPES, NODE_KINDS, NODE_PROPERTIES, KnowledgeGraph
+
+__all__ = ["CypherStore", "QueryResult", "build_cypher_store", "check_reading_query"]
+
+# ladybug reserves memory up front from its buffer pool; the graph of a 2,000-file manual needs far less.
+BUFFER_POOL_BYTES = 512 * 1024 * 1024
+
+
+@dataclass
+class QueryResult:
+    """Rows of one query: column names, rows as lists, and whether the row cap cut them short."""
+
+    columns: list[str]
+    rows: list[list[Any]]
+    truncated: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def records(self) -> list[dict[str, Any]]:
+        """The rows as {column: value} objects."""
+        return [dict(zip(self.columns, row, strict=False)) for row in self.rows]
+
+
+def _csv_value(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value
+
+
+def build_cypher_store(kg: KnowledgeGraph, path: Path) -> None:
+    """Write the graph into a new ladybug database at `path` (via a temporary file renamed into place)."""
+    import ladybug
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".cypher-build-", dir=path.parent))
+    try:
+        db_file = work / "graph.lbug"
+        db = ladybug.Database(str(db_file), buffer_pool_size=BUFFER_POOL_BYTES, max_num_threads=2)
+        conn = ladybug.Connection(db)
+        columns = ", ".join(f"{name} {typ}" for name, typ in NODE_PROPERTIES)
+        for kind in NODE_KINDS:
+            conn.execute(f"CREATE NODE TABLE {kind}({columns}, PRIMARY KEY(id))")
+        by_kind: dict[str, list[str]] = {k: [] for k in NODE_KINDS}
+        for node, node_kind in kg.g.nodes(data="kind"):
+            by_kind[str(node_kind)].append(node)
+        pairs: dict[str, dict[tuple[str, str], list[tuple[str, str]]]] = {t: {} for t in EDGE_TYPES}
+        for src, key, dst in kg.edges():
+            pair = (kg.g.nodes[src]["kind"], kg.g.nodes[dst]["kind"])
+            pairs[key].setdefault(pair, []).append((src, dst))
+        for edge_type in EDGE_TYPES:
+            # A relationship type with no edges still exists, so queries naming it find nothing, not an error.
+            found = sorted(pairs[edge_type]) or [("task", "task")]
+            spec = ", ".join(f"FROM {a} TO {b}" for a, b in found)
+            conn.execute(f"CREATE REL TABLE {edge_type}({spec})")
+        names = [name for name, _ in NODE_PROPERTIES]
+        for kind, nodes in by_kind.items():
+            if not nodes:
+                continue
+            target = work / f"node-{kind}.csv"
+            with open(target, "w", newline="", encoding="utf-8") as fh:
+                writer = csv.writer(fh, lineterminator="\n")
+                for node in nodes:
+                    attrs = kg.g.nodes[node]
+                    writer.writerow([_csv_value(attrs.get(n)) for n in names])
+            conn.execute(f"COPY {kind} FROM '{target}' (HEADER=false, PARALLEL=false)")
+        for edge_type, by_pair in pairs.items():
+            for (a, b), edges in sorted(by_pair.items()):
+                target = work / f"rel-{edge_type}-{a}-{b}.csv"
+                with open(target, "w", newline="", encoding="utf-8") as fh:
+                    csv.writer(fh, lineterminator="\n").writerows(edges)
+                options = "HEADER=false" + (f", from='{a}', to='{b}'" if len(by_pair) > 1 else "")
+                conn.execute(f"COPY {edge_type} FROM '{target}' ({options})")
+        conn.close()
+        db.close()
+        os.replace(db_file, path)
+    except Exception as exc:
+        raise GraphUnavailableError(f"could not build the Cypher store at {path}: {exc}") from exc
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# Clauses that write, or reach outside the graph (files, extensions, other databases): never run.
+_FORBIDDEN = re.compile(
+    r"\b(CREATE|MERGE|SET|DELETE|DETACH|REMOVE|DROP|ALTER|COPY|LOAD|INSTALL|UNINSTALL|ATTACH|DETACH|"
+    r"USE|EXPORT|IMPORT|CHECKPOINT|BEGIN|COMMIT|ROLLBACK|FORCE|UPDATE)\b",
+    re.IGNORECASE,
+)
+_STRINGS = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`")
+
+
+def check_reading_query(query: str) -> None:
+    """Refuse anything but one reading query: writes, file access, extensions, several statements."""
+    bare = _STRINGS.sub("''", query)
+    found = _FORBIDDEN.search(bare)
+    if found:
+        raise GraphQueryError(
+            f"'{found.group(1).upper()}' is not allowed: the knowledge graph answers reading queries only "
+            "(MATCH ... RETURN ...)"
+        )
+    if ";" in bare.strip().rstrip(";"):
+        raise GraphQueryError("one statement per query, please (found ';' between statements)")
+
+
+def _plain(value: Any) -> Any:
+    # Nodes and relationships come back as dicts with internal offsets; callers see properties only.
+    if isinstance(value, dict):
+        if "_LABEL" in value and ("_ID" in value or "_SRC" in value):
+            out = {k: _plain(v) for k, v in value.items() if not k.startswith("_") and v is not None}
+            if "_SRC" in value:
+                out["type"] = value["_LABEL"]
+            return out
+        if "_NODES" in value and "_RELS" in value:
+            return {"nodes": _plain(value["_NODES"]), "relationships": _plain(value["_RELS"])}
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    return str(value)
+
+
+class CypherStore:
+    """A read-only connection to a built ladybug database; thread-safe, one query at a time."""
+
+    def __init__(self, path: Path) -> None:
+        import ladybug
+
+        try:
+            self._db = ladybug.Database(
+                str(path), read_only=True, buffer_pool_size=BUFFER_POOL_BYTES, max_num_threads=2
+            )
+            self._conn = ladybug.Connection(self._db)
+        except Exception as exc:
+            raise GraphUnavailableError(f"could not open the Cypher store {path}: {exc}") from exc
+        self.path = path
+        self._lock = threading.Lock()
+
+    def run(
+        self,
+        query: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout_s: float = 2.0,
+        row_cap: int = 1000,
+    ) -> QueryResult:
+        """Run one Cypher query with a time limit and a row cap; errors are GraphQueryError/TimeoutError."""
+        check_reading_query(query)
+        # The lock wait counts against the caller's limit too, so a queue of slow queries stays bounded.
+        if not self._lock.acquire(timeout=timeout_s):
+            raise GraphTimeoutError(f"the Cypher engine stayed busy past the {timeout_s:g} s time limit")
+        try:
+            self._conn.set_query_timeout(max(1, int(timeout_s * 1000)))
+            try:
+                result = self._conn.execute(query, params or {})
+            except RuntimeError as exc:
+                raise _translate(exc, timeout_s) from None
+            if isinstance(result, list):
+                # Several statements: the last one's rows are the answer.
+                result = result[-1]
+            columns = list(result.get_column_names())
+            rows: list[list[Any]] = []
+            truncated = False
+            while result.has_next():
+                if len(rows) >= row_cap:
+                    truncated = True
+                    break
+                rows.append([_plain(v) for v in result.get_next()])
+            result.close()
+            return QueryResult(columns, rows, truncated)
+        finally:
+            self._lock.release()
+
+    def close(self) -> None:
+        """Close the connection and the database."""
+        with self._lock:
+            self._conn.close()
+            self._db.close()
+
+
+def _translate(exc: RuntimeError, timeout_s: float) -> Exception:
+    text = str(exc).strip()
+    if text.startswith("Interrupted"):
+        return GraphTimeoutError(
+            f"the query was stopped at the {timeout_s:g} s time limit; anchor it on an id "
+            "(MATCH (a {id: '...'}) ...) or narrow the pattern"
+        )
+    if "read-only" in text.lower() or "read only" in text.lower():
+        return GraphQueryError(f"the knowledge graph is read-only; only reading queries run ({text})")
+    if "Buffer manager" in text or "memory" in text.lower():
+        return GraphQueryError(
+            f"the query needs more memory than the graph engine allows; narrow it ({text})"
+        )
+    return GraphQueryError(text)
