@@ -83,10 +83,11 @@ def run_demo(base: Path | None = None, only: list[str] | None = None) -> int:
     ws = create_workspace(base)
     ws.say(f"UDM Pipelines demo — workspace {ws.path}")
     ws.say(f"sample UDM copied to {ws.settings.udm_root}")
-    failures = 0
+    failures = ran = 0
     for title, path in DEMO_STEPS:
         if only and not any(o.lower() in title.lower() for o in only):
             continue
+        ran += 1
         ws.say("")
         ws.say(f"== {title}")
         started = time.perf_counter()
@@ -100,7 +101,7 @@ def run_demo(base: Path | None = None, only: list[str] | None = None) -> int:
                 fh.write(f"--- {title}\n{traceback.format_exc()}\n")
         ws.say(f"   ({(time.perf_counter() - started) * 1000:.0f} ms)")
     ws.say("")
-    ws.say(f"demo finished: {len(DEMO_STEPS) - failures} steps ok, {failures} failed; workspace {ws.path}")
+    ws.say(f"demo finished: {ran - failures} steps ok, {failures} failed; workspace {ws.path}")
     return failures
 
 

@@ -24,7 +24,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from enum import StrEnum
+from enum import Enum, StrEnum
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -210,7 +210,8 @@ class Tool(ABC, Generic[InT, OutT]):
         status = getattr(out, "status", None)
         if status is None:
             return True, None
-        value = status.value if isinstance(status, StrEnum) else str(status)
+        # Any Enum (StrEnum or a `str, Enum` mix-in, whose str() is 'Cls.MEMBER') reports its value.
+        value = str(status.value if isinstance(status, Enum) else status)
         if value in self.ok_statuses or value.startswith("PARTIAL_SUCCESS"):
             return True, None
         details = getattr(out, "errorDetails", None)
@@ -377,7 +378,7 @@ def call_tool(
     env = Envelope(success=ok, data=out.model_dump(mode="json", by_alias=True), error=error)
     status = getattr(out, "status", None)
     status_text = (
-        str(status.value if isinstance(status, StrEnum) else status)
+        str(status.value if isinstance(status, Enum) else status)
         if status
         else ("SUCCESS" if ok else "ERROR")
     )

@@ -7,6 +7,7 @@ import io
 import json
 import threading
 from datetime import datetime
+from enum import Enum
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -374,3 +375,46 @@ def test_unwritable_log_never_fails_the_call(tmp_path: Path) -> None:
     blocker.write_text("not a directory")
     ctx = ToolContext(settings=load_settings(cwd=tmp_path, logs_dir=blocker), approver=always_approve)
     assert call_tool(ProbeTool(), {"text": "x"}, ctx).envelope.success
+
+
+class MixedStatus(str, Enum):  # noqa: UP042  (the older style is the point of this test)
+    """A status enum in the older `str, Enum` style, whose str() is not its value."""
+
+    SUCCESS = "SUCCESS"
+    ERROR_GONE = "ERROR_GONE"
+
+
+class MixedOutput(BaseModel):
+    """Output with a `str, Enum` status."""
+
+    status: MixedStatus = Field(description="Outcome.")
+    errorDetails: str | None = Field(default=None, description="Why it failed.")
+
+
+class MixedInput(ToolInput):
+    """Pick the outcome."""
+
+    gone: bool = Field(default=False, description="Fail with ERROR_GONE.")
+
+
+class MixedTool(Tool[MixedInput, MixedOutput]):
+    """Reports a `str, Enum` status."""
+
+    name: ClassVar[str] = "mixedStatusTool"
+    description: ClassVar[str] = "Returns a str-mixin enum status."
+    Input: ClassVar[type[BaseModel]] = MixedInput
+    Output: ClassVar[type[BaseModel]] = MixedOutput
+
+    def execute(self, data: MixedInput, ctx: ToolContext) -> MixedOutput:
+        """SUCCESS, or ERROR_GONE when asked."""
+        if data.gone:
+            return MixedOutput(status=MixedStatus.ERROR_GONE, errorDetails="it left")
+        return MixedOutput(status=MixedStatus.SUCCESS)
+
+
+def test_str_mixin_enum_status_counts_by_value(ctx: ToolContext) -> None:
+    ok = call_tool(MixedTool(), {}, ctx)
+    assert ok.envelope.success
+    gone = call_tool(MixedTool(), {"gone": True}, ctx)
+    assert gone.envelope.error == "ERROR_GONE: it left"
+    assert [x["status"] for x in log_lines(ctx.settings)] == ["SUCCESS", "ERROR_GONE"]
