@@ -14,6 +14,7 @@ UdmError
 ├── TransactionError       the commit protocol failed (journal, rename, recovery)
 │   └── LockTimeoutError   another writer held the lock too long
 ├── IndexBusyError         the DuckDB index stayed locked past the bounded wait
+├── BlockedAddressError    a fetch refused by the SSRF guard (private/loopback/metadata address)
 └── GraphError             the knowledge graph cannot answer
     ├── GraphQueryError        an invalid or unsupported query (bad syntax, unknown language, write attempt)
     ├── GraphTimeoutError      a query stopped at its time limit (the process stays healthy)
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 __all__ = [
     "AmbiguousTargetError",
+    "BlockedAddressError",
     "ConfigError",
     "ConflictError",
     "DocumentError",
@@ -104,6 +106,10 @@ class LockTimeoutError(TransactionError):
 
 class IndexBusyError(UdmError):
     """The index stayed locked by another process past the bounded wait."""
+
+
+class BlockedAddressError(UdmError):
+    """A network address the SSRF guard refuses (loopback, private, metadata ...) or cannot resolve."""
 
 
 class GraphError(UdmError):
