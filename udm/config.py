@@ -115,6 +115,30 @@ class Settings(BaseSettings):
     fetch_user_agent: str = Field(
         default="udm-pipelines/0.1 (+documentation maintenance)", description="User-Agent of fetches."
     )
+    fetch_max_redirects: int = Field(
+        default=5, ge=0, le=20, description="Most redirects one fetch follows (each hop re-checked)."
+    )
+    fetch_total_timeout_s: float = Field(
+        default=60.0, gt=0, description="Wall-clock limit of one whole fetch (all hops and the body)."
+    )
+    fetch_host_concurrency: int = Field(
+        default=4, ge=1, le=64, description="Most fetches in flight to one host at a time."
+    )
+    fetch_host_delay_s: float = Field(
+        default=0.1, ge=0, description="Politeness gap between request starts to one host, seconds."
+    )
+    fetch_cache: bool = Field(
+        default=True, description="Keep fetched bodies in <state>/fetch-cache for conditional requests."
+    )
+    fetch_retries: int = Field(
+        default=3, ge=0, le=10, description="Retries of a transient fetch/search/Context7 failure in flows."
+    )
+    retry_max_wait_s: float = Field(
+        default=30.0, gt=0, description="Cap on one retry wait (Retry-After included), seconds."
+    )
+    research_max_workers: int = Field(
+        default=16, ge=1, le=128, description="Threads of the research flow's task runner."
+    )
     search_provider: str = Field(default="udm", description="udm | searxng | brave | google.")
     searxng_url: str | None = Field(default=None, description="Base URL of a SearXNG instance.")
     brave_api_key: SecretStr | None = Field(default=None, description="Brave Search API key.")
