@@ -1,0 +1,589 @@
+"""Pure application of patch operations to an in-memory view of the UDM's files, with preconditions."""
+
+from __future__ import annotations
+
+import difflib
+import posixpath
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from udm import patch as P
+from udm.document import Block, Document, Section, find_block, find_section, parse_document, section_text
+from udm.errors import (
+    AmbiguousTargetError,
+    ConflictError,
+    DocumentError,
+    InvalidPathError,
+    PatchError,
+    PathOutsideError,
+    TargetError,
+    TargetNotFoundError,
+    UdmError,
+)
+from udm.splice import ensure_newline, format_markdown_fragment, merge_minimal, sha256_text, split_lines
+from udm.structured import Format, edit_text
+
+__all__ = ["OpReport", "Workspace", "apply_operations", "check_relpath"]
+
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+_STRUCTURED: dict[str, Format] = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".json5": "json5"}
+_ATX_LINE = re.compile(
+    r"^(?P<lead> {0,3})(?P<hashes>#{1,6})(?P<gap>[ \t]+)(?P<title>.*?)(?P<close>[ \t]+#+)?(?P<tail>[ \t]*\r?\n?)$"
+)
+
+
+def check_relpath(path: str) -> str:
+    """A patch's file path as a normalised posix path inside the root, or PathOutsideError."""
+    if "\x00" in path:
+        raise InvalidPathError(f"path {path!r} holds a NUL byte")
+    text = path.replace("\\", "/").strip()
+    if not text or text.startswith("/") or re.match(r"^[A-Za-z]:", text):
+        raise PathOutsideError(f"path {path!r} must be relative to the UDM root")
+    norm = posixpath.normpath(text)
+    if norm == ".." or norm.startswith("../") or norm == ".":
+        raise PathOutsideError(f"path {path!r} leaves the UDM root")
+    return norm
+
+
+@dataclass
+class Workspace:
+    """The files a patch touches, read lazily from the UDM root and edited in memory."""
+
+    root: Path
+    id_patterns: list[str] | None = None
+    reader: Callable[[str], bytes | None] | None = None
+    original: dict[str, str | None] = field(default_factory=dict)
+    current: dict[str, str | None] = field(default_factory=dict)
+    _docs: dict[str, tuple[str, Document]] = field(default_factory=dict)
+    _sandbox: Any = None
+
+    def __post_init__(self) -> None:
+        self.root = Path(self.root).absolute()
+
+    def real_path(self, rel: str) -> Path:
+        """The real path of a file in the root: symlinks followed, each hop checked to stay inside."""
+        from udm.sandbox import Sandbox
+
+        if self._sandbox is None:
+            self._sandbox = Sandbox([self.root], project_root=self.root)
+        return Path(self._sandbox.resolve(check_relpath(rel)))
+
+    def _read_disk(self, rel: str) -> str | None:
+        if self.reader is not None:
+            raw = self.reader(rel)
+        else:
+            real = self.real_path(rel)
+            if not real.exists():
+                return None
+            if not real.is_file():
+                raise DocumentError(f"{rel}: not a regular file")
+            raw = real.read_bytes()
+        if raw is None:
+            return None
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = raw[: exc.start].count(b"\n") + 1
+            raise DocumentError(
+                f"{rel}:{line}: not valid UTF-8 (byte {exc.start}); the file is left as it is"
+            ) from exc
+
+    def read(self, rel: str) -> str | None:
+        """The file's current text in this workspace (None when it does not exist)."""
+        rel = check_relpath(rel)
+        if rel not in self.current:
+            text = self._read_disk(rel)
+            self.original[rel] = text
+            self.current[rel] = text
+        return self.current[rel]
+
+    def require(self, rel: str) -> str:
+        """The file's current text; TargetNotFoundError naming similar files when it is missing."""
+        text = self.read(rel)
+        if text is None:
+            raise TargetNotFoundError(f"no file {rel!r} in the UDM{self._similar_files(rel)}")
+        return text
+
+    def _similar_files(self, rel: str) -> str:
+        try:
+            names = [p.relative_to(self.root).as_posix() for p in self.root.rglob("*") if p.is_file()]
+        except OSError:
+            return ""
+        close = difflib.get_close_matches(rel, names, n=3, cutoff=0.5)
+        return f" (did you mean: {', '.join(close)}?)" if close else ""
+
+    def write(self, rel: str, text: str | None) -> None:
+        """Set the file's new text (None deletes it)."""
+        rel = check_relpath(rel)
+        self.read(rel)
+        self.current[rel] = text
+
+    def doc(self, rel: str) -> Document:
+        """The parsed Markdown document of the file's current text (cached per text)."""
+        text = self.require(rel)
+        cached = self._docs.get(rel)
+        if cached is None or cached[0] is not text:
+            cached = (text, parse_document(text, rel, self.id_patterns))
+            self._docs[rel] = cached
+        return cached[1]
+
+    def changed(self) -> dict[str, tuple[str | None, str | None]]:
+        """Files whose text differs from disk: path -> (before, after)."""
+        return {p: (self.original[p], t) for p, t in self.current.items() if t != self.original.get(p)}
+
+
+@dataclass
+class OpReport:
+    """What one operation did (or why it failed)."""
+
+    index: int
+    op: str
+    file: str
+    status: Literal["applied", "unchanged", "error", "not_run"] = "not_run"
+    target: str = ""
+    message: str = ""
+    expect: str | None = None
+    added: int = 0
+    removed: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-able form."""
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def _fragment(content: str, fmt: bool) -> str:
+    text = format_markdown_fragment(content) if fmt else ensure_newline(content.strip("\n"))
+    return text.lstrip("\n")
+
+
+def _blank(line: str) -> bool:
+    return not line.strip()
+
+
+def _insert(lines: list[str], at: int, fragment: str) -> list[str]:
+    """Insert a Markdown fragment at line `at`, separated from its neighbours by one blank line."""
+    if not fragment:
+        return lines
+    before = lines[:at]
+    if before and not before[-1].endswith("\n"):
+        before[-1] += "\n"
+    piece = fragment
+    if before and not _blank(before[-1]):
+        piece = "\n" + piece
+    if at < len(lines) and not _blank(lines[at]):
+        piece += "\n"
+    return [*before, *split_lines(piece), *lines[at:]]
+
+
+def _last_content(lines: list[str], start: int, end: int) -> int:
+    """The line after the last non-blank line in [start, end) (start when all are blank)."""
+    k = end
+    while k > start and _blank(lines[k - 1]):
+        k -= 1
+    return k
+
+
+def _relevel(fragment: str, level: int) -> str:
+    """Shift the fragment's headings so its first heading has `level` (setext headings become ATX)."""
+    doc = parse_document(fragment)
+    if not doc.sections:
+        raise PatchError("the section content does not start with a heading")
+    shift = level - doc.sections[0].level
+    lines = list(doc.lines)
+    for sec in reversed(doc.sections):
+        new_level = max(1, min(6, sec.level + shift))
+        m = _ATX_LINE.match(lines[sec.heading_start])
+        if m and sec.heading_end == sec.heading_start + 1:
+            if shift:
+                lines[sec.heading_start] = (
+                    f"{m['lead']}{'#' * new_level}{m['gap']}{m['title']}{m['close'] or ''}{m['tail']}"
+                )
+        else:
+            lines[sec.heading_start : sec.heading_end] = [f"{'#' * new_level} {sec.title}\n"]
+    return "".join(lines)
+
+
+def _hash_section(doc: Document, sec: Section) -> str:
+    return sha256_text(section_text(doc, sec))
+
+
+def _similar_sections(doc: Document, identifier: str) -> list[str]:
+    wanted = identifier.lstrip("# ").casefold()
+    names: dict[str, Section] = {}
+    for s in doc.sections:
+        names.setdefault(s.title, s)
+        for ident in s.ids:
+            names.setdefault(ident, s)
+    # Names that contain what was asked for first (a bare 'T001'), then spelling neighbours.
+    picked = [n for n in names if wanted and wanted in n.casefold()]
+    picked += [
+        n
+        for n in difflib.get_close_matches(identifier.lstrip("# "), list(names), n=5, cutoff=0.55)
+        if n not in picked
+    ]
+    seen: list[Section] = []
+    for n in picked:
+        if names[n] not in seen:
+            seen.append(names[n])
+    return [f"{s.path} (line {s.start + 1})" for s in seen[:6]]
+
+
+def _section(doc: Document, identifier: str) -> Section:
+    try:
+        return find_section(doc, identifier)
+    except AmbiguousTargetError as exc:
+        raise AmbiguousTargetError(f"{exc}; candidates: {'; '.join(exc.candidates)}", exc.candidates) from exc
+    except TargetNotFoundError as exc:
+        similar = _similar_sections(doc, identifier)
+        hint = f"; candidates: {'; '.join(similar)}" if similar else ""
+        raise TargetNotFoundError(f"{exc}{hint}") from exc
+
+
+def _block(doc: Document, sec: Section | None, selector: int | str | None, kind: str) -> Block:
+    try:
+        found = find_block(doc, sec, selector)
+    except AmbiguousTargetError as exc:
+        raise AmbiguousTargetError(f"{exc}; candidates: {'; '.join(exc.candidates)}", exc.candidates) from exc
+    if kind == "yaml" and found.lang not in ("yaml", "yml", "verify"):
+        raise TargetNotFoundError(
+            f"block at line {found.start + 1} of {doc.path} is '{found.lang}', not YAML"
+        )
+    if kind == "json" and found.lang not in ("json", "json5"):
+        raise TargetNotFoundError(
+            f"block at line {found.start + 1} of {doc.path} is '{found.lang}', not JSON"
+        )
+    return found
+
+
+def _replace_block_content(doc: Document, block: Block, new_text: str) -> str:
+    lines = doc.lines
+    original = "".join(lines[block.content_start : block.content_end])
+    new_text = ensure_newline(new_text)
+    if block.indent:
+        pad = " " * block.indent
+        reindented = "".join(pad + ln if ln.strip() else ln for ln in split_lines(new_text))
+        new_body = merge_minimal(original, block.text, reindented) if original != block.text else reindented
+    else:
+        new_body = new_text
+    return "".join([*lines[: block.content_start], new_body, *lines[block.content_end :]])
+
+
+class _Applier:
+    """Applies one operation to the workspace; returns (target description, precondition hash)."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws
+
+    # -- section operations -----------------------------------------------------------------------
+
+    def _md(self, rel: str) -> Document:
+        if not rel.lower().endswith(MARKDOWN_SUFFIXES):
+            raise PatchError(f"{rel} is not a Markdown file; section operations need .md files")
+        return self.ws.doc(rel)
+
+    def section_op(self, op: Any, expect_check: Callable[[str, str], None]) -> str:
+        doc = self._md(op.file)
+        sec = _section(doc, op.section)
+        expect_check(_hash_section(doc, sec), f"section '{sec.path}'")
+        lines = list(doc.lines)
+        kind = op.op
+        if kind == "replace_section":
+            end = sec.own_end if op.own_only else sec.end
+            fragment = _fragment(op.content, op.format)
+            if op.with_heading:
+                if fragment and not parse_document(fragment).sections:
+                    raise PatchError("with_heading is true, so content must start with a heading")
+                if fragment and parse_document(fragment).sections[0].start != 0:
+                    raise PatchError("with_heading is true, so content must start with a heading")
+                tail = lines[_last_content(lines, sec.start, end) : end]
+                new = [*lines[: sec.start], *split_lines(fragment), *tail, *lines[end:]]
+            else:
+                body_start = sec.heading_end
+                first = body_start
+                while first < end and _blank(lines[first]):
+                    first += 1
+                if first == end:
+                    # An empty body: one blank line after the heading, the old blank lines after it.
+                    lead = ["\n"] if fragment else []
+                    tail = lines[body_start:end] or (["\n"] if fragment and end < len(lines) else [])
+                else:
+                    # Keep the body's own leading and trailing blank lines; only its content changes.
+                    lead = lines[body_start:first]
+                    tail = lines[_last_content(lines, body_start, end) : end]
+                new = [*lines[:body_start], *lead, *split_lines(fragment), *tail, *lines[end:]]
+        elif kind == "append_to_section":
+            at = _last_content(lines, sec.heading_end, sec.own_end)
+            new = _insert(lines, max(at, sec.heading_end), _fragment(op.content, op.format))
+        elif kind == "prepend_to_section":
+            at = sec.heading_end
+            while at < sec.own_end and _blank(lines[at]):
+                at += 1
+            new = _insert(lines, at, _fragment(op.content, op.format))
+        elif kind == "insert_section":
+            level = op.level or sec.level
+            if op.heading is not None:
+                if "\n" in op.heading.strip():
+                    raise PatchError("heading must be one line")
+                raw = f"{'#' * level} {op.heading.strip()}\n\n{op.content}"
+            else:
+                raw = op.content
+            fragment = _relevel(_fragment(raw, op.format), level)
+            at = sec.start if op.position == "before" else sec.end
+            new = _insert(lines, at, fragment)
+        elif kind == "delete_section":
+            new = [*lines[: sec.start], *lines[sec.end :]]
+        elif kind == "rename_heading":
+            title = op.to.strip()
+            if "\n" in title:
+                raise PatchError("the new heading text must be one line")
+            line = lines[sec.heading_start]
+            m = _ATX_LINE.match(line)
+            if m and sec.heading_end == sec.heading_start + 1:
+                lines[sec.heading_start] = (
+                    f"{m['lead']}{m['hashes']}{m['gap']}{title}{m['close'] or ''}{m['tail']}"
+                )
+            else:
+                indent = line[: len(line) - len(line.lstrip())]
+                ending = line[len(line.rstrip("\r\n")) :]
+                lines[sec.heading_start] = f"{indent}{title}{ending}"
+            new = lines
+        elif kind == "move_section":
+            new = self._move(doc, sec, op)
+        else:  # pragma: no cover - the model's discriminator lists every kind handled above
+            raise PatchError(f"unknown section operation {kind!r}")
+        self.ws.write(op.file, "".join(new))
+        return f"section '{sec.path}' (line {sec.start + 1})"
+
+    def _move(self, doc: Document, sec: Section, op: P.MoveSection) -> list[str]:
+        lines = list(doc.lines)
+        dest_probe = _section(doc, op.to)
+        if sec.start <= dest_probe.start < sec.end:
+            raise PatchError(f"cannot move section '{sec.path}' into itself ('{dest_probe.path}')")
+        moved = "".join(lines[sec.start : _last_content(lines, sec.start, sec.end)])
+        if op.level is not None and op.level != sec.level:
+            moved = _relevel(moved, op.level)
+        rest = "".join([*lines[: sec.start], *lines[sec.end :]])
+        rest_doc = parse_document(rest, doc.path, self.ws.id_patterns)
+        dest = _section(rest_doc, op.to)
+        at = dest.start if op.position == "before" else dest.end
+        return _insert(list(rest_doc.lines), at, ensure_newline(moved))
+
+    # -- text and structured operations -----------------------------------------------------------
+
+    def replace_text(self, op: P.ReplaceText, expect_check: Callable[[str, str], None]) -> str:
+        text = self.ws.require(op.file)
+        start, end, where = 0, len(text), op.file
+        if op.section is not None:
+            doc = self._md(op.file)
+            sec = _section(doc, op.section)
+            start = sum(len(ln) for ln in doc.lines[: sec.start])
+            end = start + len(section_text(doc, sec))
+            where = f"section '{sec.path}' of {op.file}"
+        scope = text[start:end]
+        positions = [m.start() for m in re.finditer(re.escape(op.old), scope)]
+        # Non-overlapping occurrences, as str.replace counts them.
+        found = scope.count(op.old)
+        matched_lines = sorted({text.count("\n", 0, start + p) for p in positions})
+        lines = split_lines(text)
+        expect_check(
+            sha256_text("".join(lines[i] for i in matched_lines if i < len(lines))),
+            f"the lines holding {op.old!r} in {where}",
+        )
+        if found != op.count:
+            at = ", ".join(str(i + 1) for i in matched_lines[:10]) or "none"
+            raise TargetNotFoundError(
+                f"{op.old!r} occurs {found} time(s) in {where}, expected {op.count} (lines: {at})"
+            )
+        self.ws.write(op.file, text[:start] + scope.replace(op.old, op.new) + text[end:])
+        return f"{found} occurrence(s) in {where} (lines {', '.join(str(i + 1) for i in matched_lines[:10])})"
+
+    def key_op(self, op: Any, expect_check: Callable[[str, str], None]) -> str:
+        action = op.op.split("_", 1)[0]
+        family = "yaml" if "yaml" in op.op else "json"
+        suffix = Path(op.file).suffix.lower()
+        value = getattr(op, "value", None)
+        if suffix in _STRUCTURED:
+            fmt = _STRUCTURED[suffix]
+            if (fmt == "yaml") != (family == "yaml"):
+                raise PatchError(f"{op.op} cannot edit {op.file}: it is a {fmt.upper()} file")
+            if op.section is not None or op.block is not None:
+                raise PatchError(
+                    f"{op.file} is a {fmt.upper()} file; 'section' and 'block' apply to Markdown files"
+                )
+            text = self.ws.require(op.file)
+            expect_check(sha256_text(text), f"file {op.file}")
+            try:
+                self.ws.write(op.file, edit_text(text, fmt, action, op.key, value))
+            except DocumentError as exc:
+                raise DocumentError(f"{op.file}: {exc}") from exc
+            return f"key '{op.key}' of {op.file}"
+        doc = self._md(op.file)
+        sec = _section(doc, op.section) if op.section is not None else None
+        if sec is None and op.block is None:
+            raise PatchError(
+                f"{op.op} on a Markdown file needs 'section' and/or 'block' to choose the fenced block"
+            )
+        block = _block(doc, sec, op.block, family)
+        where = f"block at line {block.start + 1}" + (
+            f" in section '{doc.sections[block.section].path}'" if block.section is not None else ""
+        )
+        expect_check(sha256_text(block.text), where)
+        fmt = "yaml" if family == "yaml" else ("json5" if block.lang == "json5" else "json")
+        try:
+            new_text = edit_text(block.text, fmt, action, op.key, value)
+        except DocumentError as exc:
+            raise DocumentError(f"{op.file} {where}: {exc}") from exc
+        except TargetError as exc:
+            raise type(exc)(f"{op.file} {where}: {exc}") from exc
+        self.ws.write(op.file, _replace_block_content(doc, block, new_text))
+        return f"key '{op.key}' of the {where}"
+
+    def front_matter(self, op: P.SetFrontMatter, expect_check: Callable[[str, str], None]) -> str:
+        doc = self._md(op.file)
+        lines = list(doc.lines)
+        rng = doc.front_matter_range
+        if rng is None and lines and lines[0].rstrip("\r\n") == "---":
+            raise DocumentError(f"{op.file}: its front matter is not closed by '---'")
+        body = "".join(lines[rng[0] + 1 : rng[1] - 1]) if rng else ""
+        expect_check(sha256_text(body), f"the front matter of {op.file}")
+        if op.delete:
+            new_body = edit_text(body, "yaml", "delete", op.key)
+        else:
+            new_body = edit_text(body, "yaml", "set", op.key, op.value)
+        if rng:
+            new = [*lines[: rng[0] + 1], new_body, *lines[rng[1] - 1 :]]
+        else:
+            new = [
+                "---\n",
+                ensure_newline(new_body),
+                "---\n",
+                *(["\n"] if lines and not _blank(lines[0]) else []),
+                *lines,
+            ]
+        self.ws.write(op.file, "".join(new))
+        return f"front matter key '{op.key}' of {op.file}"
+
+    def code_block(self, op: P.ReplaceCodeBlock, expect_check: Callable[[str, str], None]) -> str:
+        doc = self._md(op.file)
+        sec = _section(doc, op.section) if op.section is not None else None
+        if sec is None and op.block is None:
+            raise PatchError("replace_code_block needs 'section' and/or 'block'")
+        if op.block is None and sec is not None:
+            own = [b for b in doc.blocks if b.section == sec.index]
+            block = own[0] if len(own) == 1 else _block(doc, sec, None, "any")
+        else:
+            block = _block(doc, sec, op.block, "any")
+        expect_check(sha256_text(block.text), f"block at line {block.start + 1} of {op.file}")
+        self.ws.write(op.file, _replace_block_content(doc, block, op.content))
+        return f"{block.lang or 'code'} block at line {block.start + 1} of {op.file}"
+
+    # -- file operations ---------------------------------------------------------------------------
+
+    def file_op(self, op: Any, expect_check: Callable[[str, str], None]) -> str:
+        rel = check_relpath(op.file)
+        if op.op == "create_file":
+            if self.ws.read(rel) is not None:
+                raise PatchError(f"cannot create {rel}: it exists")
+            expect_check(sha256_text(""), f"absence of {rel}")
+            content = op.content
+            if op.format and rel.lower().endswith(MARKDOWN_SUFFIXES):
+                content = format_markdown_fragment(content)
+            self.ws.write(rel, content)
+            return f"new file {rel}"
+        text = self.ws.require(rel)
+        expect_check(sha256_text(text), f"file {rel}")
+        if op.op == "delete_file":
+            self.ws.write(rel, None)
+            return f"file {rel}"
+        dest = check_relpath(op.to)
+        if dest == rel:
+            raise PatchError(f"rename_file: {rel} and its destination are the same")
+        if self.ws.read(dest) is not None:
+            raise PatchError(f"cannot rename {rel} to {dest}: {dest} exists")
+        self.ws.write(dest, text)
+        self.ws.write(rel, None)
+        return f"{rel} -> {dest}"
+
+
+_SECTION_OPS = {
+    "replace_section",
+    "append_to_section",
+    "prepend_to_section",
+    "insert_section",
+    "delete_section",
+    "rename_heading",
+    "move_section",
+}
+
+
+def _requalify(exc: UdmError, prefix: str) -> UdmError:
+    message = f"{prefix}: {exc}"
+    if isinstance(exc, AmbiguousTargetError):
+        return AmbiguousTargetError(message, exc.candidates)
+    try:
+        return type(exc)(message)
+    except TypeError:
+        return PatchError(message)
+
+
+def apply_operations(
+    patch: P.Patch, ws: Workspace, *, check_expect: bool = True, reports: list[OpReport] | None = None
+) -> tuple[list[OpReport], list[str | None]]:
+    """Apply every operation in order to `ws`; returns the reports and each target's precondition hash.
+
+    With `check_expect`, an operation whose `expect` differs from its target's hash raises ConflictError
+    naming the target. Any failure raises (an UdmError prefixed with `operations[i] (op)`), after
+    marking that operation's report as the error; the workspace is then partly edited and must be
+    thrown away. Pass `reports` to keep the per-operation reports of a failed run.
+    """
+    applier = _Applier(ws)
+    if reports is None:
+        reports = []
+    reports[:] = [OpReport(index=i, op=op.op, file=op.file) for i, op in enumerate(patch.operations)]
+    hashes: list[str | None] = [None] * len(patch.operations)
+    for i, op in enumerate(patch.operations):
+        report = reports[i]
+
+        def expect_check(current: str, target: str, i: int = i, op: Any = op) -> None:
+            hashes[i] = current
+            reports[i].expect = current
+            if check_expect and op.expect is not None and op.expect != current:
+                raise ConflictError(
+                    f"{target} of {op.file} changed since the patch was planned "
+                    f"(expected {op.expect[:19]}, found {current[:19]})"
+                )
+
+        before = ws.read(op.file) if op.op != "create_file" else None
+        try:
+            if op.op in _SECTION_OPS:
+                target = applier.section_op(op, expect_check)
+            elif op.op == "replace_text":
+                target = applier.replace_text(op, expect_check)
+            elif op.op == "set_front_matter":
+                target = applier.front_matter(op, expect_check)
+            elif op.op == "replace_code_block":
+                target = applier.code_block(op, expect_check)
+            elif op.op in ("create_file", "rename_file", "delete_file"):
+                target = applier.file_op(op, expect_check)
+            else:
+                target = applier.key_op(op, expect_check)
+        except UdmError as exc:
+            report.status = "error"
+            report.message = str(exc)
+            raise _requalify(exc, f"operations[{i}] ({op.op}) on {op.file}") from exc
+        after = ws.read(op.file)
+        report.target = target
+        if before == after and op.op not in ("rename_file", "create_file"):
+            report.status = "unchanged"
+            report.message = "already as asked; nothing to change"
+        else:
+            report.status = "applied"
+            a, b = split_lines(before or ""), split_lines(after or "")
+            for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+                if tag != "equal":
+                    report.removed += i2 - i1
+                    report.added += j2 - j1
+    return reports, hashes

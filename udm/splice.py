@@ -1,0 +1,151 @@
+"""Line-level helpers for minimal edits: splicing, three-way minimal merges, diffs, fragment formatting."""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+from collections.abc import Sequence
+
+__all__ = [
+    "changed_line_count",
+    "ensure_newline",
+    "format_markdown_fragment",
+    "merge_minimal",
+    "sha256_text",
+    "splice",
+    "split_lines",
+    "unified_diff",
+]
+
+
+def sha256_text(text: str) -> str:
+    """A `sha256:<hex>` digest of a text's UTF-8 bytes (preconditions and journal entries use it)."""
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def split_lines(text: str) -> list[str]:
+    """The text as lines that keep their line endings, so `"".join(...)` gives it back exactly."""
+    return text.splitlines(keepends=True)
+
+
+def ensure_newline(text: str) -> str:
+    """The text with a final newline (empty text stays empty)."""
+    return text if not text or text.endswith("\n") else text + "\n"
+
+
+def splice(lines: Sequence[str], start: int, end: int, new_text: str) -> list[str]:
+    """Replace lines [start, end) with `new_text`; every other line object is kept as it was."""
+    return [*lines[:start], *split_lines(new_text), *lines[end:]]
+
+
+def merge_minimal(original: str, roundtrip: str, modified: str) -> str:
+    """Apply the change `roundtrip -> modified` to `original`, touching only the lines that change.
+
+    `roundtrip` is a serializer's output for the unchanged data and `modified` its output after the
+    edit. Where the serializer reproduces `original` exactly, the result differs from `original` only in
+    the edited lines. Where it does not (a comment a JSON5 writer drops, a spacing it normalises), the
+    edit is anchored on the nearest lines the two agree on, so the differences outside the edit survive.
+    """
+    if roundtrip == modified:
+        return original
+    o_lines, r_lines, m_lines = split_lines(original), split_lines(roundtrip), split_lines(modified)
+    if o_lines == r_lines:
+        return modified
+    mapped: list[int | None] = [None] * len(r_lines)
+    for block in difflib.SequenceMatcher(None, r_lines, o_lines, autojunk=False).get_matching_blocks():
+        for k in range(block.size):
+            mapped[block.a + k] = block.b + k
+    raw = [
+        [i1, i2, j1, j2]
+        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(
+            None, r_lines, m_lines, autojunk=False
+        ).get_opcodes()
+        if tag != "equal"
+    ]
+    hunks: list[list[int]] = []
+    for n, (i1, i2, j1, j2) in enumerate(raw):
+        # Grow the hunk over lines the original does not share until both ends sit on agreed lines.
+        # Growth stays inside the equal R->M regions between hunks, where R and M advance together;
+        # a hunk that reaches its neighbour merges with it.
+        low = hunks[-1][1] if hunks else 0
+        while i1 > low and mapped[i1 - 1] is None:
+            i1, j1 = i1 - 1, j1 - 1
+        high = raw[n + 1][0] if n + 1 < len(raw) else len(r_lines)
+        while i2 < high and mapped[i2] is None:
+            i2, j2 = i2 + 1, j2 + 1
+        if hunks and i1 == low:
+            hunks[-1][1], hunks[-1][3] = i2, j2
+        else:
+            hunks.append([i1, i2, j1, j2])
+    out: list[str] = []
+    cursor = 0
+    for i1, i2, j1, j2 in hunks:
+        before, after = (
+            (mapped[i1 - 1] if i1 > 0 else -1),
+            (mapped[i2] if i2 < len(r_lines) else len(o_lines)),
+        )
+        assert before is not None and after is not None  # guaranteed by the anchoring loops above
+        # O-only lines (comments a serializer drops) just inside the anchors stay when the hunk's
+        # first/last line is itself shared.
+        first, last = (mapped[i1] if i1 < i2 else None), (mapped[i2 - 1] if i1 < i2 else None)
+        o_start = first if first is not None else before + 1
+        o_end = last + 1 if last is not None else after
+        out.extend(o_lines[cursor:o_start])
+        out.extend(m_lines[j1:j2])
+        cursor = o_end
+    out.extend(o_lines[cursor:])
+    return "".join(out)
+
+
+def unified_diff(path: str, before: str | None, after: str | None, context: int = 3) -> str:
+    """A git-style unified diff of one file (`before`/`after` None for a created/deleted file).
+
+    difflib's own `unified_diff` treats frequent lines (blank lines, fences) of long files as junk and
+    then shows unchanged lines as changed; matching without autojunk keeps the diff minimal.
+    """
+    a, b = split_lines(before or ""), split_lines(after or "")
+    if a == b and (before is None) == (after is None):
+        return ""
+
+    def show(line: str) -> str:
+        # A missing final newline would glue two diff lines together; mark it as git does.
+        return line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
+
+    out = [
+        f"--- {'/dev/null' if before is None else 'a/' + path}\n",
+        f"+++ {'/dev/null' if after is None else 'b/' + path}\n",
+    ]
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    for group in matcher.get_grouped_opcodes(context):
+        i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]
+        old = f"{i1 + 1 if i2 > i1 else i1},{i2 - i1}" if i2 - i1 != 1 else f"{i1 + 1}"
+        new = f"{j1 + 1 if j2 > j1 else j1},{j2 - j1}" if j2 - j1 != 1 else f"{j1 + 1}"
+        out.append(f"@@ -{old} +{new} @@\n")
+        for tag, x1, x2, y1, y2 in group:
+            if tag == "equal":
+                out.extend(" " + show(ln) for ln in a[x1:x2])
+                continue
+            out.extend("-" + show(ln) for ln in a[x1:x2])
+            out.extend("+" + show(ln) for ln in b[y1:y2])
+    return "".join(out)
+
+
+def changed_line_count(before: str | None, after: str | None) -> tuple[int, int]:
+    """(lines added, lines removed) between two texts, matched without autojunk."""
+    a, b = split_lines(before or ""), split_lines(after or "")
+    added = removed = 0
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag != "equal":
+            removed += i2 - i1
+            added += j2 - j1
+    return added, removed
+
+
+def format_markdown_fragment(text: str) -> str:
+    """The fragment normalised by mdformat (GFM + front matter), ending in exactly one newline."""
+    import mdformat
+
+    if not text.strip():
+        return ""
+    formatted = mdformat.text(text, extensions={"gfm", "frontmatter"})
+    return formatted.rstrip("\n") + "\n"

@@ -1,0 +1,379 @@
+"""Key-path edits of YAML (ruamel round trip) and JSON/JSON5 texts that change only the edited lines."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import re
+from collections.abc import Callable
+from typing import Any, Literal
+
+from udm.errors import DocumentError, PatchError, TargetNotFoundError
+from udm.splice import merge_minimal
+
+__all__ = [
+    "Action",
+    "Format",
+    "KeyPath",
+    "detect_json_style",
+    "detect_yaml_indent",
+    "edit_text",
+    "format_key_path",
+    "get_value",
+    "parse_key_path",
+]
+
+Format = Literal["yaml", "json", "json5"]
+Action = Literal["set", "delete", "append"]
+KeyPath = list[str | int]
+
+_MISSING = object()
+_TOKEN = re.compile(
+    r"""\[\s*(?:(?P<int>-?\d+)|"(?P<dq>(?:[^"\\]|\\.)*)"|'(?P<sq>(?:[^'\\]|\\.)*)')\s*\]|(?P<plain>[^.\[\]]+)"""
+)
+
+
+def parse_key_path(path: str) -> KeyPath:
+    """`a.b[0]["x.y"]` -> ['a', 'b', 0, 'x.y']; an empty path is the document itself."""
+    tokens: KeyPath = []
+    pos = 0
+    text = path.strip()
+    while pos < len(text):
+        if text[pos] == "." and tokens and pos + 1 < len(text):
+            pos += 1
+        m = _TOKEN.match(text, pos)
+        if m is None:
+            raise PatchError(
+                f"invalid key path {path!r}: unexpected {text[pos : pos + 10]!r} at column {pos + 1}"
+            )
+        if m.group("int") is not None:
+            tokens.append(int(m.group("int")))
+        elif m.group("plain") is not None:
+            tokens.append(m.group("plain").strip())
+        else:
+            raw = m.group("dq") if m.group("dq") is not None else m.group("sq")
+            tokens.append(re.sub(r"\\(.)", r"\1", raw))
+        pos = m.end()
+    return tokens
+
+
+def format_key_path(tokens: KeyPath) -> str:
+    """The readable form of a parsed key path (for messages)."""
+    out = ""
+    for tok in tokens:
+        if isinstance(tok, int):
+            out += f"[{tok}]"
+        elif re.fullmatch(r"[^.\[\]'\"]+", tok):
+            out += ("." if out else "") + tok
+        else:
+            out += f"[{json.dumps(tok)}]"
+    return out or "(document)"
+
+
+def _describe_keys(container: Any) -> str:
+    if isinstance(container, dict):
+        keys = [str(k) for k in container]
+        shown = ", ".join(keys[:12]) + (" ..." if len(keys) > 12 else "")
+        return f"keys: {shown}" if keys else "an empty mapping"
+    if isinstance(container, list):
+        return f"a list of {len(container)} items"
+    return f"a {type(container).__name__} value"
+
+
+def _step(container: Any, tok: str | int, tokens: KeyPath, depth: int) -> Any:
+    where = format_key_path(tokens[:depth])
+    if isinstance(container, dict):
+        key = _match_key(container, tok)
+        if key is _MISSING:
+            raise TargetNotFoundError(
+                f"key path {format_key_path(tokens)!r} not found: no key {tok!r} under {where} "
+                f"({_describe_keys(container)})"
+            )
+        return container[key]
+    if isinstance(container, list):
+        if not isinstance(tok, int):
+            if isinstance(tok, str) and re.fullmatch(r"-?\d+", tok):
+                tok = int(tok)
+            else:
+                raise TargetNotFoundError(
+                    f"key path {format_key_path(tokens)!r} not found: {where} is {_describe_keys(container)}, "
+                    f"not a mapping with key {tok!r}"
+                )
+        if not -len(container) <= tok < len(container):
+            raise TargetNotFoundError(
+                f"key path {format_key_path(tokens)!r} not found: index {tok} outside {where} "
+                f"({_describe_keys(container)})"
+            )
+        return container[tok]
+    raise TargetNotFoundError(
+        f"key path {format_key_path(tokens)!r} not found: {where} is {_describe_keys(container)}"
+    )
+
+
+def _match_key(mapping: dict[Any, Any], tok: str | int) -> Any:
+    if tok in mapping:
+        return tok
+    # YAML keys may be ints or bools while a path spells them as text.
+    for key in mapping:
+        if str(key) == str(tok):
+            return key
+    return _MISSING
+
+
+def _walk(data: Any, tokens: KeyPath, upto: int | None = None) -> Any:
+    node = data
+    for depth, tok in enumerate(tokens[: len(tokens) if upto is None else upto]):
+        node = _step(node, tok, tokens, depth)
+    return node
+
+
+def _apply(data: Any, tokens: KeyPath, action: Action, value: Any, wrap: Callable[[Any, Any], Any]) -> Any:
+    """Edit `data` in place (returns the new root when the root itself is replaced)."""
+    if action == "append":
+        target = _walk(data, tokens)
+        if not isinstance(target, list):
+            raise PatchError(
+                f"cannot append at {format_key_path(tokens)!r}: it is {_describe_keys(target)}, not a list"
+            )
+        target.append(wrap(None, value))
+        return data
+    if not tokens:
+        if action == "delete":
+            raise PatchError("cannot delete the whole document with a key edit; use delete_file")
+        return wrap(data, value)
+    parent = _walk(data, tokens, len(tokens) - 1)
+    last = tokens[-1]
+    if isinstance(parent, dict):
+        key = _match_key(parent, last)
+        if action == "delete":
+            if key is _MISSING:
+                _step(parent, last, tokens, len(tokens) - 1)
+            del parent[key]
+        elif key is _MISSING:
+            parent[last] = wrap(None, value)
+        else:
+            parent[key] = wrap(parent[key], value)
+        return data
+    if isinstance(parent, list):
+        _step(parent, last, tokens, len(tokens) - 1)
+        index = int(last)
+        if action == "delete":
+            del parent[index]
+        else:
+            parent[index] = wrap(parent[index], value)
+        return data
+    raise TargetNotFoundError(
+        f"key path {format_key_path(tokens)!r} not found: {format_key_path(tokens[:-1])} is "
+        f"{_describe_keys(parent)}"
+    )
+
+
+# ---------------------------------------------------------------- YAML
+
+
+_KEY_LINE = re.compile(r"^(?P<indent> *)(?:- +)?(?:[^\s#'\"][^:#]*|'[^']*'|\"[^\"]*\"):(?:\s+#.*)?\s*$")
+_ITEM_LINE = re.compile(r"^(?P<indent> *)- ")
+
+
+def detect_yaml_indent(text: str) -> tuple[int, int, int]:
+    """(mapping, sequence, offset) indentation this YAML text uses, for ruamel's `indent()`."""
+    lines = [ln.rstrip("\n") for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    mapping: int | None = None
+    sequence: int | None = None
+    offset: int | None = None
+    for here, nxt in itertools.pairwise(lines):
+        m = _KEY_LINE.match(here)
+        if not m:
+            continue
+        # A "- key:" line's own key sits after the dash; its children are indented from the key.
+        base = len(m.group("indent"))
+        dash = re.match(r"^( *)(- +)", here)
+        if dash:
+            base = len(dash.group(1)) + len(dash.group(2))
+        n_indent = len(nxt) - len(nxt.lstrip(" "))
+        item = _ITEM_LINE.match(nxt)
+        if item:
+            if offset is None and n_indent >= base:
+                offset = n_indent - base
+                after_dash = len(re.match(r"^ *- +", nxt).group(0)) - n_indent  # type: ignore[union-attr]
+                sequence = offset + after_dash
+        elif n_indent > base and mapping is None:
+            mapping = n_indent - base
+        if mapping is not None and offset is not None:
+            break
+    mapping = mapping or 2
+    if offset is None:
+        offset = 2 if mapping >= 2 else 0
+        sequence = offset + 2
+    assert sequence is not None
+    # ruamel needs room for the dash and its space.
+    sequence = max(sequence, offset + 2)
+    return mapping, sequence, offset
+
+
+def _yaml(text: str) -> Any:
+    from ruamel.yaml import YAML
+
+    yaml = YAML(typ="rt")
+    yaml.preserve_quotes = True
+    yaml.width = 4096
+    mapping, sequence, offset = detect_yaml_indent(text)
+    yaml.indent(mapping=mapping, sequence=sequence, offset=offset)
+    if text.lstrip().startswith("---"):
+        yaml.explicit_start = True
+    return yaml
+
+
+def _yaml_load(text: str, yaml: Any) -> Any:
+    from ruamel.yaml.error import YAMLError
+
+    try:
+        docs = list(yaml.load_all(text))
+    except YAMLError as exc:
+        raise DocumentError(f"YAML does not parse: {' '.join(str(exc).split())}") from exc
+    if len(docs) > 1:
+        raise DocumentError("YAML text holds several documents; key edits need exactly one")
+    return docs[0] if docs else None
+
+
+def _yaml_dump(data: Any, yaml: Any) -> str:
+    buf = io.StringIO()
+    yaml.dump(data, buf)
+    return buf.getvalue()
+
+
+def _yaml_wrap(old: Any, value: Any) -> Any:
+    from ruamel.yaml.scalarstring import ScalarString
+
+    # A new string keeps the quoting style of the string it replaces.
+    if isinstance(old, ScalarString) and isinstance(value, str) and not isinstance(value, ScalarString):
+        return type(old)(value)
+    return value
+
+
+def _edit_yaml(text: str, tokens: KeyPath, action: Action, value: Any) -> str:
+    yaml = _yaml(text)
+    data = _yaml_load(text, yaml)
+    if data is None:
+        if action == "set" and tokens and isinstance(tokens[0], str):
+            data = {}
+            baseline = ""
+        else:
+            raise TargetNotFoundError(
+                f"key path {format_key_path(tokens)!r} not found: the YAML text is empty"
+            )
+    else:
+        baseline = _yaml_dump(data, yaml)
+    data = _apply(data, tokens, action, value, _yaml_wrap)
+    try:
+        modified = _yaml_dump(data, yaml)
+    except Exception as exc:  # ruamel raises several unrelated types for values it cannot represent
+        raise PatchError(f"value {value!r} cannot be written as YAML: {exc}") from exc
+    if not baseline:
+        # Only comments (or nothing) before: keep them and add the new mapping below.
+        return (text if not text or text.endswith("\n") else text + "\n") + modified
+    return merge_minimal(text, baseline, modified)
+
+
+# ---------------------------------------------------------------- JSON / JSON5
+
+
+def detect_json_style(text: str) -> tuple[int | str | None, tuple[str, str]]:
+    """(indent, separators) that reproduce this JSON text's layout as closely as `json.dumps` can."""
+    indent: int | str | None = None
+    for line in text.splitlines()[1:]:
+        stripped = line.lstrip(" \t")
+        if stripped and len(stripped) < len(line):
+            lead = line[: len(line) - len(stripped)]
+            indent = "\t" if lead.startswith("\t") else len(lead)
+            break
+    colon = ": " if re.search(r'"\s*:\s', text) or indent is not None else ":"
+    if re.search(r'"\s*:\S', text) and not re.search(r'"\s*:\s', text):
+        colon = ":"
+    comma = "," if indent is not None or not re.search(r",\s", text) else ", "
+    return indent, (comma, colon)
+
+
+def _json_load(text: str, fmt: Format) -> Any:
+    if fmt == "json5":
+        import json5
+
+        try:
+            return json5.loads(text, object_pairs_hook=dict)
+        except ValueError as exc:
+            raise DocumentError(f"JSON5 does not parse: {exc}") from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DocumentError(f"JSON does not parse: line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
+
+
+def _json_dump(
+    data: Any, fmt: Format, indent: int | str | None, separators: tuple[str, str], original: str
+) -> str:
+    if fmt == "json5":
+        import json5
+
+        # Follow the text's own habits: quoted or bare keys, trailing commas or not.
+        quote_keys = bool(re.search(r"""^\s*["'][^"']+["']\s*:""", original, re.M))
+        trailing = bool(re.search(r",\s*(?://[^\n]*\s*)*[}\]]", original))
+        return str(
+            json5.dumps(
+                data,
+                indent=indent,
+                separators=separators,
+                ensure_ascii=False,
+                quote_keys=quote_keys,
+                trailing_commas=trailing,
+            )
+        )
+    return json.dumps(data, indent=indent, separators=separators, ensure_ascii=False)
+
+
+def _edit_json(text: str, tokens: KeyPath, action: Action, value: Any, fmt: Format) -> str:
+    data = _json_load(text, fmt)
+    indent, separators = detect_json_style(text)
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError) as exc:
+        raise PatchError(f"value {value!r} cannot be written as JSON: {exc}") from exc
+    trailing = text[len(text.rstrip()) :]
+    baseline = _json_dump(data, fmt, indent, separators, text) + trailing
+    data = _apply(data, tokens, action, value, lambda _old, new: new)
+    modified = _json_dump(data, fmt, indent, separators, text) + trailing
+    return merge_minimal(text, baseline, modified)
+
+
+# ---------------------------------------------------------------- entry points
+
+
+def get_value(text: str, fmt: Format, path: str | KeyPath) -> Any:
+    """The value at a key path, as plain JSON-able data."""
+    tokens = parse_key_path(path) if isinstance(path, str) else path
+    data = _yaml_load(text, _yaml(text)) if fmt == "yaml" else _json_load(text, fmt)
+    return _plain(_walk(data, tokens))
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {
+            str(k) if not isinstance(k, str | int | float | bool) else k: _plain(v) for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, bool | int | float) or value is None:
+        return value
+    return str(value)
+
+
+def edit_text(text: str, fmt: Format, action: Action, path: str | KeyPath, value: Any = None) -> str:
+    """The text after one key edit (`set`, `delete`, `append`), with every other line left as it was."""
+    tokens = parse_key_path(path) if isinstance(path, str) else path
+    if fmt == "yaml":
+        return _edit_yaml(text, tokens, action, value)
+    if fmt in ("json", "json5"):
+        return _edit_json(text, tokens, action, value, fmt)
+    raise PatchError(f"unknown format {fmt!r} (expected yaml, json or json5)")
