@@ -34,6 +34,7 @@ COMMAND_MODULES: list[str] = [
     "flows.cli_tools",
     "flows.demo",
     "flows.cli_graph",
+    "flows.cli_platform",
 ]
 
 _OVERRIDES: dict[str, Any] = {}

@@ -33,15 +33,20 @@ def tool_task(
     jitter: float = 0.5,
     cache_policy: CachePolicy | None = None,
     task_name: str | None = None,
+    retry_delay: float | list[float] | None = None,
     **task_options: Any,
 ) -> Task[..., dict[str, Any]]:
-    """A Prefect task `(raw_input, ctx) -> envelope dict` that calls `tool` through `call_tool`."""
+    """A Prefect task `(raw_input, ctx, run_label="") -> envelope dict` calling `tool` through `call_tool`.
+
+    `retry_delay` (seconds, one or one per retry) replaces the exponential backoff; `run_label` lets
+    callers name each run (`task_run_name="{run_label}"`), as pipelines name runs after their steps.
+    """
     resolved = get_tool(tool) if isinstance(tool, str) else tool
     if resolved is None:
         raise ValueError(f"unknown tool '{tool}'")
     the_tool: Tool[Any, Any] = resolved
 
-    def _run(raw_input: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    def _run(raw_input: dict[str, Any], ctx: ToolContext, run_label: str = "") -> dict[str, Any]:
         attempt = int(runtime_task_run.run_count or 1)
         last_try = attempt > retries
         try:
@@ -58,6 +63,8 @@ def tool_task(
     delays: list[float] | Callable[[int], list[float]] | float = (
         exponential_backoff(backoff_factor=backoff_s)(retries) if retries else 0
     )
+    if retries and retry_delay is not None:
+        delays = retry_delay
     decorate = task(
         name=task_name or the_tool.name,
         retries=retries,

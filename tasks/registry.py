@@ -61,6 +61,12 @@ TOOL_PATHS: list[str] = [
     "tasks.browser.browser_tools:BrowserDownloadTool",
     # Knowledge graph (tasks/knowledge_graph.py)
     "tasks.knowledge_graph:KnowledgeGraphQueryTool",
+    # Platform: pipeline checks and schedules (tasks/pipeline_check.py, tasks/schedules.py)
+    "tasks.pipeline_check:PipelineCheckTool",
+    "tasks.schedules:ScheduleCreateTool",
+    "tasks.schedules:ScheduleListTool",
+    "tasks.schedules:SchedulePauseTool",
+    "tasks.schedules:ScheduleResumeTool",
 ]
 
 _CACHE: dict[str, Tool[Any, Any]] = {}

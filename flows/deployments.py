@@ -1,0 +1,117 @@
+"""The deployments of every flow (mirrored in prefect.yaml) and `udm serve`, which serves them from one process.
+
+`serve` needs no work pool: one long-running process polls the API for its deployments' scheduled
+and triggered runs and runs them. For several machines, `prefect deploy --all` registers the same
+deployments (prefect.yaml) in a work pool and `prefect worker start --pool ...` runs them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["DEPLOYMENTS", "DeploymentDef", "build_deployments", "load_flow", "serve_all"]
+
+
+@dataclass(frozen=True)
+class DeploymentDef:
+    """One deployment: which flow, its name, schedule and default parameters."""
+
+    name: str
+    entrypoint: str  # "flows/module.py:function", as prefect.yaml writes it
+    description: str
+    cron: str | None = None
+    interval_seconds: int | None = None
+    parameters: dict[str, Any] = field(default_factory=dict)
+    tags: tuple[str, ...] = ("udm",)
+
+    @property
+    def import_path(self) -> tuple[str, str]:
+        """(module, attribute) of the flow."""
+        path, _, attr = self.entrypoint.partition(":")
+        return path.removesuffix(".py").replace("/", "."), attr
+
+
+DEPLOYMENTS: list[DeploymentDef] = [
+    DeploymentDef(
+        name="reindex",
+        entrypoint="flows/index.py:index_flow",
+        description="Frequent re-index: keep the DuckDB index in step with the manual's files.",
+        interval_seconds=900,
+    ),
+    DeploymentDef(
+        name="nightly-verification",
+        entrypoint="flows/browser_verify.py:browser_verification_flow",
+        description="Nightly browser verification of the manual's checks, with screenshots.",
+        cron="0 2 * * *",
+    ),
+    DeploymentDef(
+        name="weekly-research-refresh",
+        entrypoint="flows/pipeline.py:pipeline_flow",
+        description="Weekly research refresh: the research pipeline spec (search, fetch, write the appendix).",
+        cron="0 3 * * 1",
+        parameters={"spec": "examples/pipelines/research.yaml", "approve": True},
+    ),
+    DeploymentDef(
+        name="on-demand-research",
+        entrypoint="flows/research.py:research_flow",
+        description="Research one topic into a cited appendix (run with --param topic=...).",
+    ),
+    DeploymentDef(
+        name="apply-update",
+        entrypoint="flows/udm_update.py:udm_update_flow",
+        description="Apply edit instructions as one transaction; pauses for approval after the diff.",
+    ),
+    DeploymentDef(
+        name="run-pipeline",
+        entrypoint="flows/pipeline.py:pipeline_flow",
+        description="Run any pipeline spec (--param spec=path/to/spec.yaml).",
+        parameters={"spec": "examples/pipelines/verify.yaml"},
+    ),
+]
+
+
+def load_flow(definition: DeploymentDef) -> Any | None:
+    """The flow object of a deployment, or None when its module is not installed."""
+    module, attr = definition.import_path
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError):
+        return None
+
+
+def build_deployments(only: list[str] | None = None) -> tuple[list[Any], list[str]]:
+    """(RunnerDeployments for `serve`, names skipped because their flow is missing)."""
+    built, skipped = [], []
+    for d in DEPLOYMENTS:
+        if only and d.name not in only:
+            continue
+        fl = load_flow(d)
+        if fl is None:
+            skipped.append(d.name)
+            continue
+        kwargs: dict[str, Any] = {
+            "name": d.name,
+            "description": d.description,
+            "parameters": d.parameters,
+            "tags": list(d.tags),
+        }
+        if d.cron:
+            kwargs["cron"] = d.cron
+        if d.interval_seconds:
+            kwargs["interval"] = d.interval_seconds
+        built.append(fl.to_deployment(**kwargs))
+    return built, skipped
+
+
+def serve_all(only: list[str] | None = None, limit: int | None = None) -> None:
+    """Serve every deployment from this process until interrupted (stopping pauses their schedules)."""
+    from prefect import serve
+
+    deployments, skipped = build_deployments(only)
+    if skipped:
+        print(f"not served (flow not installed): {', '.join(skipped)}")
+    if not deployments:
+        raise RuntimeError("no deployment to serve")
+    serve(*deployments, limit=limit)

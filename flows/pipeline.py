@@ -1,0 +1,327 @@
+"""The generic pipeline flow: a checked spec's DAG run as Prefect task runs, each as soon as its needs finish.
+
+Each step (each item of a `for_each` step) is one task run named after the step (`fetch[3]`),
+submitted to a bounded thread pool the moment every step it depends on has finished; its inputs are
+rendered from those steps' outputs in the flow, and the upstream futures are passed as `wait_for`
+so the Prefect UI draws the DAG. A failed step makes its dependants `skipped`; the run fails at the
+end with a table artifact of every step. Flow steps run the built-in flows as subflows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import queue
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from prefect import Task, flow, task
+from prefect.futures import PrefectFuture
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from tasks.base import ToolContext, always_approve, deny_all
+from tasks.pipeline_spec import (
+    BUILTIN_FLOWS,
+    CompiledPipeline,
+    ExpressionError,
+    FlowInfo,
+    StepSpec,
+    compile_pipeline,
+    evaluate,
+    load_spec,
+    parse_duration,
+    render,
+    strip_expression,
+)
+from tasks.prefect_task import tool_task
+from udm.config import load_settings
+
+__all__ = ["FLOW_PATHS", "POOL_SIZE", "PipelineRunError", "flow_catalog", "pipeline_flow", "run_pipeline"]
+
+# The flow's thread pool; a spec's max_workers (at most this) caps the steps in flight.
+POOL_SIZE = 32
+
+# The flows a pipeline step may run, loaded lazily (they are written by other areas).
+FLOW_PATHS: dict[str, str] = {
+    "research": "flows.research:research_flow",
+    "update": "flows.udm_update:udm_update_flow",
+    "verify": "flows.browser_verify:browser_verification_flow",
+    "index": "flows.index:index_flow",
+}
+assert set(FLOW_PATHS) == set(BUILTIN_FLOWS)
+
+
+class PipelineRunError(RuntimeError):
+    """A pipeline run in which some step failed; `summary` holds every step's outcome."""
+
+    def __init__(self, message: str, summary: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.summary = summary
+
+
+def _load_flow(name: str) -> Any | None:
+    module_name, _, attr = FLOW_PATHS[name].partition(":")
+    try:
+        return getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError):
+        return None
+
+
+def flow_catalog() -> dict[str, FlowInfo]:
+    """The flows available in this installation, with their parameter schemas."""
+    catalog: dict[str, FlowInfo] = {}
+    for name in FLOW_PATHS:
+        fl = _load_flow(name)
+        if fl is not None:
+            schema = fl.parameters.model_dump(mode="json")
+            # The ToolContext-like internals are never given by a spec; only JSON-able parameters count.
+            catalog[name] = FlowInfo(parameters=schema)
+    return catalog
+
+
+def _cache_key_fn(pipeline: str, step: str, tool: str, fields: list[str]) -> Callable[..., str]:
+    def key(context: Any, parameters: dict[str, Any]) -> str:
+        raw = parameters.get("raw_input", {})
+        chosen = {f: raw.get(f) for f in fields} if fields else raw
+        text = json.dumps([pipeline, step, tool, chosen], sort_keys=True, default=str)
+        return "udm-pipeline-" + hashlib.sha256(text.encode()).hexdigest()[:32]
+
+    return key
+
+
+def _step_task(spec_name: str, name: str, step: StepSpec, state_path: Path) -> Task[..., Any]:
+    """The Prefect task of one step (named per run after the step)."""
+    options: dict[str, Any] = {"task_run_name": "{run_label}"}
+    if step.timeout:
+        options["timeout_seconds"] = step.timeout
+    if step.cache and step.tool:
+        options.update(
+            cache_key_fn=_cache_key_fn(spec_name, name, step.tool, step.cache.key),
+            cache_expiration=timedelta(seconds=parse_duration(step.cache.expiration)),
+            persist_result=True,
+            result_storage=str(state_path / "pipeline-cache"),
+            result_serializer="json",
+        )
+    if step.tool:
+        return tool_task(
+            step.tool,
+            retries=step.retries,
+            retry_delay=step.retry_delay,
+            task_name=f"{name}: {step.tool}",
+            **options,
+        )
+    fl: Any = _load_flow(step.flow or "")
+
+    def run_flow(params: dict[str, Any], run_label: str = "") -> Any:
+        result = fl(**params)
+        return result.model_dump(mode="json") if hasattr(result, "model_dump") else result
+
+    options.update(name=f"{name}: {step.flow} flow", retries=step.retries)
+    options["retry_delay_seconds"] = step.retry_delay or 0
+    decorate: Any = task(**options)
+    return decorate(run_flow)
+
+
+def _notify(done: queue.SimpleQueue[Any], name: str, index: int) -> Callable[[PrefectFuture[Any]], None]:
+    def callback(fut: PrefectFuture[Any]) -> None:
+        done.put((name, index, fut))
+
+    return callback
+
+
+def _outcome(step: StepSpec, value: Any) -> tuple[bool, Any, str | None]:
+    """(ok, output, error) of one finished task run."""
+    if step.tool:
+        env = value or {}
+        return bool(env.get("success")), env.get("data"), env.get("error")
+    return True, value, None
+
+
+def run_pipeline(
+    compiled: CompiledPipeline,
+    params: Mapping[str, Any] | None = None,
+    ctx: ToolContext | None = None,
+) -> dict[str, Any]:
+    """Run a compiled pipeline inside the current flow; returns {step: {status, output, error, ...}}."""
+    spec = compiled.spec
+    ctx = ctx or ToolContext(settings=load_settings())
+    scope: dict[str, Any] = {"params": {**spec.parameters, **dict(params or {})}, "steps": {}}
+    tasks_by_step = {n: _step_task(spec.name, n, s, ctx.settings.state_path) for n, s in spec.steps.items()}
+    results: dict[str, dict[str, Any]] = {}
+    futures: dict[str, list[PrefectFuture[Any]]] = {}
+    waiting = {n: set(compiled.upstream[n]) for n in compiled.order}
+    dependants: dict[str, list[str]] = {n: [] for n in compiled.order}
+    for n, ups in compiled.upstream.items():
+        for u in ups:
+            dependants[u].append(n)
+    done: queue.SimpleQueue[tuple[str, int, PrefectFuture[Any]]] = queue.SimpleQueue()
+    open_items: dict[str, int] = {}
+    item_values: dict[str, list[Any]] = {}
+    item_errors: dict[str, list[str]] = {}
+    queued: deque[tuple[str, int, dict[str, Any], str, list[PrefectFuture[Any]]]] = deque()
+    cap = min(spec.max_workers, POOL_SIZE)
+    in_flight = 0
+
+    def finish(name: str, record: dict[str, Any]) -> list[str]:
+        results[name] = record
+        scope["steps"][name] = {"output": record.get("output"), "status": record["status"]}
+        ready = []
+        for d in dependants[name]:
+            waiting[d].discard(name)
+            if not waiting[d]:
+                ready.append(d)
+        return ready
+
+    def start(name: str) -> list[str]:
+        """Submit a ready step; returns steps that became ready because this one finished at once."""
+        step = spec.steps[name]
+        started = time.perf_counter()
+        bad = [u for u in compiled.upstream[name] if results[u]["status"] != "completed"]
+        if bad:
+            return finish(name, {"status": "skipped", "reason": f"needs {', '.join(bad)} did not complete"})
+        try:
+            if step.when is not None and not evaluate(strip_expression(step.when), scope):
+                return finish(name, {"status": "skipped", "reason": f"condition false: {step.when}"})
+            if step.for_each is None:
+                items: list[Any] = [None]
+            else:
+                found = render(step.for_each, scope)
+                if not isinstance(found, list):
+                    raise ExpressionError(f"for_each gave a {type(found).__name__}, not a list")
+                items = found
+            inputs = [render(step.input, {**scope, "item": it, "index": i}) for i, it in enumerate(items)]
+        except ExpressionError as exc:
+            return finish(name, {"status": "failed", "error": str(exc)})
+        if not inputs:
+            return finish(name, {"status": "completed", "output": [], "items": 0})
+        wait_for = [f for u in compiled.upstream[name] for f in futures.get(u, [])]
+        futures[name] = []
+        open_items[name] = len(inputs)
+        item_values[name] = [None] * len(inputs)
+        item_errors[name] = []
+        results[name] = {"status": "running", "started": started}
+        for i, raw in enumerate(inputs):
+            label = name if step.for_each is None else f"{name}[{i}]"
+            queued.append((name, i, raw, label, wait_for))
+        return []
+
+    def pump() -> None:
+        """Submit queued step runs while fewer than max_workers are in flight."""
+        nonlocal in_flight
+        while queued and in_flight < cap:
+            name, i, raw, label, wait_for = queued.popleft()
+            task_obj = tasks_by_step[name]
+            if spec.steps[name].tool:
+                fut = task_obj.submit(raw, ctx, run_label=label, wait_for=wait_for)
+            else:
+                fut = task_obj.submit(raw, run_label=label, wait_for=wait_for)
+            fut.add_done_callback(_notify(done, name, i))
+            futures[name].append(fut)
+            in_flight += 1
+
+    pending_starts = [n for n in compiled.order if not waiting[n]]
+    running = 0
+    while pending_starts or running:
+        while pending_starts:
+            name = pending_starts.pop(0)
+            newly = start(name)
+            if name in open_items and results[name]["status"] == "running":
+                running += 1
+            pending_starts += newly
+        pump()
+        if not running:
+            break
+        name, index, fut = done.get()
+        in_flight -= 1
+        step = spec.steps[name]
+        try:
+            ok, output, error = _outcome(step, fut.result())
+        except Exception as exc:  # a crashed or timed-out task run is this step's failure
+            ok, output, error = False, None, f"{type(exc).__name__}: {exc}"
+        item_values[name][index] = output
+        if not ok:
+            item_errors[name].append(f"[{index}] {error}" if step.for_each is not None else str(error))
+        open_items[name] -= 1
+        if open_items[name]:
+            continue
+        running -= 1
+        record: dict[str, Any] = {
+            "status": "failed" if item_errors[name] else "completed",
+            "output": item_values[name] if step.for_each is not None else item_values[name][0],
+            "seconds": round(time.perf_counter() - results[name]["started"], 3),
+        }
+        if step.for_each is not None:
+            record["items"] = len(item_values[name])
+        if item_errors[name]:
+            record["error"] = "; ".join(item_errors[name])
+        pending_starts += finish(name, record)
+    for rec in results.values():
+        rec.pop("started", None)
+    return results
+
+
+def _summary_table(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {
+            "step": name,
+            "status": rec["status"],
+            "items": rec.get("items", ""),
+            "seconds": rec.get("seconds", ""),
+            "detail": rec.get("error") or rec.get("reason") or "",
+        }
+        for name, rec in results.items()
+    ]
+
+
+@flow(
+    name="udm-pipeline",
+    description="Run a declarative pipeline spec (YAML) as a DAG of task runs.",
+    task_runner=ThreadPoolTaskRunner(max_workers=POOL_SIZE),  # type: ignore[arg-type]
+    validate_parameters=True,
+)
+def pipeline_flow(
+    spec: str | dict[str, Any],
+    params: dict[str, Any] | None = None,
+    root: str | None = None,
+    approve: bool = False,
+    artifact: bool = True,
+) -> dict[str, Any]:
+    """Run a pipeline spec (file path, YAML text or dict); returns every step's status and output.
+
+    `approve=True` approves the tool calls the approval policy would ask about (the person starting or
+    deploying the run is the approver); otherwise such steps fail with "approval denied".
+    """
+    source: Any = (
+        Path(spec)
+        if isinstance(spec, str) and "\n" not in spec and spec.endswith((".yaml", ".yml", ".json"))
+        else spec
+    )
+    settings = load_settings(**({"root": root} if root else {}))
+    compiled = compile_pipeline(load_spec(source), flow_catalog(), params)
+    ctx = ToolContext(settings=settings, approver=always_approve if approve else deny_all)
+    results = run_pipeline(compiled, params, ctx)
+    if artifact:
+        from prefect.artifacts import create_table_artifact
+
+        create_table_artifact(
+            table=_summary_table(results),
+            key=f"pipeline-{compiled.spec.name.lower().replace('_', '-').replace('.', '-')}"[:100],
+            description=f"Steps of pipeline {compiled.spec.name}",
+        )
+    failed = [n for n, r in results.items() if r["status"] == "failed"]
+    summary = {
+        "pipeline": compiled.spec.name,
+        "status": "failed" if failed else "completed",
+        "steps": results,
+    }
+    if failed:
+        details = "; ".join(f"{n}: {results[n].get('error')}" for n in failed)
+        raise PipelineRunError(
+            f"pipeline {compiled.spec.name}: {len(failed)} step(s) failed: {details}", summary
+        )
+    return summary

@@ -1,0 +1,135 @@
+"""The MCP server with the MCP Python SDK's client: in process (both protocol eras) and over stdio."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from tasks.base import ToolContext, deny_all
+from tasks.mcp_server import build_server
+from udm.config import ApprovalPolicy, Settings
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def server_for(settings: Settings, **changes: Any) -> Any:
+    return build_server(ToolContext(settings=settings.model_copy(update=changes), approver=deny_all))
+
+
+def answering(approve: bool | None) -> Any:
+    """An elicitation callback that accepts with approve=<approve>, or declines when None."""
+    seen: list[str] = []
+
+    async def callback(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        seen.append(params.message)
+        if approve is None:
+            return types.ElicitResult(action="decline")
+        return types.ElicitResult(action="accept", content={"approve": approve})
+
+    callback.seen = seen  # type: ignore[attr-defined]
+    return callback
+
+
+async def test_tools_are_listed_with_schemas_and_annotations(test_tools, settings) -> None:
+    async with Client(server_for(settings)) as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+    assert set(listed) == {t.name for t in test_tools}
+    echo = listed["echoTool"]
+    assert echo.input_schema["properties"]["times"]["maximum"] == 10
+    assert "echoed" in echo.output_schema["properties"]
+    assert echo.annotations.read_only_hint is True and echo.annotations.destructive_hint is False
+    note = listed["noteTool"]
+    assert note.annotations.read_only_hint is False
+
+
+async def test_call_returns_structured_content_and_named_errors(test_tools, settings) -> None:
+    async with Client(server_for(settings)) as client:
+        ok = await client.call_tool("echoTool", {"text": "RM-001", "times": 2})
+        assert ok.is_error is False
+        assert ok.structured_content == {
+            "status": "SUCCESS",
+            "echoed": ["RM-001", "RM-001"],
+            "length": 6,
+            "errorDetails": None,
+        }
+        bad = await client.call_tool("echoTool", {"text": "x", "times": 0, "extra": 1})
+        assert bad.is_error is True
+        text = bad.content[0].text
+        assert "times" in text and "extra" in text
+        failed = await client.call_tool("echoTool", {"text": "fail"})
+        assert failed.is_error is True and "ERROR_REFUSED: asked to fail" in failed.content[0].text
+        snap = await client.call_tool("snapTool", {"url": "http://127.0.0.1/x"})
+        images = [c for c in snap.content if isinstance(c, types.ImageContent)]
+        assert len(images) == 1 and images[0].mime_type == "image/png"
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_approval_is_elicited_and_enforced(test_tools, settings, mode) -> None:
+    target = settings.state_path / "notes" / "n1.txt"
+    server = server_for(settings)
+    # No elicitation support: refused with instructions, nothing written.
+    async with Client(server, mode=mode) as client:
+        refused = await client.call_tool("noteTool", {"name": "n1", "text": "hello"})
+    assert refused.is_error is True
+    assert "does not support elicitation" in refused.content[0].text
+    assert "UDM_APPROVAL_POLICY=full_auto" in refused.content[0].text
+    assert not target.exists()
+    # The person declines, then says approve=false: still refused.
+    for answer in (None, False):
+        async with Client(server, mode=mode, elicitation_callback=answering(answer)) as client:
+            denied = await client.call_tool("noteTool", {"name": "n1", "text": "hello"})
+        assert denied.is_error is True and "approval denied" in denied.content[0].text
+        assert not target.exists()
+    # Approved: the call runs once.
+    callback = answering(True)
+    async with Client(server, mode=mode, elicitation_callback=callback) as client:
+        done = await client.call_tool("noteTool", {"name": "n1", "text": "hello"})
+    assert done.is_error is False and target.read_text() == "hello"
+    assert len(callback.seen) == 1 and "noteTool" in callback.seen[0]
+    # Safe tools are never asked about.
+    async with Client(server, mode=mode, elicitation_callback=callback) as client:
+        await client.call_tool("echoTool", {"text": "x"})
+    assert len(callback.seen) == 1
+
+
+async def test_full_auto_policy_runs_moderate_calls_without_asking(test_tools, settings) -> None:
+    server = server_for(settings, approval_policy=ApprovalPolicy.FULL_AUTO)
+    async with Client(server) as client:
+        done = await client.call_tool("noteTool", {"name": "n2", "text": "auto"})
+    assert done.is_error is False
+    assert json.loads(done.content[0].text)["data"]["path"].endswith("n2.txt")
+
+
+async def test_stdio_server_lists_and_enforces(workspace: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("UDM_")}
+    env["UDM_APPROVAL_POLICY"] = "smart_auto"
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "flows.cli", "mcp", "--tools", "pipelineCheckTool,scheduleCreateTool"],
+        env=env,
+        cwd=str(workspace),
+    )
+    os.environ.get("PYTHONPATH")
+    params.env["PYTHONPATH"] = str(REPO)
+    async with Client(params) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert set(tools) == {"pipelineCheckTool", "scheduleCreateTool"}
+        assert tools["pipelineCheckTool"].annotations.read_only_hint is True
+        spec = "name: p\nsteps:\n  a:\n    tool: pipelineCheckTool\n    input: {spec: 'x'}\n  b:\n    tool: nope\n"
+        checked = await client.call_tool("pipelineCheckTool", {"spec": spec})
+        assert checked.is_error is False
+        problems = checked.structured_content["problems"]
+        assert any("step 'b'" in p and "unknown tool 'nope'" in p for p in problems)
+        refused = await client.call_tool(
+            "scheduleCreateTool",
+            {"name": "n", "deployment": "udm-index/reindex", "schedule": "every 5 minutes"},
+        )
+        assert refused.is_error is True and "does not support elicitation" in refused.content[0].text
