@@ -295,10 +295,15 @@ def step_graph_impact(ws: Any) -> None:
     if not data.get("timedOut"):
         raise RuntimeError("the runaway pattern was not stopped at its time limit")
     after = call_tool(
-        "knowledgeGraphQueryTool", {"queryLanguage": "natural_language", "query": "dependency cycles"}, ctx
+        _tool(), {"queryLanguage": "natural_language", "query": "what does TASK-P0-M0.1-T004 depend on"}, ctx
     )
-    status = (after.envelope.data or {}).get("status")
-    ws.say(f"   after the stopped query the graph still answers: 'dependency cycles' -> {status}")
+    got = after.envelope.data or {}
+    ws.say(
+        f"   after the stopped query the graph still answers: 'what does TASK-P0-M0.1-T004 depend on' -> "
+        f"{got.get('status')}, {got.get('rowCount')} rows in {got.get('durationMs', 0):.1f} ms"
+    )
+    if got.get("status") != "SUCCESS":
+        raise RuntimeError("the graph did not answer after a stopped query")
 
 
 def register(app: typer.Typer) -> None:

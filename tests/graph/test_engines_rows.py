@@ -1,0 +1,70 @@
+"""Both query engines over a graph built from hand-made rows; concurrent callers share them safely."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from udm.graph import clear_cache, graph_from_rows
+from udm.graph_sparql import node_iri, with_prefixes
+
+from .conftest import small_rows
+
+
+def test_engines_agree_on_hand_made_rows(tmp_path: Path) -> None:
+    handle = graph_from_rows(small_rows(), tmp_path)
+    try:
+        checks = handle.cypher("MATCH (c:component)-[:verified_by]->(k:check) RETURN c.id, k.id, k.url")
+        assert checks.rows == [["COMP-001", "CHK-CORE", "http://127.0.0.1/"]]
+        urls = handle.cypher("MATCH (:section {id: 'plan.md#tasks'})-[:links_to]->(u:url) RETURN u.id")
+        assert urls.rows == [["https://example.org/doc"]]
+        parts = handle.cypher("MATCH (s:section)-[:part_of*1..3]->(f:file) RETURN s.id ORDER BY s.id")
+        assert [r[0] for r in parts.rows] == ["plan.md#arch", "plan.md#plan", "plan.md#tasks"]
+        sparql = handle.sparql("SELECT ?check WHERE { ?c udm:id 'COMP-001' ; udm:verified_by/udm:id ?check }")
+        assert sparql.rows == [["CHK-CORE"]]
+        bound = handle.sparql(
+            "SELECT ?x ?title WHERE { ?x udm:title ?title }",
+            {"x": {"type": "iri", "value": node_iri("TASK-P0-M0.1-T004")}},
+        )
+        assert bound.rows == [[node_iri("TASK-P0-M0.1-T004"), "Join"]]
+        # The store is reused: a second handle over the same rows builds nothing new.
+        assert (handle.folder / "cypher.lbug").exists() and (handle.folder / "rdf").is_dir()
+    finally:
+        clear_cache()
+
+
+def test_node_iris_and_prefixes() -> None:
+    assert node_iri("plan.md#tasks") == "https://udm-pipelines.dev/ns/node/plan.md%23tasks"
+    q = with_prefixes("SELECT ?s WHERE { ?s a udm:Task }")
+    assert q.startswith("PREFIX udm: <https://udm-pipelines.dev/ns/kg#>")
+    assert "PREFIX node:" not in q
+    declared = "PREFIX udm: <http://other/>\nSELECT ?s WHERE { ?s a udm:Task }"
+    assert with_prefixes(declared) == declared
+
+
+def test_concurrent_callers_get_their_own_answers(tmp_path: Path) -> None:
+    handle = graph_from_rows(small_rows(), tmp_path)
+    errors: list[str] = []
+
+    def worker(task: str, expected: int) -> None:
+        for _ in range(20):
+            got = handle.cypher(f"MATCH (a {{id: '{task}'}})-[:depends_on]->(b) RETURN count(b)")
+            if got.rows != [[expected]]:
+                errors.append(f"{task}: {got.rows}")
+            sp = handle.sparql(f"SELECT (COUNT(?b) AS ?n) WHERE {{ ?a udm:id '{task}' ; udm:depends_on ?b }}")
+            if sp.rows != [[expected]]:
+                errors.append(f"sparql {task}: {sp.rows}")
+
+    try:
+        threads = [
+            threading.Thread(target=worker, args=("TASK-P0-M0.1-T004", 2)),
+            threading.Thread(target=worker, args=("TASK-P0-M0.1-T005", 1)),
+            threading.Thread(target=worker, args=("TASK-P0-M0.1-T001", 0)),
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert errors == []
+    finally:
+        clear_cache()
