@@ -1,0 +1,961 @@
+"""The path guard: every file operation of the product stays inside the allowed directories.
+
+How it holds. A path is first checked as text (NUL bytes, undecodable bytes, over-long names),
+made absolute against the project root and normalised lexically, then matched against the allowed
+roots component by component (never by string prefix, so `/work/state_evil` is not inside
+`/work/state`). It is then walked from an open descriptor of its root, one component at a time,
+with `O_NOFOLLOW` and `dir_fd=`-relative calls: the kernel never resolves a path we did not check.
+A symlink met on the way is read with `readlink` and its target is located and walked again the
+same way, so every hop of a chain must land inside an allowed root. Operations act on the
+directory descriptors the walk opened; before an operation commits (rename, unlink) the parent is
+walked again and must still be the same directory, so a symlink swapped in between the check and
+the use cannot redirect the operation outside. Only regular files and directories are ever
+opened, with `O_NONBLOCK` so a FIFO cannot hang a read.
+
+Symlinks: followed (hop by hop, every hop checked) for reads, listing, existence checks, writes
+and `mkdir`; never followed for the final component of `delete` and `move`, which act on the link
+itself. A write through an inside symlink replaces the file it points to, atomically; the rename
+that commits it never follows a link.
+
+`..` is resolved lexically, as `os.path.normpath` does, before any symlink is read.
+"""
+
+from __future__ import annotations
+
+import errno
+import fnmatch
+import os
+import secrets
+import stat
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from udm.errors import InvalidPathError, PathChangedError, PathOutsideError
+
+__all__ = [
+    "MAX_NAME_BYTES",
+    "MAX_PATH_BYTES",
+    "MAX_SYMLINK_HOPS",
+    "DirEntry",
+    "FileRead",
+    "Listing",
+    "PathInfo",
+    "Sandbox",
+    "WriteResult",
+    "atomic_write",
+    "escape_name",
+    "resolve_inside",
+    "safe_delete",
+    "safe_list",
+    "safe_mkdir",
+    "safe_move",
+    "safe_read_bytes",
+]
+
+MAX_NAME_BYTES = 255  # NAME_MAX on Linux file systems
+MAX_PATH_BYTES = 4096  # PATH_MAX on Linux
+MAX_SYMLINK_HOPS = 40  # the kernel's own limit for one resolution
+_CHUNK = 1 << 20
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# O_NONBLOCK: opening a FIFO for reading returns at once instead of waiting for a writer.
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
+_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+# A test seam: called with a stage name between a check and the use it guards, so tests can swap
+# a symlink in exactly there. Always None in production.
+_race_hook: Callable[[str], None] | None = None
+
+
+def _race_point(stage: str) -> None:
+    if _race_hook is not None:
+        _race_hook(stage)
+
+
+def escape_name(name: str, limit: int = 160) -> str:
+    """A printable, bounded form of a name whose undecodable bytes were surrogate-escaped (`\\xff`)."""
+    text = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return text if len(text) <= limit else f"{text[: limit - 20]}...({len(text)} chars)"
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "directory"
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    if stat.S_ISFIFO(mode):
+        return "FIFO"
+    if stat.S_ISCHR(mode):
+        return "character device"
+    if stat.S_ISBLK(mode):
+        return "block device"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    return "special file"
+
+
+def _plain_kind(mode: int) -> Literal["file", "directory"] | None:
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "directory"
+    return None
+
+
+def _check_text(text: str, what: str) -> None:
+    """Refuse text that can never name a safe path: NUL, undecodable bytes, over-long."""
+    if "\x00" in text:
+        raise InvalidPathError(f"{what} contains a NUL byte")
+    try:
+        encoded = text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidPathError(
+            f"{what} is not valid UTF-8 ({escape_name(text)!r} holds undecodable bytes)"
+        ) from None
+    if len(encoded) > MAX_PATH_BYTES:
+        raise InvalidPathError(f"{what} is {len(encoded)} bytes long; the limit is {MAX_PATH_BYTES}")
+    for part in encoded.split(b"/"):
+        if len(part) > MAX_NAME_BYTES:
+            raise InvalidPathError(
+                f"{what} has a {len(part)}-byte component; the limit is {MAX_NAME_BYTES} bytes"
+            )
+
+
+def _normalize(text: str) -> str:
+    norm = os.path.normpath(text)
+    # POSIX lets '//x' mean something else than '/x'; we only ever mean the latter.
+    if norm.startswith("//"):
+        norm = "/" + norm.lstrip("/")
+    return norm
+
+
+def _split(abs_path: str) -> tuple[str, ...]:
+    return tuple(p for p in abs_path.split("/") if p)
+
+
+def _join(base: str, *parts: str) -> str:
+    return os.path.join(base, *parts) if parts else base
+
+
+@dataclass(frozen=True)
+class _Root:
+    path: str  # absolute as configured
+    real: str  # its real path when the sandbox was made: what gets opened
+    forms: tuple[tuple[str, ...], ...]  # component tuples a path may start with to be inside
+
+
+class _NotFound(FileNotFoundError):
+    """ENOENT during a walk; remembers the real prefix that exists and the components that do not."""
+
+    def __init__(self, existing: str, missing: tuple[str, ...]) -> None:
+        super().__init__(errno.ENOENT, "no such file or directory", _join(existing, *missing[:1]))
+        self.existing = existing
+        self.missing = missing
+
+
+@dataclass
+class _Walk:
+    """Where a walk ended: an open parent directory, the final name in it and its lstat."""
+
+    root: _Root
+    dir_fd: int
+    dir_path: str
+    name: str | None  # None: the target is the directory `dir_fd` itself (an allowed root)
+    st: os.stat_result | None  # lstat of `name`; None when it does not exist
+    hops: int = 0  # symlinks followed on the way
+
+    @property
+    def path(self) -> str:
+        """The real absolute path of the target."""
+        return self.dir_path if self.name is None else os.path.join(self.dir_path, self.name)
+
+    def close(self) -> None:
+        """Release the directory descriptor."""
+        if self.dir_fd >= 0:
+            os.close(self.dir_fd)
+            self.dir_fd = -1
+
+
+@dataclass(frozen=True)
+class FileRead:
+    """What a read returned: the bytes, the file's real path and size, and whether it was cut."""
+
+    path: Path
+    data: bytes
+    size: int
+    truncated: bool
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """A committed write: the file's real path, the bytes written and the backup made, if any."""
+
+    path: Path
+    bytes_written: int
+    backup_path: Path | None
+    created: bool
+
+
+@dataclass(frozen=True)
+class PathInfo:
+    """What an existing path is: its real path, kind, size and modification time (epoch seconds)."""
+
+    path: Path
+    kind: Literal["file", "directory"]
+    size: int
+    mtime: float
+    symlink: bool = False
+
+
+@dataclass(frozen=True)
+class DirEntry:
+    """One listed entry; `name` is relative to the listed directory, '/'-separated."""
+
+    name: str
+    kind: Literal["file", "directory"]
+    size: int | None
+    mtime: float
+    symlink: bool = False
+
+
+@dataclass
+class Listing:
+    """A directory listing plus what was skipped (and why) and whether a limit cut it short."""
+
+    path: Path
+    entries: list[DirEntry] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    truncated: bool = False
+
+
+class Sandbox:
+    """Allowed roots plus the project root; every method refuses paths that leave the roots."""
+
+    def __init__(self, roots: Iterable[Path | str], project_root: Path | str | None = None) -> None:
+        self.project_root = os.path.abspath(os.fspath(project_root) if project_root else os.getcwd())
+        built: list[_Root] = []
+        for r in roots:
+            text = os.fspath(r)
+            _check_text(text, f"allowed directory {text!r}")
+            absolute = _normalize(os.path.join(self.project_root, text))
+            real = os.path.realpath(absolute)
+            forms = tuple(dict.fromkeys((_split(absolute), _split(real))))
+            if all(b.path != absolute for b in built):
+                built.append(_Root(absolute, real, forms))
+        if not built:
+            raise InvalidPathError("no allowed directories are configured")
+        self._roots = tuple(built)
+
+    @property
+    def roots(self) -> list[Path]:
+        """The allowed roots, absolute, as configured."""
+        return [Path(r.path) for r in self._roots]
+
+    def display(self, path: str | Path) -> str:
+        """A path for messages: relative to the project root when under it."""
+        text = os.fspath(path)
+        rel = os.path.relpath(text, self.project_root) if os.path.isabs(text) else text
+        return escape_name(text if rel.startswith("..") else rel)
+
+    def _roots_text(self) -> str:
+        return ", ".join(self.display(r.path) for r in self._roots)
+
+    # -- locating and walking ------------------------------------------------------------------
+
+    def absolute(self, path: str | Path) -> str:
+        """The path checked as text, made absolute against the project root and normalised."""
+        text = os.fspath(path)
+        if not text:
+            raise InvalidPathError("the path is empty")
+        _check_text(text, f"path {escape_name(text)!r}")
+        norm = _normalize(text if os.path.isabs(text) else os.path.join(self.project_root, text))
+        _check_text(norm, f"path {escape_name(text)!r} (resolved to {escape_name(norm)!r})")
+        return norm
+
+    def _locate(self, abs_path: str) -> tuple[_Root, tuple[str, ...]] | None:
+        parts = _split(abs_path)
+        best: tuple[_Root, int] | None = None
+        for root in self._roots:
+            for form in root.forms:
+                # Whole components, never a string prefix: CVE-2025-53110 was exactly that bug.
+                if parts[: len(form)] == form and (best is None or len(form) > best[1]):
+                    best = (root, len(form))
+        if best is None:
+            return None
+        return best[0], parts[best[1] :]
+
+    def contains(self, path: str | Path) -> bool:
+        """Whether an absolute path lies lexically inside an allowed root (no file-system access)."""
+        return self._locate(_normalize(os.path.abspath(os.fspath(path)))) is not None
+
+    def _open_root(self, root: _Root, create: bool) -> int:
+        try:
+            # O_NOFOLLOW on the root's own last component: the root is trusted as configured, but a
+            # root later swapped for a symlink must not be followed.
+            return os.open(root.real, _DIR_FLAGS)
+        except FileNotFoundError:
+            if not create:
+                raise _NotFound(root.real, ()) from None
+            os.makedirs(root.real, exist_ok=True)
+            return os.open(root.real, _DIR_FLAGS)
+        except NotADirectoryError:
+            raise PathChangedError(
+                f"allowed directory {self.display(root.path)} is no longer a directory"
+            ) from None
+
+    def _walk(self, path: str | Path, *, follow_final: bool, create_dirs: bool = False) -> _Walk:
+        """Walk to the parent of the target from its root's descriptor; see the module docstring."""
+        original = os.fspath(path)
+        pending = self.absolute(original)
+        via: str | None = None
+        hops = 0
+        while True:
+            located = self._locate(pending)
+            if located is None:
+                if via is None:
+                    raise PathOutsideError(
+                        f"{escape_name(original)!r} resolves to {escape_name(pending)!r}, outside the "
+                        f"allowed directories ({self._roots_text()})"
+                    )
+                raise PathOutsideError(
+                    f"{escape_name(original)!r} goes through the symlink {self.display(via)!r}, which "
+                    f"points to {escape_name(pending)!r}, outside the allowed directories "
+                    f"({self._roots_text()})"
+                )
+            root, parts = located
+            fd = self._open_root(root, create_dirs)
+            cur = root.real
+            try:
+                if not parts:
+                    return _Walk(root, fd, cur, None, os.fstat(fd), hops)
+                i = 0
+                while True:
+                    part = parts[i]
+                    last = i == len(parts) - 1
+                    try:
+                        st = os.stat(part, dir_fd=fd, follow_symlinks=False)
+                    except FileNotFoundError:
+                        if last:
+                            return _Walk(root, fd, cur, part, None, hops)
+                        if not create_dirs:
+                            raise _NotFound(cur, parts[i:]) from None
+                        with suppress(FileExistsError):
+                            os.mkdir(part, 0o777, dir_fd=fd)
+                        continue  # stat again: whatever is there now goes through the checks
+                    if stat.S_ISLNK(st.st_mode) and (follow_final or not last):
+                        hops += 1
+                        if hops > MAX_SYMLINK_HOPS:
+                            raise InvalidPathError(
+                                f"{escape_name(original)!r}: more than {MAX_SYMLINK_HOPS} symlinks "
+                                "(a symlink loop?)"
+                            )
+                        via = os.path.join(cur, part)
+                        try:
+                            target = os.readlink(part, dir_fd=fd)
+                        except OSError as exc:
+                            if exc.errno not in (errno.EINVAL, errno.ENOENT):
+                                raise
+                            raise PathChangedError(f"{self.display(via)} changed while being read") from None
+                        _check_text(target, f"the target of symlink {self.display(via)!r}")
+                        base = target if os.path.isabs(target) else os.path.join(cur, target)
+                        pending = _normalize(os.path.join(base, *parts[i + 1 :]))
+                        _check_text(pending, f"path {escape_name(original)!r} through its symlinks")
+                        os.close(fd)
+                        fd = -1
+                        break
+                    if last:
+                        return _Walk(root, fd, cur, part, st, hops)
+                    if not stat.S_ISDIR(st.st_mode):
+                        raise NotADirectoryError(
+                            errno.ENOTDIR, "not a directory", self.display(os.path.join(cur, part))
+                        )
+                    try:
+                        nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                    except OSError as exc:
+                        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
+                            raise PathChangedError(
+                                f"{self.display(os.path.join(cur, part))} changed while being opened"
+                            ) from None
+                        raise
+                    os.close(fd)
+                    fd = nfd
+                    cur = os.path.join(cur, part)
+                    i += 1
+            except BaseException:
+                if fd >= 0:
+                    os.close(fd)
+                raise
+
+    @contextmanager
+    def _walked(self, path: str | Path, *, follow_final: bool, create_dirs: bool = False) -> Iterator[_Walk]:
+        w = self._walk(path, follow_final=follow_final, create_dirs=create_dirs)
+        try:
+            yield w
+        finally:
+            w.close()
+
+    def _verify(self, w: _Walk) -> None:
+        """The walked parent must still be reachable from its root without symlinks, as the same inode."""
+        held = os.fstat(w.dir_fd)
+        rel = _split(w.dir_path)[len(_split(w.root.real)) :]
+        try:
+            fd = os.open(w.root.real, _DIR_FLAGS)
+        except OSError:
+            raise PathChangedError(f"allowed directory {self.display(w.root.path)} changed") from None
+        try:
+            for part in rel:
+                try:
+                    nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                except OSError:
+                    raise PathChangedError(
+                        f"{self.display(w.dir_path)} was moved or replaced (by a symlink?) during the "
+                        "operation; nothing was changed"
+                    ) from None
+                os.close(fd)
+                fd = nfd
+            now = os.fstat(fd)
+        finally:
+            os.close(fd)
+        if (now.st_dev, now.st_ino) != (held.st_dev, held.st_ino):
+            raise PathChangedError(
+                f"{self.display(w.dir_path)} was replaced during the operation; nothing was changed"
+            )
+
+    def _not_found(self, exc: _NotFound) -> FileNotFoundError:
+        return FileNotFoundError(errno.ENOENT, "no such file or directory", self.display(exc.filename))
+
+    # -- queries -------------------------------------------------------------------------------
+
+    def resolve(self, path: str | Path, *, must_exist: bool = False, follow_final: bool = True) -> Path:
+        """The real path inside an allowed root that `path` names; raises if it leaves them."""
+        try:
+            with self._walked(path, follow_final=follow_final) as w:
+                if w.name is not None and w.st is None and must_exist:
+                    raise _NotFound(w.dir_path, (w.name,))
+                return Path(w.path)
+        except _NotFound as exc:
+            if must_exist:
+                raise self._not_found(exc) from None
+            return Path(exc.existing, *exc.missing)
+
+    def info(self, path: str | Path) -> PathInfo | None:
+        """What `path` is (following inside symlinks), or None when it does not exist."""
+        try:
+            with self._walked(path, follow_final=True) as w:
+                st = w.st
+                if st is None:
+                    return None
+                kind = _plain_kind(st.st_mode)
+                if kind is None:
+                    raise InvalidPathError(
+                        f"{self.display(w.path)} is a {_kind(st.st_mode)}, not a file or directory"
+                    )
+                return PathInfo(Path(w.path), kind, st.st_size, st.st_mtime, w.hops > 0)
+        except _NotFound:
+            return None
+
+    # -- reading -------------------------------------------------------------------------------
+
+    @contextmanager
+    def _open_regular(self, path: str | Path) -> Iterator[tuple[int, str, os.stat_result]]:
+        try:
+            w = self._walk(path, follow_final=True)
+        except _NotFound as exc:
+            raise self._not_found(exc) from None
+        try:
+            if w.name is None or (w.st is not None and stat.S_ISDIR(w.st.st_mode)):
+                raise IsADirectoryError(errno.EISDIR, "is a directory", self.display(w.path))
+            if w.st is None:
+                raise FileNotFoundError(errno.ENOENT, "no such file or directory", self.display(w.path))
+            if not stat.S_ISREG(w.st.st_mode):
+                raise InvalidPathError(
+                    f"{self.display(w.path)} is a {_kind(w.st.st_mode)}; only regular files are read"
+                )
+            _race_point("read:before-open")
+            try:
+                fd = os.open(w.name, _READ_FLAGS, dir_fd=w.dir_fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOENT, errno.ENXIO):
+                    raise PathChangedError(f"{self.display(w.path)} changed while being opened") from None
+                raise
+            try:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode):
+                    raise InvalidPathError(
+                        f"{self.display(w.path)} is a {_kind(st.st_mode)}; only regular files are read"
+                    )
+                if (st.st_dev, st.st_ino) != (w.st.st_dev, w.st.st_ino):
+                    raise PathChangedError(f"{self.display(w.path)} was replaced while being opened")
+                self._verify(w)
+                yield fd, w.path, st
+            finally:
+                os.close(fd)
+        finally:
+            w.close()
+
+    def read(
+        self,
+        path: str | Path,
+        *,
+        max_bytes: int | None = None,
+        start_line: int | None = None,
+        end_line: int | None = None,
+    ) -> FileRead:
+        """Read a regular file: whole, its first `max_bytes`, or lines start..end (1-based, inclusive)."""
+        if start_line is not None and start_line < 1:
+            raise ValueError("start_line is 1-based")
+        if end_line is not None and start_line is not None and end_line < start_line:
+            raise ValueError("end_line is before start_line")
+        with self._open_regular(path) as (fd, real, st):
+            if start_line is None and end_line is None:
+                data, truncated = _read_limited(fd, max_bytes)
+            else:
+                data, truncated = _read_lines(fd, start_line or 1, end_line, max_bytes)
+        return FileRead(Path(real), data, st.st_size, truncated)
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def _temp_in(self, dir_fd: int, mode: int) -> tuple[int, str]:
+        for _ in range(8):
+            name = f".udm-{secrets.token_hex(6)}.tmp"
+            try:
+                return os.open(name, _TEMP_FLAGS, mode, dir_fd=dir_fd), name
+            except FileExistsError:
+                continue
+        raise FileExistsError(errno.EEXIST, "could not create a unique temporary file")
+
+    def _write_temp(self, dir_fd: int, chunks: Iterable[bytes], mode: int | None) -> tuple[str, int]:
+        fd, name = self._temp_in(dir_fd, 0o666)
+        written = 0
+        try:
+            if mode is not None:
+                os.fchmod(fd, mode)
+            for chunk in chunks:
+                view = memoryview(chunk)
+                while view:
+                    n = os.write(fd, view)
+                    view = view[n:]
+                    written += n
+            os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            with suppress(OSError):
+                os.unlink(name, dir_fd=dir_fd)
+            raise
+        os.close(fd)
+        return name, written
+
+    def write(self, path: str | Path, data: bytes, *, backup: bool = False) -> WriteResult:
+        """Atomically replace (or create) a regular file: temp file, fsync, rename, never via a link."""
+        try:
+            w = self._walk(path, follow_final=True)
+        except _NotFound as exc:
+            raise self._not_found(exc) from None
+        temps: list[str] = []
+        try:
+            if w.name is None or (w.st is not None and stat.S_ISDIR(w.st.st_mode)):
+                raise IsADirectoryError(errno.EISDIR, "is a directory", self.display(w.path))
+            if w.st is not None and not stat.S_ISREG(w.st.st_mode):
+                raise InvalidPathError(
+                    f"{self.display(w.path)} is a {_kind(w.st.st_mode)}; only regular files are written"
+                )
+            bak_name = f"{w.name}.bak"
+            if backup and w.st is not None and len(bak_name.encode()) > MAX_NAME_BYTES:
+                raise InvalidPathError(f"the backup name for {self.display(w.path)} would be too long")
+            _race_point("write:before-temp")
+            mode = stat.S_IMODE(w.st.st_mode) & 0o777 if w.st is not None else None
+            tmp, written = self._write_temp(w.dir_fd, [data], mode)
+            temps.append(tmp)
+            _race_point("write:before-commit")
+            self._verify(w)
+            backup_path: Path | None = None
+            if backup and w.st is not None:
+                temps.append(self._copy_to_temp(w, w.name))
+                self._replace(w, temps[-1], bak_name)
+                temps.pop()
+                backup_path = Path(w.dir_path, bak_name)
+            self._replace(w, tmp, w.name)
+            temps.remove(tmp)
+            os.fsync(w.dir_fd)
+            return WriteResult(Path(w.path), written, backup_path, w.st is None)
+        finally:
+            for t in temps:
+                with suppress(OSError):
+                    os.unlink(t, dir_fd=w.dir_fd)
+            w.close()
+
+    def _replace(self, w: _Walk, src: str, dst: str) -> None:
+        existing = _lstat_or_none(dst, w.dir_fd)
+        if existing is not None and stat.S_ISDIR(existing.st_mode):
+            raise IsADirectoryError(
+                errno.EISDIR, "is a directory", self.display(os.path.join(w.dir_path, dst))
+            )
+        # rename(2) replaces a symlink at `dst` itself; it never writes through it.
+        os.replace(src, dst, src_dir_fd=w.dir_fd, dst_dir_fd=w.dir_fd)
+
+    def _copy_to_temp(self, w: _Walk, name: str) -> str:
+        fd = os.open(name, _READ_FLAGS, dir_fd=w.dir_fd)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise InvalidPathError(f"{self.display(w.path)} is not a regular file")
+            if w.st is not None and (st.st_dev, st.st_ino) != (w.st.st_dev, w.st.st_ino):
+                raise PathChangedError(f"{self.display(w.path)} was replaced while being backed up")
+            tmp, _ = self._write_temp(w.dir_fd, _iter_fd(fd), stat.S_IMODE(st.st_mode) & 0o777)
+            return tmp
+        finally:
+            os.close(fd)
+
+    def mkdir(self, path: str | Path, *, parents: bool = False) -> tuple[Path, bool]:
+        """Create a directory (and its parents when asked); returns its real path and whether it was new."""
+        try:
+            w = self._walk(path, follow_final=True, create_dirs=parents)
+        except _NotFound as exc:
+            raise self._not_found(exc) from None
+        try:
+            if w.st is not None or w.name is None:
+                mode = w.st.st_mode if w.st is not None else stat.S_IFDIR
+                if not stat.S_ISDIR(mode):
+                    raise FileExistsError(
+                        errno.EEXIST, f"exists and is a {_kind(mode)}, not a directory", self.display(w.path)
+                    )
+                return Path(w.path), False
+            _race_point("mkdir:before-create")
+            self._verify(w)
+            os.mkdir(w.name, 0o777, dir_fd=w.dir_fd)
+            return Path(w.path), True
+        finally:
+            w.close()
+
+    def delete(self, path: str | Path) -> Path:
+        """Delete a regular file or a symlink (the link itself, never what it points to)."""
+        try:
+            w = self._walk(path, follow_final=False)
+        except _NotFound as exc:
+            raise self._not_found(exc) from None
+        try:
+            if w.name is None:
+                raise InvalidPathError(f"{self.display(w.path)} is an allowed root; it cannot be deleted")
+            if w.st is None:
+                raise FileNotFoundError(errno.ENOENT, "no such file or directory", self.display(w.path))
+            if stat.S_ISDIR(w.st.st_mode):
+                raise IsADirectoryError(
+                    errno.EISDIR, "is a directory; only files are deleted", self.display(w.path)
+                )
+            if not (stat.S_ISREG(w.st.st_mode) or stat.S_ISLNK(w.st.st_mode)):
+                raise InvalidPathError(f"{self.display(w.path)} is a {_kind(w.st.st_mode)}; not deleted")
+            _race_point("delete:before-unlink")
+            self._verify(w)
+            os.unlink(w.name, dir_fd=w.dir_fd)
+            return Path(w.path)
+        finally:
+            w.close()
+
+    def move(self, src: str | Path, dst: str | Path) -> tuple[Path, Path]:
+        """Move a file, symlink or directory to a new name inside the roots; never replaces `dst`."""
+        try:
+            s = self._walk(src, follow_final=False)
+        except _NotFound as exc:
+            raise self._not_found(exc) from None
+        try:
+            try:
+                d = self._walk(dst, follow_final=False)
+            except _NotFound as exc:
+                raise self._not_found(exc) from None
+            try:
+                return self._move(s, d)
+            finally:
+                d.close()
+        finally:
+            s.close()
+
+    def _move(self, s: _Walk, d: _Walk) -> tuple[Path, Path]:
+        if s.name is None or d.name is None:
+            raise InvalidPathError("an allowed root cannot be moved, nor replaced by a move")
+        if s.st is None:
+            raise FileNotFoundError(errno.ENOENT, "no such file or directory", self.display(s.path))
+        kind = _kind(s.st.st_mode)
+        if kind not in ("file", "directory", "symlink"):
+            raise InvalidPathError(f"{self.display(s.path)} is a {kind}; not moved")
+        if d.st is not None:
+            raise FileExistsError(errno.EEXIST, "the destination exists", self.display(d.path))
+        _race_point("move:before-rename")
+        self._verify(s)
+        self._verify(d)
+        if kind == "directory":
+            # No rename-without-replace in the standard library: re-check right before renaming.
+            if _lstat_or_none(d.name, d.dir_fd) is not None:
+                raise FileExistsError(errno.EEXIST, "the destination exists", self.display(d.path))
+            os.rename(s.name, d.name, src_dir_fd=s.dir_fd, dst_dir_fd=d.dir_fd)
+        else:
+            # link() fails with EEXIST instead of replacing, so a concurrent create cannot be clobbered.
+            try:
+                os.link(s.name, d.name, src_dir_fd=s.dir_fd, dst_dir_fd=d.dir_fd, follow_symlinks=False)
+            except OSError as exc:
+                if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOTSUP):
+                    raise
+                if _lstat_or_none(d.name, d.dir_fd) is not None:
+                    raise FileExistsError(
+                        errno.EEXIST, "the destination exists", self.display(d.path)
+                    ) from None
+                os.rename(s.name, d.name, src_dir_fd=s.dir_fd, dst_dir_fd=d.dir_fd)
+            else:
+                os.unlink(s.name, dir_fd=s.dir_fd)
+        os.fsync(d.dir_fd)
+        if (s.dir_path) != (d.dir_path):
+            os.fsync(s.dir_fd)
+        return Path(s.path), Path(d.path)
+
+    # -- listing -------------------------------------------------------------------------------
+
+    def list(
+        self,
+        path: str | Path,
+        *,
+        recursive: bool = False,
+        max_depth: int = 1,
+        include_hidden: bool = False,
+        pattern: str | None = None,
+        only_dirs: bool = False,
+        limit: int = 10_000,
+    ) -> Listing:
+        """List a directory (recursively to `max_depth`); odd names and escaping links are skipped."""
+        try:
+            w = self._walk(path, follow_final=True)
+        except _NotFound as exc:
+            raise self._not_found(exc) from None
+        try:
+            if w.name is not None and w.st is None:
+                raise FileNotFoundError(errno.ENOENT, "no such file or directory", self.display(w.path))
+            if w.name is not None and w.st is not None and not stat.S_ISDIR(w.st.st_mode):
+                raise NotADirectoryError(errno.ENOTDIR, "not a directory", self.display(w.path))
+            if w.name is None:
+                dfd = os.dup(w.dir_fd)
+            else:
+                try:
+                    dfd = os.open(w.name, _DIR_FLAGS, dir_fd=w.dir_fd)
+                except OSError as exc:
+                    if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
+                        raise PathChangedError(f"{self.display(w.path)} changed while being opened") from None
+                    raise
+            try:
+                if w.st is not None and (os.fstat(dfd).st_ino, os.fstat(dfd).st_dev) != (
+                    w.st.st_ino,
+                    w.st.st_dev,
+                ):
+                    raise PathChangedError(f"{self.display(w.path)} was replaced while being opened")
+                self._verify(w)
+                listing = Listing(Path(w.path))
+                depth = max_depth if recursive else 1
+                self._scan(dfd, w.path, "", 1, depth, include_hidden, pattern, only_dirs, limit, listing)
+                return listing
+            finally:
+                os.close(dfd)
+        finally:
+            w.close()
+
+    def _scan(
+        self,
+        fd: int,
+        real_dir: str,
+        prefix: str,
+        depth: int,
+        max_depth: int,
+        include_hidden: bool,
+        pattern: str | None,
+        only_dirs: bool,
+        limit: int,
+        out: Listing,
+    ) -> None:
+        with os.scandir(fd) as it:
+            items = sorted(it, key=lambda e: e.name)
+        for entry in items:
+            if out.truncated:
+                return
+            name = entry.name
+            rel = prefix + name
+            try:
+                name.encode("utf-8")
+            except UnicodeEncodeError:
+                out.skipped.append(f"{escape_name(rel)}: the name is not valid UTF-8")
+                continue
+            if name.startswith(".") and not include_hidden:
+                continue
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue  # vanished while listing
+            linked = stat.S_ISLNK(st.st_mode)
+            if linked:
+                try:
+                    info = self.info(os.path.join(real_dir, name))
+                except (PathOutsideError, InvalidPathError, PathChangedError, OSError) as exc:
+                    out.skipped.append(f"{rel}: symlink not followed ({exc})")
+                    continue
+                if info is None:
+                    out.skipped.append(f"{rel}: dangling symlink")
+                    continue
+                kind, size, mtime = info.kind, info.size, info.mtime
+            else:
+                plain = _plain_kind(st.st_mode)
+                if plain is None:
+                    out.skipped.append(f"{rel}: a {_kind(st.st_mode)}, not listed")
+                    continue
+                kind, size, mtime = plain, st.st_size, st.st_mtime
+            wanted = kind == "directory" or not only_dirs
+            if pattern is not None:
+                subject = rel if "/" in pattern else name
+                wanted = wanted and fnmatch.fnmatchcase(subject, pattern)
+            if wanted:
+                if len(out.entries) >= limit:
+                    out.truncated = True
+                    return
+                out.entries.append(DirEntry(rel, kind, size if kind == "file" else None, mtime, linked))
+            # Never descend through a symlink: no loops, no entry listed twice.
+            if kind == "directory" and not linked and depth < max_depth:
+                try:
+                    sub = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                except OSError:
+                    out.skipped.append(f"{rel}: changed while listing")
+                    continue
+                try:
+                    self._scan(
+                        sub,
+                        os.path.join(real_dir, name),
+                        rel + "/",
+                        depth + 1,
+                        max_depth,
+                        include_hidden,
+                        pattern,
+                        only_dirs,
+                        limit,
+                        out,
+                    )
+                finally:
+                    os.close(sub)
+
+
+def _lstat_or_none(name: str, dir_fd: int) -> os.stat_result | None:
+    try:
+        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+
+
+def _iter_fd(fd: int) -> Iterator[bytes]:
+    while chunk := os.read(fd, _CHUNK):
+        yield chunk
+
+
+def _read_limited(fd: int, max_bytes: int | None) -> tuple[bytes, bool]:
+    out = bytearray()
+    while max_bytes is None or len(out) < max_bytes:
+        want = _CHUNK if max_bytes is None else min(_CHUNK, max_bytes - len(out))
+        chunk = os.read(fd, want)
+        if not chunk:
+            return bytes(out), False
+        out += chunk
+    # Exactly at the limit: cut only when more bytes follow.
+    return bytes(out), bool(os.read(fd, 1))
+
+
+def _read_lines(fd: int, start: int, end: int | None, max_bytes: int | None) -> tuple[bytes, bool]:
+    out = bytearray()
+    line = 1
+    for chunk in _iter_fd(fd):
+        pos = 0
+        while pos < len(chunk):
+            nl = chunk.find(b"\n", pos)
+            stop = len(chunk) if nl < 0 else nl + 1
+            if line >= start:
+                out += chunk[pos:stop]
+                if max_bytes is not None and len(out) > max_bytes:
+                    return bytes(out[:max_bytes]), True
+            pos = stop
+            if nl >= 0:
+                line += 1
+                if end is not None and line > end:
+                    return bytes(out), False
+    return bytes(out), False
+
+
+# -- the function API: one call, one sandbox ----------------------------------------------------
+
+
+def resolve_inside(
+    path: str | Path,
+    roots: Iterable[Path | str],
+    project_root: Path | str | None = None,
+    *,
+    must_exist: bool = False,
+) -> Path:
+    """The real path `path` names inside `roots`; PathOutsideError/InvalidPathError otherwise."""
+    return Sandbox(roots, project_root).resolve(path, must_exist=must_exist)
+
+
+def safe_read_bytes(
+    path: str | Path,
+    roots: Iterable[Path | str],
+    max_bytes: int | None = None,
+    *,
+    project_root: Path | str | None = None,
+) -> bytes:
+    """The bytes of a regular file inside `roots` (at most `max_bytes`)."""
+    return Sandbox(roots, project_root).read(path, max_bytes=max_bytes).data
+
+
+def atomic_write(
+    path: str | Path,
+    data: bytes,
+    roots: Iterable[Path | str],
+    backup: bool = False,
+    *,
+    project_root: Path | str | None = None,
+) -> WriteResult:
+    """Atomically write `data` to a file inside `roots` (temp file, fsync, rename)."""
+    return Sandbox(roots, project_root).write(path, data, backup=backup)
+
+
+def safe_mkdir(
+    path: str | Path,
+    roots: Iterable[Path | str],
+    *,
+    parents: bool = False,
+    project_root: Path | str | None = None,
+) -> Path:
+    """Create a directory inside `roots`; an existing directory is fine."""
+    return Sandbox(roots, project_root).mkdir(path, parents=parents)[0]
+
+
+def safe_move(
+    src: str | Path, dst: str | Path, roots: Iterable[Path | str], *, project_root: Path | str | None = None
+) -> Path:
+    """Move `src` to `dst`, both inside `roots`; refuses to replace an existing `dst`."""
+    return Sandbox(roots, project_root).move(src, dst)[1]
+
+
+def safe_delete(
+    path: str | Path, roots: Iterable[Path | str], *, project_root: Path | str | None = None
+) -> Path:
+    """Delete a file or symlink inside `roots` (never what a symlink points to)."""
+    return Sandbox(roots, project_root).delete(path)
+
+
+def safe_list(
+    path: str | Path,
+    roots: Iterable[Path | str],
+    *,
+    recursive: bool = False,
+    max_depth: int = 1,
+    include_hidden: bool = False,
+    pattern: str | None = None,
+    project_root: Path | str | None = None,
+) -> Listing:
+    """List a directory inside `roots`."""
+    return Sandbox(roots, project_root).list(
+        path, recursive=recursive, max_depth=max_depth, include_hidden=include_hidden, pattern=pattern
+    )
