@@ -1,0 +1,400 @@
+"""udmQueryTool: sections, tasks, modes, tools, config values, IDs, references and search from the UDM.
+
+Both shapes of the specification are accepted: `query_type` + `udm_path_or_id` (the earlier one)
+and `udm_filepath` + `section_identifier` + `return_format`. Answers come from the DuckDB index,
+which is refreshed from the files before every answer, so they are never stale.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, Field, model_validator
+
+from tasks.base import Permission, Tool, ToolContext, ToolInput, TransientToolError
+from udm.document import section_text
+from udm.errors import AmbiguousTargetError, DocumentError, IndexBusyError, TargetNotFoundError, UdmError
+from udm.query import UdmQuery, get_query
+
+__all__ = ["QueryType", "ReturnFormat", "UdmQueryInput", "UdmQueryOutput", "UdmQueryStatus", "UdmQueryTool"]
+
+
+class QueryType(StrEnum):
+    """What to look up (the `query_type` shape)."""
+
+    GET_SECTION_CONTENT = "get_section_content"
+    GET_TASK_DEFINITION = "get_task_definition"
+    GET_MODE_DEFINITION = "get_mode_definition"
+    GET_TOOL_DEFINITION = "get_tool_definition"
+    GET_CONFIG_VALUE = "get_config_value"
+    FIND_BY_ID = "find_by_id"
+    SEARCH = "search"
+    REFERENCES = "references"
+
+
+class ReturnFormat(StrEnum):
+    """How a section is returned (the `udm_filepath` shape)."""
+
+    MARKDOWN = "markdown"
+    JSON_PARSED_SECTION = "json_parsed_section"
+    RAW_TEXT = "raw_text"
+
+
+class UdmQueryStatus(StrEnum):
+    """Statuses of both shapes."""
+
+    SUCCESS = "SUCCESS"
+    ERROR_PATH_NOT_FOUND = "ERROR_PATH_NOT_FOUND"
+    ERROR_ID_NOT_FOUND = "ERROR_ID_NOT_FOUND"
+    ERROR_PARSING_UDM_SECTION = "ERROR_PARSING_UDM_SECTION"
+    ERROR_AMBIGUOUS_QUERY = "ERROR_AMBIGUOUS_QUERY"
+    ERROR_FILE_NOT_FOUND = "ERROR_FILE_NOT_FOUND"
+    ERROR_SECTION_NOT_FOUND = "ERROR_SECTION_NOT_FOUND"
+    ERROR_PARSE_FAILED = "ERROR_PARSE_FAILED"
+    ERROR_INVALID_INPUT = "ERROR_INVALID_INPUT"
+    ERROR_UNKNOWN = "ERROR_UNKNOWN"
+
+
+class UdmQueryInput(ToolInput):
+    """Either `query_type` + `udm_path_or_id`, or `udm_filepath` (+ `section_identifier`, `return_format`)."""
+
+    query_type: QueryType | None = Field(
+        default=None,
+        description="The type of query: get_section_content, get_task_definition, get_mode_definition, "
+        "get_tool_definition, get_config_value, find_by_id, search (ranked full text) or references "
+        "(every mention of an ID).",
+    )
+    udm_path_or_id: str | None = Field(
+        default=None,
+        min_length=1,
+        description="For query_type: a UDM file path with an optional '#section' (heading text, anchor or ID), "
+        "an ID such as 'TASK-P0-M0.1-T001', a tool name, a dotted config key, or search words.",
+    )
+    udm_filepath: str | None = Field(
+        default=None,
+        min_length=1,
+        description="The UDM Markdown file to read, relative to the UDM root (e.g. '04-modes.md').",
+    )
+    section_identifier: str | None = Field(
+        default=None,
+        description="Optional: heading text ('## 5.3 Mode: ROO-MODE-PLAN-STRATEGIC' or without the hashes), "
+        "heading path ('A > B'), anchor ('#x' or 'x') or an ID the section defines. Omitted: the whole file.",
+    )
+    return_format: ReturnFormat = Field(
+        default=ReturnFormat.MARKDOWN,
+        description="markdown (default), json_parsed_section (the section's YAML/JSON block parsed) or raw_text.",
+    )
+    limit: int = Field(default=10, ge=1, le=500, description="Most results for search and references.")
+
+    @model_validator(mode="after")
+    def _one_shape(self) -> UdmQueryInput:
+        if self.query_type is not None and self.udm_filepath is not None:
+            raise ValueError("give either query_type + udm_path_or_id or udm_filepath, not both")
+        if self.query_type is None and self.udm_filepath is None:
+            raise ValueError("give query_type + udm_path_or_id, or udm_filepath")
+        if self.query_type is not None and not self.udm_path_or_id:
+            raise ValueError("udm_path_or_id is required with query_type")
+        if self.udm_filepath is not None and self.udm_path_or_id is not None:
+            raise ValueError("udm_path_or_id belongs to the query_type shape; use section_identifier")
+        return self
+
+
+class SourceRef(BaseModel):
+    """Where an answer came from."""
+
+    file: str = Field(description="File relative to the UDM root.")
+    line: int = Field(description="1-based line.")
+    section_path: str | None = Field(default=None, description="Heading path of the section.")
+
+
+class UdmQueryOutput(BaseModel):
+    """The answer: `queryPerformed`/`retrievedContent` for the query_type shape, `content` for the other."""
+
+    status: UdmQueryStatus = Field(description="SUCCESS or what went wrong.")
+    queryPerformed: str | None = Field(default=None, description="The query, as understood.")
+    retrievedContent: Any = Field(
+        default=None,
+        description="Markdown for sections; the parsed definition for tasks, modes, tools and config; "
+        "a list for search and references. Null on error.",
+    )
+    udm_filepath_queried: str | None = Field(default=None, description="The file read (udm_filepath shape).")
+    section_identifier_used: str | None = Field(
+        default=None, description="The section that matched, as its heading path."
+    )
+    content: Any = Field(default=None, description="The content in the requested return_format.")
+    source: SourceRef | None = Field(default=None, description="File and line of the answer.")
+    candidates: list[str] = Field(
+        default_factory=list, description="What an ambiguous query could mean, 'path (line N)' each."
+    )
+    errorDetails: str | None = Field(default=None, description="What went wrong; null on success.")
+
+
+_PATHLIKE = re.compile(r"\.(?:md|markdown)(?:#|$)", re.IGNORECASE)
+
+
+def plain_text(markdown: str) -> str:
+    """Markdown reduced to plain text: markup, fences and link targets dropped, words kept."""
+    out: list[str] = []
+    for line in markdown.splitlines():
+        stripped = line.strip()
+        if stripped.startswith(("```", "~~~")):
+            continue
+        line = re.sub(r"^\s{0,3}#{1,6}\s+", "", line)
+        line = re.sub(r"^\s*[=\-]{3,}\s*$", "", line)
+        line = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", line)
+        line = re.sub(r"(\*\*|__|`)", "", line)
+        line = re.sub(r"<[^>]+>", "", line)
+        out.append(line.rstrip())
+    return "\n".join(out).strip() + "\n"
+
+
+class UdmQueryTool(Tool[UdmQueryInput, UdmQueryOutput]):
+    """Query the UDM through its never-stale index."""
+
+    name: ClassVar[str] = "udmQueryTool"
+    description: ClassVar[str] = (
+        "Looks things up in the Unified Development Manual without reading whole files: a section's "
+        "Markdown (by file and heading, anchor or ID), a task, mode or tool definition, a configuration "
+        "value by dotted key, where an ID is defined or mentioned, or a ranked full-text search. "
+        "Answers always reflect the files on disk."
+    )
+    Input: ClassVar[type[BaseModel]] = UdmQueryInput
+    Output: ClassVar[type[BaseModel]] = UdmQueryOutput
+    permission: ClassVar[Permission] = Permission.SAFE
+
+    def execute(self, data: UdmQueryInput, ctx: ToolContext) -> UdmQueryOutput:
+        """Answer one query; expected failures are statuses."""
+        query = get_query(ctx.settings)
+        try:
+            if data.query_type is not None:
+                return self._by_type(query, data)
+            return self._by_file(query, data)
+        except IndexBusyError as exc:
+            result = UdmQueryOutput(status=UdmQueryStatus.ERROR_UNKNOWN, errorDetails=str(exc))
+            raise TransientToolError(str(exc), result=result, retry_after=1.0) from exc
+
+    # ----- query_type shape ---------------------------------------------------------------------
+
+    def _by_type(self, q: UdmQuery, data: UdmQueryInput) -> UdmQueryOutput:
+        qt = data.query_type
+        target = (data.udm_path_or_id or "").strip()
+        performed = f"{qt.value if qt else ''}: {target}"
+
+        def error(
+            status: UdmQueryStatus, details: str, candidates: list[str] | None = None
+        ) -> UdmQueryOutput:
+            return UdmQueryOutput(
+                status=status, queryPerformed=performed, errorDetails=details, candidates=candidates or []
+            )
+
+        try:
+            if qt is QueryType.GET_SECTION_CONTENT:
+                return self._section_by_target(q, target, performed)
+            if qt is QueryType.FIND_BY_ID:
+                return self._find_by_id(q, target, performed)
+            if qt is QueryType.SEARCH:
+                hits = q.search(target, data.limit)
+                content = [
+                    {
+                        "file": h.file,
+                        "line": h.line,
+                        "section_path": h.path,
+                        "title": h.title,
+                        "score": h.score,
+                        "snippet": h.snippet,
+                        "snippet_line": h.snippet_line,
+                    }
+                    for h in hits
+                ]
+                return UdmQueryOutput(
+                    status=UdmQueryStatus.SUCCESS, queryPerformed=performed, retrievedContent=content
+                )
+            if qt is QueryType.REFERENCES:
+                ident = _fragment(target)
+                refs = q.references(ident, data.limit)
+                defs = q.find_by_id(ident)
+                if not refs and not defs:
+                    return error(
+                        UdmQueryStatus.ERROR_ID_NOT_FOUND, f"'{ident}' is neither defined nor mentioned"
+                    )
+                return UdmQueryOutput(
+                    status=UdmQueryStatus.SUCCESS,
+                    queryPerformed=f"references: {ident}",
+                    retrievedContent={
+                        "id": ident,
+                        "definitions": [
+                            {"file": d.file, "line": d.line, "how": d.how, "section_path": d.section_path}
+                            for d in defs
+                        ],
+                        "references": [
+                            {"file": r.file, "line": r.line, "section_path": r.section_path, "text": r.text}
+                            for r in refs
+                        ],
+                    },
+                )
+            lookups = {
+                QueryType.GET_TASK_DEFINITION: (q.task, "definition"),
+                QueryType.GET_MODE_DEFINITION: (q.mode, "definition"),
+                QueryType.GET_TOOL_DEFINITION: (q.tool, "definition"),
+                QueryType.GET_CONFIG_VALUE: (q.config, "value"),
+            }
+            fn, column = lookups[qt]  # type: ignore[index]
+            key = _fragment(target)
+            row = fn(key)
+            return UdmQueryOutput(
+                status=UdmQueryStatus.SUCCESS,
+                queryPerformed=performed,
+                retrievedContent=row[column],
+                source=SourceRef(file=row["file"], line=row["line"], section_path=row.get("section_path")),
+            )
+        except AmbiguousTargetError as exc:
+            return error(
+                UdmQueryStatus.ERROR_AMBIGUOUS_QUERY,
+                f"{exc}; candidates: {'; '.join(exc.candidates)}",
+                exc.candidates,
+            )
+        except TargetNotFoundError as exc:
+            status = (
+                UdmQueryStatus.ERROR_PATH_NOT_FOUND
+                if qt is QueryType.GET_SECTION_CONTENT
+                else UdmQueryStatus.ERROR_ID_NOT_FOUND
+            )
+            hint = ""
+            if qt is QueryType.GET_CONFIG_VALUE:
+                keys = q.config_keys(_fragment(target).split(".")[-1])
+                hint = f"; similar keys: {', '.join(keys)}" if keys else ""
+            return error(status, f"{exc}{hint}")
+        except (DocumentError, UdmError) as exc:
+            return error(UdmQueryStatus.ERROR_PARSING_UDM_SECTION, str(exc))
+
+    def _section_by_target(self, q: UdmQuery, target: str, performed: str) -> UdmQueryOutput:
+        if _PATHLIKE.search(target) or "/" in target:
+            file, _, ident = target.partition("#")
+            doc, sec = q.section(file, ident or None)
+            text = doc.text if sec is None else section_text(doc, sec)
+            line = 1 if sec is None else sec.start + 1
+            return UdmQueryOutput(
+                status=UdmQueryStatus.SUCCESS,
+                queryPerformed=f"get_section_content: {doc.path}" + (f"#{sec.anchor}" if sec else ""),
+                retrievedContent=text,
+                source=SourceRef(file=doc.path, line=line, section_path=sec.path if sec else None),
+            )
+        return self._find_by_id(q, target.lstrip("#"), performed, content_only=True)
+
+    def _find_by_id(
+        self, q: UdmQuery, ident: str, performed: str, *, content_only: bool = False
+    ) -> UdmQueryOutput:
+        defs = q.find_by_id(ident)
+        if not defs:
+            similar = q.similar_ids(ident)
+            hint = f"; similar IDs: {', '.join(similar)}" if similar else ""
+            return UdmQueryOutput(
+                status=UdmQueryStatus.ERROR_ID_NOT_FOUND,
+                queryPerformed=performed,
+                errorDetails=f"no definition of '{ident}' in the UDM{hint}",
+            )
+        places = list(dict.fromkeys((d.file, d.section) for d in defs))
+        if len(places) > 1:
+            candidates = [f"{d.file}:{d.line} {d.section_path or ''}".strip() for d in defs]
+            return UdmQueryOutput(
+                status=UdmQueryStatus.ERROR_AMBIGUOUS_QUERY,
+                queryPerformed=performed,
+                candidates=candidates,
+                errorDetails=f"'{ident}' is defined in {len(places)} places: {'; '.join(candidates)}",
+            )
+        first = defs[0]
+        doc = q.document(first.file)
+        sec = doc.sections[first.section] if first.section is not None else None
+        markdown = (
+            section_text(doc, sec) if sec is not None else "".join(doc.lines[first.line - 1 : first.line])
+        )
+        source = SourceRef(
+            file=first.file, line=(sec.start + 1) if sec else first.line, section_path=first.section_path
+        )
+        if content_only:
+            return UdmQueryOutput(
+                status=UdmQueryStatus.SUCCESS,
+                queryPerformed=performed,
+                retrievedContent=markdown,
+                source=source,
+            )
+        return UdmQueryOutput(
+            status=UdmQueryStatus.SUCCESS,
+            queryPerformed=performed,
+            retrievedContent={
+                "id": ident,
+                "definitions": [
+                    {"file": d.file, "line": d.line, "how": d.how, "section_path": d.section_path}
+                    for d in defs
+                ],
+                "section": markdown,
+            },
+            source=source,
+        )
+
+    # ----- udm_filepath shape -------------------------------------------------------------------
+
+    def _by_file(self, q: UdmQuery, data: UdmQueryInput) -> UdmQueryOutput:
+        given = (data.udm_filepath or "").strip()
+        ident = data.section_identifier.strip() if data.section_identifier else None
+        out = UdmQueryOutput(
+            status=UdmQueryStatus.SUCCESS, udm_filepath_queried=given, section_identifier_used=ident
+        )
+        try:
+            file = q.resolve_file(given)
+        except AmbiguousTargetError as exc:
+            out.status, out.errorDetails, out.candidates = (
+                UdmQueryStatus.ERROR_INVALID_INPUT,
+                str(exc),
+                exc.candidates,
+            )
+            return out
+        except TargetNotFoundError as exc:
+            out.status, out.errorDetails = UdmQueryStatus.ERROR_FILE_NOT_FOUND, str(exc)
+            return out
+        out.udm_filepath_queried = file
+        try:
+            doc, sec = q.section(file, ident)
+        except AmbiguousTargetError as exc:
+            out.status = UdmQueryStatus.ERROR_SECTION_NOT_FOUND
+            out.errorDetails = f"{exc}; candidates: {'; '.join(exc.candidates)}"
+            out.candidates = exc.candidates
+            return out
+        except TargetNotFoundError as exc:
+            out.status, out.errorDetails = UdmQueryStatus.ERROR_SECTION_NOT_FOUND, str(exc)
+            return out
+        except DocumentError as exc:
+            out.status, out.errorDetails = UdmQueryStatus.ERROR_PARSE_FAILED, str(exc)
+            return out
+        if sec is not None:
+            out.section_identifier_used = sec.path
+        out.source = SourceRef(
+            file=file, line=sec.start + 1 if sec else 1, section_path=sec.path if sec else None
+        )
+        markdown = doc.text if sec is None else section_text(doc, sec)
+        if data.return_format is ReturnFormat.MARKDOWN:
+            out.content = markdown
+        elif data.return_format is ReturnFormat.RAW_TEXT:
+            out.content = plain_text(markdown)
+        else:
+            blocks = [b for b in q.section_blocks(file, sec) if b["lang"] in ("yaml", "yml", "json")]
+            bad = [b for b in blocks if b["error"]]
+            if bad:
+                out.status, out.errorDetails = UdmQueryStatus.ERROR_PARSE_FAILED, bad[0]["error"]
+                return out
+            if not blocks:
+                where = f"section '{sec.path}'" if sec else "the file"
+                out.status = UdmQueryStatus.ERROR_PARSE_FAILED
+                out.errorDetails = f"{file}: {where} has no YAML/JSON block to parse"
+                return out
+            out.content = blocks[0]["data"] if len(blocks) == 1 else [b["data"] for b in blocks]
+        return out
+
+
+def _fragment(target: str) -> str:
+    """'05-roadmap.md#TASK-1' -> 'TASK-1'; anything else unchanged."""
+    if "#" in target and _PATHLIKE.search(target):
+        return target.split("#", 1)[1]
+    return target

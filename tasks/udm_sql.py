@@ -1,0 +1,93 @@
+"""udmSqlQueryTool: read-only SQL over the UDM index (one SELECT/WITH, row cap, time limit)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, Field
+
+from tasks.base import Permission, Tool, ToolContext, ToolInput, TransientToolError
+from udm.errors import IndexBusyError
+from udm.query import get_query
+from udm.sql import SqlRefusedError, SqlTimeoutError, run_readonly_sql
+
+__all__ = ["UdmSqlInput", "UdmSqlOutput", "UdmSqlQueryTool", "UdmSqlStatus"]
+
+
+class UdmSqlStatus(StrEnum):
+    """Outcome of one query."""
+
+    SUCCESS = "SUCCESS"
+    ERROR_REFUSED = "ERROR_REFUSED"
+    ERROR_QUERY_FAILED = "ERROR_QUERY_FAILED"
+    ERROR_TIMEOUT = "ERROR_TIMEOUT"
+    ERROR_INDEX_BUSY = "ERROR_INDEX_BUSY"
+
+
+class UdmSqlInput(ToolInput):
+    """One read-only query."""
+
+    sql: str = Field(
+        min_length=1,
+        description="One SELECT or WITH statement over the index tables: files, sections, blocks, ids, "
+        "tasks, modes, tools, config, links.",
+    )
+    max_rows: int | None = Field(
+        default=None, ge=1, le=100_000, description="Row cap for this query (at most the configured cap)."
+    )
+
+
+class UdmSqlOutput(BaseModel):
+    """Rows of the query, or why it was refused."""
+
+    status: UdmSqlStatus = Field(description="SUCCESS or what went wrong.")
+    columns: list[str] = Field(default_factory=list, description="Column names.")
+    rows: list[list[Any]] = Field(default_factory=list, description="Rows, as JSON values.")
+    rowCount: int = Field(default=0, description="Rows returned.")
+    truncated: bool = Field(default=False, description="True when the row cap cut the result.")
+    elapsedMs: float = Field(default=0.0, description="Query time in milliseconds.")
+    errorDetails: str | None = Field(default=None, description="What went wrong; null on success.")
+
+
+class UdmSqlQueryTool(Tool[UdmSqlInput, UdmSqlOutput]):
+    """Read-only SQL over the never-stale index."""
+
+    name: ClassVar[str] = "udmSqlQueryTool"
+    description: ClassVar[str] = (
+        "Runs one read-only SQL query (SELECT or WITH only) over the UDM index: tables files, sections, "
+        "blocks, ids, tasks, modes, tools, config and links. Results are capped in rows and time; any "
+        "other statement is refused."
+    )
+    Input: ClassVar[type[BaseModel]] = UdmSqlInput
+    Output: ClassVar[type[BaseModel]] = UdmSqlOutput
+    permission: ClassVar[Permission] = Permission.SAFE
+
+    def execute(self, data: UdmSqlInput, ctx: ToolContext) -> UdmSqlOutput:
+        """Check, run and cap one query."""
+        settings = ctx.settings
+        cap = min(data.max_rows or settings.sql_row_cap, settings.sql_row_cap)
+        query = get_query(settings)
+        try:
+            query.fresh()
+            result = run_readonly_sql(query.index, data.sql, row_cap=cap, timeout_s=settings.sql_timeout_s)
+        except SqlTimeoutError as exc:
+            return UdmSqlOutput(status=UdmSqlStatus.ERROR_TIMEOUT, errorDetails=str(exc))
+        except SqlRefusedError as exc:
+            status = (
+                UdmSqlStatus.ERROR_QUERY_FAILED
+                if str(exc).startswith("query failed")
+                else UdmSqlStatus.ERROR_REFUSED
+            )
+            return UdmSqlOutput(status=status, errorDetails=str(exc))
+        except IndexBusyError as exc:
+            result_out = UdmSqlOutput(status=UdmSqlStatus.ERROR_INDEX_BUSY, errorDetails=str(exc))
+            raise TransientToolError(str(exc), result=result_out, retry_after=1.0) from exc
+        return UdmSqlOutput(
+            status=UdmSqlStatus.SUCCESS,
+            columns=result.columns,
+            rows=result.rows,
+            rowCount=len(result.rows),
+            truncated=result.truncated,
+            elapsedMs=result.elapsed_ms,
+        )

@@ -1,0 +1,614 @@
+"""The DuckDB index of the UDM: schema, incremental refresh by content hash, never-stale checks.
+
+The index is a cache, never the truth. `UdmIndex.ensure_fresh()` compares the size and mtime of
+every file under the UDM root with the `files` table and re-indexes what changed; inside one
+process an inotify watch (Linux) makes that check a single non-blocking read while nothing moves.
+
+DuckDB locks its file per process, so writers keep their read-write connection only for the short
+load step, readers release an idle read-only connection after `IDLE_RELEASE_S`, and every open is
+retried until `settings.index_busy_timeout_s`, after which `IndexBusyError` says the index is busy.
+Writers are serialised across processes by a file lock next to the database.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+import weakref
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import ExitStack, contextmanager, suppress
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+from filelock import FileLock, Timeout
+
+from udm.config import Settings
+from udm.document import parse_document
+from udm.errors import IndexBusyError
+from udm.extract import TABLE_COLUMNS, document_rows
+
+__all__ = ["IDLE_RELEASE_S", "MARKDOWN_SUFFIXES", "SCHEMA_VERSION", "RefreshStats", "UdmIndex", "scan_root"]
+
+SCHEMA_VERSION = 1
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+IDLE_RELEASE_S = 1.0
+# Below this much text, forking workers costs more than it saves.
+PARALLEL_MIN_BYTES = 2_000_000
+
+
+@dataclass
+class RefreshStats:
+    """What one refresh did."""
+
+    files: int = 0
+    parsed: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    touched: int = 0
+    sections: int = 0
+    ids: int = 0
+    tasks: int = 0
+    errors: list[str] = field(default_factory=list)
+    full: bool = False
+    workers: int = 1
+    seconds: float = 0.0
+    generation: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        """The stats as JSON-able data."""
+        return asdict(self)
+
+
+def scan_root(root: Path, exclude: list[Path] | None = None) -> dict[str, tuple[int, int]]:
+    """Every Markdown file under `root` (relative posix path -> (size, mtime_ns)), hidden dirs skipped."""
+    out: dict[str, tuple[int, int]] = {}
+    skip = {str(p) for p in exclude or []}
+    stack = [str(root)]
+    base = len(str(root)) + 1
+    while stack:
+        current = stack.pop()
+        try:
+            entries = list(os.scandir(current))
+        except OSError:
+            continue
+        for entry in entries:
+            name = entry.name
+            if name.startswith("."):
+                continue
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.path not in skip:
+                        stack.append(entry.path)
+                elif name.endswith(MARKDOWN_SUFFIXES) and entry.is_file():
+                    st = entry.stat()
+                    out[entry.path[base:].replace(os.sep, "/")] = (st.st_size, st.st_mtime_ns)
+            except OSError:
+                continue
+    return out
+
+
+class _Inotify:
+    """A non-blocking inotify watch over directories: `changed()` is one read() while nothing moves."""
+
+    _MASK = 0x2 | 0x4 | 0x8 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800
+
+    def __init__(self) -> None:
+        self._libc = ctypes.CDLL(None, use_errno=True)
+        self.fd = self._libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        if self.fd < 0:
+            raise OSError(ctypes.get_errno(), "inotify_init1 failed")
+        self._watched: set[str] = set()
+
+    def watch_tree(self, root: Path, exclude: list[Path]) -> None:
+        """Watch `root` and every (non-hidden) directory below it."""
+        skip = {str(p) for p in exclude}
+        for current, dirs, _files in os.walk(root):
+            dirs[:] = [d for d in dirs if not d.startswith(".") and os.path.join(current, d) not in skip]
+            if (
+                current not in self._watched
+                and self._libc.inotify_add_watch(self.fd, os.fsencode(current), self._MASK) >= 0
+            ):
+                self._watched.add(current)
+
+    def changed(self) -> bool:
+        """Whether any event arrived since the last call (drains the queue)."""
+        seen = False
+        while True:
+            try:
+                if not os.read(self.fd, 65536):
+                    return seen
+                seen = True
+            except BlockingIOError:
+                return seen
+
+    def close(self) -> None:
+        """Stop watching."""
+        with suppress(OSError):
+            os.close(self.fd)
+
+
+def _make_watcher() -> _Inotify | None:
+    try:
+        return _Inotify()
+    except (OSError, AttributeError):
+        return None
+
+
+def _columns_sql(table: str) -> str:
+    return "{" + ", ".join(f"'{name}': '{kind}'" for name, kind in TABLE_COLUMNS[table]) + "}"
+
+
+def _ddl() -> list[str]:
+    stmts = [
+        "CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
+        "CREATE TABLE IF NOT EXISTS files (path VARCHAR PRIMARY KEY, content_hash VARCHAR, size BIGINT, "
+        "mtime_ns BIGINT, indexed_at TIMESTAMP, parser VARCHAR, error VARCHAR)",
+    ]
+    for table, cols in TABLE_COLUMNS.items():
+        body = ", ".join(f"{name} {kind}" for name, kind in cols)
+        stmts.append(f"CREATE TABLE IF NOT EXISTS {table} ({body})")
+    return stmts
+
+
+def _parse_chunk(
+    root: str, relpaths: list[str], patterns: list[str], outdir: str, chunk: int
+) -> tuple[list[dict[str, Any]], list[str], dict[str, int]]:
+    """Parse files and write their rows as NDJSON files; return file rows, errors and counts."""
+    files: list[dict[str, Any]] = []
+    errors: list[str] = []
+    counts = dict.fromkeys(TABLE_COLUMNS, 0)
+    now = datetime.now(UTC).replace(tzinfo=None).isoformat()
+
+    def exists(rel: str) -> bool:
+        return os.path.exists(os.path.join(root, rel))
+
+    with ExitStack() as stack:
+        writers = {
+            t: stack.enter_context(open(os.path.join(outdir, f"{t}.{chunk}.jsonl"), "w", encoding="utf-8"))
+            for t in TABLE_COLUMNS
+        }
+        for rel in relpaths:
+            full = os.path.join(root, rel)
+            try:
+                st = os.stat(full)
+                raw = Path(full).read_bytes()
+            except OSError as exc:
+                errors.append(f"{rel}:1: cannot read: {exc.strerror or exc}")
+                continue
+            digest = hashlib.sha256(raw).hexdigest()
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                line = raw[: exc.start].count(b"\n") + 1
+                msg = f"{rel}:{line}: not valid UTF-8 (byte {exc.start})"
+                errors.append(msg)
+                files.append(_file_row(rel, digest, st, now, "none", msg))
+                continue
+            doc = parse_document(text, rel, patterns)
+            errors.extend(doc.errors)
+            files.append(_file_row(rel, digest, st, now, doc.parser, "; ".join(doc.errors[:3]) or None))
+            for table, rows in document_rows(doc, exists=exists).items():
+                if rows:
+                    counts[table] += len(rows)
+                    out = writers[table]
+                    out.write("\n".join(json.dumps(r, ensure_ascii=False) for r in rows))
+                    out.write("\n")
+    return files, errors, counts
+
+
+def _file_row(
+    rel: str, digest: str, st: os.stat_result, now: str, parser: str, error: str | None
+) -> dict[str, Any]:
+    return {
+        "path": rel,
+        "content_hash": digest,
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "indexed_at": now,
+        "parser": parser,
+        "error": error,
+    }
+
+
+def _is_lock_error(exc: BaseException) -> bool:
+    text = str(exc)
+    return "lock" in text.lower() or "Conflicting lock" in text or "different configuration" in text
+
+
+_LIVE: weakref.WeakSet[UdmIndex] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    # Close shared connections before interpreter teardown (DuckDB's bindings complain otherwise).
+    for index in list(_LIVE):
+        index.close()
+
+
+class UdmIndex:
+    """The index of one UDM root: refresh it, check it is fresh, and open connections to it."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.root = settings.udm_root
+        self.state = settings.state_path
+        self.db_path = self.state / "index.duckdb"
+        self.search_path = self.state / "search"
+        self._write_lock_path = self.state / "index.write.lock"
+        self._mutex = threading.RLock()
+        self._ro: duckdb.DuckDBPyConnection | None = None
+        self._ro_users = 0
+        self._release_timer: threading.Timer | None = None
+        self._watcher: _Inotify | None = None
+        self._known: dict[str, tuple[int, int]] | None = None
+        self.generation = -1
+        self.last_refresh: RefreshStats | None = None
+        _LIVE.add(self)
+
+    # ----- connections -------------------------------------------------------------------------
+
+    def _exclude(self) -> list[Path]:
+        return [self.state]
+
+    def _open(self, read_only: bool) -> duckdb.DuckDBPyConnection:
+        deadline = time.monotonic() + self.settings.index_busy_timeout_s
+        delay = 0.01
+        while True:
+            try:
+                con = duckdb.connect(str(self.db_path), read_only=read_only)
+                if read_only:
+                    # Readers never touch other files: read-only SQL cannot read_text('/etc/...').
+                    con.execute("SET enable_external_access = false")
+                return con
+            except (duckdb.IOException, duckdb.ConnectionException) as exc:
+                if not _is_lock_error(exc) or time.monotonic() >= deadline:
+                    if _is_lock_error(exc):
+                        raise IndexBusyError(
+                            f"index busy: {self.db_path} stayed locked by another process for "
+                            f"{self.settings.index_busy_timeout_s:g} s"
+                        ) from exc
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 0.2)
+
+    def _drop_ro(self) -> None:
+        if self._release_timer is not None:
+            self._release_timer.cancel()
+            self._release_timer = None
+        if self._ro is not None:
+            try:
+                self._ro.close()
+            finally:
+                self._ro = None
+
+    def _release_if_idle(self) -> None:
+        with self._mutex:
+            if self._ro_users == 0:
+                self._drop_ro()
+
+    @contextmanager
+    def connect(self, read_only: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection: read-only ones are shared in the process and closed after idling."""
+        if not read_only:
+            with self._mutex:
+                self._drop_ro()
+                con = self._open(read_only=False)
+                try:
+                    yield con
+                finally:
+                    con.close()
+            return
+        if not self.db_path.exists():
+            self.refresh()
+        with self._mutex:
+            if self._ro is None:
+                self._ro = self._open(read_only=True)
+            if self._release_timer is not None:
+                self._release_timer.cancel()
+                self._release_timer = None
+            self._ro_users += 1
+            con = self._ro
+            try:
+                yield con
+            finally:
+                self._ro_users -= 1
+                if self._ro_users == 0 and self._ro is not None:
+                    timer = threading.Timer(IDLE_RELEASE_S, self._release_if_idle)
+                    timer.daemon = True
+                    self._release_timer = timer
+                    timer.start()
+
+    def close(self) -> None:
+        """Close the shared connection and stop watching files."""
+        with self._mutex:
+            self._drop_ro()
+            if self._watcher is not None:
+                self._watcher.close()
+                self._watcher = None
+            self._known = None
+
+    # ----- freshness ---------------------------------------------------------------------------
+
+    def ensure_fresh(self) -> RefreshStats | None:
+        """Re-index whatever changed on disk since the index was built; None when nothing did."""
+        with self._mutex:
+            if self._known is not None and self._watcher is not None and not self._watcher.changed():
+                return None
+            if self._watcher is None:
+                self._watcher = _make_watcher()
+            if self._watcher is not None:
+                # Watch first, then scan: a change during the scan is still seen next time.
+                self._watcher.watch_tree(self.root, self._exclude())
+            disk = scan_root(self.root, self._exclude())
+            if self._known is not None and disk == self._known and self.generation >= 0:
+                return None
+            indexed = self._indexed_stats() if self.db_path.exists() else None
+            if indexed is not None and indexed == disk:
+                self._known = disk
+                if self.generation < 0 or self._known is None:
+                    self.generation = self._read_generation()
+                return None
+            stats = self.refresh(disk=disk)
+            return stats
+
+    def _indexed_stats(self) -> dict[str, tuple[int, int]] | None:
+        try:
+            with self.connect(read_only=True) as con:
+                rows = con.execute("SELECT path, size, mtime_ns FROM files").fetchall()
+                gen = con.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        except duckdb.CatalogException:
+            return None
+        self.generation = int(gen[0]) if gen else 0
+        return {r[0]: (int(r[1]), int(r[2])) for r in rows}
+
+    def _read_generation(self) -> int:
+        with self.connect(read_only=True) as con:
+            row = con.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        return int(row[0]) if row else 0
+
+    # ----- refresh -----------------------------------------------------------------------------
+
+    def refresh(self, full: bool = False, disk: dict[str, tuple[int, int]] | None = None) -> RefreshStats:
+        """Bring the index up to date with the files: only changed files are parsed (all when `full`)."""
+        started = time.perf_counter()
+        self.state.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(self._write_lock_path))
+        try:
+            lock.acquire(timeout=self.settings.index_busy_timeout_s)
+        except Timeout as exc:
+            raise IndexBusyError(
+                f"index busy: another process kept refreshing {self.db_path} for "
+                f"{self.settings.index_busy_timeout_s:g} s"
+            ) from exc
+        try:
+            with self._mutex:
+                stats = self._refresh_locked(full, disk)
+        finally:
+            lock.release()
+        stats.seconds = round(time.perf_counter() - started, 4)
+        self.last_refresh = stats
+        return stats
+
+    def _refresh_locked(self, full: bool, disk: dict[str, tuple[int, int]] | None) -> RefreshStats:
+        if not self.root.is_dir():
+            raise FileNotFoundError(f"UDM root {self.root} is not a directory")
+        disk = scan_root(self.root, self._exclude()) if disk is None else disk
+        stats = RefreshStats(full=full, files=len(disk))
+        indexed: dict[str, tuple[int, int, str]] = {}
+        with self.connect(read_only=False) as con:
+            for stmt in _ddl():
+                con.execute(stmt)
+            version = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            if version is not None and int(version[0]) != SCHEMA_VERSION:
+                full = True
+                self._reset(con)
+            if not full:
+                for path, size, mtime, digest in con.execute(
+                    "SELECT path, size, mtime_ns, content_hash FROM files"
+                ).fetchall():
+                    indexed[path] = (int(size), int(mtime), digest)
+        removed = sorted(set(indexed) - set(disk))
+        candidates = sorted(p for p, st in disk.items() if p not in indexed or indexed[p][:2] != st)
+        # Same bytes under a new mtime (touch, checkout): update the stat, skip the parse.
+        to_parse: list[str] = []
+        touched: list[tuple[str, int, int]] = []
+        for rel in candidates:
+            if rel in indexed:
+                try:
+                    digest = hashlib.sha256((self.root / rel).read_bytes()).hexdigest()
+                except OSError:
+                    digest = ""
+                if digest == indexed[rel][2]:
+                    touched.append((rel, *disk[rel]))
+                    continue
+            to_parse.append(rel)
+        stats.removed = len(removed)
+        stats.touched = len(touched)
+        stats.parsed = len(to_parse)
+        stats.unchanged = len(disk) - len(to_parse) - len(touched)
+        if not full and not removed and not to_parse and not touched:
+            self._known = disk
+            if self.generation < 0:
+                self.generation = self._read_generation()
+            stats.generation = self.generation
+            return stats
+
+        tmp = tempfile.mkdtemp(prefix="udm-index-", dir=self.state)
+        try:
+            file_rows, errors, counts, workers = self._parse_all(to_parse, disk, tmp)
+            stats.errors = errors
+            stats.workers = workers
+            stats.sections = counts.get("sections", 0)
+            stats.ids = counts.get("ids", 0)
+            stats.tasks = counts.get("tasks", 0)
+            gone = sorted(set(removed) | set(to_parse))
+            with self.connect(read_only=False) as con:
+                con.execute("BEGIN TRANSACTION")
+                try:
+                    if full:
+                        self._reset(con)
+                    elif gone:
+                        con.execute("CREATE TEMP TABLE gone (path VARCHAR)")
+                        self._load_list(con, "gone", [{"path": p} for p in gone], tmp, {"path": "VARCHAR"})
+                        for table in TABLE_COLUMNS:
+                            con.execute(f"DELETE FROM {table} WHERE file IN (SELECT path FROM gone)")
+                        con.execute("DELETE FROM files WHERE path IN (SELECT path FROM gone)")
+                    for table in TABLE_COLUMNS:
+                        pattern = os.path.join(tmp, f"{table}.*.jsonl")
+                        if any(
+                            n.startswith(f"{table}.") and os.path.getsize(os.path.join(tmp, n))
+                            for n in os.listdir(tmp)
+                        ):
+                            cols = ", ".join(name for name, _ in TABLE_COLUMNS[table])
+                            con.execute(
+                                f"INSERT INTO {table} SELECT {cols} FROM read_json(?, format='newline_delimited', "
+                                f"columns={_columns_sql(table)})",
+                                [pattern],
+                            )
+                    file_cols = {
+                        "path": "VARCHAR",
+                        "content_hash": "VARCHAR",
+                        "size": "BIGINT",
+                        "mtime_ns": "BIGINT",
+                        "indexed_at": "TIMESTAMP",
+                        "parser": "VARCHAR",
+                        "error": "VARCHAR",
+                    }
+                    self._load_list(con, "files", file_rows, tmp, file_cols)
+                    for rel, size, mtime in touched:
+                        con.execute(
+                            "UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?", [size, mtime, rel]
+                        )
+                    self._resolve_links(con)
+                    gen_row = con.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+                    generation = (int(gen_row[0]) if gen_row else 0) + 1
+                    con.execute(
+                        "INSERT OR REPLACE INTO meta VALUES ('generation', ?), ('schema_version', ?), "
+                        "('root', ?), ('refreshed_at', ?)",
+                        [str(generation), str(SCHEMA_VERSION), str(self.root), datetime.now(UTC).isoformat()],
+                    )
+                    con.execute("COMMIT")
+                except BaseException:
+                    con.execute("ROLLBACK")
+                    raise
+            self._update_search(full, gone, tmp, generation)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        self.generation = generation
+        stats.generation = generation
+        self._known = disk
+        return stats
+
+    def _reset(self, con: duckdb.DuckDBPyConnection) -> None:
+        for table in [*TABLE_COLUMNS, "files"]:
+            con.execute(f"DELETE FROM {table}")
+
+    def _load_list(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        table: str,
+        rows: list[dict[str, Any]],
+        tmp: str,
+        cols: dict[str, str],
+    ) -> None:
+        if not rows:
+            return
+        path = os.path.join(tmp, f"_list.{table}.jsonl")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n")
+        spec = "{" + ", ".join(f"'{k}': '{v}'" for k, v in cols.items()) + "}"
+        names = ", ".join(cols)
+        con.execute(
+            f"INSERT INTO {table} SELECT {names} FROM read_json(?, format='newline_delimited', columns={spec})",
+            [path],
+        )
+
+    def _resolve_links(self, con: duckdb.DuckDBPyConnection) -> None:
+        # Markdown targets and anchors resolve against the index itself; other files were checked
+        # on disk when their source was parsed.
+        con.execute(
+            """
+            UPDATE links SET resolved = CASE
+                WHEN kind = 'external' THEN NULL
+                WHEN kind = 'anchor' THEN EXISTS (
+                    SELECT 1 FROM sections s WHERE s.file = links.file AND s.anchor = links.fragment)
+                WHEN target_file LIKE '%.md' OR target_file LIKE '%.markdown' THEN
+                    EXISTS (SELECT 1 FROM files f WHERE f.path = links.target_file)
+                    AND (fragment IS NULL OR EXISTS (
+                        SELECT 1 FROM sections s WHERE s.file = links.target_file AND s.anchor = links.fragment))
+                ELSE resolved END
+            WHERE kind <> 'internal' OR target_file LIKE '%.md' OR target_file LIKE '%.markdown'
+            """
+        )
+
+    def _parse_all(
+        self, relpaths: list[str], disk: dict[str, tuple[int, int]], tmp: str
+    ) -> tuple[list[dict[str, Any]], list[str], dict[str, int], int]:
+        patterns = list(self.settings.id_patterns)
+        total = sum(disk[p][0] for p in relpaths)
+        cpus = os.cpu_count() or 1
+        if total < PARALLEL_MIN_BYTES or cpus < 2 or len(relpaths) < 4:
+            files, errors, counts = _parse_chunk(str(self.root), relpaths, patterns, tmp, 0)
+            return files, errors, counts, 1
+        # Balanced chunks by size, a few per worker so a slow file does not idle the others.
+        n_chunks = cpus * 4
+        chunks: list[list[str]] = [[] for _ in range(n_chunks)]
+        loads = [0] * n_chunks
+        for rel in sorted(relpaths, key=lambda p: -disk[p][0]):
+            k = loads.index(min(loads))
+            chunks[k].append(rel)
+            loads[k] += disk[rel][0]
+        files_all: list[dict[str, Any]] = []
+        errors_all: list[str] = []
+        counts_all: dict[str, int] = {}
+        with ProcessPoolExecutor(max_workers=cpus) as pool:
+            futures = [
+                pool.submit(_parse_chunk, str(self.root), chunk, patterns, tmp, k)
+                for k, chunk in enumerate(chunks)
+                if chunk
+            ]
+            for fut in futures:
+                files, errors, counts = fut.result()
+                files_all.extend(files)
+                errors_all.extend(errors)
+                for key, value in counts.items():
+                    counts_all[key] = counts_all.get(key, 0) + value
+        return files_all, errors_all, counts_all, cpus
+
+    def _update_search(self, full: bool, gone: list[str], tmp: str, generation: int) -> None:
+        from udm.search import SearchIndex
+
+        search = SearchIndex(self.search_path, list(self.settings.id_patterns))
+        if not full and search.generation() != generation - 1:
+            # The search index missed a refresh (crash, older build): rebuild it from the tables.
+            self.rebuild_search(generation, search)
+            return
+        search.update(
+            full=full,
+            removed=gone,
+            sections_glob=os.path.join(tmp, "sections.*.jsonl"),
+            generation=generation,
+        )
+
+    def rebuild_search(self, generation: int | None = None, search: Any = None) -> None:
+        """Rebuild the full-text index from the sections table."""
+        from udm.search import SearchIndex
+
+        search = search or SearchIndex(self.search_path, list(self.settings.id_patterns))
+        with self.connect(read_only=True) as con:
+            cur = con.execute("SELECT file, idx, start_line, title, path, content FROM sections")
+            names = [d[0] for d in cur.description]
+            rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+            gen = generation if generation is not None else self._read_generation()
+        search.update(full=True, removed=[], rows=rows, generation=gen)

@@ -1,0 +1,183 @@
+"""Ranked full-text search over sections with tantivy (BM25), keeping IDs as whole tokens.
+
+Words are stemmed English tokens in `title` and `body`; the IDs a section mentions go, whole, into
+a `raw`-tokenized `ids` field, so `TASK-P0-M0.1-T001` is one term instead of six. A query word
+that is an ID searches that field (boosted); every other word searches title (boosted) and body.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tantivy
+
+from udm.ids import id_matcher
+
+__all__ = ["SearchHit", "SearchIndex"]
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_HEAP = 200_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One ranked section."""
+
+    file: str
+    section: int
+    title: str
+    path: str
+    line: int
+    score: float
+    snippet: str
+    snippet_line: int
+
+
+def _schema() -> tantivy.Schema:
+    b = tantivy.SchemaBuilder()
+    b.add_text_field("file", stored=True, tokenizer_name="raw")
+    b.add_integer_field("section", stored=True, indexed=False)
+    b.add_integer_field("line", stored=True, indexed=False)
+    b.add_text_field("title", stored=True, tokenizer_name="en_stem")
+    b.add_text_field("path", stored=True, tokenizer_name="raw", index_option="basic")
+    b.add_text_field("body", stored=True, tokenizer_name="en_stem")
+    b.add_text_field("ids", stored=False, tokenizer_name="raw", index_option="freq")
+    return b.build()
+
+
+class SearchIndex:
+    """The tantivy index in `<state>/search`."""
+
+    def __init__(self, path: Path, id_patterns: list[str] | None = None) -> None:
+        self.path = Path(path)
+        self.matcher = id_matcher(id_patterns)
+        self._index: tantivy.Index | None = None
+
+    def _open(self, create: bool = False) -> tantivy.Index:
+        if self._index is None:
+            if create or not (self.path / "meta.json").exists():
+                self.path.mkdir(parents=True, exist_ok=True)
+            self._index = tantivy.Index(_schema(), path=str(self.path), reuse=True)
+        return self._index
+
+    def reset(self) -> None:
+        """Drop the index files."""
+        self._index = None
+        shutil.rmtree(self.path, ignore_errors=True)
+
+    def _doc(self, row: dict[str, Any]) -> tantivy.Document:
+        content = row["content"]
+        ids = " ".join(dict.fromkeys(self.matcher.findall(content)))
+        return tantivy.Document(
+            file=row["file"],
+            section=int(row["idx"]),
+            line=int(row["start_line"]),
+            title=row["title"],
+            path=row["path"],
+            body=content,
+            ids=ids.split() or [""],
+        )
+
+    def generation(self) -> int:
+        """The index generation this search index reflects (-1 when unknown)."""
+        try:
+            return int((self.path / "udm-generation").read_text().strip())
+        except (OSError, ValueError):
+            return -1
+
+    def update(
+        self,
+        *,
+        full: bool,
+        removed: list[str],
+        sections_glob: str | None = None,
+        rows: list[dict[str, Any]] | None = None,
+        generation: int = -1,
+    ) -> int:
+        """Drop the sections of `removed` files (everything when `full`) and add the new rows."""
+        if full:
+            self.reset()
+        index = self._open(create=True)
+        writer = index.writer(heap_size=_HEAP)
+        if not full:
+            for rel in removed:
+                writer.delete_documents_by_term("file", rel)
+        added = 0
+        for row in rows or []:
+            writer.add_document(self._doc(row))
+            added += 1
+        for name in sorted(glob.glob(sections_glob)) if sections_glob else []:
+            with open(name, encoding="utf-8") as fh:
+                for line in fh:
+                    if line.strip():
+                        writer.add_document(self._doc(json.loads(line)))
+                        added += 1
+        writer.commit()
+        writer.wait_merging_threads()
+        index.reload()
+        (self.path / "udm-generation").write_text(str(generation))
+        return added
+
+    def search(self, text: str, limit: int = 10) -> list[SearchHit]:
+        """The best sections for `text`, best first."""
+        index = self._open()
+        ids = list(dict.fromkeys(self.matcher.findall(text)))
+        rest = self.matcher.regex.sub(" ", text)
+        words = [w.lower() for w in _WORD.findall(rest)]
+        clauses: list[tuple[tantivy.Occur, tantivy.Query]] = []
+        schema = index.schema
+        for ident in ids:
+            q = tantivy.Query.term_query(schema, "ids", ident)
+            clauses.append((tantivy.Occur.Should, tantivy.Query.boost_query(q, 3.0)))
+        if words:
+            parsed = index.parse_query(" ".join(words), ["title", "body"], field_boosts={"title": 2.0})
+            clauses.append((tantivy.Occur.Should, parsed))
+        if not clauses:
+            return []
+        query = tantivy.Query.boolean_query(clauses)
+        searcher = index.searcher()
+        result = searcher.search(query, limit)
+        hits: list[SearchHit] = []
+        needles = ids + words
+        for score, address in result.hits:
+            doc = searcher.doc(address)
+            body = doc.get_first("body") or ""
+            snippet, offset = _snippet(body, needles)
+            line = int(doc.get_first("line") or 1)
+            hits.append(
+                SearchHit(
+                    file=doc.get_first("file") or "",
+                    section=int(doc.get_first("section") or 0),
+                    title=doc.get_first("title") or "",
+                    path=doc.get_first("path") or "",
+                    line=line,
+                    score=round(float(score), 4),
+                    snippet=snippet,
+                    snippet_line=line + body.count("\n", 0, offset),
+                )
+            )
+        return hits
+
+
+def _snippet(body: str, needles: list[str], width: int = 160) -> tuple[str, int]:
+    """A one-line excerpt around the first needle found (case-insensitive) and its offset."""
+    lowered = body.lower()
+    best = -1
+    for needle in needles:
+        pos = lowered.find(needle.lower())
+        if pos >= 0 and (best < 0 or pos < best):
+            best = pos
+    if best < 0:
+        best = 0
+    start = max(0, best - width // 3)
+    end = min(len(body), start + width)
+    text = " ".join(body[start:end].split())
+    prefix = "…" if start > 0 else ""
+    suffix = "…" if end < len(body) else ""
+    return prefix + text + suffix, best
