@@ -12,6 +12,9 @@ __all__ = ["TOOL_PATHS", "all_tools", "get_tool", "tool_names"]
 # "module:ClassName", one per tool. Each issue's tools add their lines here, grouped by module.
 TOOL_PATHS: list[str] = [
     "tasks.filesystem:FileSystemAccessTool",
+    # UDM index and query (tasks/udm_query.py, tasks/udm_sql.py)
+    "tasks.udm_query:UdmQueryTool",
+    "tasks.udm_sql:UdmSqlQueryTool",
     # Browser: the agent's eight actions (tasks/browser/agent_actions.py)
     "tasks.browser.agent_actions:LaunchBrowserTool",
     "tasks.browser.agent_actions:ClickElementTool",
