@@ -32,6 +32,7 @@ app = typer.Typer(
 # Each module exposes register(app). Every area of the product adds its own module here.
 COMMAND_MODULES: list[str] = [
     "flows.cli_tools",
+    "flows.cli_index",
     "flows.demo",
     "flows.cli_graph",
     "flows.cli_platform",

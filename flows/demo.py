@@ -30,6 +30,9 @@ SAMPLE_UDM = EXAMPLES / "udm"
 # (title, "module:function"), run in order. Each issue appends its steps.
 DEMO_STEPS: list[tuple[str, str]] = [
     ("file-system tool", "flows.demo:step_filesystem"),
+    ("index the UDM", "flows.cli_index:step_index"),
+    ("query the UDM (never stale)", "flows.cli_index:step_queries"),
+    ("lint the UDM", "flows.cli_index:step_lint"),
     ("knowledge graph: impact query", "flows.cli_graph:step_graph_impact"),
 ]
 

@@ -621,6 +621,8 @@ def find_section(doc: Document, identifier: str) -> Section:
         [s for s in secs if " > " in ident and s.path.casefold().endswith(folded)],
         [s for s in secs if s.anchor == slugify(anchor)],
         [s for s in secs if stripped(s.title) == folded],
+        # A bare section number: '5.3' names '5.3 Mode: ROO-MODE-PLAN-STRATEGIC'.
+        [s for s in secs if s.title.split(" ", 1)[0].rstrip(".:") == ident.rstrip(".")],
     ]
     for found in stages:
         if len(found) == 1:

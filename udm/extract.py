@@ -97,6 +97,11 @@ TABLE_COLUMNS: dict[str, list[tuple[str, str]]] = {
         ("section", "INTEGER"),
         ("section_path", "VARCHAR"),
     ],
+    "problems": [
+        ("file", "VARCHAR"),
+        ("line", "INTEGER"),
+        ("message", "VARCHAR"),
+    ],
     "links": [
         ("file", "VARCHAR"),
         ("line", "INTEGER"),
@@ -404,6 +409,17 @@ def document_rows(doc: Document, *, exists: Any = None) -> dict[str, list[dict[s
             }
         )
 
+    for problem in doc.errors:
+        # Messages are 'path:line: text' (block and front-matter parse failures).
+        rest = problem[len(path) + 1 :] if problem.startswith(f"{path}:") else problem
+        line_text, _, message = rest.partition(":")
+        rows["problems"].append(
+            {
+                "file": path,
+                "line": int(line_text) if line_text.isdigit() else 1,
+                "message": message.strip() or problem,
+            }
+        )
     for link in doc.links:
         target_file, fragment = (
             (None, link.target[1:] or None)

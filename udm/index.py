@@ -40,7 +40,7 @@ from udm.extract import TABLE_COLUMNS, document_rows
 
 __all__ = ["IDLE_RELEASE_S", "MARKDOWN_SUFFIXES", "SCHEMA_VERSION", "RefreshStats", "UdmIndex", "scan_root"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 IDLE_RELEASE_S = 1.0
 # Below this much text, forking workers costs more than it saves.
