@@ -62,6 +62,10 @@ TOOL_PATHS: list[str] = [
     "tasks.browser.browser_tools:BrowserTabsTool",
     "tasks.browser.browser_tools:BrowserCookiesTool",
     "tasks.browser.browser_tools:BrowserDownloadTool",
+    # Patches: editors and the updater (tasks/markdown_editor.py, tasks/yaml_editor.py, tasks/udm_updater.py)
+    "tasks.markdown_editor:MarkdownParserEditorTool",
+    "tasks.yaml_editor:YamlJsonParserEditorTool",
+    "tasks.udm_updater:UdmUpdaterTool",
     # Knowledge graph (tasks/knowledge_graph.py)
     "tasks.knowledge_graph:KnowledgeGraphQueryTool",
     # Platform: pipeline checks and schedules (tasks/pipeline_check.py, tasks/schedules.py)

@@ -14,6 +14,7 @@ from udm.splice import merge_minimal
 
 __all__ = [
     "Action",
+    "SerializationError",
     "Format",
     "KeyPath",
     "detect_json_style",
@@ -29,6 +30,11 @@ Action = Literal["set", "delete", "append"]
 KeyPath = list[str | int]
 
 _MISSING = object()
+
+
+class SerializationError(PatchError):
+    """A value that cannot be written in the text's format."""
+
 _TOKEN = re.compile(
     r"""\[\s*(?:(?P<int>-?\d+)|"(?P<dq>(?:[^"\\]|\\.)*)"|'(?P<sq>(?:[^'\\]|\\.)*)')\s*\]|(?P<plain>[^.\[\]]+)"""
 )
@@ -269,7 +275,7 @@ def _edit_yaml(text: str, tokens: KeyPath, action: Action, value: Any) -> str:
     try:
         modified = _yaml_dump(data, yaml)
     except Exception as exc:  # ruamel raises several unrelated types for values it cannot represent
-        raise PatchError(f"value {value!r} cannot be written as YAML: {exc}") from exc
+        raise SerializationError(f"value {value!r} cannot be written as YAML: {exc}") from exc
     if not baseline:
         # Only comments (or nothing) before: keep them and add the new mapping below.
         return (text if not text or text.endswith("\n") else text + "\n") + modified
@@ -337,7 +343,7 @@ def _edit_json(text: str, tokens: KeyPath, action: Action, value: Any, fmt: Form
     try:
         json.dumps(value)
     except (TypeError, ValueError) as exc:
-        raise PatchError(f"value {value!r} cannot be written as JSON: {exc}") from exc
+        raise SerializationError(f"value {value!r} cannot be written as JSON: {exc}") from exc
     trailing = text[len(text.rstrip()) :]
     baseline = _json_dump(data, fmt, indent, separators, text) + trailing
     data = _apply(data, tokens, action, value, lambda _old, new: new)

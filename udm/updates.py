@@ -31,6 +31,7 @@ __all__ = [
     "OperationResult",
     "PatchResult",
     "apply_patch",
+    "format_files",
     "list_records",
     "load_record",
     "patches_dir",
@@ -393,3 +394,61 @@ def recover_root(settings: Settings) -> list[str]:
     """Take the write lock and recover interrupted transactions; what was done."""
     with write_lock(settings.state_path, settings.lock_timeout_s):
         return recover(settings.state_path)
+
+
+def format_files(settings: Settings, paths: list[str] | None = None, *, dry_run: bool = False) -> PatchResult:
+    """Whole-file mdformat (GFM + front matter) of Markdown files, committed as one revertible transaction."""
+    import mdformat
+
+    patch_id = f"fmt-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+    recovered: list[str] = []
+    try:
+        with write_lock(settings.state_path, settings.lock_timeout_s):
+            recovered = recover(settings.state_path)
+            ws = Workspace(settings.udm_root, list(settings.id_patterns))
+            root = ws.root
+            targets: list[str] = []
+            for given in paths or ["."]:
+                rel = "." if given in ("", ".") else given
+                real = root if rel == "." else ws.real_path(rel)
+                if real.is_dir():
+                    targets += sorted(
+                        p.relative_to(root).as_posix()
+                        for p in real.rglob("*.md")
+                        if p.is_file() and not p.is_symlink() and not p.name.startswith(".")
+                    )
+                else:
+                    targets.append(real.relative_to(root).as_posix())
+            for rel in targets:
+                text = ws.require(rel)
+                ws.write(rel, mdformat.text(text, extensions={"gfm", "frontmatter"}))
+            changed = ws.changed()
+            files, diff = _files(changed)
+            result = PatchResult(
+                patch_id=patch_id,
+                status="planned" if dry_run else "unchanged",
+                description=f"mdformat of {len(targets)} file(s)",
+                files=files,
+                diff=diff,
+                recovered=recovered,
+            )
+            if dry_run or not changed:
+                return result
+            record = {
+                "id": patch_id,
+                "kind": "fmt",
+                "description": result.description,
+                "author": None,
+                "source": "udm fmt",
+                "applied_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                "patch": None,
+                "operations": [],
+                "files": [f.model_dump() for f in files],
+                "diff": diff,
+                "inverse": _inverse(changed),
+                "reverted_by": None,
+            }
+            txid = _commit(settings, ws, changed, {_record_path(settings, patch_id): record}, "fmt")
+            return result.model_copy(update={"status": "committed", "committed": True, "txid": txid})
+    except UdmError as exc:
+        return _result_for_error(patch_id, "mdformat", False, exc, [], recovered)

@@ -1,0 +1,254 @@
+"""udm_update_flow: plan a patch -> diff artifacts -> approval (pause) -> commit in a Prefect transaction -> re-index.
+
+`run_update(patch, settings, ...)` is the Python entry point other flows (research) use to write
+into the manual: it runs this flow and returns an UpdateResult.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any, Literal
+
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.cache_policies import NO_CACHE
+from prefect.exceptions import FlowPauseTimeout
+from prefect.flow_runs import pause_flow_run
+from prefect.input import RunInput
+from prefect.runtime import flow_run as runtime_flow_run
+from prefect.transactions import Transaction, get_transaction, transaction
+from pydantic import BaseModel, Field
+
+from tasks.base import Permission, needs_approval
+from udm.config import ApprovalPolicy, Settings, load_settings
+from udm.patch import Patch
+from udm.updates import PatchResult, apply_patch, revert_patch
+
+__all__ = ["Approval", "UpdateOptions", "UpdateResult", "run_update", "udm_update_flow"]
+
+# Settings a caller's Settings hands to the flow (plain JSON, so the flow run records them).
+_PASSED_SETTINGS = ("project_root", "root", "state_dir", "logs_dir", "id_patterns", "lock_timeout_s")
+# The largest diff put into one markdown artifact; the rest is cut with a note.
+MAX_ARTIFACT_DIFF = 60_000
+
+
+class Approval(RunInput):
+    """What the reviewer answers in the Prefect UI."""
+
+    approve: bool = Field(default=False, description="Approve the patch (false rejects it).")
+    reviewer: str = Field(default="", description="Who reviewed it.")
+    comment: str = Field(default="", description="Why, in a line.")
+
+
+class UpdateOptions(BaseModel):
+    """How the update flow runs."""
+
+    approval_policy: ApprovalPolicy | None = Field(
+        default=None, description="ask_always | smart_auto | full_auto (default: the settings' policy)."
+    )
+    approval_timeout_s: int = Field(
+        default=3600, ge=1, le=7 * 24 * 3600, description="How long to wait for a reviewer; then rejected."
+    )
+    poll_interval_s: int = Field(
+        default=10, ge=1, le=600, description="How often a paused run checks for input."
+    )
+    reindex: bool = Field(default=True, description="Refresh the DuckDB index after the commit.")
+
+
+class UpdateResult(BaseModel):
+    """The outcome of one update flow run."""
+
+    status: Literal[
+        "committed", "unchanged", "rejected", "timeout", "conflict", "invalid", "error", "rolled_back"
+    ] = Field(description="What happened.")
+    message: str = Field(default="", description="A line saying why.")
+    patch_id: str = Field(description="The patch's id.")
+    patch: PatchResult | None = Field(default=None, description="The transaction report (plan or commit).")
+    approval: dict[str, Any] | None = Field(default=None, description="The reviewer's answer, when asked.")
+    reindexed: bool = Field(default=False, description="Whether the index was refreshed.")
+    flow_run_id: str | None = Field(default=None, description="The Prefect flow run.")
+
+
+def _settings(overrides: dict[str, Any] | None) -> Settings:
+    data = dict(overrides or {})
+    cwd = data.pop("project_root", None)
+    return load_settings(cwd, **data)
+
+
+@task(name="plan-patch", cache_policy=NO_CACHE)
+def plan_patch_task(patch: Patch, settings: Settings) -> PatchResult:
+    """Load-validate-dry-run: per-operation status, files, unified diff, preconditions."""
+    return apply_patch(patch, settings, dry_run=True)
+
+
+@task(name="commit-patch", cache_policy=NO_CACHE)
+def commit_patch_task(planned: Patch, settings: Settings) -> PatchResult:
+    """Apply the planned patch as one transaction (its preconditions make drift a conflict)."""
+    result = apply_patch(planned, settings)
+    if result.committed:
+        txn = get_transaction()
+        if txn is not None:
+            txn.set("patch_id", result.patch_id)
+            txn.set("settings", settings.model_dump(mode="json", include=set(_PASSED_SETTINGS)))
+    return result
+
+
+@commit_patch_task.on_rollback
+def _undo_commit(txn: Transaction) -> None:
+    """A later step failed: revert the committed patch (itself a transaction)."""
+    patch_id = txn.get("patch_id", None)
+    if not patch_id:
+        return
+    result = revert_patch(patch_id, _settings(txn.get("settings")))
+    if result.status != "committed":
+        # The hook cannot fail the flow again; say loudly what is left to do by hand.
+        get_run_logger().error("could not revert patch %s: %s", patch_id, result.error)
+
+
+@task(name="reindex", cache_policy=NO_CACHE)
+def reindex_task(settings: Settings, paths: list[str]) -> bool:
+    """Refresh the index for the changed files (when the engine's index module is installed)."""
+    return _reindex(settings, paths)
+
+
+def _reindex(settings: Settings, paths: list[str]) -> bool:
+    # The engine's index (udm/index.py) may be absent in a trimmed install; the files are the truth.
+    try:
+        from udm.index import UdmIndex
+    except ImportError:
+        return False
+    index = UdmIndex(settings)
+    try:
+        index.refresh()
+    finally:
+        index.close()
+    return True
+
+
+def _publish(plan: PatchResult, patch: Patch) -> None:
+    diff = plan.diff
+    if len(diff) > MAX_ARTIFACT_DIFF:
+        diff = (
+            diff[:MAX_ARTIFACT_DIFF]
+            + f"\n... ({len(plan.diff) - MAX_ARTIFACT_DIFF} more characters; see `udm patch check`)\n"
+        )
+    files = (
+        "\n".join(f"- `{f.path}` {f.action} (+{f.added} -{f.removed})" for f in plan.files)
+        or "- no file changes"
+    )
+    fence = "````" if "```" in diff else "```"
+    markdown = (
+        f"# Patch `{patch.id}`\n\n{patch.description or '(no description)'}\n\n"
+        f"Author: {patch.author or '-'} · source: {patch.source or '-'} · "
+        f"{'**destructive**' if patch.destructive else 'moderate'}\n\n## Files\n\n{files}\n\n"
+        f"## Diff\n\n{fence}diff\n{diff}{fence}\n"
+    )
+    key = "udm-patch-" + hashlib.sha1(patch.id.encode()).hexdigest()[:12]
+    create_markdown_artifact(markdown=markdown, key=key + "-diff", description=f"Diff of patch {patch.id}")
+    rows = [
+        {
+            "index": o.index,
+            "op": o.op,
+            "file": o.file,
+            "status": o.status,
+            "target": o.target,
+            "lines": f"+{o.added} -{o.removed}",
+        }
+        for o in plan.operations
+    ]
+    create_table_artifact(table=rows, key=key + "-ops", description=f"Operations of patch {patch.id}")
+
+
+@flow(name="udm-update", log_prints=False, persist_result=False)
+def udm_update_flow(
+    patch: Patch, options: UpdateOptions | None = None, settings_overrides: dict[str, Any] | None = None
+) -> UpdateResult:
+    """Plan, show, approve, commit (rolled back if a later step fails) and re-index one patch."""
+    options = options or UpdateOptions()
+    settings = _settings(settings_overrides)
+    run_id = str(runtime_flow_run.id) if runtime_flow_run.id else None
+    logger = get_run_logger()
+
+    def done(status: Any, message: str, **extra: Any) -> UpdateResult:
+        logger.info("patch %s: %s %s", patch.id, status, message)
+        return UpdateResult(status=status, message=message, patch_id=patch.id, flow_run_id=run_id, **extra)
+
+    plan = plan_patch_task(patch, settings)
+    if not plan.ok:
+        return done(plan.status, plan.error or "", patch=plan)
+    _publish(plan, patch)
+    if not plan.files:
+        return done("unchanged", "the manual already reads as the patch asks", patch=plan)
+
+    policy = options.approval_policy or settings.approval_policy
+    permission = Permission.DESTRUCTIVE if patch.destructive else Permission.MODERATE
+    answer: Approval | None = None
+    if needs_approval(policy, permission):
+        prompt = Approval.with_initial_data(
+            description=f"Approve patch `{patch.id}` ({permission.value}): {patch.description}. "
+            "Read the diff artifact of this run first.",
+            approve=False,
+        )
+        try:
+            answer = pause_flow_run(
+                wait_for_input=prompt,
+                timeout=options.approval_timeout_s,
+                poll_interval=options.poll_interval_s,
+            )
+        except FlowPauseTimeout:
+            return done("timeout", f"no review within {options.approval_timeout_s} s; rejected", patch=plan)
+        if answer is None or not answer.approve:
+            info = answer.model_dump(include={"approve", "reviewer", "comment"}) if answer else None
+            return done(
+                "rejected",
+                (answer.comment if answer else "") or "rejected by the reviewer",
+                patch=plan,
+                approval=info,
+            )
+    approval = answer.model_dump(include={"approve", "reviewer", "comment"}) if answer else None
+
+    planned = Patch.model_validate(plan.planned_patch)
+    try:
+        with transaction():
+            committed = commit_patch_task(planned, settings)
+            if not committed.committed:
+                return done(committed.status, committed.error or "", patch=committed, approval=approval)
+            reindexed = (
+                reindex_task(settings, [f.path for f in committed.files]) if options.reindex else False
+            )
+    except Exception as exc:  # the transaction rolled back (the hook reverted the commit); report it
+        return done(
+            "rolled_back",
+            f"a step after the commit failed, so it was reverted: {exc}",
+            patch=plan,
+            approval=approval,
+        )
+    return done(
+        "committed",
+        f"{len(committed.files)} file(s) changed",
+        patch=committed,
+        approval=approval,
+        reindexed=reindexed,
+    )
+
+
+def run_update(
+    patch: Patch,
+    settings: Settings,
+    *,
+    policy: ApprovalPolicy | str | None = None,
+    approval_timeout_s: int = 3600,
+    poll_interval_s: int = 10,
+    reindex: bool = True,
+) -> UpdateResult:
+    """Write a patch into the manual through the update flow (approval per `policy`); the flow's result."""
+    overrides = settings.model_dump(mode="json", include=set(_PASSED_SETTINGS))
+    overrides["project_root"] = str(Path(settings.project_root))
+    options = UpdateOptions(
+        approval_policy=ApprovalPolicy(policy) if policy else None,
+        approval_timeout_s=approval_timeout_s,
+        poll_interval_s=poll_interval_s,
+        reindex=reindex,
+    )
+    return udm_update_flow(patch=patch, options=options, settings_overrides=overrides)

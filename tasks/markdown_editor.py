@@ -1,0 +1,202 @@
+"""markdownParserEditorTool: section reads and edits of a Markdown string, changing only the edited lines."""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+from tasks.base import Permission, Tool, ToolContext, ToolInput
+from udm import patch as P
+from udm.document import find_section, parse_document, section_text
+from udm.errors import AmbiguousTargetError, DocumentError, PatchError, TargetError, UdmError
+from udm.patch_apply import Workspace, apply_operations
+
+__all__ = [
+    "MarkdownAction",
+    "MarkdownEditorInput",
+    "MarkdownEditorOutput",
+    "MarkdownEditorStatus",
+    "MarkdownParserEditorTool",
+]
+
+_NAME = "content.md"
+
+
+class MarkdownAction(StrEnum):
+    """What to do with the section (camelCase spellings such as `replaceSection` are accepted too)."""
+
+    GET_SECTION = "get_section"
+    REPLACE_SECTION = "replace_section"
+    APPEND_TO_SECTION = "append_to_section"
+    PREPEND_TO_SECTION = "prepend_to_section"
+    INSERT_SECTION = "insert_section"
+    DELETE_SECTION = "delete_section"
+    RENAME_HEADING = "rename_heading"
+    MOVE_SECTION = "move_section"
+
+
+class MarkdownEditorStatus(StrEnum):
+    """Outcome of the call."""
+
+    SUCCESS = "SUCCESS"
+    ERROR_SECTION_NOT_FOUND = "ERROR_SECTION_NOT_FOUND"
+    ERROR_PARSING = "ERROR_PARSING"
+    ERROR_SERIALIZING = "ERROR_SERIALIZING"
+
+
+class MarkdownEditorInput(ToolInput):
+    """The Markdown text, the action, the section it applies to and the new content."""
+
+    markdownContent: str = Field(description="The Markdown text to read or edit.")
+    action: MarkdownAction = Field(
+        description="get_section, replace_section, append_to_section, prepend_to_section, insert_section, delete_section, rename_heading or move_section."
+    )
+    sectionHeader: str = Field(
+        min_length=1,
+        description="The section: its heading text (with or without '#'s), heading path 'A > B', anchor, or an ID it defines.",
+    )
+    newSectionContent: str | None = Field(
+        default=None,
+        description="Markdown for replace/append/prepend/insert (insert: it starts with the new heading unless newHeading is given).",
+    )
+    newHeading: str | None = Field(
+        default=None, description="rename_heading: the new text; insert_section: the new heading's text."
+    )
+    targetSection: str | None = Field(default=None, description="move_section: the section to move next to.")
+    position: Literal["before", "after"] = Field(
+        default="after", description="insert/move: before or after the target."
+    )
+    level: int | None = Field(
+        default=None, ge=1, le=6, description="insert/move: heading level of the new or moved section."
+    )
+    withHeading: bool = Field(
+        default=False, description="replace_section: newSectionContent replaces the heading too."
+    )
+    formatContent: bool = Field(
+        default=True, description="Normalise the inserted Markdown with mdformat (inserted lines only)."
+    )
+
+    @field_validator("action", mode="before")
+    @classmethod
+    def _snake(cls, value: Any) -> Any:
+        # The earlier specification spells actions in camelCase ("replaceSection").
+        if isinstance(value, str) and any(c.isupper() for c in value):
+            return "".join("_" + c.lower() if c.isupper() else c for c in value)
+        return value
+
+
+class MarkdownEditorOutput(BaseModel):
+    """The edited text, or the extracted section, with a status."""
+
+    status: MarkdownEditorStatus = Field(description="SUCCESS or what went wrong.")
+    modifiedMarkdownContent: str | None = Field(
+        default=None, description="The whole text after the edit; null for get_section or on error."
+    )
+    extractedContent: str | None = Field(
+        default=None, description="get_section: the section's exact text, heading included."
+    )
+    candidates: list[str] = Field(
+        default_factory=list, description="Sections that matched an ambiguous identifier."
+    )
+    errorDetails: str | None = Field(default=None, description="What went wrong; null on success.")
+
+
+_OPS: dict[MarkdownAction, type[BaseModel]] = {
+    MarkdownAction.REPLACE_SECTION: P.ReplaceSection,
+    MarkdownAction.APPEND_TO_SECTION: P.AppendToSection,
+    MarkdownAction.PREPEND_TO_SECTION: P.PrependToSection,
+    MarkdownAction.INSERT_SECTION: P.InsertSection,
+    MarkdownAction.DELETE_SECTION: P.DeleteSection,
+    MarkdownAction.RENAME_HEADING: P.RenameHeading,
+    MarkdownAction.MOVE_SECTION: P.MoveSection,
+}
+
+
+def _operation(data: MarkdownEditorInput) -> dict[str, Any]:
+    op: dict[str, Any] = {"op": data.action.value, "file": _NAME, "section": data.sectionHeader}
+    action = data.action
+    needs_content = action in (
+        MarkdownAction.REPLACE_SECTION,
+        MarkdownAction.APPEND_TO_SECTION,
+        MarkdownAction.PREPEND_TO_SECTION,
+        MarkdownAction.INSERT_SECTION,
+    )
+    if needs_content:
+        if data.newSectionContent is None:
+            raise PatchError(f"{action.value} needs newSectionContent")
+        op["content"] = data.newSectionContent
+        op["format"] = data.formatContent
+    if action is MarkdownAction.REPLACE_SECTION:
+        op["with_heading"] = data.withHeading
+    if action is MarkdownAction.INSERT_SECTION:
+        op.update(position=data.position, level=data.level, heading=data.newHeading)
+    if action is MarkdownAction.RENAME_HEADING:
+        if not data.newHeading:
+            raise PatchError("rename_heading needs newHeading")
+        op["to"] = data.newHeading
+    if action is MarkdownAction.MOVE_SECTION:
+        if not data.targetSection:
+            raise PatchError("move_section needs targetSection")
+        op.update(to=data.targetSection, position=data.position, level=data.level)
+    return op
+
+
+def edit_markdown(data: MarkdownEditorInput) -> MarkdownEditorOutput:
+    """Do what the input asks, purely on the string."""
+    text = data.markdownContent
+    try:
+        if data.action is MarkdownAction.GET_SECTION:
+            doc = parse_document(text, _NAME)
+            return MarkdownEditorOutput(
+                status=MarkdownEditorStatus.SUCCESS,
+                extractedContent=section_text(doc, find_section(doc, data.sectionHeader)),
+            )
+        patch = P.parse_patch({"id": "markdown-editor", "operations": [_operation(data)]}, "request")
+        ws = Workspace(Path("/"), reader=lambda rel: text.encode("utf-8") if rel == _NAME else None)
+        apply_operations(patch, ws)
+        return MarkdownEditorOutput(
+            status=MarkdownEditorStatus.SUCCESS, modifiedMarkdownContent=ws.read(_NAME)
+        )
+    except AmbiguousTargetError as exc:
+        return MarkdownEditorOutput(
+            status=MarkdownEditorStatus.ERROR_SECTION_NOT_FOUND,
+            errorDetails=_clean(exc),
+            candidates=exc.candidates,
+        )
+    except TargetError as exc:
+        return MarkdownEditorOutput(
+            status=MarkdownEditorStatus.ERROR_SECTION_NOT_FOUND, errorDetails=_clean(exc)
+        )
+    except DocumentError as exc:
+        return MarkdownEditorOutput(status=MarkdownEditorStatus.ERROR_PARSING, errorDetails=_clean(exc))
+    except (PatchError, UdmError) as exc:
+        return MarkdownEditorOutput(status=MarkdownEditorStatus.ERROR_SERIALIZING, errorDetails=_clean(exc))
+
+
+def _clean(exc: Exception) -> str:
+    # The engine names the operation and the file; here there is one of each, both implied.
+    text = re.sub(r"^operations\[0\] \([a-z_]+\) on content\.md: ", "", str(exc))
+    return text.replace(f" in {_NAME}", "").replace(f"{_NAME}: ", "")
+
+
+class MarkdownParserEditorTool(Tool[MarkdownEditorInput, MarkdownEditorOutput]):
+    """Section-level reads and edits of Markdown text; only the edited lines change."""
+
+    name: ClassVar[str] = "markdownParserEditorTool"
+    description: ClassVar[str] = (
+        "Reads or edits one section of a Markdown string: get_section returns its exact text; replace, append, "
+        "prepend, insert, delete, rename or move change only the lines they touch and return the whole text. "
+        "Sections are named by heading text, heading path 'A > B', anchor or an ID they define; a missing or "
+        "ambiguous one is an error listing candidates. Inserted Markdown is normalised with mdformat."
+    )
+    Input: ClassVar[type[BaseModel]] = MarkdownEditorInput
+    Output: ClassVar[type[BaseModel]] = MarkdownEditorOutput
+    permission: ClassVar[Permission] = Permission.SAFE
+
+    def execute(self, data: MarkdownEditorInput, ctx: ToolContext) -> MarkdownEditorOutput:
+        """Parse, edit and serialise the string; nothing on disk is touched."""
+        return edit_markdown(data)
