@@ -14,6 +14,7 @@ No module here imports Prefect.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import inspect
 import json
@@ -400,10 +401,17 @@ SchemaFormat = str  # "jsonschema" | "mcp" | "anthropic" | "openai"
 SCHEMA_FORMATS = ("jsonschema", "mcp", "anthropic", "openai")
 
 
+@functools.cache
+def _schema_text(model: type[BaseModel]) -> str:
+    # pydantic rebuilds a schema on every call (about 10 ms for a large model); models are static.
+    return json.dumps(model.model_json_schema(by_alias=True))
+
+
 def export_schema(tool: Tool[Any, Any], fmt: SchemaFormat = "jsonschema") -> dict[str, Any]:
     """A tool's schema in one of the published formats: jsonschema, mcp, anthropic, openai."""
-    input_schema = tool.Input.model_json_schema(by_alias=True)
-    output_schema = tool.Output.model_json_schema(by_alias=True)
+    # Parsed afresh each time so a caller may change its copy without touching the cache.
+    input_schema = json.loads(_schema_text(tool.Input))
+    output_schema = json.loads(_schema_text(tool.Output))
     if fmt == "jsonschema":
         return {
             "name": tool.name,
