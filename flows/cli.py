@@ -36,6 +36,7 @@ COMMAND_MODULES: list[str] = [
     "flows.demo",
     "flows.cli_graph",
     "flows.cli_platform",
+    "flows.cli_browser",
     "flows.cli_patch",
 ]
 

@@ -34,6 +34,7 @@ DEMO_STEPS: list[tuple[str, str]] = [
     ("query the UDM (never stale)", "flows.cli_index:step_queries"),
     ("lint the UDM", "flows.cli_index:step_lint"),
     ("knowledge graph: impact query", "flows.cli_graph:step_graph_impact"),
+    ("browser verification: inline checks", "flows.cli_browser:step_verify_inline"),
     ("patches: check and apply", "flows.cli_patch:step_patch_check_apply"),
 ]
 

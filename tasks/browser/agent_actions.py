@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 from playwright.async_api import ViewportSize

@@ -291,8 +291,8 @@ class BrowserDownloadTool(BrowserTool):
             tmp = target.with_name(f".{target.name}.part-{os.getpid()}")
             await download.save_as(tmp)
             os.replace(tmp, target)
-            mime = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
-            return {"path": str(target), "size_bytes": target.stat().st_size, "mime_type": mime}
+            guessed = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
+            return {"path": str(target), "size_bytes": target.stat().st_size, "mime_type": guessed}
         url = normalize_url(data.url)
         response = await call.session.context.request.get(url, timeout=call.timeout_ms)
         if not response.ok:

@@ -1,0 +1,196 @@
+"""browser_verification_flow: gather checks -> run them in parallel browser contexts -> artifacts -> index.
+
+Each check is one Prefect task run (named after the check) on a thread pool; a semaphore keeps at
+most `concurrency` browser contexts open at once. Every task hands its check to the process's tool
+loop, where the one shared Chromium lives. The flow publishes a results table, an image artifact
+per failing check (its diff or final screenshot), and a Markdown summary naming each failing claim
+with its UDM section, then records every result in the index's `verifications` table.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import threading
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from tasks.base import run_coroutine
+from tasks.browser.verify import CheckResult, new_run_id, problem_result, run_check
+from udm.config import Settings, load_settings
+from udm.verifications import record_verifications
+from udm.verify_spec import Check, gather_checks
+
+__all__ = ["browser_verification_flow", "summary_markdown", "verify_check"]
+
+# Threads of the flow's pool; the real bound on open browser contexts is the per-run semaphore.
+POOL_SIZE = 32
+_SLOTS: dict[str, threading.BoundedSemaphore] = {}
+
+
+@task(name="verify-check", cache_policy=NO_CACHE, task_run_name="check {check.id}")
+def verify_check(
+    check: Check,
+    settings: Settings,
+    run_id: str,
+    base_url: str | None = None,
+    variables: dict[str, str] | None = None,
+    allow_destructive: bool = False,
+) -> dict[str, Any]:
+    """Run one check in its own browser context (waiting for a free slot) and return its result."""
+    slots = _SLOTS.get(run_id) or threading.BoundedSemaphore(settings.browser_concurrency)
+    with slots:
+        result: CheckResult = run_coroutine(
+            run_check(
+                check,
+                settings,
+                run_id=run_id,
+                base_url=base_url,
+                variables=variables,
+                allow_destructive=allow_destructive,
+            )
+        )
+    return result.model_dump(mode="json")
+
+
+def summary_markdown(run_id: str, results: list[dict[str, Any]]) -> str:
+    """The run's Markdown summary: counts, then every failing or warning claim with its UDM section."""
+    counts = {s: sum(1 for r in results if r["status"] == s) for s in ("PASS", "FAIL", "WARNING", "SKIPPED")}
+    lines = [
+        f"# Browser verification {run_id}",
+        "",
+        " · ".join(f"**{k}** {v}" for k, v in counts.items()),
+        "",
+    ]
+    bad = [r for r in results if r["status"] in ("FAIL", "WARNING")]
+    if not bad:
+        lines.append(
+            "Every check passed (or was skipped): the claims below hold." if results else "No checks found."
+        )
+    else:
+        lines += ["## Claims that need review", ""]
+        for r in bad:
+            refs = ", ".join(f"`{x}`" for x in r.get("udm_refs") or []) or "(no UDM reference)"
+            where = f" in `{r['section']}`" if r.get("section") else ""
+            lines.append(f"- **{r['status']}** `{r['id']}` — claim {refs}{where}: {r.get('reason') or ''}")
+    skipped = [r for r in results if r["status"] == "SKIPPED"]
+    if skipped:
+        lines += ["", "## Skipped", ""]
+        lines += [f"- `{r['id']}`: {r.get('reason') or ''}" for r in skipped]
+    return "\n".join(lines) + "\n"
+
+
+def _data_uri(path: str, width: int = 640) -> str | None:
+    """A small JPEG data: URI of an image (artifacts hold URLs, not files)."""
+    try:
+        with Image.open(path) as img:
+            rgb = img.convert("RGB")
+            if rgb.width > width:
+                rgb = rgb.resize((width, max(1, rgb.height * width // rgb.width)))
+            buf = io.BytesIO()
+            rgb.save(buf, format="JPEG", quality=70)
+    except OSError:
+        return None
+    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _artifact_key(text: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")[:100]
+
+
+def _publish(run_id: str, results: list[dict[str, Any]]) -> None:
+    from prefect.artifacts import create_image_artifact, create_markdown_artifact, create_table_artifact
+
+    table = [
+        {
+            "check": r["id"],
+            "status": r["status"],
+            "duration_ms": r.get("duration_ms"),
+            "udm_refs": ", ".join(r.get("udm_refs") or []),
+            "section": r.get("section") or "",
+            "reason": r.get("reason") or "",
+            "screenshot": r.get("screenshot") or "",
+        }
+        for r in results
+    ]
+    create_table_artifact(
+        table=table, key="browser-verification-results", description=f"Checks of run {run_id}"
+    )
+    for r in results:
+        if r["status"] not in ("FAIL", "WARNING"):
+            continue
+        image = r.get("diff_image") or r.get("screenshot")
+        uri = _data_uri(image) if image else None
+        if uri:
+            create_image_artifact(
+                image_url=uri,
+                key=_artifact_key(f"verify-{r['id']}"),
+                description=f"{r['status']} {r['id']}: {r.get('reason') or ''}"[:500],
+            )
+    create_markdown_artifact(
+        markdown=summary_markdown(run_id, results),
+        key="browser-verification-summary",
+        description=f"Browser verification {run_id}",
+    )
+
+
+@flow(
+    name="browser-verification",
+    description="Run the manual's browser checks in parallel contexts; publish results and record them in the index.",
+    task_runner=ThreadPoolTaskRunner(max_workers=POOL_SIZE),  # type: ignore[arg-type]
+    validate_parameters=True,
+)
+def browser_verification_flow(
+    specs: list[str] | None = None,
+    inline: bool = True,
+    only: list[str] | None = None,
+    refs: list[str] | None = None,
+    base_url: str | None = None,
+    variables: dict[str, str] | None = None,
+    concurrency: int | None = None,
+    allow_destructive: bool = False,
+    record: bool = True,
+    artifacts: bool = True,
+    root: str | None = None,
+    state_dir: str | None = None,
+) -> dict[str, Any]:
+    """Verify checks from spec files and the UDM's ```verify blocks; returns counts and every result."""
+    overrides: dict[str, Any] = {}
+    if root:
+        overrides["root"] = root
+    if state_dir:
+        overrides["state_dir"] = state_dir
+    if concurrency:
+        overrides["browser_concurrency"] = concurrency
+    settings = load_settings(**overrides)
+    checks, problems = gather_checks(
+        settings, [Path(s) for s in specs or []], inline=inline, only=only or (), refs=refs or ()
+    )
+    run_id = new_run_id()
+    _SLOTS[run_id] = threading.BoundedSemaphore(settings.browser_concurrency)
+    try:
+        futures = [
+            verify_check.submit(
+                check,
+                settings,
+                run_id,
+                base_url=base_url,
+                variables=variables,
+                allow_destructive=allow_destructive,
+            )
+            for check in checks
+        ]
+        results = [f.result() for f in futures]
+    finally:
+        _SLOTS.pop(run_id, None)
+    results += [problem_result(p).model_dump(mode="json") for p in problems]
+    if artifacts:
+        _publish(run_id, results)
+    recorded = record_verifications(settings, run_id, results) if record else 0
+    counts = {s: sum(1 for r in results if r["status"] == s) for s in ("PASS", "FAIL", "WARNING", "SKIPPED")}
+    return {"run_id": run_id, "counts": counts, "recorded": recorded, "results": results}

@@ -1,0 +1,303 @@
+"""`udm verify`, `udm verified`, `udm links`, `udm browser run`: browser checks, link checks and one-shot sessions."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+__all__ = ["register", "step_verify_inline"]
+
+browser_app = typer.Typer(help="Drive the browser tools from the command line.", no_args_is_help=True)
+
+_MARK = {"PASS": "ok  ", "FAIL": "FAIL", "WARNING": "WARN", "SKIPPED": "skip"}
+
+
+def _print_results(rows: list[dict[str, Any]]) -> None:
+    width = max((len(r["id"]) for r in rows), default=10)
+    for r in rows:
+        reason = f"  {r['reason']}" if r.get("reason") else ""
+        typer.echo(
+            f"{_MARK.get(r['status'], r['status'])}  {r['id']:<{width}}  {r['duration_ms']:>7.0f} ms{reason}"
+        )
+    counts = {s: sum(1 for r in rows if r["status"] == s) for s in ("PASS", "FAIL", "WARNING", "SKIPPED")}
+    typer.echo(", ".join(f"{v} {k.lower()}" for k, v in counts.items()))
+
+
+def verify(
+    specs: list[Path] | None = typer.Argument(
+        None, help="Spec files (YAML/JSON); the UDM's ```verify blocks are added."
+    ),
+    only: list[str] | None = typer.Option(None, "--only", help="Run only this check ID (repeatable)."),
+    ref: list[str] | None = typer.Option(
+        None, "--ref", help="Run only checks of this UDM ID or section (repeatable)."
+    ),
+    base_url: str | None = typer.Option(None, "--base-url", help="For ${BASE_URL} and relative check URLs."),
+    inline: bool = typer.Option(True, "--inline/--no-inline", help="Include the UDM's ```verify blocks."),
+    concurrency: int | None = typer.Option(
+        None, "--concurrency", min=1, max=32, help="Parallel browser contexts."
+    ),
+    allow_destructive: bool = typer.Option(
+        False, "--allow-destructive", help="Allow destructive/critical steps."
+    ),
+    record: bool = typer.Option(True, "--record/--no-record", help="Store results in the index."),
+    use_flow: bool = typer.Option(False, "--flow", help="Run as the Prefect flow (artifacts in the UI)."),
+    schema: bool = typer.Option(False, "--schema", help="Print the spec JSON Schema and exit."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per check."),
+) -> None:
+    """Run browser verification checks; exit 1 when any check fails."""
+    from flows.cli import emit_json, fail, settings
+    from udm.errors import UdmError
+    from udm.verify_spec import spec_json_schema
+
+    if schema:
+        emit_json(spec_json_schema())
+        return
+    for spec in specs or []:
+        if not spec.is_file():
+            raise fail(f"spec file {spec} does not exist", 2)
+    overrides: dict[str, Any] = {"browser_concurrency": concurrency} if concurrency else {}
+    cfg = settings(**overrides)
+    if use_flow:
+        from flows.browser_verify import browser_verification_flow
+
+        summary = browser_verification_flow(
+            specs=[str(s) for s in specs or []],
+            inline=inline,
+            only=only or [],
+            refs=ref or [],
+            base_url=base_url,
+            concurrency=concurrency,
+            allow_destructive=allow_destructive,
+            record=record,
+            root=str(cfg.udm_root),
+            state_dir=str(cfg.state_path),
+        )
+        rows = summary["results"]
+    else:
+        from tasks.browser.verify import new_run_id, problem_result, run_checks_sync
+        from udm.verifications import record_verifications
+        from udm.verify_spec import gather_checks
+
+        try:
+            checks, problems = gather_checks(cfg, specs or [], inline=inline, only=only or (), refs=ref or ())
+        except UdmError as exc:
+            raise fail(str(exc), 2) from exc
+        run_id = new_run_id()
+        results = run_checks_sync(
+            checks, cfg, run_id=run_id, base_url=base_url, allow_destructive=allow_destructive
+        )
+        rows = [r.model_dump(mode="json") for r in results] + [
+            problem_result(p).model_dump(mode="json") for p in problems
+        ]
+        if record:
+            record_verifications(cfg, run_id, rows)
+    if as_json:
+        keys = (
+            "id",
+            "status",
+            "duration_ms",
+            "reason",
+            "screenshot",
+            "diff_image",
+            "udm_refs",
+            "section",
+            "url",
+        )
+        emit_json([{k: r.get(k) for k in keys} for r in rows])
+    else:
+        _print_results(rows)
+    if any(r["status"] == "FAIL" for r in rows):
+        raise typer.Exit(1)
+
+
+def verified(
+    target: str | None = typer.Argument(None, help="Check ID, UDM ID or section; omit for every check."),
+    history: bool = typer.Option(False, "--history", help="Every recorded run of the target, newest first."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """When was a claim last verified, and did it pass (from the index's verifications table)."""
+    from flows.cli import emit_json, fail, settings
+    from udm.verifications import last_verified, verification_history
+
+    cfg = settings()
+    if history and not target:
+        raise fail("--history needs a target", 2)
+    rows = verification_history(cfg, target or "") if history else last_verified(cfg, target)
+    if as_json:
+        emit_json(rows)
+        return
+    if not rows:
+        typer.echo(f"no verification recorded{' for ' + target if target else ''}")
+        raise typer.Exit(1)
+    for r in rows:
+        refs = ",".join(r.get("udm_refs") or [])
+        reason = f"  {r['reason']}" if r.get("reason") else ""
+        typer.echo(
+            f"{r['verified_at']}  {_MARK.get(r['status'], r['status'])}  {r['check_id']}  [{refs}]{reason}"
+        )
+
+
+def links(
+    external: bool = typer.Option(True, "--external/--no-external", help="Check http(s) links."),
+    internal: bool = typer.Option(True, "--internal/--no-internal", help="Check files and #anchors."),
+    max_age: float = typer.Option(
+        86_400, "--max-age", min=0, help="Reuse cached verdicts younger than this (s)."
+    ),
+    per_host: int = typer.Option(8, "--per-host", min=1, max=64, help="Concurrent requests per host."),
+    retries: int = typer.Option(
+        2, "--retries", min=0, max=10, help="Retries for 5xx, 429 and connection errors."
+    ),
+    show_all: bool = typer.Option(False, "--all", help="List ok links too."),
+    as_json: bool = typer.Option(False, "--json", help="Print the whole report as JSON."),
+) -> None:
+    """Check every link of the UDM; exit 1 when any is broken or errored."""
+    from flows.cli import emit_json, settings
+    from udm.links import check_links
+
+    report = check_links(
+        settings(),
+        external=external,
+        internal=internal,
+        max_age_s=max_age,
+        per_host=per_host,
+        retries=retries,
+    )
+    if as_json:
+        emit_json(report)
+    else:
+        for r in report.results:
+            if show_all or r.status not in ("ok", "skipped"):
+                why = f"  {r.reason}" if r.reason else ""
+                typer.echo(f"{r.status:<8} {r.file}:{r.line}  {r.target}{why}")
+        counts = ", ".join(f"{v} {k}" for k, v in sorted(report.counts.items()))
+        typer.echo(f"{len(report.results)} links ({counts}) in {report.seconds:.2f} s")
+    if any(r.status in ("broken", "error") for r in report.results):
+        raise typer.Exit(1)
+
+
+@browser_app.command("run")
+def browser_run(
+    steps_file: Path = typer.Argument(
+        ..., help="YAML/JSON: a list of {tool, input}, or {session, steps: [...]}."
+    ),
+    session: str | None = typer.Option(
+        None, "--session", help="Session ID (default: the file's, else 'cli')."
+    ),
+    keep_going: bool = typer.Option(False, "--keep-going", help="Go on after a failed step."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Approve steps that need approval."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON envelope per step."),
+) -> None:
+    """Run a sequence of browser tool calls in one session, printing each result."""
+    import yaml
+
+    from flows.cli import fail, settings
+    from tasks.base import ToolContext, call_tool, cli_approver
+    from tasks.browser.catalog import browser_tool
+
+    try:
+        text = steps_file.read_text(encoding="utf-8")
+        raw = json.loads(text) if steps_file.suffix == ".json" else yaml.safe_load(text)
+    except OSError as exc:
+        raise fail(f"cannot read {steps_file}: {exc.strerror or exc}", 2) from exc
+    except (yaml.YAMLError, json.JSONDecodeError) as exc:
+        raise fail(f"{steps_file} is not valid YAML/JSON: {exc}", 2) from exc
+    steps = raw.get("steps") if isinstance(raw, dict) else raw
+    if not isinstance(steps, list) or not all(isinstance(s, dict) and s.get("tool") for s in steps):
+        raise fail(f"{steps_file}: expected a list of {{tool, input}} steps", 2)
+    sid = session or (raw.get("session") if isinstance(raw, dict) else None) or "cli"
+    ctx = ToolContext(settings=settings(), approver=cli_approver(yes))
+    failed = 0
+    for n, step in enumerate(steps, 1):
+        tool = browser_tool(str(step["tool"]))
+        if tool is None:
+            raise fail(f"step {n}: unknown browser tool '{step['tool']}'", 2)
+        data = dict(step.get("input") or {})
+        if "session_id" in tool.Input.model_fields:
+            data.setdefault("session_id", sid)
+        result = call_tool(tool, data, ctx)
+        env = result.envelope
+        if as_json:
+            typer.echo(
+                json.dumps({"step": n, "tool": tool.name, **env.model_dump(mode="json")}, ensure_ascii=False)
+            )
+        else:
+            shown = {
+                k: v
+                for k, v in (env.data or {}).items()
+                if v not in (None, [], {}, "") and k != "image_base64"
+            }
+            body = json.dumps(shown, ensure_ascii=False, default=str)
+            typer.echo(f"[{n}] {tool.name}: {'ok' if env.success else 'FAILED'} {env.error or ''}".rstrip())
+            typer.echo(f"    {body[:800]}")
+        if not env.success:
+            failed += 1
+            if not keep_going:
+                break
+    if failed:
+        sys.stdout.flush()
+        raise typer.Exit(1)
+
+
+def step_verify_inline(ws: Any) -> None:
+    """Demo: serve the sample site on 127.0.0.1, run the UDM's inline checks as the Prefect flow."""
+    import functools
+    import http.server
+    import threading
+
+    from flows.browser_verify import browser_verification_flow
+    from udm.verifications import last_verified
+
+    site = Path(__file__).resolve().parent.parent / "examples" / "site"
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def translate_path(self, path: str) -> str:
+            """Serve /sources from sources.html, as the console's routes are written."""
+            found = super().translate_path(path)
+            if not Path(found).exists() and Path(found + ".html").is_file():
+                return found + ".html"
+            return found
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """No access log in the demo's output."""
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(site)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    ws.say(f"   serving examples/site at {base}")
+    try:
+        summary = browser_verification_flow(
+            base_url=base, root=str(ws.settings.udm_root), state_dir=str(ws.settings.state_path)
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+    for r in summary["results"]:
+        refs = ", ".join(r.get("udm_refs") or [])
+        ws.say(
+            f"   {r['status']:<7} {r['id']:<24} {r['duration_ms']:>6.0f} ms  claims {refs}  {r.get('reason') or ''}"
+        )
+    ws.say(
+        f"   run {summary['run_id']}: {summary['counts']}; recorded {summary['recorded']} rows in the index"
+    )
+    latest = last_verified(ws.settings, "COMP-001")
+    if latest:
+        ws.say(
+            f"   COMP-001 last verified {latest[0]['verified_at']} -> {latest[0]['status']} ({latest[0]['check_id']})"
+        )
+    if not summary["results"]:
+        raise RuntimeError("the sample UDM has no ```verify blocks")
+    if summary["counts"]["FAIL"]:
+        raise RuntimeError(f"{summary['counts']['FAIL']} inline check(s) failed against the sample site")
+
+
+def register(app: typer.Typer) -> None:
+    """Add verify, verified, links and the browser group."""
+    app.command("verify")(verify)
+    app.command("verified")(verified)
+    app.command("links")(links)
+    app.add_typer(browser_app, name="browser")
