@@ -68,6 +68,8 @@ TOOL_PATHS: list[str] = [
     "tasks.udm_updater:UdmUpdaterTool",
     # Knowledge graph (tasks/knowledge_graph.py)
     "tasks.knowledge_graph:KnowledgeGraphQueryTool",
+    # Research (tasks/web_search.py, tasks/documents.py, tasks/context7.py)
+    "tasks.documents:DocumentFetchingParsingTool",
     # Platform: pipeline checks and schedules (tasks/pipeline_check.py, tasks/schedules.py)
     "tasks.pipeline_check:PipelineCheckTool",
     "tasks.schedules:ScheduleCreateTool",
