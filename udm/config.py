@@ -152,6 +152,11 @@ class Settings(BaseSettings):
     )
     context7_url: str = Field(default="https://context7.com", description="Context7 API base URL.")
     context7_api_key: SecretStr | None = Field(default=None, description="Context7 API key (Bearer).")
+    secrets_from_prefect: bool = Field(
+        default=False,
+        description="Read missing API keys from Prefect Secret blocks udm-brave-api-key, udm-google-api-key, "
+        "udm-context7-api-key.",
+    )
 
     # Engine
     index_busy_timeout_s: float = Field(
