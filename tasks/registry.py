@@ -69,7 +69,9 @@ TOOL_PATHS: list[str] = [
     # Knowledge graph (tasks/knowledge_graph.py)
     "tasks.knowledge_graph:KnowledgeGraphQueryTool",
     # Research (tasks/web_search.py, tasks/documents.py, tasks/context7.py)
+    "tasks.web_search:WebSearchTool",
     "tasks.documents:DocumentFetchingParsingTool",
+    "tasks.context7:Context7DocumentationTool",
     # Platform: pipeline checks and schedules (tasks/pipeline_check.py, tasks/schedules.py)
     "tasks.pipeline_check:PipelineCheckTool",
     "tasks.schedules:ScheduleCreateTool",

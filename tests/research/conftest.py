@@ -433,7 +433,7 @@ def _api_handler(api: Api) -> type[BaseHTTPRequestHandler]:
             elif parts.path == "/api/v2/context":
                 lib = q.get("libraryId", "")
                 if mode == "404":
-                    self._json(404, {"error": "not found"})
+                    self._json(404, {"error": "no route"})
                 elif mode == "202":
                     self._json(202, {"message": "Library is being processed"})
                 elif lib == "/acme/missing":
