@@ -24,7 +24,7 @@ __all__ = [
 ]
 
 # Bumped whenever the mapping from rows to nodes/edges changes, so cached builds are not reused.
-GRAPH_SCHEMA_VERSION = "kg-3"
+GRAPH_SCHEMA_VERSION = "kg-4"
 
 NODE_KINDS: tuple[str, ...] = (
     "task",
@@ -143,6 +143,8 @@ class KnowledgeGraph:
     def __init__(self, fingerprint: str = "") -> None:
         self.g: nx.MultiDiGraph = nx.MultiDiGraph()
         self.fingerprint = fingerprint
+        # Derived views (typed subgraphs) computed once; the graph is not changed after it is built.
+        self.derived: dict[Any, Any] = {}
 
     def __contains__(self, node_id: object) -> bool:
         return node_id in self.g
@@ -152,7 +154,8 @@ class KnowledgeGraph:
 
     def add_node(self, node_id: str, kind: str, **props: Any) -> None:
         """Add a node, or merge properties into an existing one (a definition upgrades a placeholder)."""
-        clean = {k: _clean_value(v) for k, v in props.items() if k in _PROPERTY_NAMES and v is not None}
+        self.derived.clear()
+        clean = {k: _clean_value(v) for k, v in props.items() if v is not None and k in _PROPERTY_NAMES}
         if node_id in self.g:
             attrs = self.g.nodes[node_id]
             if attrs.get("kind") == "item" and kind != "item":
@@ -173,6 +176,7 @@ class KnowledgeGraph:
         """Add one edge of a type; an edge of the same type between the same nodes is kept once."""
         if src == dst and edge_type in ("part_of", "defined_in"):
             return
+        self.derived.clear()
         self.g.add_edge(src, dst, key=edge_type, type=edge_type)
 
     def node(self, node_id: str) -> dict[str, Any]:
@@ -207,6 +211,9 @@ class KnowledgeGraph:
 
 def _clean_value(value: Any) -> Any:
     # Node properties are scalars (Cypher columns, RDF literals, GraphML attributes): lists become text.
+    if isinstance(value, str):
+        # Most values are one clean line already; only multi-line text is folded.
+        return " ".join(value.split()) if "\n" in value or "\t" in value or "\r" in value else value
     if isinstance(value, bool | int | float):
         return value
     if isinstance(value, list | tuple):

@@ -51,19 +51,18 @@ def _check_via(via: Sequence[str]) -> tuple[str, ...]:
 
 
 def _walk(kg: KnowledgeGraph, start: str, via: tuple[str, ...], forward: bool) -> list[dict[str, Any]]:
-    g = kg.g
+    # The adjacency dicts directly ({neighbour: {edge type: attrs}}): several times faster than edge views.
+    adjacency = kg.g.succ if forward else kg.g.pred
+    wanted = frozenset(via)
     seen = {start: 0}
     order: list[str] = []
     queue = deque([start])
     while queue:
         node = queue.popleft()
-        edges = g.out_edges(node, keys=True) if forward else g.in_edges(node, keys=True)
-        for src, dst, key in edges:
-            if key not in via:
-                continue
-            nxt = dst if forward else src
-            if nxt not in seen:
-                seen[nxt] = seen[node] + 1
+        hops = seen[node] + 1
+        for nxt, keys in adjacency[node].items():
+            if nxt not in seen and not wanted.isdisjoint(keys):
+                seen[nxt] = hops
                 order.append(nxt)
                 queue.append(nxt)
     return [_row(kg, n, hops=seen[n]) for n in order]
@@ -91,6 +90,14 @@ def dependents(kg: KnowledgeGraph, node_id: str, via: Sequence[str] = DEFAULT_VI
 def _typed_subgraph(
     kg: KnowledgeGraph, via: tuple[str, ...], kinds: Iterable[str] | None = None
 ) -> nx.DiGraph:
+    key = ("typed", via, tuple(kinds) if kinds else None)
+    if key not in kg.derived:
+        kg.derived[key] = _make_typed_subgraph(kg, via, kinds)
+    cached: nx.DiGraph = kg.derived[key]
+    return cached
+
+
+def _make_typed_subgraph(kg: KnowledgeGraph, via: tuple[str, ...], kinds: Iterable[str] | None) -> nx.DiGraph:
     sub: nx.DiGraph = nx.DiGraph()
     wanted = set(kinds) if kinds else None
     for node, kind in kg.g.nodes(data="kind"):

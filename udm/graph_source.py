@@ -10,7 +10,7 @@ from typing import Any
 from udm.document import Document
 from udm.graph_model import GraphRows, kind_of_id, section_node_id
 
-__all__ = ["rows_from_documents"]
+__all__ = ["check_items", "check_row", "component_row", "field_lines", "rows_from_documents"]
 
 # `- **OwnerRooMode:** `ROO-MODE-X``, `- **Dependencies:** `COMP-002`, `COMP-004``
 _FIELD_LINE = re.compile(r"^\s*(?:[-*+]\s+)?\*\*`?([A-Za-z][\w ]*?)`?:?\*\*:?\s*(.*)$")
@@ -24,12 +24,53 @@ def _section_ids(doc: Document) -> list[str]:
 
 
 def _fields(doc: Document, start: int, end: int) -> dict[str, str]:
+    return field_lines("".join(doc.lines[start:end]))
+
+
+def field_lines(text: str) -> dict[str, str]:
+    """`- **Name:** value` field lines of a section's text, first occurrence of each name."""
     out: dict[str, str] = {}
-    for line in doc.lines[start:end]:
+    for line in text.splitlines():
         match = _FIELD_LINE.match(line)
         if match:
             out.setdefault(match.group(1).strip(), match.group(2).strip())
     return out
+
+
+def component_row(ident: str, title: str, own_text: str, id_pattern: re.Pattern[str]) -> dict[str, Any]:
+    """A component's row from its section: title, owner mode(s) and dependencies from its field lines."""
+    fields = field_lines(own_text)
+    owner = next((v for k, v in fields.items() if _OWNER_FIELDS.match(k)), "")
+    deps = next((v for k, v in fields.items() if _DEPENDENCY_FIELDS.match(k)), "")
+    return {
+        "id": ident,
+        "title": re.sub(r"^[\d.]+\s*(Component:\s*)?", "", title),
+        "owner": _ids_in(owner, id_pattern),
+        "depends_on": [d for d in _ids_in(deps, id_pattern) if d != ident],
+    }
+
+
+def check_items(data: Any) -> list[dict[str, Any]]:
+    """The checks of a ```verify block: one check, a list of them, or {checks: [...]} like a spec file."""
+    if isinstance(data, dict) and isinstance(data.get("checks"), list):
+        return [c for c in data["checks"] if isinstance(c, dict) and c.get("id")]
+    if isinstance(data, list):
+        return [c for c in data if isinstance(c, dict) and c.get("id")]
+    return [data] if isinstance(data, dict) and data.get("id") else []
+
+
+def check_row(check: dict[str, Any], file: str, line: int, section: str | None) -> dict[str, Any]:
+    """A check's row: its id, title, URL and the IDs or sections whose claim it tests."""
+    refs = check.get("udm_refs") or []
+    return {
+        "id": str(check["id"]),
+        "title": check.get("title") or check.get("name") or check.get("description"),
+        "url": check.get("url"),
+        "file": file,
+        "line": line,
+        "section": section,
+        "refs": [str(r) for r in refs] if isinstance(refs, list) else [str(refs)],
+    }
 
 
 def _ids_in(text: str, pattern: re.Pattern[str]) -> list[str]:
@@ -45,15 +86,6 @@ def _resolve_link(doc: Document, target: str, kind: str) -> str | None:
     base = posixpath.dirname(doc.path)
     path = posixpath.normpath(posixpath.join(base, file)) if file else doc.path
     return section_node_id(path, anchor) if anchor else path
-
-
-def _check_items(data: Any) -> list[dict[str, Any]]:
-    # A verify block holds one check, a list of checks, or {checks: [...]} like a spec file.
-    if isinstance(data, dict) and isinstance(data.get("checks"), list):
-        return [c for c in data["checks"] if isinstance(c, dict)]
-    if isinstance(data, list):
-        return [c for c in data if isinstance(c, dict)]
-    return [data] if isinstance(data, dict) else []
 
 
 def rows_from_documents(docs: Iterable[Document], id_pattern: re.Pattern[str]) -> GraphRows:
@@ -88,17 +120,8 @@ def rows_from_documents(docs: Iterable[Document], id_pattern: re.Pattern[str]) -
                 )
             for ident in s.ids:
                 if kind_of_id(ident) == "component":
-                    fields = _fields(doc, s.heading_end, s.own_end)
-                    owner = next((v for k, v in fields.items() if _OWNER_FIELDS.match(k)), "")
-                    deps = next((v for k, v in fields.items() if _DEPENDENCY_FIELDS.match(k)), "")
-                    rows.components.append(
-                        {
-                            "id": ident,
-                            "title": re.sub(r"^[\d.]+\s*(Component:\s*)?", "", s.title),
-                            "owner": _ids_in(owner, id_pattern),
-                            "depends_on": _ids_in(deps, id_pattern),
-                        }
-                    )
+                    own = "".join(doc.lines[s.heading_end : s.own_end])
+                    rows.components.append(component_row(ident, s.title, own, id_pattern))
         for occ in doc.id_defs:
             rows.ids.append(
                 {
@@ -135,21 +158,7 @@ def rows_from_documents(docs: Iterable[Document], id_pattern: re.Pattern[str]) -
             section = sids[block.section] if block.section is not None else None
             data = block.data
             if block.lang == "verify":
-                for check in _check_items(data):
-                    if not check.get("id"):
-                        continue
-                    refs = check.get("udm_refs") or []
-                    rows.checks.append(
-                        {
-                            "id": str(check["id"]),
-                            "title": check.get("title") or check.get("description"),
-                            "url": check.get("url"),
-                            "file": doc.path,
-                            "line": block.start + 1,
-                            "section": section,
-                            "refs": [str(r) for r in refs] if isinstance(refs, list) else [str(refs)],
-                        }
-                    )
+                rows.checks.extend(check_row(c, doc.path, block.start + 1, section) for c in check_items(data))
                 continue
             if not isinstance(data, dict):
                 continue

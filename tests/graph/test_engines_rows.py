@@ -5,7 +5,8 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from udm.graph import clear_cache, graph_from_rows
+from udm.config import Settings
+from udm.graph import GraphHandle, clear_cache, graph_from_rows
 from udm.graph_sparql import node_iri, with_prefixes
 
 from .conftest import small_rows
@@ -68,3 +69,27 @@ def test_concurrent_callers_get_their_own_answers(tmp_path: Path) -> None:
         assert errors == []
     finally:
         clear_cache()
+
+
+def test_index_and_documents_give_the_same_graph(sample_settings: Settings) -> None:
+    from udm.graph_index import documents_source, index_source
+    from udm.graph_model import build_graph
+
+    from_index = build_graph(index_source(sample_settings).rows())
+    from_files = build_graph(documents_source(sample_settings).rows())
+    assert set(from_index.edges()) == set(from_files.edges())
+    assert {n: from_index.node(n) for n in from_index.g.nodes} == {
+        n: from_files.node(n) for n in from_files.g.nodes
+    }
+    assert index_source(sample_settings).fingerprint() == documents_source(sample_settings).fingerprint()
+
+
+def test_inline_checks_verify_the_section_they_sit_in(sample_graph: GraphHandle) -> None:
+    got = sample_graph.cypher(
+        "MATCH (s:section)-[:verified_by]->(c:check) RETURN c.id AS check, s.id AS section ORDER BY check"
+    )
+    assert got.rows == [
+        ["CHK-CONSOLE-ASK", "02-system-architecture.md#221-component-web-console"],
+        ["CHK-CONSOLE-HOME", "02-system-architecture.md#221-component-web-console"],
+        ["CHK-CONSOLE-SOURCES", "02-system-architecture.md#221-component-web-console"],
+    ]
