@@ -139,7 +139,14 @@ def pipeline_run(
     from flows.pipeline import PipelineRunError, pipeline_flow
 
     try:
-        summary = pipeline_flow(spec=str(file.resolve()), params=params, root=str(cfg.udm_root), approve=yes)
+        summary = pipeline_flow(
+            spec=str(file.resolve()),
+            params=params,
+            project=str(cfg.project_root),
+            root=str(cfg.udm_root),
+            state_dir=str(cfg.state_path),
+            approve=yes,
+        )
     except PipelineRunError as exc:
         emit_json(exc.summary)
         typer.echo(f"error: {exc}", err=True)

@@ -104,7 +104,7 @@ def _step_task(spec_name: str, name: str, step: StepSpec, state_path: Path) -> T
             cache_key_fn=_cache_key_fn(spec_name, name, step.tool, step.cache.key),
             cache_expiration=timedelta(seconds=parse_duration(step.cache.expiration)),
             persist_result=True,
-            result_storage=str(state_path / "pipeline-cache"),
+            result_storage=state_path / "pipeline-cache",
             result_serializer="json",
         )
     if step.tool:
@@ -287,7 +287,9 @@ def _summary_table(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
 def pipeline_flow(
     spec: str | dict[str, Any],
     params: dict[str, Any] | None = None,
+    project: str | None = None,
     root: str | None = None,
+    state_dir: str | None = None,
     approve: bool = False,
     artifact: bool = True,
 ) -> dict[str, Any]:
@@ -295,13 +297,16 @@ def pipeline_flow(
 
     `approve=True` approves the tool calls the approval policy would ask about (the person starting or
     deploying the run is the approver); otherwise such steps fail with "approval denied".
+    `project` is the folder settings are read from (default: the working directory); `root` and
+    `state_dir` override the manual's and the state folder.
     """
     source: Any = (
         Path(spec)
         if isinstance(spec, str) and "\n" not in spec and spec.endswith((".yaml", ".yml", ".json"))
         else spec
     )
-    settings = load_settings(**({"root": root} if root else {}))
+    overrides = {k: v for k, v in {"root": root, "state_dir": state_dir}.items() if v}
+    settings = load_settings(project, **overrides)
     compiled = compile_pipeline(load_spec(source), flow_catalog(), params)
     ctx = ToolContext(settings=settings, approver=always_approve if approve else deny_all)
     results = run_pipeline(compiled, params, ctx)
@@ -314,9 +319,12 @@ def pipeline_flow(
             description=f"Steps of pipeline {compiled.spec.name}",
         )
     failed = [n for n, r in results.items() if r["status"] == "failed"]
+    from prefect.runtime import flow_run
+
     summary = {
         "pipeline": compiled.spec.name,
         "status": "failed" if failed else "completed",
+        "flow_run_id": str(flow_run.id),
         "steps": results,
     }
     if failed:
