@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import tomllib
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -22,6 +23,8 @@ from pydantic_settings import (
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+from udm.errors import ConfigError
 
 __all__ = ["DEFAULT_ID_PATTERNS", "ApprovalPolicy", "Settings", "load_settings"]
 
@@ -168,9 +171,7 @@ class Settings(BaseSettings):
     kg_timeout_s: float = Field(
         default=2.0, gt=0, description="Time limit of one knowledge-graph query, seconds."
     )
-    kg_row_cap: int = Field(
-        default=1000, ge=1, description="Most rows a knowledge-graph query returns."
-    )
+    kg_row_cap: int = Field(default=1000, ge=1, description="Most rows a knowledge-graph query returns.")
     sql_row_cap: int = Field(default=1000, ge=1, description="Most rows a read-only SQL query returns.")
     sql_timeout_s: float = Field(
         default=5.0, gt=0, description="Time limit of one read-only SQL query, seconds."
@@ -256,5 +257,15 @@ def load_settings(cwd: Path | str | None = None, **overrides: Any) -> Settings:
     try:
         overrides.setdefault("project_root", base)
         return Settings(**overrides)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"'{'.'.join(str(x) for x in err['loc']) or '(settings)'}': {err['msg']}" for err in exc.errors()
+        )
+        raise ConfigError(
+            f"invalid setting {problems} (from an option, UDM_* environment variable, udm.toml or "
+            "[tool.udm] in pyproject.toml)"
+        ) from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"udm.toml or pyproject.toml in {base} is not valid TOML: {exc}") from exc
     finally:
         os.chdir(previous)

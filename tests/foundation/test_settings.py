@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-from pydantic import ValidationError
 
 from flows.cli import run
 from udm.config import DEFAULT_ID_PATTERNS, ApprovalPolicy, load_settings
+from udm.errors import ConfigError
 
 
 def write_sources(tmp_path: Path, pyproject: str | None, udm_toml: str | None) -> None:
@@ -107,11 +107,25 @@ def test_lists_from_toml_and_env_scalars(tmp_path: Path, monkeypatch: pytest.Mon
 
 def test_bad_values_are_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("UDM_APPROVAL_POLICY", "yolo")
-    with pytest.raises(ValidationError, match="approval_policy"):
+    with pytest.raises(ConfigError, match="invalid setting 'approval_policy': Input should be 'ask_always'"):
         load_settings(cwd=tmp_path)
     monkeypatch.delenv("UDM_APPROVAL_POLICY")
-    with pytest.raises(ValidationError, match="browser_concurrency"):
+    with pytest.raises(ConfigError, match="'browser_concurrency'"):
         load_settings(cwd=tmp_path, browser_concurrency=0)
+    (tmp_path / "udm.toml").write_text("root = [1\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_settings(cwd=tmp_path)
+
+
+def test_cli_reports_bad_settings_without_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("UDM_APPROVAL_POLICY", "yolo")
+    assert run(["config"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: invalid setting 'approval_policy'")
+    assert "Traceback" not in err
 
 
 def test_udm_config_prints_resolved_settings_with_secrets_masked(
