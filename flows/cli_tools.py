@@ -26,7 +26,7 @@ def tools_list(as_json: bool = typer.Option(False, "--json", help="Print JSON.")
     if as_json:
         emit_json(rows)
         return
-    width = max(len(r["name"]) for r in rows)
+    width = max((len(r["name"]) for r in rows), default=0)
     for r in rows:
         first = r["description"].split(". ")[0].rstrip(".")
         typer.echo(f"{r['name']:<{width}}  {r['permission']:<11}  {first}")

@@ -151,8 +151,10 @@ def cli_approver(yes: bool = False) -> Approver:
                 f"{request.tool} ({request.permission.value}) needs approval and there is no terminal "
                 "to ask: pass --yes, or set UDM_APPROVAL_POLICY"
             )
+        # The prompt goes to stderr: stdout carries the JSON envelope that scripts parse.
         print(f"\n{request.summary}\n[{request.tool}: {request.permission.value}]", file=sys.stderr)
-        answer = input("Approve? [y/N] ").strip().lower()
+        print("Approve? [y/N] ", end="", file=sys.stderr, flush=True)
+        answer = sys.stdin.readline().strip().lower()
         return answer in {"y", "yes"}
 
     return approve

@@ -208,3 +208,34 @@ def test_real_registry_lists_every_written_tool(capsys: pytest.CaptureFixture[st
     assert code == 0
     assert len(rows) == len(registry.TOOL_PATHS)
     assert all(r["permission"] in {p.value for p in Permission} for r in rows)
+
+
+class FakeTty(io.StringIO):
+    """A stdin that claims to be a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_tools_call_prompts_on_a_terminal(
+    fake_tools: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sys.stdin", FakeTty("y\n"))
+    code, env, err = call(capsys, "tools", "call", "guardedNoteTool", "--json", '{"note": "ok"}')
+    # The prompt went to stderr, so stdout is exactly the envelope.
+    assert code == 0
+    assert env["data"]["text"] == "ok"
+    assert "Approve? [y/N]" in err
+    monkeypatch.setattr("sys.stdin", FakeTty("n\n"))
+    code, env, _ = call(capsys, "tools", "call", "guardedNoteTool", "--json", '{"note": "ok"}')
+    assert code == 1
+    assert env["error"].startswith("approval denied")
+
+
+def test_tools_list_with_no_tools(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(registry, "TOOL_PATHS", [])
+    code, out, _ = call(capsys, "tools", "list")
+    assert code == 0
+    assert out is None

@@ -182,7 +182,9 @@ def test_approval_matrix_cell_through_call_tool(tmp_path: Path, policy: str, lev
     assert tool.executed == (1 if ask else 2)
 
 
-def test_cli_approver_yes_tty_and_no_tty(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_cli_approver_yes_tty_and_no_tty(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     request = ApprovalRequest(tool="probeTool", permission=Permission.MODERATE, summary="s", input_digest="d")
     assert cli_approver(yes=True)(request) is True
 
@@ -190,11 +192,14 @@ def test_cli_approver_yes_tty_and_no_tty(monkeypatch: pytest.MonkeyPatch, tmp_pa
         def isatty(self) -> bool:
             return True
 
-    monkeypatch.setattr("sys.stdin", FakeTty())
-    answers = iter(["y", "no"])
-    monkeypatch.setattr("builtins.input", lambda prompt="": next(answers))
+    monkeypatch.setattr("sys.stdin", FakeTty("y\nno\n"))
     assert cli_approver()(request) is True
     assert cli_approver()(request) is False
+    # End of input answers no.
+    assert cli_approver()(request) is False
+    prompts = capsys.readouterr()
+    assert prompts.out == ""
+    assert prompts.err.count("Approve? [y/N]") == 3
 
     monkeypatch.setattr("sys.stdin", io.StringIO(""))
     ctx = make_ctx(tmp_path, ApprovalPolicy.SMART_AUTO, cli_approver(yes=False))
