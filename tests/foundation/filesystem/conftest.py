@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tasks.base import ToolContext, always_approve, call_tool
+from tasks.filesystem import FileSystemAccessTool
 from udm.config import Settings, load_settings
 from udm.sandbox import Sandbox
 
@@ -39,7 +40,7 @@ class World:
 
     def call(self, ctx: ToolContext | None = None, **raw: Any) -> dict[str, Any]:
         """Call fileSystemAccessTool and return its envelope as a dict."""
-        result = call_tool("fileSystemAccessTool", raw, ctx or self.ctx())
+        result = call_tool(FileSystemAccessTool(), raw, ctx or self.ctx())
         return result.envelope.model_dump(mode="json")
 
     def guarded(self) -> list[Path]:
@@ -97,6 +98,21 @@ def world(tmp_path: Path) -> Iterator[World]:
     yield w
     # Every test, whatever it asserts itself, must leave the outside untouched.
     assert w.snapshot() == before, "something outside the allowed directories changed"
+
+
+@pytest.fixture
+def read_spy(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """Every chunk os.read returns during the test (the sandbox reads files only through os.read)."""
+    seen: list[bytes] = []
+    real = os.read
+
+    def spy(fd: int, n: int) -> bytes:
+        data = real(fd, n)
+        seen.append(data)
+        return data
+
+    monkeypatch.setattr(os, "read", spy)
+    return seen
 
 
 @pytest.fixture

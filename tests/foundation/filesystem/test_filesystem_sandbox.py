@@ -33,21 +33,6 @@ def box(world: Any) -> Sandbox:
     return world.sandbox
 
 
-@pytest.fixture
-def read_spy(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
-    """Every chunk os.read returns during the test (the sandbox reads only through os.read)."""
-    seen: list[bytes] = []
-    real = os.read
-
-    def spy(fd: int, n: int) -> bytes:
-        data = real(fd, n)
-        seen.append(data)
-        return data
-
-    monkeypatch.setattr(os, "read", spy)
-    return seen
-
-
 SECRET = b"TOP-SECRET-CANARY-7f3a\n"  # the world fixture's canary content
 
 
