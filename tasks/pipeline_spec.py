@@ -257,7 +257,18 @@ def references(expr: str) -> list[list[str | int]]:
     return found
 
 
-_ALLOWED_CALLS: dict[str, Callable[..., Any]] = {"len": len, "str": str, "int": int, "bool": bool}
+def _join(items: Any, sep: str = "\n") -> str:
+    values = items if isinstance(items, list) else [items]
+    return sep.join(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for v in values)
+
+
+_ALLOWED_CALLS: dict[str, Callable[..., Any]] = {
+    "len": len,
+    "str": str,
+    "int": int,
+    "bool": bool,
+    "join": _join,
+}
 _COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
     ast.Eq: lambda a, b: a == b,
     ast.NotEq: lambda a, b: a != b,
@@ -286,7 +297,7 @@ def _lookup(value: Any, key: str | int) -> Any:
 
 
 def evaluate(expr: str, scope: Mapping[str, Any]) -> Any:
-    """Evaluate a restricted expression (paths, literals, comparisons, and/or/not, len) over scope."""
+    """Evaluate a restricted expression over scope: paths, literals, comparisons, and/or/not, len/str/int/bool/join."""
 
     def ev(node: ast.expr) -> Any:
         path = _path(node)
@@ -319,9 +330,10 @@ def evaluate(expr: str, scope: Mapping[str, Any]) -> Any:
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)
             and node.func.id in _ALLOWED_CALLS
-            and len(node.args) == 1
+            and not node.keywords
+            and 1 <= len(node.args) <= (2 if node.func.id == "join" else 1)
         ):
-            return _ALLOWED_CALLS[node.func.id](ev(node.args[0]))
+            return _ALLOWED_CALLS[node.func.id](*(ev(a) for a in node.args))
         raise ExpressionError(f"unsupported expression: {ast.unparse(node)}")
 
     try:
@@ -552,6 +564,10 @@ def _check_literal_input(name: str, step: StepSpec, flows: Mapping[str, FlowInfo
             for err in exc.errors():
                 loc = [str(x) for x in err["loc"]]
                 if loc and (loc[0] in dynamic or err["type"] == "extra_forbidden"):
+                    continue
+                if not loc and dynamic:
+                    # A whole-input rule (e.g. "one of url or filePath") cannot be judged before the
+                    # expression-valued fields have values; call_tool checks it at run time.
                     continue
                 problems.append(f"{where}: input field '{'.'.join(loc) or '(input)'}': {err['msg']}")
         return problems

@@ -113,11 +113,16 @@ async def test_stdio_server_lists_and_enforces(workspace: Path) -> None:
     env["UDM_APPROVAL_POLICY"] = "smart_auto"
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "flows.cli", "mcp", "--tools", "pipelineCheckTool,scheduleCreateTool"],
+        args=[
+            "-c",
+            "from flows.cli import main; main()",
+            "mcp",
+            "--tools",
+            "pipelineCheckTool,scheduleCreateTool",
+        ],
         env=env,
         cwd=str(workspace),
     )
-    os.environ.get("PYTHONPATH")
     params.env["PYTHONPATH"] = str(REPO)
     async with Client(params) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}

@@ -108,7 +108,9 @@ def test_structural_errors_are_named(test_tools) -> None:
     problems = problems_of("name: p\nsteps:\n  a:\n    tool: echoTool\n    retries: 50\n    colour: 1\n")
     assert any("step 'a': field 'retries'" in p for p in problems)
     assert any("step 'a': field 'colour'" in p for p in problems)
-    assert problems_of("name: p\nsteps:\n  a:\n    input: {}\n") == ["step 'a': give exactly one of 'tool' or 'flow'"]
+    assert problems_of("name: p\nsteps:\n  a:\n    input: {}\n") == [
+        "step 'a': give exactly one of 'tool' or 'flow'"
+    ]
     assert "not valid YAML" in problems_of("name: [\n")[0]
 
 
@@ -122,7 +124,10 @@ def test_flow_steps_check_names_and_parameters(test_tools) -> None:
 
 
 def test_expressions_render_and_evaluate() -> None:
-    scope = {"steps": {"s": {"output": {"results": [{"link": "u1"}, {"link": "u2"}], "n": 2}}}, "params": {"k": "v"}}
+    scope = {
+        "steps": {"s": {"output": {"results": [{"link": "u1"}, {"link": "u2"}], "n": 2}}},
+        "params": {"k": "v"},
+    }
     assert render("${{ steps.s.output.results }}", scope) == [{"link": "u1"}, {"link": "u2"}]
     assert render("${{ steps.s.output.results.link }}", scope) == ["u1", "u2"]
     assert render("n=${{ steps.s.output.n }} k=${{ params.k }}", scope) == "n=2 k=v"
@@ -144,9 +149,22 @@ def test_durations_and_schema() -> None:
     schema = pipeline_json_schema()
     assert schema["required"] == ["name", "steps"]
     step = schema["$defs"]["StepSpec"]["properties"]
-    assert {"tool", "flow", "input", "needs", "retries", "retry_delay", "cache", "timeout", "when", "for_each"} <= set(step)
+    assert {
+        "tool",
+        "flow",
+        "input",
+        "needs",
+        "retries",
+        "retry_delay",
+        "cache",
+        "timeout",
+        "when",
+        "for_each",
+    } <= set(step)
     published = Path(__file__).resolve().parents[2] / "examples" / "pipelines" / "pipeline.schema.json"
-    assert json.loads(published.read_text()) == json.loads(json.dumps(schema)), "run: udm pipeline schema > " + str(published)
+    assert json.loads(published.read_text()) == json.loads(json.dumps(schema)), (
+        "run: udm pipeline schema > " + str(published)
+    )
 
 
 def test_pipeline_check_tool(test_tools, ctx) -> None:
@@ -155,12 +173,20 @@ def test_pipeline_check_tool(test_tools, ctx) -> None:
     ok = call_tool(PipelineCheckTool(), {"spec": GOOD}, ctx).envelope
     assert ok.success and ok.data["valid"] and ok.data["order"] == ["search", "fetch", "summary"]
     bad = call_tool(PipelineCheckTool(), {"spec": "name: p\nsteps:\n  a: {tool: zzz}\n"}, ctx).envelope
-    assert bad.success and not bad.data["valid"] and bad.data["problems"] == ["step 'a': unknown tool 'zzz' (see `udm tools list`)"]
+    assert (
+        bad.success
+        and not bad.data["valid"]
+        and bad.data["problems"] == ["step 'a': unknown tool 'zzz' (see `udm tools list`)"]
+    )
 
 
-def test_example_specs_load() -> None:
+def test_example_specs_compile_against_the_real_tools_and_flows() -> None:
+    from flows.pipeline import flow_catalog
+
     folder = Path(__file__).resolve().parents[2] / "examples" / "pipelines"
     names = sorted(p.name for p in folder.glob("*.yaml"))
     assert {"research.yaml", "update.yaml", "verify.yaml"} <= set(names)
+    catalog = flow_catalog()
     for path in folder.glob("*.yaml"):
-        load_spec(path)
+        compiled = compile_pipeline(load_spec(path), catalog)
+        assert compiled.order, path
