@@ -24,9 +24,11 @@ from typing import Any
 
 import yaml
 from markdown_it import MarkdownIt
+from markdown_it.rules_block.html_block import HTML_SEQUENCES
 
 from udm.errors import AmbiguousTargetError, DocumentError, TargetNotFoundError
 from udm.ids import DEFINING_KEYS, id_matcher
+from udm.simple_yaml import NOT_SIMPLE, parse_simple_yaml
 
 __all__ = [
     "Block",
@@ -165,6 +167,8 @@ def _md() -> MarkdownIt:
 
 _ATX = re.compile(r"(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _FENCE_OPEN = re.compile(r"(`{3,}|~{3,})(.*)$")
+_ORDERED = re.compile(r"\d{1,9}[.)](?:[ \t]|$)")
+_THEMATIC = re.compile(r" {0,3}(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
 _SETEXT = re.compile(r" {0,3}(?:=+|-+)[ \t]*$")
 _HARD_INDENTED = re.compile(r"[ \t]+(?:#|```|~~~|<)")
 _HARD_LIST = re.compile(r"(?:[-*+]|\d{1,9}[.)])[ \t]+(?:#|```|~~~|<|>)")
@@ -192,16 +196,22 @@ def _closer(markup: str, strict: bool = False) -> re.Pattern[str]:
 
 
 def _scan_fast(lines: list[str], first: int) -> tuple[list[_Heading], list[_Fence]] | None:
-    """Headings and fences of an easy file, or None when markdown-it must decide."""
+    """Headings and fences of an easy file, or None when markdown-it must decide.
+
+    Handles ATX headings, fences, setext headings under plain paragraphs (lines starting with a
+    letter), and HTML blocks the way CommonMark delimits them; anything else that could hide or
+    make a heading (indented or container lines with '#', fences or '<', odd underlines) bails out.
+    """
     headings: list[_Heading] = []
     fences: list[_Fence] = []
     n = len(lines)
     i = first
-    prev_blank = True
+    run_start = -1  # first line of the current paragraph, -1 when not in one
+    run_plain = False
     while i < n:
         raw = lines[i].rstrip("\r\n")
         if not raw.strip():
-            prev_blank = True
+            run_start = -1
             i += 1
             continue
         c = raw[0]
@@ -209,7 +219,7 @@ def _scan_fast(lines: list[str], first: int) -> tuple[list[_Heading], list[_Fenc
             m = _ATX.match(raw)
             if m:
                 headings.append(_Heading(len(m.group(1)), _atx_title(m.group(2)), i, i + 1))
-                prev_blank = False
+                run_start = -1
                 i += 1
                 continue
         elif c in "`~":
@@ -227,26 +237,74 @@ def _scan_fast(lines: list[str], first: int) -> tuple[list[_Heading], list[_Fenc
                         i, end, j if closed else n, m.group(2).strip(), markup, 0, "".join(lines[i + 1 : j])
                     )
                 )
-                prev_blank = False
+                run_start = -1
                 i = end
                 continue
-        elif c in " \t":
-            if _HARD_INDENTED.match(raw):
-                return None
         elif c == "<":
-            return None
+            end_html = _html_block_end(lines, i, run_start >= 0)
+            if end_html is None:
+                return None
+            if end_html > i:
+                run_start = -1
+                i = end_html
+                continue
+        elif c in " \t":
+            if _HARD_INDENTED.match(raw) or _SETEXT.match(raw):
+                return None
         elif c == ">":
             if _HARD_QUOTE.match(raw):
                 return None
         elif c in "-*+0123456789" and _HARD_LIST.match(raw):
             return None
-        if not prev_blank and _SETEXT.match(raw):
-            return None
-        if c in " \t" and _SETEXT.match(raw):
-            return None
-        prev_blank = False
+        if (c == "=" or c == "-") and _SETEXT.match(raw):
+            if run_start >= 0:
+                if not run_plain:
+                    return None
+                title = " ".join(part.strip() for part in lines[run_start:i])
+                headings.append(_Heading(1 if c == "=" else 2, title.strip(), run_start, i + 1))
+                run_start = -1
+                i += 1
+                continue
+            if c == "-":
+                if len(raw.strip()) < 3:
+                    return None  # '-' is an empty list item, '--' text: leave it to markdown-it
+                i += 1  # a thematic break
+                continue
+        if c in "*-_" and _THEMATIC.match(raw):
+            run_start = -1  # a thematic break ends the paragraph
+            i += 1
+            continue
+        plain = (c.isalpha() or (c.isdigit() and not _ORDERED.match(raw))) and "|" not in raw
+        if run_start < 0:
+            run_start, run_plain = i, plain
+        else:
+            run_plain = run_plain and plain
         i += 1
     return headings, fences
+
+
+def _html_block_end(lines: list[str], i: int, in_paragraph: bool) -> int | None:
+    """End (exclusive) of a CommonMark HTML block starting at line i; i when the line is text; None: unsure."""
+    text = lines[i].rstrip("\r\n")
+    for k, (opener, closer, can_interrupt) in enumerate(HTML_SEQUENCES):
+        if not opener.search(text):
+            continue
+        if k == 0:
+            return None  # <script>/<pre>/<style>/<textarea>: rare, leave them to markdown-it
+        if in_paragraph and not can_interrupt:
+            return i
+        if closer.pattern == "^$":
+            j = i + 1
+            while j < len(lines) and lines[j].strip():
+                j += 1
+            return j
+        if closer.search(text):
+            return i + 1
+        j = i + 1
+        while j < len(lines) and not closer.search(lines[j]):
+            j += 1
+        return min(j + 1, len(lines))
+    return i
 
 
 def _scan_markdown_it(lines: list[str], text: str) -> tuple[list[_Heading], list[_Fence]]:
@@ -327,6 +385,9 @@ def _parse_data(lang: str, text: str, path: str, first_line: int) -> tuple[Any, 
             return json.loads(text), None
         except json.JSONDecodeError as exc:
             return None, f"{where}:{min(first_line + exc.lineno, last)}: invalid JSON: {exc.msg}"
+    simple = parse_simple_yaml(text)
+    if simple is not NOT_SIMPLE:
+        return simple, None
     try:
         return yaml.load(text, Loader=_YamlLoader), None
     except yaml.YAMLError as exc:

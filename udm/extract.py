@@ -6,7 +6,6 @@ ranges are `start_line`..`end_line`, both inclusive. The document model undernea
 
 from __future__ import annotations
 
-import json
 import posixpath
 import re
 from collections.abc import Iterator
@@ -121,8 +120,16 @@ _FIELD_LINE = re.compile(r"\s*[-*+]\s+\*\*`?([A-Za-z_][\w ]*?)`?\*\*\s*:?\s*(.*)
 
 
 def json_safe(value: Any) -> Any:
-    """YAML values made JSON-able (dates and other scalars become strings)."""
-    return json.loads(json.dumps(value, default=str, ensure_ascii=False))
+    """YAML values made JSON-able (dates and other scalars become strings, keys strings)."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        return value if value == value and value not in (float("inf"), float("-inf")) else str(value)
+    if isinstance(value, dict):
+        return {str(k) if not isinstance(k, str) else k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return str(value)
 
 
 def is_config_file(path: str) -> bool:
@@ -258,6 +265,12 @@ def document_rows(doc: Document, *, exists: Any = None) -> dict[str, list[dict[s
     def sp(idx: int | None) -> str | None:
         return spath[idx] if idx is not None else None
 
+    mentions: dict[int, list[str]] = {}
+    for occ in (*doc.id_defs, *doc.id_refs):
+        if occ.section is not None:
+            bucket = mentions.setdefault(occ.section, [])
+            if occ.id not in bucket:
+                bucket.append(occ.id)
     for s in doc.sections:
         rows["sections"].append(
             {
@@ -274,8 +287,10 @@ def document_rows(doc: Document, *, exists: Any = None) -> dict[str, list[dict[s
                 "parent": s.parent,
                 "ids": list(s.ids),
                 "content": "".join(doc.lines[s.start : s.own_end]),
+                "mentions": mentions.get(s.index, []),
             }
         )
+    safe_data = [json_safe(b.data) if b.data is not None else None for b in doc.blocks]
     for b in doc.blocks:
         rows["blocks"].append(
             {
@@ -288,7 +303,7 @@ def document_rows(doc: Document, *, exists: Any = None) -> dict[str, list[dict[s
                 "start_line": b.start + 1,
                 "end_line": b.end,
                 "content": b.text,
-                "data": json_safe(b.data) if b.data is not None else None,
+                "data": safe_data[b.index],
                 "error": b.error,
             }
         )
@@ -323,7 +338,7 @@ def document_rows(doc: Document, *, exists: Any = None) -> dict[str, list[dict[s
         if b.data is None:
             continue
         section = doc.sections[b.section] if b.section is not None else None
-        for d in _walk_dicts(b.data):
+        for d in _walk_dicts(safe_data[b.index]):
             if _is_task(d):
                 ident = str(d.get("task_id") or d.get("id"))
                 rows["tasks"].append(
@@ -339,7 +354,7 @@ def document_rows(doc: Document, *, exists: Any = None) -> dict[str, list[dict[s
                         "line": _line_in(doc, ident, b.content_start, b.content_end),
                         "section": b.section,
                         "section_path": sp(b.section),
-                        "definition": json_safe(d),
+                        "definition": d,
                     }
                 )
             elif _is_mode(d, section):
@@ -352,7 +367,7 @@ def document_rows(doc: Document, *, exists: Any = None) -> dict[str, list[dict[s
                         "line": _line_in(doc, ident, b.content_start, b.content_end),
                         "section": b.section,
                         "section_path": sp(b.section),
-                        "definition": json_safe(d),
+                        "definition": d,
                     }
                 )
             elif isinstance(d.get("tool_id"), str) and (
@@ -362,13 +377,13 @@ def document_rows(doc: Document, *, exists: Any = None) -> dict[str, list[dict[s
                     {
                         "name": d["tool_id"],
                         "description": _scalar(d.get("description")),
-                        "input_schema": json_safe(d.get("input_schema") or d.get("inputSchema")),
-                        "output_schema": json_safe(d.get("output_schema") or d.get("outputSchema")),
+                        "input_schema": d.get("input_schema") or d.get("inputSchema"),
+                        "output_schema": d.get("output_schema") or d.get("outputSchema"),
                         "file": path,
                         "line": b.start + 1,
                         "section": b.section,
                         "section_path": sp(b.section),
-                        "definition": json_safe(d),
+                        "definition": d,
                     }
                 )
                 if b.section is not None:

@@ -152,7 +152,7 @@ def _columns_sql(table: str) -> str:
 def _ddl() -> list[str]:
     stmts = [
         "CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
-        "CREATE TABLE IF NOT EXISTS files (path VARCHAR PRIMARY KEY, content_hash VARCHAR, size BIGINT, "
+        "CREATE TABLE IF NOT EXISTS files (path VARCHAR, content_hash VARCHAR, size BIGINT, "
         "mtime_ns BIGINT, indexed_at TIMESTAMP, parser VARCHAR, error VARCHAR)",
     ]
     for table, cols in TABLE_COLUMNS.items():
@@ -406,18 +406,39 @@ class UdmIndex:
         disk = scan_root(self.root, self._exclude()) if disk is None else disk
         stats = RefreshStats(full=full, files=len(disk))
         indexed: dict[str, tuple[int, int, str]] = {}
-        with self.connect(read_only=False) as con:
-            for stmt in _ddl():
-                con.execute(stmt)
-            version = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        stack = ExitStack()
+        con = stack.enter_context(self.connect(read_only=False))
+        try:
+            try:
+                version = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            except duckdb.CatalogException:
+                for stmt in _ddl():
+                    con.execute(stmt)
+                version = None
             if version is not None and int(version[0]) != SCHEMA_VERSION:
+                for table in [*TABLE_COLUMNS, "files", "meta"]:
+                    con.execute(f"DROP TABLE IF EXISTS {table}")
+                for stmt in _ddl():
+                    con.execute(stmt)
                 full = True
-                self._reset(con)
             if not full:
                 for path, size, mtime, digest in con.execute(
                     "SELECT path, size, mtime_ns, content_hash FROM files"
                 ).fetchall():
                     indexed[path] = (int(size), int(mtime), digest)
+            return self._refresh_with(con, stack, full, disk, indexed, stats)
+        finally:
+            stack.close()
+
+    def _refresh_with(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        stack: ExitStack,
+        full: bool,
+        disk: dict[str, tuple[int, int]],
+        indexed: dict[str, tuple[int, int, str]],
+        stats: RefreshStats,
+    ) -> RefreshStats:
         removed = sorted(set(indexed) - set(disk))
         candidates = sorted(p for p, st in disk.items() if p not in indexed or indexed[p][:2] != st)
         # Same bytes under a new mtime (touch, checkout): update the stat, skip the parse.
@@ -439,13 +460,18 @@ class UdmIndex:
         stats.unchanged = len(disk) - len(to_parse) - len(touched)
         if not full and not removed and not to_parse and not touched:
             self._known = disk
-            if self.generation < 0:
-                self.generation = self._read_generation()
+            row = con.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+            self.generation = int(row[0]) if row else 0
             stats.generation = self.generation
             return stats
 
         tmp = tempfile.mkdtemp(prefix="udm-index-", dir=self.state)
         try:
+            writer: duckdb.DuckDBPyConnection | None = con
+            if full or sum(disk[p][0] for p in to_parse) >= PARALLEL_MIN_BYTES:
+                # A long parse: let readers in meanwhile, and reconnect for the short load step.
+                stack.close()
+                writer = None
             file_rows, errors, counts, workers = self._parse_all(to_parse, disk, tmp)
             stats.errors = errors
             stats.workers = workers
@@ -453,55 +479,54 @@ class UdmIndex:
             stats.ids = counts.get("ids", 0)
             stats.tasks = counts.get("tasks", 0)
             gone = sorted(set(removed) | set(to_parse))
-            with self.connect(read_only=False) as con:
-                con.execute("BEGIN TRANSACTION")
-                try:
-                    if full:
-                        self._reset(con)
-                    elif gone:
-                        con.execute("CREATE TEMP TABLE gone (path VARCHAR)")
-                        self._load_list(con, "gone", [{"path": p} for p in gone], tmp, {"path": "VARCHAR"})
-                        for table in TABLE_COLUMNS:
-                            con.execute(f"DELETE FROM {table} WHERE file IN (SELECT path FROM gone)")
-                        con.execute("DELETE FROM files WHERE path IN (SELECT path FROM gone)")
+            con = writer if writer is not None else stack.enter_context(self.connect(read_only=False))
+            con.execute("BEGIN TRANSACTION")
+            try:
+                if full:
+                    self._reset(con)
+                elif gone:
+                    con.execute("CREATE TEMP TABLE gone (path VARCHAR)")
+                    self._load_list(con, "gone", [{"path": p} for p in gone], tmp, {"path": "VARCHAR"})
                     for table in TABLE_COLUMNS:
-                        pattern = os.path.join(tmp, f"{table}.*.jsonl")
-                        if any(
-                            n.startswith(f"{table}.") and os.path.getsize(os.path.join(tmp, n))
-                            for n in os.listdir(tmp)
-                        ):
-                            cols = ", ".join(name for name, _ in TABLE_COLUMNS[table])
-                            con.execute(
-                                f"INSERT INTO {table} SELECT {cols} FROM read_json(?, format='newline_delimited', "
-                                f"columns={_columns_sql(table)})",
-                                [pattern],
-                            )
-                    file_cols = {
-                        "path": "VARCHAR",
-                        "content_hash": "VARCHAR",
-                        "size": "BIGINT",
-                        "mtime_ns": "BIGINT",
-                        "indexed_at": "TIMESTAMP",
-                        "parser": "VARCHAR",
-                        "error": "VARCHAR",
-                    }
-                    self._load_list(con, "files", file_rows, tmp, file_cols)
-                    for rel, size, mtime in touched:
+                        con.execute(f"DELETE FROM {table} WHERE file IN (SELECT path FROM gone)")
+                    con.execute("DELETE FROM files WHERE path IN (SELECT path FROM gone)")
+                for table in TABLE_COLUMNS:
+                    pattern = os.path.join(tmp, f"{table}.*.jsonl")
+                    if any(
+                        n.startswith(f"{table}.") and os.path.getsize(os.path.join(tmp, n))
+                        for n in os.listdir(tmp)
+                    ):
+                        cols = ", ".join(name for name, _ in TABLE_COLUMNS[table])
                         con.execute(
-                            "UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?", [size, mtime, rel]
+                            f"INSERT INTO {table} SELECT {cols} FROM read_json(?, format='newline_delimited', "
+                            f"columns={_columns_sql(table)})",
+                            [pattern],
                         )
-                    self._resolve_links(con)
-                    gen_row = con.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
-                    generation = (int(gen_row[0]) if gen_row else 0) + 1
-                    con.execute(
-                        "INSERT OR REPLACE INTO meta VALUES ('generation', ?), ('schema_version', ?), "
-                        "('root', ?), ('refreshed_at', ?)",
-                        [str(generation), str(SCHEMA_VERSION), str(self.root), datetime.now(UTC).isoformat()],
-                    )
-                    con.execute("COMMIT")
-                except BaseException:
-                    con.execute("ROLLBACK")
-                    raise
+                file_cols = {
+                    "path": "VARCHAR",
+                    "content_hash": "VARCHAR",
+                    "size": "BIGINT",
+                    "mtime_ns": "BIGINT",
+                    "indexed_at": "TIMESTAMP",
+                    "parser": "VARCHAR",
+                    "error": "VARCHAR",
+                }
+                self._load_list(con, "files", file_rows, tmp, file_cols)
+                for rel, size, mtime in touched:
+                    con.execute("UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?", [size, mtime, rel])
+                self._resolve_links(con)
+                gen_row = con.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+                generation = (int(gen_row[0]) if gen_row else 0) + 1
+                con.execute(
+                    "INSERT OR REPLACE INTO meta VALUES ('generation', ?), ('schema_version', ?), "
+                    "('root', ?), ('refreshed_at', ?)",
+                    [str(generation), str(SCHEMA_VERSION), str(self.root), datetime.now(UTC).isoformat()],
+                )
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            stack.close()  # release the write connection before the search update
             self._update_search(full, gone, tmp, generation)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -73,7 +73,8 @@ class SearchIndex:
 
     def _doc(self, row: dict[str, Any]) -> tantivy.Document:
         content = row["content"]
-        ids = " ".join(dict.fromkeys(self.matcher.findall(content)))
+        mentioned = row.get("mentions")
+        ids = " ".join(mentioned if mentioned is not None else dict.fromkeys(self.matcher.findall(content)))
         return tantivy.Document(
             file=row["file"],
             section=int(row["idx"]),

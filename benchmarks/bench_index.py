@@ -1,0 +1,167 @@
+"""Benchmark of the UDM index over the generated corpus, with grep and ripgrep as baselines.
+
+Prints, measured in this run: full index time; re-index after one file changes; find_by_id
+p50/p99 in-process; section content p50; search p50; `udm query id` as a process; `rg -F ID` and
+`grep -rnF ID` over the same files, and the ratios. Usage: ./run bench index [FILES MB TASKS]
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from corpus import CORPUS_DIR, CorpusSpec, ensure_corpus  # noqa: E402
+
+from udm.config import load_settings  # noqa: E402
+from udm.query import UdmQuery  # noqa: E402
+
+TARGETS = {
+    "full index (s)": 8.0,
+    "one changed file re-indexed (ms)": 100.0,
+    "find_by_id p50 (ms)": 0.5,
+    "section content p50 (ms)": 1.0,
+    "search p50 (ms)": 20.0,
+}
+
+
+def pct(values: list[float], q: float) -> float:
+    """The q-th percentile (0..100) of values."""
+    ordered = sorted(values)
+    k = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[k]
+
+
+def wall(cmd: list[str], runs: int = 5, env: dict[str, str] | None = None) -> tuple[float, str]:
+    """Median wall time (ms) of a command, and its last stdout."""
+    times: list[float] = []
+    out = ""
+    for _ in range(runs):
+        t = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+        times.append((time.perf_counter() - t) * 1000)
+        out = proc.stdout
+    return statistics.median(times), out
+
+
+def main() -> None:
+    """Run every measurement and print the table."""
+    args = sys.argv[1:]
+    spec = CorpusSpec(
+        files=int(args[0]) if args else 2000,
+        target_mb=float(args[1]) if len(args) > 1 else 100.0,
+        tasks=int(args[2]) if len(args) > 2 else 60000,
+    )
+    t = time.perf_counter()
+    info = ensure_corpus(spec)
+    print(
+        f"corpus: {info.files} files, {info.bytes / 1e6:.1f} MB, {info.tasks} tasks "
+        f"({time.perf_counter() - t:.1f} s to generate or load), {os.cpu_count()} cores"
+    )
+    state = CORPUS_DIR / f"state-{spec.key()}"
+    shutil.rmtree(state, ignore_errors=True)
+    settings = load_settings(ROOT, root=info.root, state_dir=str(state))
+    q = UdmQuery(settings)
+    results: dict[str, float] = {}
+
+    stats = q.index.refresh(full=True)
+    results["full index (s)"] = stats.seconds
+    print(
+        f"full index: {stats.seconds:.2f} s ({stats.parsed} files, {stats.sections} sections, {stats.ids} ID rows, "
+        f"{stats.tasks} tasks, {stats.workers} workers)"
+    )
+    q.fresh()
+
+    # One file edited: the next query notices (inotify + stat) and re-indexes just that file.
+    rng = random.Random(7)
+    victim = Path(info.root) / sorted(Path(info.root).rglob("*.md"))[rng.randrange(info.files)].relative_to(
+        info.root
+    )
+    original = victim.read_bytes()
+    victim.write_bytes(original + b"\n## Added by the benchmark\n\nMentions COMP-00001 once more.\n")
+    t = time.perf_counter()
+    q.fresh()
+    changed_ms = (time.perf_counter() - t) * 1000
+    results["one changed file re-indexed (ms)"] = changed_ms
+    last = q.index.last_refresh
+    print(f"one changed file: {changed_ms:.1f} ms (parsed {last.parsed if last else '?'} file)")
+
+    ids = info.sample_ids
+    for ident in ids[:20]:
+        q.find_by_id(ident)  # warm the definitions cache
+    lat = []
+    for ident in ids:
+        t = time.perf_counter()
+        found = q.find_by_id(ident)
+        lat.append((time.perf_counter() - t) * 1000)
+        assert found, ident
+    results["find_by_id p50 (ms)"] = pct(lat, 50)
+    print(
+        f"find_by_id: p50 {pct(lat, 50):.3f} ms, p99 {pct(lat, 99):.3f} ms over {len(lat)} IDs (freshness check included)"
+    )
+
+    with q.index.connect() as con:
+        sections = con.execute(
+            "SELECT file, anchor FROM sections USING SAMPLE 400 ROWS (reservoir, 3)"
+        ).fetchall()
+    lat = []
+    for file, anchor in sections:
+        t = time.perf_counter()
+        text = q.section_content(file, "#" + anchor)
+        lat.append((time.perf_counter() - t) * 1000)
+        assert text.startswith(("#", text[:1]))
+    results["section content p50 (ms)"] = pct(lat, 50)
+    print(
+        f"section content: p50 {pct(lat, 50):.3f} ms, p99 {pct(lat, 99):.3f} ms over {len(lat)} sections "
+        f"(mostly first touch of their file)"
+    )
+
+    words = info.sample_words
+    queries = [" ".join(rng.sample(words, rng.randint(1, 3))) for _ in range(150)] + [
+        rng.choice(ids) for _ in range(50)
+    ]
+    q.search(queries[0])
+    lat = []
+    for text in queries:
+        t = time.perf_counter()
+        q.search(text, 10)
+        lat.append((time.perf_counter() - t) * 1000)
+    results["search p50 (ms)"] = pct(lat, 50)
+    print(f"search: p50 {pct(lat, 50):.2f} ms, p99 {pct(lat, 99):.2f} ms over {len(lat)} queries")
+    q.close()
+
+    ident = ids[3]
+    udm = str(ROOT / ".venv" / "bin" / "udm")
+    env = dict(os.environ)
+    proc_ms, out = wall([udm, "--root", info.root, "--state-dir", str(state), "query", "id", ident], env=env)
+    assert ident in out, out
+    rg = shutil.which("rg")
+    rg_ms = wall([rg, "-F", ident, info.root])[0] if rg else float("nan")
+    grep_ms = wall(["grep", "-rnF", ident, info.root])[0]
+    print(
+        f"`udm query id` as a process: {proc_ms:.0f} ms; rg -F: {rg_ms:.0f} ms; grep -rnF: {grep_ms:.0f} ms"
+    )
+    print(f"ratios: udm/rg = {proc_ms / rg_ms:.2f}x (target <= 3x), udm/grep = {proc_ms / grep_ms:.2f}x")
+
+    victim.write_bytes(original)
+    print()
+    print(f"{'measure':<36} {'value':>10} {'target':>8}  ok")
+    for name, value in results.items():
+        target = TARGETS[name]
+        print(f"{name:<36} {value:>10.3f} {target:>8g}  {'yes' if value <= target else 'NO'}")
+    print(
+        f"{'udm query id / rg -F (x)':<36} {proc_ms / rg_ms:>10.2f} {3:>8g}  {'yes' if proc_ms / rg_ms <= 3 else 'NO'}"
+    )
+
+
+if __name__ == "__main__":
+    main()

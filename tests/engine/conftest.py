@@ -1,0 +1,36 @@
+"""Engine fixtures: a settings object over a copy of a UDM folder, and a query tool context."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tasks.base import ToolContext, always_approve
+from udm.config import Settings, load_settings
+from udm.query import UdmQuery
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+
+
+@pytest.fixture
+def query(settings: Settings) -> Iterator[UdmQuery]:
+    """A query object over the sample UDM workspace (closed afterwards)."""
+    q = UdmQuery(settings)
+    yield q
+    q.close()
+
+
+@pytest.fixture
+def bad_settings(tmp_path: Path) -> Settings:
+    """Settings over a copy of the golden UDM that breaks every lint rule."""
+    shutil.copytree(GOLDEN / "bad_udm", tmp_path / "udm")
+    return load_settings(tmp_path, root="udm", state_dir="state", logs_dir="logs")
+
+
+@pytest.fixture
+def qctx(settings: Settings) -> ToolContext:
+    """A tool context over the sample UDM that does not log."""
+    return ToolContext(settings=settings, approver=always_approve, log=False)

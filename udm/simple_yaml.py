@@ -1,0 +1,109 @@
+"""A fast path for the flat YAML blocks the UDM is full of (task and mode records).
+
+`parse_simple_yaml` accepts only a small, unambiguous subset — top-level `key: scalar`, flow lists
+of scalars and block lists of scalars — and returns `NOT_SIMPLE` for anything else, so the caller
+falls back to PyYAML. Within the subset the result equals `yaml.safe_load` (a property test checks
+it); every scalar YAML 1.1 could read as something other than a plain string or decimal integer
+(booleans, null, floats, octal, dates, anchors, tags, comments) is left to PyYAML.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+__all__ = ["NOT_SIMPLE", "parse_simple_yaml"]
+
+NOT_SIMPLE: Any = object()
+
+_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_\-]*):(?: +(.*?))? *$")
+_ITEM = re.compile(r"( *)- +(.*?) *$")
+_PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9_.\-/ ]*")
+_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
+_SPECIAL = frozenset(
+    ["yes", "no", "true", "false", "on", "off", "null", "y", "n"]
+)  # any case: YAML 1.1 booleans/null (y/n are strings in PyYAML, but not worth the risk)
+
+
+def _scalar(text: str) -> Any:
+    if not text:
+        return NOT_SIMPLE
+    c = text[0]
+    if c == '"':
+        if len(text) >= 2 and text[-1] == '"' and '"' not in text[1:-1] and "\\" not in text:
+            return text[1:-1]
+        return NOT_SIMPLE
+    if c == "'":
+        if len(text) >= 2 and text[-1] == "'" and "'" not in text[1:-1]:
+            return text[1:-1]
+        return NOT_SIMPLE
+    if _INT.fullmatch(text):
+        return int(text)
+    if _PLAIN.fullmatch(text) and text.lower() not in _SPECIAL and not text.endswith(" "):
+        return text
+    return NOT_SIMPLE
+
+
+def _value(text: str | None) -> Any:
+    if text is None or text == "":
+        return None
+    if text[0] == "[":
+        if text[-1] != "]":
+            return NOT_SIMPLE
+        inner = text[1:-1].strip()
+        if not inner:
+            return []
+        if any(ch in inner for ch in "[]{}\"'"):
+            return NOT_SIMPLE
+        items = [_scalar(part.strip()) for part in inner.split(",")]
+        return NOT_SIMPLE if any(item is NOT_SIMPLE for item in items) else items
+    return _scalar(text)
+
+
+def parse_simple_yaml(text: str) -> Any:
+    """The block's value when it is in the simple subset, else NOT_SIMPLE."""
+    if "#" in text or "\t" in text or "&" in text or "*" in text or "!" in text or "---" in text:
+        return NOT_SIMPLE
+    out: dict[str, Any] = {}
+    lines = text.split("\n")
+    i = 0
+    n = len(lines)
+    while i < n:
+        line = lines[i]
+        if not line.strip():
+            i += 1
+            continue
+        m = _KEY.match(line)
+        if m is None:
+            return NOT_SIMPLE
+        key, raw = m.group(1), m.group(2)
+        if key in out or key.lower() in _SPECIAL:
+            return NOT_SIMPLE
+        i += 1
+        if raw is None or raw == "":
+            items: list[Any] = []
+            indent: int | None = None
+            while i < n and lines[i].strip():
+                im = _ITEM.fullmatch(lines[i])
+                if im is None:
+                    break
+                if indent is None:
+                    indent = len(im.group(1))
+                elif len(im.group(1)) != indent:
+                    return NOT_SIMPLE
+                value = _scalar(im.group(2))
+                if value is NOT_SIMPLE:
+                    return NOT_SIMPLE
+                items.append(value)
+                i += 1
+            if i < n and lines[i].strip() and lines[i][0] == " ":
+                return NOT_SIMPLE  # a nested mapping or an odd continuation
+            out[key] = items if indent is not None else None
+            continue
+        value = _value(raw)
+        if value is NOT_SIMPLE:
+            return NOT_SIMPLE
+        if i < n and lines[i][:1] == " " and lines[i].strip():
+            return NOT_SIMPLE  # a multi-line scalar
+        out[key] = value
+    return out if out else NOT_SIMPLE
