@@ -406,10 +406,8 @@ class Sandbox(PathGuard):
                         raise PathChangedError(f"{self.display(w.path)} changed while being opened") from None
                     raise
             try:
-                if w.st is not None and (os.fstat(dfd).st_ino, os.fstat(dfd).st_dev) != (
-                    w.st.st_ino,
-                    w.st.st_dev,
-                ):
+                held = os.fstat(dfd)
+                if w.st is not None and (held.st_dev, held.st_ino) != (w.st.st_dev, w.st.st_ino):
                     raise PathChangedError(f"{self.display(w.path)} was replaced while being opened")
                 self.verify(w)
                 listing = Listing(Path(w.path))
