@@ -8,6 +8,7 @@ use). Every query runs with a time limit and a row cap.
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import pickle
 import shutil
@@ -23,7 +24,7 @@ from filelock import FileLock
 
 from udm import graph_ops as ops
 from udm.config import Settings
-from udm.errors import GraphQueryError, GraphUnavailableError
+from udm.errors import GraphQueryError, GraphTimeoutError, GraphUnavailableError
 from udm.graph_cypher import CypherStore, QueryResult, build_cypher_store
 from udm.graph_model import GraphRows, KnowledgeGraph, build_graph
 from udm.graph_nl import Translation, translate
@@ -43,6 +44,7 @@ __all__ = [
 # How many fingerprint folders to keep under <state>/graph (older ones are removed after a build).
 KEEP_BUILDS = 3
 DEFAULT_ROW_CAP = 1000
+_OPERATIONS = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="udm-graph-op")
 
 
 @dataclass
@@ -131,8 +133,18 @@ class GraphHandle:
         if plan.language == "cypher":
             return plan, self.cypher(plan.text, timeout_s=timeout_s, row_cap=row_cap)
         assert plan.operation is not None
-        _, cap = self._limits(timeout_s, row_cap)
-        return plan, run_operation(self.kg, plan.operation, plan.args, row_cap=cap)
+        timeout, cap = self._limits(timeout_s, row_cap)
+        operation, args = plan.operation, plan.args
+        # Operations are linear-time networkx walks: one that overruns is abandoned (it finishes on its
+        # own in the background thread) and the caller gets the timeout at the limit.
+        future = _OPERATIONS.submit(run_operation, self.kg, operation, args, row_cap=cap)
+        try:
+            return plan, future.result(timeout=timeout)
+        except concurrent.futures.TimeoutError:
+            raise GraphTimeoutError(
+                f"the {operation} operation did not finish within the {timeout:g} s time limit; its result "
+                "is discarded"
+            ) from None
 
     def close(self) -> None:
         """Close the Cypher connection (the RDF worker is shared by the process)."""

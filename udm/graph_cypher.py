@@ -58,7 +58,10 @@ def build_cypher_store(kg: KnowledgeGraph, path: Path) -> None:
     work = Path(tempfile.mkdtemp(prefix=".cypher-build-", dir=path.parent))
     try:
         db_file = work / "graph.lbug"
-        db = ladybug.Database(str(db_file), buffer_pool_size=BUFFER_POOL_BYTES, max_num_threads=2)
+        # One checkpoint at the end instead of one after every statement (about 40% faster here).
+        db = ladybug.Database(
+            str(db_file), buffer_pool_size=BUFFER_POOL_BYTES, max_num_threads=2, auto_checkpoint=False
+        )
         conn = ladybug.Connection(db)
         columns = ", ".join(f"{name} {typ}" for name, typ in NODE_PROPERTIES)
         for kind in NODE_KINDS:
@@ -93,6 +96,7 @@ def build_cypher_store(kg: KnowledgeGraph, path: Path) -> None:
                     csv.writer(fh, lineterminator="\n").writerows(edges)
                 options = "HEADER=false" + (f", from='{a}', to='{b}'" if len(by_pair) > 1 else "")
                 conn.execute(f"COPY {edge_type} FROM '{target}' ({options})")
+        conn.execute("CHECKPOINT")
         conn.close()
         db.close()
         os.replace(db_file, path)

@@ -100,12 +100,17 @@ def _typed_subgraph(
 def _make_typed_subgraph(kg: KnowledgeGraph, via: tuple[str, ...], kinds: Iterable[str] | None) -> nx.DiGraph:
     sub: nx.DiGraph = nx.DiGraph()
     wanted = set(kinds) if kinds else None
-    for node, kind in kg.g.nodes(data="kind"):
-        if wanted is None or kind in wanted:
-            sub.add_node(node)
-    for src, dst, key in kg.g.edges(keys=True):
-        if key in via and src in sub and dst in sub:
-            sub.add_edge(src, dst)
+    if wanted is not None:
+        sub.add_nodes_from(n for n, k in kg.g.nodes(data="kind") if k in wanted)
+    types = frozenset(via)
+    # Without a kind filter only nodes that have such edges matter (a lone node is in no cycle or path).
+    edges = [
+        (src, dst)
+        for src, nbrs in kg.g.succ.items()
+        for dst, keys in nbrs.items()
+        if not types.isdisjoint(keys) and (wanted is None or (src in sub and dst in sub))
+    ]
+    sub.add_edges_from(edges)
     return sub
 
 
@@ -114,7 +119,12 @@ def topological_order(kg: KnowledgeGraph, via: Sequence[str] = DEFAULT_VIA) -> l
     sub = _typed_subgraph(kg, _check_via(via), kinds=("task",))
     # Edges point from a task to its dependency; reversed, a topological sort puts dependencies first.
     try:
-        order = list(nx.lexicographical_topological_sort(sub.reverse(copy=False)))
+        # Generation by generation (each after everything before it), IDs sorted within one: stable output.
+        order = [
+            n
+            for generation in nx.topological_generations(sub.reverse(copy=False))
+            for n in sorted(generation)
+        ]
     except nx.NetworkXUnfeasible:
         cycle = _one_cycle(sub, next(c for c in nx.strongly_connected_components(sub) if _is_cyclic(sub, c)))
         raise GraphCycleError(
@@ -164,7 +174,8 @@ def shortest_path(
     graph = sub if directed else sub.to_undirected(as_view=True)
     try:
         nodes = nx.shortest_path(graph, src, dst)
-    except nx.NetworkXNoPath:
+    except (nx.NetworkXNoPath, nx.NodeNotFound):
+        # NodeNotFound: an endpoint has no edge of the chosen types at all.
         return []
     steps = [_row(kg, nodes[0], step=0, edge=None, direction=None)]
     for i, (a, b) in enumerate(itertools.pairwise(nodes), start=1):

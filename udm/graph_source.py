@@ -158,7 +158,9 @@ def rows_from_documents(docs: Iterable[Document], id_pattern: re.Pattern[str]) -
             section = sids[block.section] if block.section is not None else None
             data = block.data
             if block.lang == "verify":
-                rows.checks.extend(check_row(c, doc.path, block.start + 1, section) for c in check_items(data))
+                rows.checks.extend(
+                    check_row(c, doc.path, block.start + 1, section) for c in check_items(data)
+                )
                 continue
             if not isinstance(data, dict):
                 continue

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from udm.config import Settings
+from udm.errors import GraphTimeoutError
 from udm.graph import GraphHandle, clear_cache, graph_from_rows
 from udm.graph_sparql import node_iri, with_prefixes
 
@@ -93,3 +98,28 @@ def test_inline_checks_verify_the_section_they_sit_in(sample_graph: GraphHandle)
         ["CHK-CONSOLE-HOME", "02-system-architecture.md#221-component-web-console"],
         ["CHK-CONSOLE-SOURCES", "02-system-architecture.md#221-component-web-console"],
     ]
+
+
+def test_an_overrunning_operation_is_abandoned_at_the_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import udm.graph as graph_module
+
+    real = graph_module.run_operation
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(1.0)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(graph_module, "run_operation", slow)
+    handle = graph_from_rows(small_rows(), tmp_path)
+    try:
+        started = time.perf_counter()
+        with pytest.raises(GraphTimeoutError, match=r"dependents operation did not finish within the 0\.2 s"):
+            handle.natural_language("what depends on TASK-P0-M0.1-T001", timeout_s=0.2)
+        assert time.perf_counter() - started < 0.6
+        monkeypatch.setattr(graph_module, "run_operation", real)
+        _, rows = handle.natural_language("what depends on TASK-P0-M0.1-T001", timeout_s=2.0)
+        assert len(rows.rows) == 4
+    finally:
+        clear_cache()
