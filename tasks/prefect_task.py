@@ -2,27 +2,76 @@
 
 Transient failures raise inside the task so Prefect's retries apply (with exponential backoff and
 jitter, plus the server's Retry-After when it sent one, capped); on the last try the task returns
-the tool's error result instead of failing, so the flow sees a status, not an exception.
+the tool's error result instead of failing, so the flow sees a status, not an exception — or, with
+`fail_on_final=True`, fails with `ToolFailedError` carrying that result. Cached tasks want the latter:
+Prefect stores whatever a task returns under its cache key (a returned Failed state included), so a
+returned transient failure would be served from the cache until it expires. `envelope_of` reads the
+envelope back from a future either way.
+
+Attempts: `prefect.runtime.task_run.run_count` is 1 on the first try and `retries + 1` on the last
+(measured on Prefect 3.8); outside a task run (`task.fn(...)`) every call is treated as the last try.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 from prefect import Task, task
-from prefect.cache_policies import NO_CACHE, CachePolicy
+from prefect.cache_policies import INPUTS, NO_CACHE, TASK_SOURCE, CacheKeyFnPolicy, CachePolicy
+from prefect.context import TaskRunContext
 from prefect.runtime import task_run as runtime_task_run
 from prefect.tasks import exponential_backoff
 
-from tasks.base import Tool, ToolContext, TransientToolError, call_tool
+from tasks.base import Envelope, Tool, ToolContext, TransientToolError, call_tool
 from tasks.registry import get_tool
 
-__all__ = ["MAX_RETRY_AFTER_S", "tool_task"]
+__all__ = [
+    "MAX_RETRY_AFTER_S",
+    "MAX_TOTAL_WAIT_S",
+    "ToolFailedError",
+    "envelope_of",
+    "tool_cache_policy",
+    "tool_task",
+]
 
 # A server asking for a longer pause than this gets this; the run must not stall for minutes.
 MAX_RETRY_AFTER_S = 30.0
+# All waits of one task run together (Prefect's delays plus Retry-After) stay under this.
+MAX_TOTAL_WAIT_S = 120.0
+
+# Seconds already waited per task run (its retries run in this process, one after another).
+_WAITED: dict[str, float] = {}
+_WAITED_LOCK = threading.Lock()
+
+
+class ToolFailedError(Exception):
+    """A tool's transient failure outlived its retries; `envelope` is the error result."""
+
+    def __init__(self, message: str, envelope: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.envelope = envelope
+
+
+def envelope_of(future: Any) -> dict[str, Any]:
+    """The envelope dict a tool task produced, whether it returned it or failed with ToolFailedError."""
+    value = future.result(raise_on_failure=False)
+    if isinstance(value, ToolFailedError):
+        return value.envelope
+    if isinstance(value, BaseException):
+        return {"success": False, "data": None, "error": f"{type(value).__name__}: {value}"}
+    return dict(value)
+
+
+def tool_cache_policy(tool_name: str) -> CachePolicy:
+    """INPUTS (minus the context) + TASK_SOURCE + the tool's name: every tool task shares one body."""
+    return (
+        (INPUTS - "ctx" - "run_label")
+        + TASK_SOURCE
+        + CacheKeyFnPolicy(cache_key_fn=lambda _ctx, _params: tool_name)
+    )
 
 
 def tool_task(
@@ -34,37 +83,70 @@ def tool_task(
     cache_policy: CachePolicy | None = None,
     task_name: str | None = None,
     retry_delay: float | list[float] | None = None,
+    max_retry_after_s: float = MAX_RETRY_AFTER_S,
+    max_total_wait_s: float = MAX_TOTAL_WAIT_S,
+    fail_on_final: bool = False,
     **task_options: Any,
 ) -> Task[..., dict[str, Any]]:
     """A Prefect task `(raw_input, ctx, run_label="") -> envelope dict` calling `tool` through `call_tool`.
 
     `retry_delay` (seconds, one or one per retry) replaces the exponential backoff; `run_label` lets
     callers name each run (`task_run_name="{run_label}"`), as pipelines name runs after their steps.
+    A Retry-After from the server is honoured (capped at `max_retry_after_s`) by waiting whatever it
+    asks beyond Prefect's own delay; all waits of one run stay under `max_total_wait_s`.
     """
     resolved = get_tool(tool) if isinstance(tool, str) else tool
     if resolved is None:
         raise ValueError(f"unknown tool '{tool}'")
     the_tool: Tool[Any, Any] = resolved
 
+    planned: list[float]
+    if retries and retry_delay is not None:
+        planned = list(retry_delay) if isinstance(retry_delay, list) else [float(retry_delay)] * retries
+    elif retries:
+        planned = list(exponential_backoff(backoff_factor=backoff_s)(retries))
+    else:
+        planned = []
+
     def _run(raw_input: dict[str, Any], ctx: ToolContext, run_label: str = "") -> dict[str, Any]:
-        attempt = int(runtime_task_run.run_count or 1)
+        in_task = TaskRunContext.get() is not None
+        attempt = int(runtime_task_run.run_count or 1) if in_task else retries + 1
         last_try = attempt > retries
         try:
-            result = call_tool(the_tool, raw_input, ctx, raise_transient=not last_try)
+            result = call_tool(the_tool, raw_input, ctx, raise_transient=not last_try or fail_on_final)
         except TransientToolError as exc:
-            if exc.retry_after:
-                # Prefect's own delay still follows; this adds what the server asked for.
-                time.sleep(min(exc.retry_after, MAX_RETRY_AFTER_S))
+            if last_try:
+                # fail_on_final: fail (never cached) with the error result the flow would have got.
+                ok, error = the_tool.outcome(exc.result)
+                envelope = Envelope(
+                    success=ok,
+                    data=exc.result.model_dump(mode="json", by_alias=True),
+                    error=error or str(exc),
+                ).model_dump(mode="json")
+                raise ToolFailedError(error or str(exc), envelope) from exc
+            _wait_for_retry(str(runtime_task_run.id), attempt, exc.retry_after)
             raise
         return result.envelope.model_dump(mode="json")
 
+    def _wait_for_retry(run_id: str, attempt: int, retry_after: float | None) -> None:
+        prefect_delay = planned[min(attempt - 1, len(planned) - 1)] if planned else 0.0
+        with _WAITED_LOCK:
+            waited = _WAITED.get(run_id, 0.0)
+        extra = 0.0
+        if retry_after:
+            # Prefect waits `prefect_delay` next; add only what the server asked for beyond it.
+            extra = max(0.0, min(retry_after, max_retry_after_s) - prefect_delay)
+        extra = max(0.0, min(extra, max_total_wait_s - waited - prefect_delay))
+        with _WAITED_LOCK:
+            _WAITED[run_id] = waited + prefect_delay + extra
+            if len(_WAITED) > 10_000:  # finished runs are never removed one by one; bound the map
+                _WAITED.clear()
+        if extra:
+            time.sleep(extra)
+
     _run.__name__ = the_tool.name
     _run.__doc__ = f"Call {the_tool.name} as a Prefect task."
-    delays: list[float] | Callable[[int], list[float]] | float = (
-        exponential_backoff(backoff_factor=backoff_s)(retries) if retries else 0
-    )
-    if retries and retry_delay is not None:
-        delays = retry_delay
+    delays: list[float] | Callable[[int], list[float]] | float = planned if retries else 0
     decorate = task(
         name=task_name or the_tool.name,
         retries=retries,

@@ -1,0 +1,423 @@
+"""research_flow: search -> dedupe -> fetch and parse (fan-out, cached, retried) -> rank -> Context7 ->
+a cited research appendix written into the manual through the UDM-update flow.
+
+Each source is one task run of documentFetchingParsingTool, cached with INPUTS + TASK_SOURCE (+ the
+tool's name) for `max_cache_age_s` in `<state>/prefect-results` and retried on transient failures
+(exponential backoff with jitter, Retry-After honoured). A failed source never fails the flow: it is
+listed with its reason in the sources table artifact and in the appendix.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+from prefect import flow, get_run_logger
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.runtime import flow_run as runtime_flow_run
+from prefect.task_runners import ThreadPoolTaskRunner
+from pydantic import BaseModel, Field, field_validator
+
+from flows.research_report import (
+    Source,
+    appendix_id,
+    canonical_url,
+    heading_safe,
+    index_link_operation,
+    next_version,
+    rank_findings,
+    render_appendix,
+    topic_of,
+)
+from tasks.base import ToolContext, always_approve
+from tasks.context7 import Context7DocumentationTool
+from tasks.documents import DocumentFetchingParsingTool
+from tasks.prefect_task import envelope_of, tool_cache_policy, tool_task
+from tasks.web_search import WebSearchTool
+from udm.config import ApprovalPolicy, Settings, load_settings
+from udm.document import slugify
+
+__all__ = ["ResearchRequest", "ResearchResult", "research_flow", "run_research"]
+
+_PASSED_SETTINGS = (
+    "root",
+    "state_dir",
+    "logs_dir",
+    "fetch_allow",
+    "fetch_respect_robots",
+    "fetch_timeout_s",
+    "fetch_host_delay_s",
+    "fetch_host_concurrency",
+    "fetch_retries",
+    "retry_max_wait_s",
+    "search_provider",
+    "searxng_url",
+    "brave_api_url",
+    "google_api_url",
+    "google_cx",
+    "context7_url",
+    "research_max_workers",
+    "approval_policy",
+)
+
+
+class ResearchRequest(BaseModel):
+    """What to research and where to look."""
+
+    question: str = Field(min_length=3, max_length=500, description="The research question.")
+    queries: list[str] = Field(
+        default_factory=list, description="Search queries (default: the question itself)."
+    )
+    urls: list[str] = Field(default_factory=list, description="Seed URLs fetched in any case.")
+    files: list[str] = Field(
+        default_factory=list, description="Local files (inside the allowed directories)."
+    )
+    libraries: list[str] = Field(default_factory=list, description="Library names looked up in Context7.")
+    topic: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9]+(-[A-Za-z0-9]+)*$",
+        description="Appendix topic (default: from the question).",
+    )
+    max_sources: int = Field(
+        default=10, ge=1, le=500, description="Most sources fetched (seeds and files first)."
+    )
+    results_per_query: int = Field(default=5, ge=1, le=50, description="Search results asked per query.")
+    max_cache_age_s: int = Field(
+        default=24 * 3600,
+        ge=0,
+        le=90 * 24 * 3600,
+        description="Reuse a cached fetch younger than this (0: never).",
+    )
+    max_length_bytes: int = Field(default=500_000, ge=1000, le=50_000_000, description="Cap per document.")
+    write: bool = Field(
+        default=True, description="Write the appendix into the manual (false: only report it)."
+    )
+
+    @field_validator("urls")
+    @classmethod
+    def _http_only(cls, value: list[str]) -> list[str]:
+        for url in value:
+            if not re.match(r"^https?://[^\s/]+", url.strip()):
+                raise ValueError(f"not an http(s) URL: {url!r}")
+        return value
+
+
+class ResearchResult(BaseModel):
+    """What one research run produced."""
+
+    status: Literal["written", "reported", "rejected", "failed"] = Field(description="Outcome.")
+    message: str = Field(default="", description="A line saying what happened.")
+    appendix_id: str = Field(description="The appendix ID (APP-<TOPIC>-RESEARCH-V<n>).")
+    appendix_path: str = Field(description="Its path relative to the UDM root.")
+    sources: list[dict[str, Any]] = Field(default_factory=list, description="Every source with its status.")
+    sources_ok: int = Field(default=0, description="Sources that gave usable text.")
+    sources_failed: int = Field(default=0, description="Sources that failed (see their reasons).")
+    findings: int = Field(default=0, description="Passages cited.")
+    markdown: str = Field(default="", description="The appendix text.")
+    update: dict[str, Any] | None = Field(default=None, description="The UDM-update flow's result.")
+    flow_run_id: str | None = Field(default=None, description="This flow run.")
+
+
+def _settings(overrides: dict[str, Any] | None) -> Settings:
+    data = dict(overrides or {})
+    cwd = data.pop("project_root", None)
+    return load_settings(cwd, **data)
+
+
+def _ctx(settings: Settings) -> ToolContext:
+    # The flow's tools are all SAFE (read-only); writing goes through the update flow's own approval.
+    return ToolContext(settings=settings, approver=always_approve)
+
+
+def _search_links(
+    settings: Settings, request: ResearchRequest, ctx: ToolContext
+) -> tuple[list[tuple[str, str]], list[str]]:
+    search = tool_task(WebSearchTool(), retries=settings.fetch_retries, task_name="search")
+    queries = request.queries or [request.question]
+    futures = [
+        search.with_options(task_run_name=f"search: {q[:60]}").submit(
+            {"query": q, "numResults": request.results_per_query}, ctx
+        )
+        for q in queries
+    ]
+    links: list[tuple[str, str]] = []
+    problems: list[str] = []
+    for q, fut in zip(queries, futures, strict=True):
+        env = envelope_of(fut)
+        if not env.get("success"):
+            problems.append(f"search '{q}': {env.get('error')}")
+        links += [(r["link"], f"search: {q}") for r in (env.get("data") or {}).get("results") or []]
+    return links, problems
+
+
+def _plan_sources(settings: Settings, request: ResearchRequest, links: list[tuple[str, str]]) -> list[Source]:
+    seen: set[str] = set()
+    sources: list[Source] = []
+
+    def add(kind: str, target: str, origin: str) -> None:
+        key = canonical_url(target) if kind == "url" else f"{kind}:{target}"
+        if key in seen or len(sources) >= request.max_sources:
+            return
+        seen.add(key)
+        sources.append(
+            Source(n=len(sources) + 1, url=key if kind == "url" else target, kind=kind, origin=origin)
+        )
+
+    for url in request.urls:
+        add("url", url, "seed")
+    for path in request.files:
+        add("file", path, "file")
+    for link, origin in links:
+        if link.startswith("udm://"):
+            # A hit in the manual itself: its file is the source (the ranking finds the passage).
+            add("file", str(settings.udm_root / link[len("udm://") :].split("#", 1)[0]), origin)
+        elif link.startswith(("http://", "https://")):
+            add("url", link, origin)
+    return sources
+
+
+def _fetch_all(settings: Settings, request: ResearchRequest, sources: list[Source], ctx: ToolContext) -> None:
+    tool = DocumentFetchingParsingTool()
+    options: dict[str, Any] = {}
+    if request.max_cache_age_s > 0:
+        options = {
+            "cache_policy": tool_cache_policy(tool.name),
+            "cache_expiration": timedelta(seconds=request.max_cache_age_s),
+            "persist_result": True,
+            "result_storage": settings.state_path / "prefect-results",
+            "result_serializer": "json",
+        }
+    fetch = tool_task(
+        tool,
+        retries=settings.fetch_retries,
+        backoff_s=0.5,
+        max_retry_after_s=settings.retry_max_wait_s,
+        fail_on_final=True,
+        task_name="fetch",
+        **options,
+    )
+    futures = []
+    for src in sources:
+        raw: dict[str, Any] = {"maxLengthBytes": request.max_length_bytes}
+        raw["url" if src.kind == "url" else "filePath"] = src.url
+        futures.append(fetch.with_options(task_run_name=f"fetch: {src.url[-70:]}").submit(raw, ctx))
+    for src, fut in zip(sources, futures, strict=True):
+        env = envelope_of(fut)
+        data = env.get("data") or {}
+        meta = data.get("metadata") or {}
+        src.status = str(data.get("status") or "ERROR_UNKNOWN")
+        src.reason = str(env.get("error") or "") if not env.get("success") else ""
+        src.title = str(data.get("extractedTitle") or "")
+        src.text = str(data.get("cleanedTextContent") or "")
+        src.fetched_at = str(meta.get("fetched_at") or "")
+        src.content_hash = str(meta.get("content_hash") or "")
+        src.meta = {k: meta.get(k) for k in ("final_url", "from_cache", "truncation_applied") if k in meta}
+
+
+def _context7(settings: Settings, request: ResearchRequest, sources: list[Source], ctx: ToolContext) -> None:
+    if not request.libraries:
+        return
+    c7 = tool_task(
+        Context7DocumentationTool(),
+        retries=settings.fetch_retries,
+        max_retry_after_s=settings.retry_max_wait_s,
+        task_name="context7",
+    )
+    for name in request.libraries:
+        n = len(sources) + 1
+        env = envelope_of(
+            c7.submit({"action": "resolve_library_id", "libraryName": name, "topic": request.question}, ctx)
+        )
+        lib_id = (env.get("data") or {}).get("resolvedLibraryID")
+        src = Source(
+            n=n,
+            url=f"{settings.context7_url.rstrip('/')}{lib_id or '/?q=' + name}",
+            kind="context7",
+            origin=f"library: {name}",
+        )
+        sources.append(src)
+        if not lib_id:
+            src.status = str((env.get("data") or {}).get("status") or "ERROR_UNKNOWN")
+            src.reason = str(env.get("error") or "library not found")
+            continue
+        docs = envelope_of(
+            c7.submit(
+                {
+                    "action": "get_library_docs",
+                    "context7CompatibleLibraryID": lib_id,
+                    "topic": request.question,
+                    "maxTokens": 3000,
+                },
+                ctx,
+            )
+        )
+        data = docs.get("data") or {}
+        src.status = str(data.get("status") or "ERROR_UNKNOWN")
+        src.reason = str(docs.get("error") or "") if not docs.get("success") else ""
+        src.title = f"Context7: {lib_id}"
+        src.text = str(data.get("retrievedDocumentation") or "")
+        if src.text:
+            import hashlib
+            from datetime import UTC, datetime
+
+            src.fetched_at = datetime.now(UTC).isoformat(timespec="seconds")
+            src.content_hash = "sha256:" + hashlib.sha256(src.text.encode()).hexdigest()
+
+
+def _artifacts(app_id: str, sources: list[Source], markdown: str) -> None:
+    rows = [
+        {
+            "n": s.n,
+            "status": "ok" if s.ok else s.status,
+            "title": s.title[:120],
+            "url": s.url,
+            "origin": s.origin,
+            "cached": bool(s.meta.get("from_cache")),
+            "reason": s.reason[:300],
+        }
+        for s in sources
+    ]
+    slug = re.sub(r"[^a-z0-9-]+", "-", app_id.lower())
+    create_table_artifact(
+        table=rows, key=f"{slug}-sources", description=f"Sources of {app_id} (failed ones with their reason)"
+    )
+    failed = [r for r in rows if r["status"] != "ok"]
+    if failed:
+        create_table_artifact(
+            table=failed, key=f"{slug}-failed-sources", description=f"Sources of {app_id} that failed"
+        )
+    create_markdown_artifact(
+        markdown=markdown[:100_000], key=f"{slug}-appendix", description=f"Research appendix {app_id}"
+    )
+
+
+def _write(
+    settings: Settings, app_id: str, title: str, markdown: str, policy: ApprovalPolicy | None, timeout_s: int
+) -> dict[str, Any]:
+    from flows.udm_update import run_update
+    from udm.patch import Patch
+
+    index = settings.udm_root / "appendices" / "00-appendix-index.md"
+    anchor = slugify(f"{app_id}: {heading_safe(title)}")
+    ops: list[dict[str, Any]] = [
+        {
+            "op": "create_file",
+            "file": f"appendices/{app_id}.md",
+            "content": markdown,
+            "rationale": "research appendix",
+        }
+    ]
+    if index.is_file():
+        ops.append(index_link_operation(index.read_text(encoding="utf-8"), app_id, title, anchor))
+    else:
+        table = f"# Appendix Index\n\n| ID | Title |\n| --- | --- |\n| [{app_id}]({app_id}.md#{anchor}) | {title} |\n"
+        ops.append({"op": "create_file", "file": "appendices/00-appendix-index.md", "content": table})
+    patch = Patch.model_validate(
+        {
+            "description": f"research appendix {app_id}",
+            "author": "research_flow",
+            "source": app_id,
+            "operations": ops,
+        }
+    )
+    result = run_update(patch, settings, policy=policy, approval_timeout_s=timeout_s)
+    return result.model_dump(mode="json")
+
+
+@flow(
+    name="research",
+    log_prints=False,
+    persist_result=False,
+    task_runner=ThreadPoolTaskRunner(max_workers=16),  # type: ignore[arg-type]
+)
+def research_flow(
+    request: ResearchRequest,
+    settings_overrides: dict[str, Any] | None = None,
+    approval_policy: ApprovalPolicy | None = None,
+    approval_timeout_s: int = 3600,
+) -> ResearchResult:
+    """Research a question and write the cited appendix into the manual (see the module docstring)."""
+    settings = _settings(settings_overrides)
+    logger = get_run_logger()
+    ctx = _ctx(settings)
+    run_id = str(runtime_flow_run.id) if runtime_flow_run.id else None
+
+    links, problems = _search_links(settings, request, ctx)
+    for p in problems:
+        logger.warning(p)
+    sources = _plan_sources(settings, request, links)
+    _fetch_all(settings, request, sources, ctx)
+    _context7(settings, request, sources, ctx)
+    findings = rank_findings(request.question, sources)
+
+    topic = request.topic or topic_of(request.question)
+    version = next_version(settings.udm_root / "appendices", topic)
+    app_id = appendix_id(topic, version)
+    title = request.question.rstrip("?").strip()
+    markdown = render_appendix(app_id, request.question, sources, findings, title=title, run_id=run_id)
+    _artifacts(app_id, sources, markdown)
+    ok = sum(1 for s in sources if s.ok)
+    result = ResearchResult(
+        status="reported",
+        appendix_id=app_id,
+        appendix_path=f"appendices/{app_id}.md",
+        sources=[
+            {
+                "n": s.n,
+                "url": s.url,
+                "origin": s.origin,
+                "status": "ok" if s.ok else s.status,
+                "title": s.title,
+                "fetched_at": s.fetched_at,
+                "content_hash": s.content_hash,
+                "reason": s.reason,
+                **s.meta,
+            }
+            for s in sources
+        ],
+        sources_ok=ok,
+        sources_failed=len(sources) - ok,
+        findings=len(findings),
+        markdown=markdown,
+        flow_run_id=run_id,
+    )
+    logger.info("%s: %d sources (%d ok), %d findings", app_id, len(sources), ok, len(findings))
+    if not request.write:
+        result.message = "not written (write=false)"
+        return result
+    policy = approval_policy or settings.approval_policy
+    update = _write(settings, app_id, title, markdown, policy, approval_timeout_s)
+    result.update = update
+    status = update.get("status")
+    if status == "committed":
+        result.status, result.message = (
+            "written",
+            f"wrote {result.appendix_path} and linked it from the appendix index",
+        )
+    elif status in ("rejected", "timeout"):
+        result.status, result.message = "rejected", f"the update was {status}: {update.get('message')}"
+    else:
+        result.status, result.message = "failed", f"the update flow ended {status}: {update.get('message')}"
+    return result
+
+
+def run_research(
+    request: ResearchRequest,
+    settings: Settings,
+    *,
+    policy: ApprovalPolicy | str | None = None,
+    approval_timeout_s: int = 3600,
+) -> ResearchResult:
+    """Run research_flow for these settings, with the thread pool bounded by `research_max_workers`."""
+    overrides: dict[str, Any] = settings.model_dump(mode="json", include=set(_PASSED_SETTINGS))
+    overrides["project_root"] = str(Path(settings.project_root))
+    runner: Any = ThreadPoolTaskRunner(max_workers=settings.research_max_workers)
+    flow_fn: Any = research_flow.with_options(task_runner=runner)
+    return flow_fn(
+        request=request,
+        settings_overrides=overrides,
+        approval_policy=ApprovalPolicy(policy) if policy else None,
+        approval_timeout_s=approval_timeout_s,
+    )
