@@ -150,6 +150,9 @@ def cycles(kg: KnowledgeGraph, via: Sequence[str] = DEFAULT_VIA, limit: int = 10
     """One cycle per strongly connected group of nodes (linear time, unlike listing every cycle)."""
     sub = _typed_subgraph(kg, _check_via(via))
     found: list[dict[str, Any]] = []
+    if nx.is_directed_acyclic_graph(sub):
+        # The usual case, and a cheaper test than listing strongly connected components.
+        return found
     for component in nx.strongly_connected_components(sub):
         if _is_cyclic(sub, component):
             cycle = _one_cycle(sub, component)
