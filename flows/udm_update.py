@@ -25,7 +25,7 @@ from udm.config import ApprovalPolicy, Settings, load_settings
 from udm.patch import Patch
 from udm.updates import PatchResult, apply_patch, revert_patch
 
-__all__ = ["Approval", "UpdateOptions", "UpdateResult", "run_update", "udm_update_flow"]
+__all__ = ["Approval", "UpdateOptions", "UpdateResult", "artifact_key", "run_update", "udm_update_flow"]
 
 # Settings a caller's Settings hands to the flow (plain JSON, so the flow run records them).
 _PASSED_SETTINGS = ("project_root", "root", "state_dir", "logs_dir", "id_patterns", "lock_timeout_s")
@@ -68,6 +68,9 @@ class UpdateResult(BaseModel):
     approval: dict[str, Any] | None = Field(default=None, description="The reviewer's answer, when asked.")
     reindexed: bool = Field(default=False, description="Whether the index was refreshed.")
     flow_run_id: str | None = Field(default=None, description="The Prefect flow run.")
+    artifacts: list[str] = Field(
+        default_factory=list, description="Ids of the diff (markdown) and operations (table) artifacts."
+    )
 
 
 def _settings(overrides: dict[str, Any] | None) -> Settings:
@@ -126,7 +129,12 @@ def _reindex(settings: Settings, paths: list[str]) -> bool:
     return True
 
 
-def _publish(plan: PatchResult, patch: Patch) -> None:
+def artifact_key(patch_id: str) -> str:
+    """The key prefix of a patch's artifacts (`-diff` markdown, `-ops` table); keys allow [a-z0-9-] only."""
+    return "udm-patch-" + hashlib.sha1(patch_id.encode()).hexdigest()[:12]
+
+
+def _publish(plan: PatchResult, patch: Patch) -> list[str]:
     diff = plan.diff
     if len(diff) > MAX_ARTIFACT_DIFF:
         diff = (
@@ -144,8 +152,12 @@ def _publish(plan: PatchResult, patch: Patch) -> None:
         f"{'**destructive**' if patch.destructive else 'moderate'}\n\n## Files\n\n{files}\n\n"
         f"## Diff\n\n{fence}diff\n{diff}{fence}\n"
     )
-    key = "udm-patch-" + hashlib.sha1(patch.id.encode()).hexdigest()[:12]
-    create_markdown_artifact(markdown=markdown, key=key + "-diff", description=f"Diff of patch {patch.id}")
+    key = artifact_key(patch.id)
+    ids = [
+        create_markdown_artifact(
+            markdown=markdown, key=key + "-diff", description=f"Diff of patch {patch.id}"
+        )
+    ]
     rows = [
         {
             "index": o.index,
@@ -157,7 +169,10 @@ def _publish(plan: PatchResult, patch: Patch) -> None:
         }
         for o in plan.operations
     ]
-    create_table_artifact(table=rows, key=key + "-ops", description=f"Operations of patch {patch.id}")
+    ids.append(
+        create_table_artifact(table=rows, key=key + "-ops", description=f"Operations of patch {patch.id}")
+    )
+    return [str(i) for i in ids]
 
 
 @flow(name="udm-update", log_prints=False, persist_result=False)
@@ -172,12 +187,20 @@ def udm_update_flow(
 
     def done(status: Any, message: str, **extra: Any) -> UpdateResult:
         logger.info("patch %s: %s %s", patch.id, status, message)
-        return UpdateResult(status=status, message=message, patch_id=patch.id, flow_run_id=run_id, **extra)
+        return UpdateResult(
+            status=status,
+            message=message,
+            patch_id=patch.id,
+            flow_run_id=run_id,
+            artifacts=artifacts,
+            **extra,
+        )
 
+    artifacts: list[str] = []
     plan = plan_patch_task(patch, settings)
     if not plan.ok:
         return done(plan.status, plan.error or "", patch=plan)
-    _publish(plan, patch)
+    artifacts = _publish(plan, patch)
     if not plan.files:
         return done("unchanged", "the manual already reads as the patch asks", patch=plan)
 
