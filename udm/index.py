@@ -40,7 +40,7 @@ from udm.extract import TABLE_COLUMNS, document_rows
 
 __all__ = ["IDLE_RELEASE_S", "MARKDOWN_SUFFIXES", "SCHEMA_VERSION", "RefreshStats", "UdmIndex", "scan_root"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 IDLE_RELEASE_S = 1.0
 # Below this much text, forking workers costs more than it saves.
@@ -221,6 +221,10 @@ def _file_row(
     }
 
 
+class _NeedFlag(Exception):
+    """Internal: the first write attempt met a lock; raise the writer-waiting flag and retry."""
+
+
 def _is_lock_error(exc: BaseException) -> bool:
     text = str(exc)
     return "lock" in text.lower() or "Conflicting lock" in text or "different configuration" in text
@@ -246,6 +250,7 @@ class UdmIndex:
         self.db_path = self.state / "index.duckdb"
         self.search_path = self.state / "search"
         self._write_lock_path = self.state / "index.write.lock"
+        self._writer_flag = self.state / "index.writer-waiting"
         self._mutex = threading.RLock()
         self._ro: duckdb.DuckDBPyConnection | None = None
         self._ro_users = 0
@@ -262,6 +267,21 @@ class UdmIndex:
         return [self.state]
 
     def _open(self, read_only: bool) -> duckdb.DuckDBPyConnection:
+        flagged = False
+        try:
+            return self._open_retrying(read_only, lambda: None)
+        except _NeedFlag:
+            flagged = True
+            # Tell readers of other processes to let go of their idle connections.
+            with suppress(OSError):
+                self._writer_flag.touch()
+            return self._open_retrying(read_only, None)
+        finally:
+            if flagged:
+                with suppress(OSError):
+                    self._writer_flag.unlink()
+
+    def _open_retrying(self, read_only: bool, first_failure: Any) -> duckdb.DuckDBPyConnection:
         deadline = time.monotonic() + self.settings.index_busy_timeout_s
         delay = 0.01
         while True:
@@ -272,6 +292,8 @@ class UdmIndex:
                     con.execute("SET enable_external_access = false")
                 return con
             except (duckdb.IOException, duckdb.ConnectionException) as exc:
+                if first_failure is not None and not read_only and _is_lock_error(exc):
+                    raise _NeedFlag from exc
                 if not _is_lock_error(exc) or time.monotonic() >= deadline:
                     if _is_lock_error(exc):
                         raise IndexBusyError(
@@ -312,6 +334,8 @@ class UdmIndex:
         if not self.db_path.exists():
             self.refresh()
         with self._mutex:
+            if self._ro is not None and self._ro_users == 0 and self._writer_flag.exists():
+                self._drop_ro()  # a writer elsewhere is waiting: step aside, reopen after it
             if self._ro is None:
                 self._ro = self._open(read_only=True)
             if self._release_timer is not None:
@@ -383,6 +407,9 @@ class UdmIndex:
         """Bring the index up to date with the files: only changed files are parsed (all when `full`)."""
         started = time.perf_counter()
         self.state.mkdir(parents=True, exist_ok=True)
+        with self._mutex:
+            # Our own read connection would block our write; another refresher may need it gone too.
+            self._drop_ro()
         lock = FileLock(str(self._write_lock_path))
         try:
             lock.acquire(timeout=self.settings.index_busy_timeout_s)
@@ -527,7 +554,7 @@ class UdmIndex:
                 con.execute("ROLLBACK")
                 raise
             stack.close()  # release the write connection before the search update
-            self._update_search(full, gone, tmp, generation)
+            self._update_search(full or not indexed, gone, tmp, generation)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         self.generation = generation
@@ -632,7 +659,11 @@ class UdmIndex:
 
         search = search or SearchIndex(self.search_path, list(self.settings.id_patterns))
         with self.connect(read_only=True) as con:
-            cur = con.execute("SELECT file, idx, start_line, title, path, content FROM sections")
+            cur = con.execute(
+                "SELECT s.file, s.idx, s.start_line, s.title, s.path, s.content, s.ids, m.mentions "
+                "FROM sections s LEFT JOIN (SELECT file, section, list(DISTINCT id) AS mentions FROM ids "
+                "GROUP BY file, section) m ON m.file = s.file AND m.section = s.idx"
+            )
             names = [d[0] for d in cur.description]
             rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
             gen = generation if generation is not None else self._read_generation()

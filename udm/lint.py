@@ -98,6 +98,23 @@ def find_cycles(graph: dict[str, list[str]]) -> list[list[str]]:
     return out
 
 
+def _cycle_path(graph: dict[str, list[str]], comp: list[str]) -> list[str]:
+    """One cycle through comp[0] inside the component, as a closed path (first node repeated)."""
+    members = set(comp)
+    start = comp[0]
+    stack: list[tuple[str, list[str]]] = [(start, [start])]
+    seen: set[str] = set()
+    while stack:
+        node, path = stack.pop()
+        for nxt in graph.get(node, []):
+            if nxt == start:
+                return [*path, start]
+            if nxt in members and nxt not in seen:
+                seen.add(nxt)
+                stack.append((nxt, [*path, nxt]))
+    return [*comp, comp[0]]
+
+
 def lint(settings: Settings, query: UdmQuery | None = None) -> list[Finding]:
     """Every finding over the (freshly refreshed) index, sorted by file and line."""
     q = query or get_query(settings)
@@ -148,13 +165,9 @@ def lint(settings: Settings, query: UdmQuery | None = None) -> list[Finding]:
                     )
         for comp in find_cycles(graph):
             file, line = where[comp[0]]
+            path = _cycle_path(graph, comp)
             findings.append(
-                _finding(
-                    file,
-                    line,
-                    "dependency-cycle",
-                    f"dependency cycle among {len(comp)} tasks: {' -> '.join(comp)}",
-                )
+                _finding(file, line, "dependency-cycle", f"dependency cycle: {' -> '.join(path)}")
             )
 
         for file, line, target, kind, target_file, fragment, resolved in con.execute(

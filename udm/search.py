@@ -48,6 +48,7 @@ def _schema() -> tantivy.Schema:
     b.add_text_field("path", stored=True, tokenizer_name="raw", index_option="basic")
     b.add_text_field("body", stored=True, tokenizer_name="en_stem")
     b.add_text_field("ids", stored=False, tokenizer_name="raw", index_option="freq")
+    b.add_text_field("defines", stored=False, tokenizer_name="raw", index_option="basic")
     return b.build()
 
 
@@ -74,7 +75,7 @@ class SearchIndex:
     def _doc(self, row: dict[str, Any]) -> tantivy.Document:
         content = row["content"]
         mentioned = row.get("mentions")
-        ids = " ".join(mentioned if mentioned is not None else dict.fromkeys(self.matcher.findall(content)))
+        ids = "" if mentioned is not None else " ".join(dict.fromkeys(self.matcher.findall(content)))
         return tantivy.Document(
             file=row["file"],
             section=int(row["idx"]),
@@ -82,7 +83,8 @@ class SearchIndex:
             title=row["title"],
             path=row["path"],
             body=content,
-            ids=ids.split() or [""],
+            ids=list(mentioned) if mentioned is not None else ids.split() or [""],
+            defines=list(row.get("ids") or []) or [""],
         )
 
     def generation(self) -> int:
@@ -134,8 +136,11 @@ class SearchIndex:
         clauses: list[tuple[tantivy.Occur, tantivy.Query]] = []
         schema = index.schema
         for ident in ids:
+            # The section that defines an ID outranks the ones that mention it.
             q = tantivy.Query.term_query(schema, "ids", ident)
             clauses.append((tantivy.Occur.Should, tantivy.Query.boost_query(q, 3.0)))
+            d = tantivy.Query.term_query(schema, "defines", ident)
+            clauses.append((tantivy.Occur.Should, tantivy.Query.boost_query(d, 10.0)))
         if words:
             parsed = index.parse_query(" ".join(words), ["title", "body"], field_boosts={"title": 2.0})
             clauses.append((tantivy.Occur.Should, parsed))

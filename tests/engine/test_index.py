@@ -152,7 +152,7 @@ def test_concurrent_refresh_and_query_processes(workspace: Path) -> None:
     script = (
         "import sys\nfrom udm.config import load_settings\nfrom udm.query import UdmQuery\n"
         "q = UdmQuery(load_settings(sys.argv[1]))\n"
-        "for i in range(15):\n"
+        "for i in range(8):\n"
         "    assert q.find_by_id('COMP-001'), 'lost COMP-001'\n"
         "print('ok')\n"
     )
@@ -169,7 +169,7 @@ def test_concurrent_refresh_and_query_processes(workspace: Path) -> None:
         for _ in range(2)
     ]
     index = UdmIndex(settings)
-    for i in range(5):
+    for i in range(3):
         path.write_text(path.read_text(encoding="utf-8") + f"\nEdit {i}.\n", encoding="utf-8")
         index.refresh()
     index.close()

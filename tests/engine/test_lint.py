@@ -1,0 +1,42 @@
+"""`udm lint`: every rule against a golden UDM, the sample is clean, the CLI exits 1 on errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from flows.cli import run
+from udm.config import Settings
+from udm.lint import RULES, find_cycles, lint
+
+from .conftest import GOLDEN
+
+
+def test_golden_findings(bad_settings: Settings) -> None:
+    findings = lint(bad_settings)
+    assert "".join(f"{f}\n" for f in findings) == (GOLDEN / "lint.txt").read_text(encoding="utf-8")
+    # Every rule fires at least once; UTF-8 (a family nobody defines) stays quiet.
+    assert {f.rule for f in findings} == set(RULES)
+    assert not any("UTF-8" in f.message for f in findings)
+
+
+def test_sample_udm_is_clean(settings: Settings) -> None:
+    assert lint(settings) == []
+
+
+def test_cli_lint_json_and_exit_code(
+    bad_settings: Settings, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(bad_settings.project_root)
+    code = run(["--root", "udm", "--state-dir", "state", "lint", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert data["errors"] == 12 and data["warnings"] == 2
+    assert {"file", "line", "rule", "severity", "message"} <= set(data["findings"][0])
+
+
+def test_find_cycles() -> None:
+    graph = {"a": ["b"], "b": ["c"], "c": ["a"], "d": ["d"], "e": ["a", "x"]}
+    assert sorted(find_cycles(graph)) == [["a", "b", "c"], ["d"]]
+    assert find_cycles({"a": ["b"], "b": []}) == []
