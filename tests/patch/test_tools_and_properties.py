@@ -1,0 +1,185 @@
+"""The three tools through call_tool, golden edits, and the property that bytes outside an edit stay put."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
+
+from tasks.base import ToolContext, always_approve, call_tool, deny_all
+from udm.config import ApprovalPolicy, Settings
+from udm.patch import parse_patch
+from udm.patch_apply import Workspace, apply_operations
+
+from .conftest import SMALL_DOC
+
+
+def test_markdown_editor_get_append_and_errors() -> None:
+    got = call_tool(
+        "markdownParserEditorTool",
+        {"markdownContent": SMALL_DOC, "action": "get_section", "sectionHeader": "Phase 2"},
+    )
+    assert got.envelope.success and got.envelope.data["extractedContent"] == "## Phase 2\n\nClosing words.\n"
+    edited = call_tool(
+        "markdownParserEditorTool",
+        {
+            "markdownContent": SMALL_DOC,
+            "action": "appendToSection",
+            "sectionHeader": "Phase 2",
+            "newSectionContent": "More.",
+        },
+    )
+    assert edited.envelope.data["modifiedMarkdownContent"] == SMALL_DOC + "\nMore.\n"
+    missing = call_tool(
+        "markdownParserEditorTool",
+        {"markdownContent": SMALL_DOC, "action": "delete_section", "sectionHeader": "Nope"},
+    )
+    assert missing.envelope.data["status"] == "ERROR_SECTION_NOT_FOUND" and not missing.envelope.success
+
+
+def test_yaml_editor_shapes_and_statuses() -> None:
+    text = "a:\n  b: 1  # note\nlist: [1, 2]\n"
+    set_ = call_tool(
+        "yamlJsonParserEditorTool",
+        {"textContent": text, "format": "yaml", "action": "modifyKeyValue", "keyPath": "a.b", "newValue": 2},
+    )
+    assert set_.envelope.data["modifiedTextContent"] == "a:\n  b: 2  # note\nlist: [1, 2]\n"
+    get = call_tool(
+        "yamlJsonParserEditorTool",
+        {"textContent": text, "format": "yaml", "action": "get_value", "keyPath": "list[1]"},
+    )
+    assert get.envelope.data["extractedValue"] == 2
+    nokey = call_tool(
+        "yamlJsonParserEditorTool",
+        {"textContent": text, "format": "yaml", "action": "delete_key", "keyPath": "a.z"},
+    )
+    assert nokey.envelope.data["status"] == "ERROR_KEY_NOT_FOUND"
+    bad = call_tool(
+        "yamlJsonParserEditorTool",
+        {"textContent": "{a: [", "format": "yaml", "action": "get_value", "keyPath": "a"},
+    )
+    assert bad.envelope.data["status"] == "ERROR_PARSING"
+    j5 = call_tool(
+        "yamlJsonParserEditorTool",
+        {
+            "textContent": "{\n  // c\n  a: 1,\n  b: 2,\n}\n",
+            "format": "json5",
+            "action": "set_value",
+            "keyPath": "b",
+            "newValue": 3,
+        },
+    )
+    assert j5.envelope.data["modifiedTextContent"] == "{\n  // c\n  a: 1,\n  b: 3,\n}\n"
+
+
+def test_udm_updater_transaction_report_and_permissions(small: Settings) -> None:
+    ctx = ToolContext(settings=small, approver=always_approve)
+    res = call_tool(
+        "udmUpdaterTool",
+        {
+            "description": "close T001",
+            "udm_updates_list": [
+                {
+                    "target_file": "roadmap.md",
+                    "section": "TASK-P0-M0.1-T001",
+                    "operation": "set_yaml_key",
+                    "key": "status",
+                    "value": "done",
+                    "rationale": "reviewed",
+                },
+                {
+                    "target_file": "roadmap.md",
+                    "section": "Phase 2",
+                    "operation": "append_to_section",
+                    "content": "Done.",
+                },
+            ],
+        },
+        ctx,
+    )
+    data = res.envelope.data
+    assert res.envelope.success and data["status"] == "SUCCESS" and data["committed"]
+    assert [o["status"] for o in data["operations"]] == ["applied", "applied"]
+    assert "+status: done" in data["unified_diff"] and data["patch_id"]
+    strict = small.model_copy(update={"approval_policy": ApprovalPolicy.SMART_AUTO})
+    denied = call_tool(
+        "udmUpdaterTool",
+        {
+            "udm_updates_list": [
+                {"target_file": "roadmap.md", "section": "Phase 2", "operation": "delete_section"}
+            ]
+        },
+        ToolContext(settings=strict, approver=deny_all),
+    )
+    assert not denied.envelope.success and "destructive" in (denied.envelope.error or "")
+    assert "## Phase 2" in (small.udm_root / "roadmap.md").read_text(encoding="utf-8")
+
+
+GOLDEN = Path(__file__).with_name("golden")
+
+
+def test_golden_files() -> None:
+    cases = sorted(p for p in GOLDEN.iterdir() if p.is_dir())
+    assert cases
+    for case in cases:
+        texts = {"input.md": (case / "input.md").read_bytes()}
+        ws = Workspace(case, reader=lambda rel, texts=texts: texts.get(rel))
+        apply_operations(
+            parse_patch(__import__("yaml").safe_load((case / "patch.yaml").read_text(encoding="utf-8"))), ws
+        )
+        assert ws.read("input.md") == (case / "expected.md").read_text(encoding="utf-8"), case.name
+
+
+_title = (
+    st.text(
+        alphabet=st.characters(whitelist_categories=("Lu", "Ll", "Nd"), whitelist_characters=" -"),
+        min_size=1,
+        max_size=12,
+    )
+    .map(str.strip)
+    .filter(bool)
+)
+_line = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="#`~<>[]|*_-+=\\"),
+    max_size=30,
+).map(str.strip)
+
+
+@hsettings(max_examples=60, deadline=None)
+@given(
+    bodies=st.lists(st.lists(_line, max_size=4), min_size=2, max_size=6),
+    pick=st.integers(min_value=0),
+    kind=st.sampled_from(["append", "prepend", "replace", "yaml"]),
+    new=_line.filter(bool),
+)
+def test_bytes_outside_the_edited_section_stay_identical(
+    bodies: list[list[str]], pick: int, kind: str, new: str
+) -> None:
+    parts = ["# Top\n\n"]
+    for n, body in enumerate(bodies):
+        parts.append(f"## Section {n}\n\n")
+        parts.extend(f"{ln}\n\n" for ln in body if ln)
+        parts.append(f"```yaml\nkey{n}: value  # c\nother: 1\n```\n\n")
+    text = "".join(parts)
+    n = pick % len(bodies)
+    section = f"Section {n}"
+    op = {
+        "append": {"op": "append_to_section", "content": new, "format": False},
+        "prepend": {"op": "prepend_to_section", "content": new, "format": False},
+        "replace": {"op": "replace_section", "content": new, "format": False},
+        "yaml": {"op": "set_yaml_key", "key": f"key{n}", "value": new},
+    }[kind]
+    ws = Workspace(Path("/"), reader=lambda rel: text.encode() if rel == "d.md" else None)
+    apply_operations(parse_patch({"operations": [{**op, "file": "d.md", "section": section}]}), ws)
+    after = ws.read("d.md")
+    assert after is not None
+    start = text.index(f"## Section {n}\n")
+    nxt = text.find("## Section", start + 5)
+    end = len(text) if nxt < 0 else nxt
+    # Everything before the section and after it is byte-identical.
+    assert after.startswith(text[:start])
+    assert after.endswith(text[end:])
+    if kind == "yaml":
+        assert sum(a != b for a, b in zip(after.splitlines(), text.splitlines(), strict=False)) == 1
