@@ -54,6 +54,9 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
             store = ox.Store.read_only(path)
         except Exception as exc:
             return {"ok": False, "error": f"cannot open the RDF store {path}: {exc}", "syntax": False}
+        # A long-lived worker sees a new store per graph fingerprint; keep only the two newest open.
+        while len(_STORES) >= 2:
+            _STORES.pop(next(iter(_STORES)))
         _STORES[path] = store
     bindings: dict[Any, Any] = {}
     for name, spec in (request.get("bindings") or {}).items():

@@ -10,15 +10,15 @@ import pytest
 
 from tasks.base import ToolContext, always_approve
 from udm.config import Settings, load_settings
-from udm.graph import GraphHandle, clear_cache, open_graph
+from udm.graph import GraphHandle, clear_cache, graph_from_rows, open_graph
 from udm.graph_model import GraphRows, section_node_id
 
 SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "udm"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def sample_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
-    """Settings over a private copy of the sample UDM (shared by one test module)."""
+    """Settings over a private copy of the sample UDM, shared by the graph tests (built once)."""
     base = tmp_path_factory.mktemp("kg-sample")
     shutil.copytree(SAMPLE, base / "docs" / "udm")
     for sub in ("state", "logs"):
@@ -27,7 +27,7 @@ def sample_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settin
     clear_cache()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def sample_graph(sample_settings: Settings) -> GraphHandle:
     """The graph of the sample UDM."""
     return open_graph(sample_settings)
@@ -37,6 +37,14 @@ def sample_graph(sample_settings: Settings) -> GraphHandle:
 def kg_ctx(sample_settings: Settings) -> ToolContext:
     """A tool context over the sample copy."""
     return ToolContext(settings=sample_settings, approver=always_approve, log=False)
+
+
+@pytest.fixture(scope="module")
+def small_graph(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GraphHandle]:
+    """Query stores over the hand-made rows (built once per module)."""
+    handle = graph_from_rows(small_rows(), tmp_path_factory.mktemp("kg-rows"))
+    yield handle
+    handle.close()
 
 
 def small_rows(cyclic: bool = False) -> GraphRows:

@@ -11,32 +11,28 @@ import pytest
 
 from udm.config import Settings
 from udm.errors import GraphTimeoutError
-from udm.graph import GraphHandle, clear_cache, graph_from_rows
+from udm.graph import GraphHandle, graph_from_rows
 from udm.graph_sparql import node_iri, with_prefixes
 
 from .conftest import small_rows
 
 
-def test_engines_agree_on_hand_made_rows(tmp_path: Path) -> None:
-    handle = graph_from_rows(small_rows(), tmp_path)
-    try:
-        checks = handle.cypher("MATCH (c:component)-[:verified_by]->(k:check) RETURN c.id, k.id, k.url")
-        assert checks.rows == [["COMP-001", "CHK-CORE", "http://127.0.0.1/"]]
-        urls = handle.cypher("MATCH (:section {id: 'plan.md#tasks'})-[:links_to]->(u:url) RETURN u.id")
-        assert urls.rows == [["https://example.org/doc"]]
-        parts = handle.cypher("MATCH (s:section)-[:part_of*1..3]->(f:file) RETURN s.id ORDER BY s.id")
-        assert [r[0] for r in parts.rows] == ["plan.md#arch", "plan.md#plan", "plan.md#tasks"]
-        sparql = handle.sparql("SELECT ?check WHERE { ?c udm:id 'COMP-001' ; udm:verified_by/udm:id ?check }")
-        assert sparql.rows == [["CHK-CORE"]]
-        bound = handle.sparql(
-            "SELECT ?x ?title WHERE { ?x udm:title ?title }",
-            {"x": {"type": "iri", "value": node_iri("TASK-P0-M0.1-T004")}},
-        )
-        assert bound.rows == [[node_iri("TASK-P0-M0.1-T004"), "Join"]]
-        # The store is reused: a second handle over the same rows builds nothing new.
-        assert (handle.folder / "cypher.lbug").exists() and (handle.folder / "rdf").is_dir()
-    finally:
-        clear_cache()
+def test_engines_agree_on_hand_made_rows(small_graph: GraphHandle) -> None:
+    handle = small_graph
+    checks = handle.cypher("MATCH (c:component)-[:verified_by]->(k:check) RETURN c.id, k.id, k.url")
+    assert checks.rows == [["COMP-001", "CHK-CORE", "http://127.0.0.1/"]]
+    urls = handle.cypher("MATCH (:section {id: 'plan.md#tasks'})-[:links_to]->(u:url) RETURN u.id")
+    assert urls.rows == [["https://example.org/doc"]]
+    parts = handle.cypher("MATCH (s:section)-[:part_of*1..3]->(f:file) RETURN s.id ORDER BY s.id")
+    assert [r[0] for r in parts.rows] == ["plan.md#arch", "plan.md#plan", "plan.md#tasks"]
+    sparql = handle.sparql("SELECT ?check WHERE { ?c udm:id 'COMP-001' ; udm:verified_by/udm:id ?check }")
+    assert sparql.rows == [["CHK-CORE"]]
+    bound = handle.sparql(
+        "SELECT ?x ?title WHERE { ?x udm:title ?title }",
+        {"x": {"type": "iri", "value": node_iri("TASK-P0-M0.1-T004")}},
+    )
+    assert bound.rows == [[node_iri("TASK-P0-M0.1-T004"), "Join"]]
+    assert (handle.folder / "cypher.lbug").exists() and (handle.folder / "rdf").is_dir()
 
 
 def test_node_iris_and_prefixes() -> None:
@@ -48,8 +44,8 @@ def test_node_iris_and_prefixes() -> None:
     assert with_prefixes(declared) == declared
 
 
-def test_concurrent_callers_get_their_own_answers(tmp_path: Path) -> None:
-    handle = graph_from_rows(small_rows(), tmp_path)
+def test_concurrent_callers_get_their_own_answers(small_graph: GraphHandle) -> None:
+    handle = small_graph
     errors: list[str] = []
 
     def worker(task: str, expected: int) -> None:
@@ -61,19 +57,16 @@ def test_concurrent_callers_get_their_own_answers(tmp_path: Path) -> None:
             if sp.rows != [[expected]]:
                 errors.append(f"sparql {task}: {sp.rows}")
 
-    try:
-        threads = [
-            threading.Thread(target=worker, args=("TASK-P0-M0.1-T004", 2)),
-            threading.Thread(target=worker, args=("TASK-P0-M0.1-T005", 1)),
-            threading.Thread(target=worker, args=("TASK-P0-M0.1-T001", 0)),
-        ]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(30)
-        assert errors == []
-    finally:
-        clear_cache()
+    threads = [
+        threading.Thread(target=worker, args=("TASK-P0-M0.1-T004", 2)),
+        threading.Thread(target=worker, args=("TASK-P0-M0.1-T005", 1)),
+        threading.Thread(target=worker, args=("TASK-P0-M0.1-T001", 0)),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert errors == []
 
 
 def test_index_and_documents_give_the_same_graph(sample_settings: Settings) -> None:
@@ -113,13 +106,10 @@ def test_an_overrunning_operation_is_abandoned_at_the_limit(
 
     monkeypatch.setattr(graph_module, "run_operation", slow)
     handle = graph_from_rows(small_rows(), tmp_path)
-    try:
-        started = time.perf_counter()
-        with pytest.raises(GraphTimeoutError, match=r"dependents operation did not finish within the 0\.2 s"):
-            handle.natural_language("what depends on TASK-P0-M0.1-T001", timeout_s=0.2)
-        assert time.perf_counter() - started < 0.6
-        monkeypatch.setattr(graph_module, "run_operation", real)
-        _, rows = handle.natural_language("what depends on TASK-P0-M0.1-T001", timeout_s=2.0)
-        assert len(rows.rows) == 4
-    finally:
-        clear_cache()
+    started = time.perf_counter()
+    with pytest.raises(GraphTimeoutError, match=r"dependents operation did not finish within the 0\.2 s"):
+        handle.natural_language("what depends on TASK-P0-M0.1-T001", timeout_s=0.2)
+    assert time.perf_counter() - started < 0.6
+    monkeypatch.setattr(graph_module, "run_operation", real)
+    _, rows = handle.natural_language("what depends on TASK-P0-M0.1-T001", timeout_s=2.0)
+    assert len(rows.rows) == 4
