@@ -23,7 +23,14 @@ from udm.errors import (
     TargetNotFoundError,
     UdmError,
 )
-from udm.splice import ensure_newline, format_markdown_fragment, merge_minimal, sha256_text, split_lines
+from udm.splice import (
+    changed_line_count,
+    ensure_newline,
+    format_markdown_fragment,
+    merge_minimal,
+    sha256_text,
+    split_lines,
+)
 from udm.structured import Format, edit_text
 
 __all__ = ["OpReport", "Workspace", "apply_operations", "check_relpath"]
@@ -581,9 +588,5 @@ def apply_operations(
             report.message = "already as asked; nothing to change"
         else:
             report.status = "applied"
-            a, b = split_lines(before or ""), split_lines(after or "")
-            for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-                if tag != "equal":
-                    report.removed += i2 - i1
-                    report.added += j2 - j1
+            report.added, report.removed = changed_line_count(before, after)
     return reports, hashes

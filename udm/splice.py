@@ -10,6 +10,7 @@ __all__ = [
     "changed_line_count",
     "ensure_newline",
     "format_markdown_fragment",
+    "line_opcodes",
     "merge_minimal",
     "sha256_text",
     "splice",
@@ -97,6 +98,67 @@ def merge_minimal(original: str, roundtrip: str, modified: str) -> str:
     return "".join(out)
 
 
+def line_opcodes(a: Sequence[str], b: Sequence[str]) -> list[tuple[str, int, int, int, int]]:
+    """difflib opcodes of two line lists without autojunk, matching only between the common prefix and suffix.
+
+    Trimming first keeps a small edit in a big file fast: autojunk-free matching is quadratic in the
+    number of repeated lines (blank lines, fences) it has to look at.
+    """
+    lo = 0
+    top = min(len(a), len(b))
+    while lo < top and a[lo] == b[lo]:
+        lo += 1
+    hi = 0
+    while hi < top - lo and a[len(a) - 1 - hi] == b[len(b) - 1 - hi]:
+        hi += 1
+    middle = difflib.SequenceMatcher(
+        None, a[lo : len(a) - hi], b[lo : len(b) - hi], autojunk=False
+    ).get_opcodes()
+    out: list[tuple[str, int, int, int, int]] = [("equal", 0, lo, 0, lo)] if lo else []
+    out += [
+        (tag, i1 + lo, i2 + lo, j1 + lo, j2 + lo) for tag, i1, i2, j1, j2 in middle if i1 != i2 or j1 != j2
+    ]
+    if hi:
+        out.append(("equal", len(a) - hi, len(a), len(b) - hi, len(b)))
+    # Merge neighbouring equal runs (the trimmed ends next to an equal middle).
+    merged: list[tuple[str, int, int, int, int]] = []
+    for op in out:
+        if merged and op[0] == "equal" and merged[-1][0] == "equal":
+            t, i1, _, j1, _ = merged[-1]
+            merged[-1] = (t, i1, op[2], j1, op[4])
+        else:
+            merged.append(op)
+    return merged
+
+
+def _grouped(
+    codes: list[tuple[str, int, int, int, int]], n: int
+) -> list[list[tuple[str, int, int, int, int]]]:
+    # The grouping of difflib.SequenceMatcher.get_grouped_opcodes, over precomputed opcodes.
+    if not codes:
+        return []
+    codes = list(codes)
+    if codes[0][0] == "equal":
+        tag, i1, i2, j1, j2 = codes[0]
+        codes[0] = tag, max(i1, i2 - n), i2, max(j1, j2 - n), j2
+    if codes[-1][0] == "equal":
+        tag, i1, i2, j1, j2 = codes[-1]
+        codes[-1] = tag, i1, min(i2, i1 + n), j1, min(j2, j1 + n)
+    nn = n + n
+    groups: list[list[tuple[str, int, int, int, int]]] = []
+    group: list[tuple[str, int, int, int, int]] = []
+    for tag, i1, i2, j1, j2 in codes:
+        if tag == "equal" and i2 - i1 > nn:
+            group.append((tag, i1, min(i2, i1 + n), j1, min(j2, j1 + n)))
+            groups.append(group)
+            group = []
+            i1, j1 = max(i1, i2 - n), max(j1, j2 - n)
+        group.append((tag, i1, i2, j1, j2))
+    if group and not (len(group) == 1 and group[0][0] == "equal"):
+        groups.append(group)
+    return groups
+
+
 def unified_diff(path: str, before: str | None, after: str | None, context: int = 3) -> str:
     """A git-style unified diff of one file (`before`/`after` None for a created/deleted file).
 
@@ -115,8 +177,7 @@ def unified_diff(path: str, before: str | None, after: str | None, context: int 
         f"--- {'/dev/null' if before is None else 'a/' + path}\n",
         f"+++ {'/dev/null' if after is None else 'b/' + path}\n",
     ]
-    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
-    for group in matcher.get_grouped_opcodes(context):
+    for group in _grouped(line_opcodes(a, b), context):
         i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]
         old = f"{i1 + 1 if i2 > i1 else i1},{i2 - i1}" if i2 - i1 != 1 else f"{i1 + 1}"
         new = f"{j1 + 1 if j2 > j1 else j1},{j2 - j1}" if j2 - j1 != 1 else f"{j1 + 1}"
@@ -134,7 +195,7 @@ def changed_line_count(before: str | None, after: str | None) -> tuple[int, int]
     """(lines added, lines removed) between two texts, matched without autojunk."""
     a, b = split_lines(before or ""), split_lines(after or "")
     added = removed = 0
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+    for tag, i1, i2, j1, j2 in line_opcodes(a, b):
         if tag != "equal":
             removed += i2 - i1
             added += j2 - j1

@@ -24,7 +24,7 @@ from udm.errors import (
 )
 from udm.patch import Patch
 from udm.patch_apply import OpReport, Workspace, apply_operations
-from udm.splice import changed_line_count, sha256_text, split_lines, unified_diff
+from udm.splice import changed_line_count, line_opcodes, sha256_text, split_lines, unified_diff
 from udm.transaction import Change, commit_files, recover, write_lock
 from udm.validate import ValidationFailedError, validate_workspace
 
@@ -129,7 +129,7 @@ def _inverse(changed: dict[str, tuple[str | None, str | None]]) -> list[dict[str
             continue
         a, b = split_lines(before), split_lines(after)
         hunks = []
-        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        for tag, i1, i2, j1, j2 in line_opcodes(a, b):
             if tag == "equal":
                 continue
             hunks.append(
