@@ -14,9 +14,9 @@ from udm.splice import merge_minimal
 
 __all__ = [
     "Action",
-    "SerializationError",
     "Format",
     "KeyPath",
+    "SerializationError",
     "detect_json_style",
     "detect_yaml_indent",
     "edit_text",
@@ -34,6 +34,7 @@ _MISSING = object()
 
 class SerializationError(PatchError):
     """A value that cannot be written in the text's format."""
+
 
 _TOKEN = re.compile(
     r"""\[\s*(?:(?P<int>-?\d+)|"(?P<dq>(?:[^"\\]|\\.)*)"|'(?P<sq>(?:[^'\\]|\\.)*)')\s*\]|(?P<plain>[^.\[\]]+)"""
