@@ -37,11 +37,11 @@ from udm.config import Settings
 from udm.document import parse_document
 from udm.errors import IndexBusyError
 from udm.extract import TABLE_COLUMNS, document_rows
+from udm.lookup import scan_markdown, write_lookup
 
-__all__ = ["IDLE_RELEASE_S", "MARKDOWN_SUFFIXES", "SCHEMA_VERSION", "RefreshStats", "UdmIndex", "scan_root"]
+__all__ = ["IDLE_RELEASE_S", "SCHEMA_VERSION", "RefreshStats", "UdmIndex", "scan_root"]
 
 SCHEMA_VERSION = 3
-MARKDOWN_SUFFIXES = (".md", ".markdown")
 IDLE_RELEASE_S = 1.0
 # Below this much text, forking workers costs more than it saves.
 PARALLEL_MIN_BYTES = 2_000_000
@@ -72,30 +72,7 @@ class RefreshStats:
 
 def scan_root(root: Path, exclude: list[Path] | None = None) -> dict[str, tuple[int, int]]:
     """Every Markdown file under `root` (relative posix path -> (size, mtime_ns)), hidden dirs skipped."""
-    out: dict[str, tuple[int, int]] = {}
-    skip = {str(p) for p in exclude or []}
-    stack = [str(root)]
-    base = len(str(root)) + 1
-    while stack:
-        current = stack.pop()
-        try:
-            entries = list(os.scandir(current))
-        except OSError:
-            continue
-        for entry in entries:
-            name = entry.name
-            if name.startswith("."):
-                continue
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    if entry.path not in skip:
-                        stack.append(entry.path)
-                elif name.endswith(MARKDOWN_SUFFIXES) and entry.is_file():
-                    st = entry.stat()
-                    out[entry.path[base:].replace(os.sep, "/")] = (st.st_size, st.st_mtime_ns)
-            except OSError:
-                continue
-    return out
+    return scan_markdown(root, exclude or [])
 
 
 class _Inotify:
@@ -553,7 +530,17 @@ class UdmIndex:
             except BaseException:
                 con.execute("ROLLBACK")
                 raise
-            stack.close()  # release the write connection before the search update
+            sql = (
+                "SELECT i.id, i.file, i.line, i.how, i.section, i.section_path, s.start_line, s.end_line "
+                "FROM ids i LEFT JOIN sections s ON s.file = i.file AND s.idx = i.section WHERE i.kind = 'def'"
+            )
+            defs = (
+                con.execute(sql).fetchall()
+                if full or not indexed
+                else con.execute(sql + " AND i.file IN (SELECT unnest(?::VARCHAR[]))", [gone]).fetchall()
+            )
+            stack.close()  # release the write connection before the side indexes
+            write_lookup(self.state, self.root, full=full or not indexed, changed=gone, disk=disk, defs=defs)
             self._update_search(full or not indexed, gone, tmp, generation)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)

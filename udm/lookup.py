@@ -1,0 +1,125 @@
+"""A small SQLite sidecar of the index (ID definitions, section ranges, file stats) for fast processes.
+
+`udm query id X` as a fresh process cannot afford importing DuckDB and the CLI framework. Each
+refresh mirrors the definitions of the changed files, and the stat of every file, into
+`<state>/lookup.sqlite`; `lookup_definitions()` answers from it with the standard library alone,
+after checking every file's stat against the mirror — if anything moved it returns None and the
+caller takes the full path, which refreshes the index. This module imports only the standard library.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:  # the fast CLI path imports this module: keep its runtime imports minimal
+    from collections.abc import Iterable
+    from pathlib import Path
+    from typing import Any
+
+__all__ = ["LOOKUP_NAME", "lookup_definitions", "scan_markdown", "write_lookup"]
+
+LOOKUP_NAME = "lookup.sqlite"
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, size INTEGER, mtime_ns INTEGER)",
+    "CREATE TABLE IF NOT EXISTS defs (id TEXT, file TEXT, line INTEGER, how TEXT, section INTEGER, "
+    "section_path TEXT, start_line INTEGER, end_line INTEGER)",
+    "CREATE INDEX IF NOT EXISTS defs_id ON defs (id)",
+    "CREATE INDEX IF NOT EXISTS defs_file ON defs (file)",
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)",
+)
+
+
+def scan_markdown(root: str | Path, exclude: Iterable[str | Path] = ()) -> dict[str, tuple[int, int]]:
+    """Every Markdown file under `root` (relative posix path -> (size, mtime_ns)), hidden dirs skipped."""
+    out: dict[str, tuple[int, int]] = {}
+    skip = {str(p) for p in exclude}
+    stack = [str(root)]
+    base = len(str(root)) + 1
+    while stack:
+        current = stack.pop()
+        try:
+            entries = list(os.scandir(current))
+        except OSError:
+            continue
+        for entry in entries:
+            name = entry.name
+            if name.startswith("."):
+                continue
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.path not in skip:
+                        stack.append(entry.path)
+                elif name.endswith(MARKDOWN_SUFFIXES) and entry.is_file():
+                    st = entry.stat()
+                    out[entry.path[base:].replace(os.sep, "/")] = (st.st_size, st.st_mtime_ns)
+            except OSError:
+                continue
+    return out
+
+
+def write_lookup(
+    state: Path,
+    root: Path,
+    *,
+    full: bool,
+    changed: list[str],
+    disk: dict[str, tuple[int, int]],
+    defs: list[tuple[Any, ...]],
+) -> None:
+    """Mirror the definitions of `changed` files (all when `full`) and the stats of every file."""
+    con = sqlite3.connect(os.path.join(state, LOOKUP_NAME), timeout=30)
+    try:
+        con.execute("PRAGMA journal_mode=WAL")
+        for stmt in _SCHEMA:
+            con.execute(stmt)
+        with con:
+            if full:
+                con.execute("DELETE FROM defs")
+                con.execute("DELETE FROM files")
+            else:
+                con.executemany("DELETE FROM defs WHERE file = ?", [(p,) for p in changed])
+                known = {r[0] for r in con.execute("SELECT path FROM files")}
+                con.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in known - set(disk)])
+            con.executemany("INSERT INTO defs VALUES (?, ?, ?, ?, ?, ?, ?, ?)", defs)
+            con.executemany(
+                "INSERT OR REPLACE INTO files VALUES (?, ?, ?)", [(p, st[0], st[1]) for p, st in disk.items()]
+            )
+            con.execute("INSERT OR REPLACE INTO meta VALUES ('root', ?)", (str(root),))
+    finally:
+        con.close()
+
+
+def lookup_definitions(
+    state: str | Path, root: str | Path, ident: str, exclude: Iterable[str | Path] = ()
+) -> list[dict[str, Any]] | None:
+    """Definitions of `ident` when the mirror matches the files on disk exactly; None otherwise."""
+    path = os.path.join(state, LOOKUP_NAME)
+    if not os.path.exists(path):
+        return None
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=2)
+    except sqlite3.Error:
+        return None
+    try:
+        meta = con.execute("SELECT value FROM meta WHERE key = 'root'").fetchone()
+        if meta is None or meta[0] != str(root):
+            return None
+        indexed = {r[0]: (r[1], r[2]) for r in con.execute("SELECT path, size, mtime_ns FROM files")}
+        if indexed != scan_markdown(root, exclude):
+            return None
+        rows = con.execute(
+            "SELECT id, file, line, how, section, section_path, start_line, end_line FROM defs WHERE id = ? "
+            "ORDER BY file, line",
+            (ident,),
+        ).fetchall()
+    except sqlite3.Error:
+        return None
+    finally:
+        con.close()
+    names = ("id", "file", "line", "how", "section", "section_path", "start_line", "end_line")
+    return [dict(zip(names, r, strict=True)) for r in rows]
