@@ -6,6 +6,7 @@ import io
 import itertools
 import json
 import re
+import threading
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -219,17 +220,26 @@ def detect_yaml_indent(text: str) -> tuple[int, int, int]:
     return mapping, sequence, offset
 
 
+_LOCAL = threading.local()
+
+
 def _yaml(text: str) -> Any:
+    """A round-trip YAML instance set up for this text's indentation (cached per thread and style)."""
     from ruamel.yaml import YAML
 
-    yaml = YAML(typ="rt")
-    yaml.preserve_quotes = True
-    yaml.width = 4096
     mapping, sequence, offset = detect_yaml_indent(text)
-    yaml.indent(mapping=mapping, sequence=sequence, offset=offset)
-    if text.lstrip().startswith("---"):
-        yaml.explicit_start = True
-    return yaml
+    explicit = text.lstrip().startswith("---")
+    cache: dict[tuple[int, int, int, bool], Any] = _LOCAL.__dict__.setdefault("yaml", {})
+    key = (mapping, sequence, offset, explicit)
+    if key not in cache:
+        # Building a YAML instance costs about a millisecond; a thread reuses its own.
+        yaml = YAML(typ="rt")
+        yaml.preserve_quotes = True
+        yaml.width = 4096
+        yaml.indent(mapping=mapping, sequence=sequence, offset=offset)
+        yaml.explicit_start = explicit
+        cache[key] = yaml
+    return cache[key]
 
 
 def _yaml_load(text: str, yaml: Any) -> Any:

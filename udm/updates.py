@@ -211,7 +211,7 @@ def apply_patch(
         with _writer_or_reader(settings, dry_run):
             recovered = recover(settings.state_path) if not dry_run or _interrupted(settings) else []
             ws = Workspace(settings.udm_root, list(settings.id_patterns))
-            if not dry_run and _record_path(settings, patch.id).exists():
+            if _record_path(settings, patch.id).exists():
                 raise PatchError(f"patch {patch.id} was already applied (see `udm patch show {patch.id}`)")
             reports, hashes = apply_operations(patch, ws, check_expect=check_expect, reports=reports)
             validate_workspace(ws)

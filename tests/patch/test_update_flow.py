@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -133,3 +134,32 @@ def test_failure_after_commit_rolls_back(
     assert snapshot(small.udm_root) == before
     record = small.state_path / "patches" / "flow-rollback.json"
     assert '"reverted_by": "revert-flow-rollback' in record.read_text(encoding="utf-8")
+
+
+def test_cli_run_update_goes_through_the_flow(
+    prefect_server: None,
+    settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from flows.cli import run
+
+    monkeypatch.setenv("UDM_APPROVAL_POLICY", "full_auto")
+    sample = Path(__file__).resolve().parents[2] / "examples" / "patches" / "mark-t001-done.yaml"
+    code = run(
+        [
+            "--root",
+            str(settings.udm_root),
+            "--state-dir",
+            str(settings.state_path),
+            "run",
+            "update",
+            str(sample),
+            "--json",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0, out
+    result = json.loads(out[out.index("{") :])
+    assert result["status"] == "committed" and result["patch_id"] == "mark-t001-done"
+    assert "timeout: 20" in (settings.udm_root / "06-config.md").read_text(encoding="utf-8")
