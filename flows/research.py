@@ -10,6 +10,7 @@ listed with its reason in the sources table artifact and in the appendix.
 from __future__ import annotations
 
 import re
+import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
@@ -118,6 +119,7 @@ class ResearchResult(BaseModel):
     markdown: str = Field(default="", description="The appendix text.")
     update: dict[str, Any] | None = Field(default=None, description="The UDM-update flow's result.")
     flow_run_id: str | None = Field(default=None, description="This flow run.")
+    timings_s: dict[str, float] = Field(default_factory=dict, description="Seconds per phase of the run.")
 
 
 def _settings(overrides: dict[str, Any] | None) -> Settings:
@@ -344,13 +346,26 @@ def research_flow(
     ctx = _ctx(settings)
     run_id = str(runtime_flow_run.id) if runtime_flow_run.id else None
 
+    timings: dict[str, float] = {}
+    mark = time.perf_counter()
+
+    def lap(name: str) -> None:
+        nonlocal mark
+        now = time.perf_counter()
+        timings[name] = round(now - mark, 3)
+        mark = now
+
     links, problems = _search_links(settings, request, ctx)
     for p in problems:
         logger.warning(p)
+    lap("search")
     sources = _plan_sources(settings, request, links)
     _fetch_all(settings, request, sources, ctx)
+    lap("fetch")
     _context7(settings, request, sources, ctx)
+    lap("context7")
     findings = rank_findings(request.question, sources)
+    lap("rank")
 
     topic = request.topic or topic_of(request.question)
     version = next_version(settings.udm_root / "appendices", topic)
@@ -358,6 +373,7 @@ def research_flow(
     title = request.question.rstrip("?").strip()
     markdown = render_appendix(app_id, request.question, sources, findings, title=title, run_id=run_id)
     _artifacts(app_id, sources, markdown)
+    lap("render")
     ok = sum(1 for s in sources if s.ok)
     result = ResearchResult(
         status="reported",
@@ -382,14 +398,18 @@ def research_flow(
         findings=len(findings),
         markdown=markdown,
         flow_run_id=run_id,
+        timings_s=timings,
     )
     logger.info("%s: %d sources (%d ok), %d findings", app_id, len(sources), ok, len(findings))
     if not request.write:
+        result.timings_s = dict(timings)
         result.message = "not written (write=false)"
         return result
     policy = approval_policy or settings.approval_policy
     update = _write(settings, app_id, title, markdown, policy, approval_timeout_s)
     result.update = update
+    lap("write")
+    result.timings_s = dict(timings)
     status = update.get("status")
     if status == "committed":
         result.status, result.message = (

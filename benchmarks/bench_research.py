@@ -1,0 +1,224 @@
+"""Benchmark of the research pipeline: 200 article pages served on loopback, fetched and parsed.
+
+Pages (14-24 KB of realistic HTML: navigation, cookie banner, article, footer) are served by 8 local
+servers on 127.0.0.1-127.0.0.8 (8 "sites", 25 pages each) that answer after a simulated network
+latency (`--latency`, default 0.1 s; a real web fetch takes longer). Measured in one run:
+
+1. baseline: a naive sequential loop, httpx.get + trafilatura.extract per page;
+2. research_flow end to end over the same 200 URLs (search, fetch fan-out, ranking, appendix, and the
+   write through the UDM-update flow), with the product's defaults for politeness (4 requests per
+   host at a time, 0.1 s between request starts to one host) and `research_max_workers` threads;
+3. the same request again: every fetch is a Prefect cache hit.
+
+Targets: flow >= 4x the naive loop and >= 30 pages/s; cached re-run <= 10% of the first run.
+Run: ./run bench research [--pages N] [--latency S] [--workers N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import socket
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
+os.environ["DO_NOT_TRACK"] = "1"
+
+WORDS = ["index", "section", "manual", "research", "source", "fetch", "parse", "cache", "flow", "task", "retry", "backoff", "latency", "throughput", "passage", "ranking", "query", "document", "markdown", "heading", "table", "block", "patch", "transaction", "journal", "commit", "lock", "duckdb", "prefect", "server", "worker", "pool", "thread", "process", "memory", "disk", "network", "request", "response", "header", "body", "robots", "sitemap", "crawler", "politeness", "delay", "host", "concurrency", "limit", "timeout", "redirect", "status", "error"]
+
+
+def make_page(site: int, n: int, rng: random.Random) -> bytes:
+    """A 14-24 KB article page with the usual boilerplate around it."""
+    nav = " | ".join(f'<a href="/section-{i}">Section {i}</a>' for i in range(30))
+    paras = []
+    for _ in range(rng.randint(14, 24)):
+        sentence_count = rng.randint(5, 8)
+        sentences = [
+            " ".join(rng.choice(WORDS) for _ in range(rng.randint(10, 18))).capitalize() + "."
+            for _ in range(sentence_count)
+        ]
+        paras.append("<p>" + " ".join(sentences) + "</p>")
+    body = "\n".join(paras)
+    html = f"""<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
+<title>Article {n} on site {site} | Bench Notes</title>
+<meta name="author" content="Writer {site}"><meta name="description" content="Benchmark article {n}.">
+<link rel="canonical" href="https://site{site}.example/articles/{n}">
+<style>body{{font-family:sans-serif}} .cookie{{position:fixed}}</style></head><body>
+<div class="cookie">We use cookies. <button>Accept</button></div>
+<header><nav>{nav}</nav></header>
+<main><article><h1>Article {n}: research pipeline notes</h1>
+<p class="byline">By Writer {site}</p>
+{body}
+</article></main>
+<aside><h3>Related</h3><ul>{"".join(f"<li><a href='/a/{i}'>Related {i}</a></li>" for i in range(15))}</ul></aside>
+<footer><p>Copyright Bench Notes. All rights reserved.</p>{nav}</footer></body></html>"""
+    return html.encode()
+
+
+class Sites:
+    """8 loopback 'sites' serving the pages with a fixed latency."""
+
+    def __init__(self, pages: int, latency: float) -> None:
+        rng = random.Random(7)
+        self.latency = latency
+        self.servers: list[ThreadingHTTPServer] = []
+        self.urls: list[str] = []
+        sites = 8
+        self.pages: dict[tuple[str, str], bytes] = {}
+        for s in range(sites):
+            host = f"127.0.0.{s + 1}"
+            server = ThreadingHTTPServer((host, 0), self._handler())
+            server.daemon_threads = True
+            threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
+            self.servers.append(server)
+        for i in range(pages):
+            s = i % sites
+            host, port = self.servers[s].server_address[:2]
+            path = f"/articles/{i}.html"
+            self.pages[(f"{host}:{port}", path)] = make_page(s + 1, i, rng)
+            self.urls.append(f"http://{host}:{port}{path}")
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        sites = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                time.sleep(sites.latency)
+                key = (self.headers.get("Host", ""), self.path)
+                if self.path == "/robots.txt":
+                    body, ctype, code = b"User-agent: *\nAllow: /\n", "text/plain", 200
+                elif key in sites.pages:
+                    body, ctype, code = sites.pages[key], "text/html; charset=utf-8", 200
+                else:
+                    body, ctype, code = b"not found", "text/plain", 404
+                self.send_response(code)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        return Handler
+
+    def close(self) -> None:
+        for s in self.servers:
+            s.shutdown()
+            s.server_close()
+
+
+def naive(urls: list[str]) -> tuple[float, int]:
+    """The baseline: one page after the other, httpx + trafilatura, no concurrency, no caching."""
+    import httpx
+    import trafilatura
+
+    ok = 0
+    started = time.perf_counter()
+    with httpx.Client(trust_env=False, timeout=10) as client:
+        for url in urls:
+            resp = client.get(url)
+            text = trafilatura.extract(resp.text, output_format="markdown", include_comments=False, url=url)
+            ok += bool(text)
+    return time.perf_counter() - started, ok
+
+
+def main() -> int:
+    """Run the three measurements and print the figures and ratios."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pages", type=int, default=200)
+    parser.add_argument(
+        "--latency", type=float, default=0.1, help="Simulated network latency per response, s."
+    )
+    parser.add_argument("--workers", type=int, default=32, help="research_max_workers for the flow.")
+    args = parser.parse_args()
+
+    from udm.config import load_settings
+
+    tmp = Path(tempfile.mkdtemp(prefix="udm-bench-research-"))
+    shutil.copytree(REPO / "examples" / "udm", tmp / "docs" / "udm")
+    for sub in ("state", "logs", "prompts"):
+        (tmp / sub).mkdir()
+    settings = load_settings(
+        cwd=tmp,
+        fetch_allow=["127.0.0.0/24"],
+        approval_policy="full_auto",
+        research_max_workers=args.workers,
+    )
+    from flows.local_server import start_server, stop_server
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    own_server = not os.environ.get("PREFECT_API_URL")
+    if own_server:
+        print(f"starting a local Prefect server (state in {tmp}) ...", flush=True)
+        info = start_server(settings, port=port, timeout=180)
+        os.environ["PREFECT_API_URL"] = info.api_url
+    else:
+        print(f"using the Prefect server at {os.environ['PREFECT_API_URL']}")
+    sites = Sites(args.pages, args.latency)
+    try:
+        from flows.research import ResearchRequest, run_research
+
+        # Warm up imports and the server connection with a one-page run (not measured).
+        warm = ResearchRequest(
+            question="warm up", urls=sites.urls[:1], max_sources=1, write=False, max_cache_age_s=0
+        )
+        run_research(warm, settings)
+
+        base_s, base_ok = naive(sites.urls)
+        print(
+            f"naive sequential loop: {base_s:6.2f} s  {len(sites.urls) / base_s:6.1f} pages/s  ({base_ok} parsed)"
+        )
+
+        request = ResearchRequest(
+            question="How do retries, caching and politeness limits shape research pipeline throughput?",
+            urls=sites.urls,
+            max_sources=len(sites.urls),
+        )
+        started = time.perf_counter()
+        first = run_research(request, settings)
+        flow_s = time.perf_counter() - started
+        print(
+            f"research_flow:         {flow_s:6.2f} s  {len(sites.urls) / flow_s:6.1f} pages/s  "
+            f"({first.sources_ok} ok, {first.sources_failed} failed; {first.status}: {first.appendix_id})"
+        )
+        print(f"   phases: {first.timings_s}")
+        started = time.perf_counter()
+        second = run_research(request, settings)
+        cached_s = time.perf_counter() - started
+        cached = sum(1 for s in second.sources if s.get("from_cache") or s.get("status") == "ok")
+        print(
+            f"cached re-run:         {cached_s:6.2f} s  ({second.sources_ok} ok; {second.status}: {second.appendix_id})"
+        )
+        print(f"   phases: {second.timings_s}")
+        print("")
+        speedup = base_s / flow_s
+        print(f"speed-up over the naive loop: {speedup:.1f}x (target >= 4x)")
+        print(f"throughput: {len(sites.urls) / flow_s:.1f} pages/s (target >= 30)")
+        print(f"cached re-run / first run: {cached_s / flow_s:.1%} (target <= 10%)")
+        del cached
+    finally:
+        sites.close()
+        if own_server:
+            stop_server(settings)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,110 @@
+"""The research flow's pure parts: canonical URLs, topics, versions, ranking and the appendix text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from flows.research_report import (
+    Source,
+    appendix_id,
+    canonical_url,
+    heading_safe,
+    index_link_operation,
+    next_version,
+    quotable,
+    rank_findings,
+    render_appendix,
+    topic_of,
+)
+from udm.document import parse_document
+from udm.passages import rank_passages, split_passages
+
+
+def test_canonical_url_merges_spellings() -> None:
+    a = canonical_url("HTTPS://Docs.Example.COM:443/a//b?utm_source=x&b=2&a=1#frag")
+    assert a == "https://docs.example.com/a/b?a=1&b=2"
+    assert canonical_url("http://example.com") == "http://example.com/"
+    assert canonical_url("http://example.com:8080/x?fbclid=1") == "http://example.com:8080/x"
+
+
+def test_topic_and_ids() -> None:
+    assert topic_of("How does DuckDB full-text search rank results?") == "DUCKDB-FULLTEXT-SEARCH"
+    assert topic_of("?") == "GENERAL"
+    assert appendix_id("duckdb fts", 3) == "APP-DUCKDB-FTS-RESEARCH-V3"
+
+
+def test_next_version(tmp_path: Path) -> None:
+    assert next_version(tmp_path / "missing", "X") == 1
+    (tmp_path / "APP-X-RESEARCH-V1.md").write_text("")
+    (tmp_path / "APP-X-RESEARCH-V4.md").write_text("")
+    (tmp_path / "APP-XY-RESEARCH-V9.md").write_text("")
+    assert next_version(tmp_path, "X") == 5
+
+
+def test_passages_ranked_by_bm25() -> None:
+    text = "# Intro\n\nNothing here.\n\n## Caching\n\nPrefect caching uses cache keys.\n\nOther text about retries."
+    passages = split_passages(text)
+    assert passages[1].text.startswith("## Caching")
+    ranked = rank_passages(passages, ["caching", "keys"])
+    assert ranked[0].index == 1 and ranked[0].score > 0 and ranked[-1].score == 0
+
+
+def test_quotable_and_heading_safe() -> None:
+    text = "#### TASK-P1-M1.1-T001: Do\nSee [x](other.md#a) and [w](https://w.example/).\n```yaml\n# c\nid: COMP-1\n```"
+    out = quotable(text)
+    assert out.splitlines()[0] == "**TASK-P1-M1.1-T001: Do**"
+    assert "See x and [w](https://w.example/)." in out and "```text\n# c\nid: COMP-1\n```" in out
+    assert heading_safe("About COMP-004 and APP-X-RESEARCH-V1") == "About comp-004 and app-x-research-v1"
+
+
+def _sources() -> list[Source]:
+    ok = Source(
+        n=1,
+        url="https://a.example/",
+        kind="url",
+        origin="seed",
+        status="SUCCESS",
+        title="A on COMP-004",
+        fetched_at="2026-01-01T00:00:00+00:00",
+        content_hash="sha256:" + "ab" * 32,
+        text="# Caching\n\nPrefect caches task results by key. Keys come from inputs.\n\nUnrelated tail.",
+    )
+    bad = Source(
+        n=2,
+        url="https://b.example/",
+        kind="url",
+        origin="search: q",
+        status="ERROR_FETCH_FAILED",
+        reason="HTTP 500 | retried",
+    )
+    return [ok, bad]
+
+
+def test_render_appendix_is_valid_udm_markdown() -> None:
+    sources = _sources()
+    findings = rank_findings("How does Prefect caching work?", sources)
+    assert [f.source for f in findings] == [1]
+    md = render_appendix(
+        "APP-PREFECT-CACHING-RESEARCH-V1", "How does Prefect caching work?", sources, findings
+    )
+    assert md.startswith("# APP-PREFECT-CACHING-RESEARCH-V1: How does Prefect caching work")
+    assert "[1]" in md and "| 2 | - | https://b.example/ |" in md and "HTTP 500 \\| retried" in md
+    doc = parse_document(md, "appendices/APP-PREFECT-CACHING-RESEARCH-V1.md")
+    defined = [d.id for d in doc.id_defs]
+    assert defined == ["APP-PREFECT-CACHING-RESEARCH-V1"]  # quoted headings and titles define nothing
+    block = md.split("```yaml\nsources:", 1)[1].split("```", 1)[0]
+    data = yaml.safe_load("sources:" + block)
+    assert data["sources"][0]["sha256"] == "ab" * 32 and data["sources"][1]["status"] == "ERROR_FETCH_FAILED"
+
+
+def test_index_link_operation_adds_a_table_row_or_a_list_item() -> None:
+    table = "# Appendix Index\n\n| ID | Title | Task |\n| --- | --- | --- |\n| [APP-A-RESEARCH-V1](a.md) | A | `T` |\n\nBack.\n"
+    op = index_link_operation(table, "APP-B-RESEARCH-V1", "B title", "app-b-research-v1-b-title")
+    assert op["op"] == "replace_text" and op["old"] == "| [APP-A-RESEARCH-V1](a.md) | A | `T` |"
+    assert op["new"].endswith(
+        "| [APP-B-RESEARCH-V1](APP-B-RESEARCH-V1.md#app-b-research-v1-b-title) | B title | - |"
+    )
+    plain = index_link_operation("# Appendices\n\nNone yet.\n", "APP-B-RESEARCH-V1", "B", "x")
+    assert plain["op"] == "append_to_section" and plain["section"] == "Appendices"
