@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Literal
 
-from udm.errors import DocumentError, PatchError, TargetNotFoundError
+from udm.errors import DocumentError, PatchError, TargetNotFoundError, UdmError
 from udm.splice import merge_minimal
 
 __all__ = [
@@ -358,6 +358,16 @@ def _edit_json(text: str, tokens: KeyPath, action: Action, value: Any, fmt: Form
     trailing = text[len(text.rstrip()) :]
     baseline = _json_dump(data, fmt, indent, separators, text) + trailing
     data = _apply(data, tokens, action, value, lambda _old, new: new)
+    if fmt == "json":
+        # Rewrite only the edited value's characters; the merge below is the fallback.
+        from udm.jsonspan import edit_json_spans
+
+        try:
+            spliced = edit_json_spans(text, tokens, action, value, indent, separators)
+            if json.loads(spliced) == data:
+                return spliced
+        except (UdmError, ValueError, IndexError):
+            pass
     modified = _json_dump(data, fmt, indent, separators, text) + trailing
     return merge_minimal(text, baseline, modified)
 

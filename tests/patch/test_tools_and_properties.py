@@ -183,3 +183,38 @@ def test_bytes_outside_the_edited_section_stay_identical(
     assert after.endswith(text[end:])
     if kind == "yaml":
         assert sum(a != b for a, b in zip(after.splitlines(), text.splitlines(), strict=False)) == 1
+
+
+_scalar = st.one_of(st.integers(-1000, 1000), st.booleans(), st.none(), st.text(max_size=8))
+_json_doc = st.dictionaries(
+    st.text(alphabet="abcdefgh", min_size=1, max_size=5),
+    st.one_of(
+        _scalar,
+        st.lists(_scalar, max_size=3),
+        st.dictionaries(st.text(alphabet="xyz", min_size=1, max_size=3), _scalar, max_size=3),
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+@hsettings(max_examples=80, deadline=None)
+@given(doc=_json_doc, pick=st.integers(min_value=0), value=_scalar, inline=st.booleans())
+def test_json_set_changes_only_the_value(
+    doc: dict[str, object], pick: int, value: object, inline: bool
+) -> None:
+    import json
+
+    from udm.structured import edit_text
+
+    # Indented documents whose nested containers are written on one line, as people write them.
+    lines = ["{"] + [f"  {json.dumps(k)}: {json.dumps(v)}," for k, v in doc.items()]
+    lines[-1] = lines[-1].rstrip(",")
+    text = "\n".join([*lines, "}"]) + "\n" if inline else json.dumps(doc, indent=2) + "\n"
+    key = list(doc)[pick % len(doc)]
+    after = edit_text(text, "json", "set", f'["{key}"]', value)
+    assert json.loads(after) == {**doc, key: value}
+    old_lines, new_lines = text.splitlines(), after.splitlines()
+    if not isinstance(doc[key], (list, dict)) or inline:
+        assert len(old_lines) == len(new_lines)
+        assert sum(a != b for a, b in zip(old_lines, new_lines, strict=True)) <= 1
