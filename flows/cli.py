@@ -38,6 +38,7 @@ COMMAND_MODULES: list[str] = [
     "flows.cli_platform",
     "flows.cli_browser",
     "flows.cli_patch",
+    "flows.cli_research",
 ]
 
 _OVERRIDES: dict[str, Any] = {}

@@ -36,6 +36,7 @@ DEMO_STEPS: list[tuple[str, str]] = [
     ("knowledge graph: impact query", "flows.cli_graph:step_graph_impact"),
     ("browser verification: inline checks", "flows.cli_browser:step_verify_inline"),
     ("patches: check and apply", "flows.cli_patch:step_patch_check_apply"),
+    ("research: offline, cited appendix", "flows.cli_research:step_research"),
 ]
 
 

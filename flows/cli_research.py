@@ -1,0 +1,148 @@
+"""`udm research`: run the research flow from the terminal; plus the demo's offline research step."""
+
+from __future__ import annotations
+
+import functools
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from flows.cli import emit_json, fail, settings
+
+__all__ = ["DEMO_PAGES", "register", "research", "serve_pages", "step_research"]
+
+DEMO_PAGES = Path(__file__).resolve().parent.parent / "examples" / "research"
+
+
+def research(
+    question: str = typer.Argument(..., help="The research question."),
+    query: list[str] = typer.Option(
+        [], "--query", "-q", help="A search query (repeatable; default: the question)."
+    ),
+    url: list[str] = typer.Option([], "--url", "-u", help="A URL to read in any case (repeatable)."),
+    file: list[str] = typer.Option([], "--file", "-f", help="A local file to read (repeatable)."),
+    library: list[str] = typer.Option(
+        [], "--library", "-l", help="A library to look up in Context7 (repeatable)."
+    ),
+    topic: str | None = typer.Option(
+        None, "--topic", help="Appendix topic, e.g. DUCKDB-FTS (default: from the question)."
+    ),
+    max_sources: int = typer.Option(10, "--max-sources", help="Most sources to read."),
+    max_age: int = typer.Option(
+        86400, "--max-age", help="Reuse cached fetches younger than this many seconds."
+    ),
+    no_write: bool = typer.Option(False, "--no-write", help="Only report; do not write the appendix."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Approve the write without asking."),
+    timeout_s: int = typer.Option(
+        3600, "--timeout", help="How long to wait for a reviewer in the Prefect UI."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Search, read and cite sources, then write a research appendix into the manual (Prefect flow)."""
+    from pydantic import ValidationError
+
+    from flows.research import ResearchRequest, run_research
+
+    try:
+        request = ResearchRequest(
+            question=question,
+            queries=query,
+            urls=url,
+            files=file,
+            libraries=library,
+            topic=topic,
+            max_sources=max_sources,
+            max_cache_age_s=max_age,
+            write=not no_write,
+        )
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise fail(f"invalid request: {problems}", 2) from None
+    s = settings()
+    result = run_research(request, s, policy="full_auto" if yes else None, approval_timeout_s=timeout_s)
+    if as_json:
+        emit_json(result.model_dump(mode="json", exclude={"markdown"}))
+    else:
+        typer.echo(f"{result.appendix_id}: {result.status} — {result.message}")
+        for src in result.sources:
+            mark = "ok " if src["status"] == "ok" else "ERR"
+            reason = f"  ({src['reason'][:100]})" if src.get("reason") else ""
+            typer.echo(f"  [{src['n']}] {mark} {src['url']}{reason}")
+        typer.echo(
+            f"{result.sources_ok} of {len(result.sources)} sources usable; {result.findings} passages cited"
+        )
+        if result.status in ("written",):
+            typer.echo(f"written: {s.udm_root / result.appendix_path}")
+    if result.status not in ("written", "reported"):
+        raise typer.Exit(1)
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    """Static files without a log line per request."""
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def serve_pages(directory: Path = DEMO_PAGES) -> tuple[ThreadingHTTPServer, str]:
+    """Serve `directory` on 127.0.0.1 (a free port) in a daemon thread; returns (server, base URL)."""
+    handler = functools.partial(_QuietHandler, directory=str(directory))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def step_research(ws: Any) -> None:
+    """Demo: research offline — the udm search provider, a local file, and pages served on 127.0.0.1."""
+    from flows.research import ResearchRequest, run_research
+    from udm.config import load_settings
+
+    server, base = serve_pages()
+    ws.say(f"   serving examples/research at {base} (allow-listed: 127.0.0.1 only)")
+    s = load_settings(
+        cwd=ws.path,
+        root=ws.settings.udm_root,
+        state_dir=ws.settings.state_path,
+        logs_dir=ws.settings.logs_path,
+        fetch_allow=["127.0.0.1"],
+        search_provider="udm",
+        approval_policy="full_auto",
+    )
+    request = ResearchRequest(
+        question="How should the search index rank passages with BM25 and handle concurrent readers?",
+        queries=["BM25 ranking passages", "index concurrency readers"],
+        urls=[
+            f"{base}/bm25-ranking.html",
+            f"{base}/embedded-index-concurrency.html",
+            f"{base}/index-notes.md",
+            f"{base}/drafts/unpublished.html",  # disallowed by robots.txt: shows as a failed source
+            "http://127.0.0.2/metadata",  # not allow-listed: refused before any connection
+        ],
+        files=[str(ws.settings.udm_root / "02-system-architecture.md")],
+        topic="INDEX-RANKING",
+        max_sources=10,
+    )
+    try:
+        result = run_research(request, s)
+    finally:
+        server.shutdown()
+        server.server_close()
+    for src in result.sources:
+        reason = f" — {src['reason'][:90]}" if src.get("reason") else ""
+        ws.say(f"   [{src['n']}] {src['status']:<20} {src['url'][-70:]}{reason}")
+    ws.say(f"   {result.appendix_id}: {result.status} — {result.message}")
+    ws.say(f"   phases (s): {result.timings_s}")
+    if result.status != "written":
+        raise RuntimeError(f"the research appendix was not written: {result.message}")
+    failed = {s["url"].rsplit("/", 1)[-1]: s for s in result.sources if s["status"] != "ok"}
+    if "unpublished.html" not in failed or "metadata" not in failed:
+        raise RuntimeError("robots.txt or the SSRF guard did not refuse what it must")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the research command."""
+    app.command("research")(research)
