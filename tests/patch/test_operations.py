@@ -295,3 +295,22 @@ def test_missing_targets_name_candidates(small: Settings, op: dict[str, Any], ne
         assert "candidates:" in (res.error or "") and "TASK-1: First task" in (res.error or "")
     else:
         assert "keys: id, title, status, depends_on" in (res.error or "")
+
+
+def test_existing_front_matter_and_renamed_file_links(small: Settings) -> None:
+    (small.udm_root / "fm.md").write_text(
+        "---\ntitle: Old  # shown\ntags: [a]\n---\n\n# FM\n", encoding="utf-8"
+    )
+    res = apply(
+        small,
+        {"op": "set_front_matter", "file": "fm.md", "key": "title", "value": "New"},
+        {"op": "set_front_matter", "file": "fm.md", "key": "tags", "delete": True},
+    )
+    assert res.status == "committed", res.error
+    assert read(small, "fm.md") == "---\ntitle: New  # shown\n---\n\n# FM\n"
+    # roadmap.md links to config.md#http: renaming config.md would break it.
+    moved = apply(small, {"op": "rename_file", "file": "config.md", "to": "settings.md"})
+    assert moved.status == "invalid" and "roadmap.md: link to config.md#http would break" in (
+        moved.error or ""
+    )
+    assert (small.udm_root / "config.md").exists()

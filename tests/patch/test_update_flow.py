@@ -67,6 +67,7 @@ def test_full_auto_commits_and_publishes_artifacts(prefect_server: None, small: 
 
     result = run_update(_patch("flow-auto"), small, policy="full_auto")
     assert result.status == "committed", result
+    assert result.reindexed
     assert "timeout: 20" in (small.udm_root / "config.md").read_text(encoding="utf-8")
     assert result.patch is not None and {f.path for f in result.patch.files} == {"config.md", "roadmap.md"}
 
