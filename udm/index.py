@@ -63,6 +63,7 @@ class RefreshStats:
     full: bool = False
     workers: int = 1
     seconds: float = 0.0
+    stages: dict[str, float] = field(default_factory=dict)
     generation: int = 0
 
     def as_dict(self) -> dict[str, Any]:
@@ -264,6 +265,7 @@ class UdmIndex:
         while True:
             try:
                 con = duckdb.connect(str(self.db_path), read_only=read_only)
+                con.execute("SET enable_progress_bar = false")
                 if read_only:
                     # Readers never touch other files: read-only SQL cannot read_text('/etc/...').
                     con.execute("SET enable_external_access = false")
@@ -476,7 +478,10 @@ class UdmIndex:
                 # A long parse: let readers in meanwhile, and reconnect for the short load step.
                 stack.close()
                 writer = None
+            mark = time.perf_counter()
             file_rows, errors, counts, workers = self._parse_all(to_parse, disk, tmp)
+            stats.stages["parse"] = round(time.perf_counter() - mark, 3)
+            mark = time.perf_counter()
             stats.errors = errors
             stats.workers = workers
             stats.sections = counts.get("sections", 0)
@@ -518,7 +523,7 @@ class UdmIndex:
                 self._load_list(con, "files", file_rows, tmp, file_cols)
                 for rel, size, mtime in touched:
                     con.execute("UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?", [size, mtime, rel])
-                self._resolve_links(con)
+                self._resolve_links(con, None if full or not indexed else gone)
                 gen_row = con.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
                 generation = (int(gen_row[0]) if gen_row else 0) + 1
                 con.execute(
@@ -540,8 +545,13 @@ class UdmIndex:
                 else con.execute(sql + " AND i.file IN (SELECT unnest(?::VARCHAR[]))", [gone]).fetchall()
             )
             stack.close()  # release the write connection before the side indexes
+            stats.stages["load"] = round(time.perf_counter() - mark, 3)
+            mark = time.perf_counter()
             write_lookup(self.state, self.root, full=full or not indexed, changed=gone, disk=disk, defs=defs)
+            stats.stages["lookup"] = round(time.perf_counter() - mark, 3)
+            mark = time.perf_counter()
             self._update_search(full or not indexed, gone, tmp, generation)
+            stats.stages["search"] = round(time.perf_counter() - mark, 3)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         self.generation = generation
@@ -573,7 +583,7 @@ class UdmIndex:
             [path],
         )
 
-    def _resolve_links(self, con: duckdb.DuckDBPyConnection) -> None:
+    def _resolve_links(self, con: duckdb.DuckDBPyConnection, changed: list[str] | None = None) -> None:
         # Markdown targets and anchors resolve against the index itself; other files were checked
         # on disk when their source was parsed.
         con.execute(
@@ -587,8 +597,16 @@ class UdmIndex:
                     AND (fragment IS NULL OR EXISTS (
                         SELECT 1 FROM sections s WHERE s.file = links.target_file AND s.anchor = links.fragment))
                 ELSE resolved END
-            WHERE kind <> 'internal' OR target_file LIKE '%.md' OR target_file LIKE '%.markdown'
+            WHERE (kind <> 'internal' OR target_file LIKE '%.md' OR target_file LIKE '%.markdown')
             """
+            # An incremental refresh re-checks only links from or into the files that changed.
+            + (
+                ""
+                if changed is None
+                else " AND (file IN (SELECT unnest($1::VARCHAR[])) "
+                "OR target_file IN (SELECT unnest($1::VARCHAR[])))"
+            ),
+            [] if changed is None else [changed],
         )
 
     def _parse_all(

@@ -51,6 +51,8 @@ class Reference:
 
 
 _QUERIES: dict[tuple[str, str], UdmQuery] = {}
+# After this many distinct files, a process loads all section metadata at once.
+_LOAD_ALL_AFTER = 8
 _QUERIES_LOCK = threading.Lock()
 
 
@@ -76,6 +78,8 @@ class UdmQuery:
         self._defs: dict[str, list[Definition]] | None = None
         self._docs: dict[str, Document] = {}
         self._search: SearchIndex | None = None
+        self._all_sections: dict[str, list[tuple[Any, ...]]] | None = None
+        self._files_asked = 0
 
     # ----- freshness and caches -----------------------------------------------------------------
 
@@ -88,6 +92,8 @@ class UdmQuery:
                 self._defs = None
                 self._docs.clear()
                 self._search = None
+                self._all_sections = None
+                self._files_asked = 0
 
     def _definitions(self) -> dict[str, list[Definition]]:
         if self._defs is None:
@@ -155,12 +161,7 @@ class UdmQuery:
                 raise TargetNotFoundError(f"no file '{relpath}' under the UDM root") from exc
             except (OSError, UnicodeDecodeError) as exc:
                 raise DocumentError(f"{relpath}: cannot read: {exc}") from exc
-            with self.index.connect() as con:
-                rows = con.execute(
-                    "SELECT idx, level, title, start_line, heading_end, own_end, end_line, path, anchor, parent, ids "
-                    "FROM sections WHERE file = ? ORDER BY idx",
-                    [relpath],
-                ).fetchall()
+            rows = self._section_rows(relpath)
             sections = [
                 Section(
                     index=r[0],
@@ -197,6 +198,24 @@ class UdmQuery:
                 self._docs.clear()
             self._docs[relpath] = doc
             return doc
+
+    def _section_rows(self, relpath: str) -> list[tuple[Any, ...]]:
+        cols = "idx, level, title, start_line, heading_end, own_end, end_line, path, anchor, parent, ids"
+        if self._all_sections is None and self._files_asked >= _LOAD_ALL_AFTER:
+            # A busy process: one scan of every section's metadata beats a query per file.
+            with self.index.connect() as con:
+                everything = con.execute(f"SELECT file, {cols} FROM sections ORDER BY file, idx").fetchall()
+            grouped: dict[str, list[tuple[Any, ...]]] = {}
+            for row in everything:
+                grouped.setdefault(row[0], []).append(row[1:])
+            self._all_sections = grouped
+        if self._all_sections is not None:
+            return self._all_sections.get(relpath, [])
+        self._files_asked += 1
+        with self.index.connect() as con:
+            return con.execute(
+                f"SELECT {cols} FROM sections WHERE file = ? ORDER BY idx", [relpath]
+            ).fetchall()
 
     def section(self, file: str, identifier: str | None) -> tuple[Document, Section | None]:
         """A section of a file by heading text, path, anchor or ID (None identifier: the whole file)."""

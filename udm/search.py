@@ -22,7 +22,7 @@ from udm.ids import id_matcher
 __all__ = ["SearchHit", "SearchIndex"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
-_HEAP = 200_000_000
+_HEAP = 100_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +107,7 @@ class SearchIndex:
         if full:
             self.reset()
         index = self._open(create=True)
-        writer = index.writer(heap_size=_HEAP)
+        writer = index.writer(heap_size=_HEAP, num_threads=1)
         if not full:
             for rel in removed:
                 writer.delete_documents_by_term("file", rel)
