@@ -29,7 +29,40 @@ __all__ = [
 # Tracking parameters that never change what a page says.
 _TRACKING = re.compile(r"^(utm_[a-z]+|fbclid|gclid|dclid|msclkid|mc_cid|mc_eid|ref_src|_hsenc|_hsmi)$", re.I)
 _GENERIC = frozenset(
-    ["does", "should", "use", "using", "used", "best", "way", "ways", "work", "works", "make", "makes", "get", "getting", "need", "needs", "versus", "vs", "compare", "compared", "comparison", "about", "into", "than", "more", "most", "much", "many", "any", "some", "there", "their"]
+    [
+        "does",
+        "should",
+        "use",
+        "using",
+        "used",
+        "best",
+        "way",
+        "ways",
+        "work",
+        "works",
+        "make",
+        "makes",
+        "get",
+        "getting",
+        "need",
+        "needs",
+        "versus",
+        "vs",
+        "compare",
+        "compared",
+        "comparison",
+        "about",
+        "into",
+        "than",
+        "more",
+        "most",
+        "much",
+        "many",
+        "any",
+        "some",
+        "there",
+        "their",
+    ]
 )
 
 
@@ -115,20 +148,34 @@ class Finding:
 
 
 def rank_findings(question: str, sources: list[Source], limit: int = 8, per_source: int = 2) -> list[Finding]:
-    """The best passages for the question across all sources, at most `per_source` from each."""
+    """The best passages for the question across all sources (one BM25 corpus, so scores compare
+    across sources), at most `per_source` from each."""
     query = terms(question)
-    scored: list[Finding] = []
+    owners: list[int] = []
+    corpus: list[Passage] = []
     for src in sources:
         if not src.ok:
             continue
-        ranked = rank_passages(split_passages(src.text), query)
-        scored += [Finding(src.n, p) for p in ranked[:per_source] if p.score > 0]
-    scored.sort(key=lambda f: (-f.passage.score, f.source, f.passage.index))
-    return scored[:limit]
+        for p in split_passages(src.text):
+            owners.append(src.n)
+            corpus.append(Passage(len(corpus), p.text))
+    taken: dict[int, int] = {}
+    out: list[Finding] = []
+    for p in rank_passages(corpus, query):
+        if p.score <= 0 or len(out) >= limit:
+            break
+        n = owners[p.index]
+        if taken.get(n, 0) >= per_source:
+            continue
+        taken[n] = taken.get(n, 0) + 1
+        out.append(Finding(n, p))
+    return out
 
 
 def _sentences(text: str, count: int = 2) -> str:
     no_code = re.sub(r"(?ms)^\s*(`{3,}|~{3,}).*?^\s*\1\s*$", "", text)
+    # A passage's heading line (or bold title line) is not a sentence of its findings.
+    no_code = re.sub(r"(?m)^\s*(#{1,6}\s+.*|\*\*[^*]+\*\*\s*)$", "", no_code)
     flat = re.sub(r"\s+", " ", re.sub(r"^#+\s*.*$", "", quotable(no_code), flags=re.M)).strip()
     parts = re.split(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(])", flat)
     out = " ".join(parts[:count]).strip()
@@ -136,6 +183,7 @@ def _sentences(text: str, count: int = 2) -> str:
 
 
 _FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*\S*\s*$")
+_CITATION = re.compile(r"\s?(\[\d{1,3}\])+(?!\()")
 _LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]*)(?:\s+\"[^\"]*\")?\)")
 
 
@@ -155,7 +203,8 @@ def quotable(text: str) -> str:
         elif heading := re.match(r"^\s*#{1,6}\s+(.*?)\s*#*\s*$", line):
             out.append(f"**{heading.group(1)}**")
         else:
-            out.append(_LINK.sub(_keep_web_link, line))
+            # The source's own numbered citations would read as this appendix's: drop them.
+            out.append(_CITATION.sub("", _LINK.sub(_keep_web_link, line)))
     if in_fence:
         out.append("```")
     return "\n".join(out)

@@ -60,9 +60,20 @@ _STOP = frozenset(
 )
 
 
+def _stem(word: str) -> str:
+    # Plural and verb endings only (passages ~ passage, ranks ~ rank, ranking ~ rank): enough for
+    # matching a question's words to a text's, without a stemmer's surprises on IDs and code names.
+    if len(word) <= 4 or not word.isalpha():
+        return word
+    for suffix, repl in (("ies", "y"), ("ing", ""), ("es", "e"), ("s", "")):
+        if word.endswith(suffix) and not word.endswith("ss") and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)] + repl
+    return word
+
+
 def terms(text: str) -> list[str]:
-    """Lower-cased word tokens of `text` without stop words (IDs such as duckdb-fts stay whole)."""
-    return [w for w in (m.group(0).lower() for m in _WORD.finditer(text)) if w not in _STOP]
+    """Lower-cased, lightly stemmed word tokens of `text` without stop words (IDs stay whole)."""
+    return [_stem(w) for w in (m.group(0).lower() for m in _WORD.finditer(text)) if w not in _STOP]
 
 
 @dataclass(frozen=True)
