@@ -47,21 +47,24 @@ def _check_via(via: Sequence[str]) -> tuple[str, ...]:
     unknown = [v for v in via if v not in EDGE_TYPES]
     if unknown:
         raise UdmError(f"unknown edge type(s) {', '.join(unknown)}; known: {', '.join(EDGE_TYPES)}")
-    return tuple(via) or DEFAULT_VIA
+    return tuple(sorted(set(via))) or DEFAULT_VIA
 
 
 def _walk(kg: KnowledgeGraph, start: str, via: tuple[str, ...], forward: bool) -> list[dict[str, Any]]:
-    # The adjacency dicts directly ({neighbour: {edge type: attrs}}): several times faster than edge views.
-    adjacency = kg.g.succ if forward else kg.g.pred
-    wanted = frozenset(via)
+    # Breadth-first over the cached subgraph of just these edge types: no per-edge type checks, and the
+    # adjacency dicts read directly (several times faster than networkx's edge views).
+    sub = _typed_subgraph(kg, via)
+    if start not in sub:
+        return []
+    adjacency = sub.succ if forward else sub.pred
     seen = {start: 0}
     order: list[str] = []
     queue = deque([start])
     while queue:
         node = queue.popleft()
         hops = seen[node] + 1
-        for nxt, keys in adjacency[node].items():
-            if nxt not in seen and not wanted.isdisjoint(keys):
+        for nxt in adjacency[node]:
+            if nxt not in seen:
                 seen[nxt] = hops
                 order.append(nxt)
                 queue.append(nxt)

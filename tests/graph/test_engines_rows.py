@@ -113,3 +113,19 @@ def test_an_overrunning_operation_is_abandoned_at_the_limit(
     monkeypatch.setattr(graph_module, "run_operation", real)
     _, rows = handle.natural_language("what depends on TASK-P0-M0.1-T001", timeout_s=2.0)
     assert len(rows.rows) == 4
+
+
+def test_pattern_literals_become_parameters_without_changing_answers(small_graph: GraphHandle) -> None:
+    from udm.graph_cypher import lift_literals
+
+    query = "MATCH (a {id: 'TASK-P0-M0.1-T004'})-[:depends_on]->(b) WHERE b.status <> 'done' RETURN b.id, 'x' AS tag"
+    assert lift_literals(query) == (
+        "MATCH (a {id: $__s0})-[:depends_on]->(b) WHERE b.status <> $__s1 RETURN b.id, 'x' AS tag",
+        {"__s0": "TASK-P0-M0.1-T004", "__s1": "done"},
+    )
+    assert lift_literals("MATCH (a) RETURN a.id = 'x'") is None
+    got = small_graph.cypher(query + " ORDER BY b.id")
+    assert got.columns == ["b.id", "tag"]
+    assert got.rows == [["TASK-P0-M0.1-T002", "x"], ["TASK-P0-M0.1-T003", "x"]]
+    quoted = small_graph.cypher('MATCH (t:task) WHERE t.title = "Join" RETURN t.id')
+    assert quoted.rows == [["TASK-P0-M0.1-T004"]]
