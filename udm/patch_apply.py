@@ -87,7 +87,10 @@ class Workspace:
                 return None
             if not real.is_file():
                 raise DocumentError(f"{rel}: not a regular file")
-            raw = real.read_bytes()
+            try:
+                raw = real.read_bytes()
+            except OSError as exc:
+                raise DocumentError(f"{rel}: cannot read: {exc.strerror or exc}") from exc
         if raw is None:
             return None
         try:

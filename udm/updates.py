@@ -20,6 +20,7 @@ from udm.errors import (
     LockTimeoutError,
     PatchError,
     TargetError,
+    TransactionError,
     UdmError,
 )
 from udm.patch import Patch
@@ -197,7 +198,12 @@ def _commit(
         changes.append(
             Change(path, (json.dumps(record, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
         )
-    return commit_files(settings.state_path, changes, label=label)
+    try:
+        return commit_files(settings.state_path, changes, label=label)
+    except OSError as exc:
+        # A disk error before the commit point: undo from the journal now rather than at the next write.
+        recover(settings.state_path)
+        raise TransactionError(f"commit failed and was rolled back: {exc}") from exc
 
 
 def apply_patch(
@@ -230,7 +236,7 @@ def apply_patch(
                 files=files,
                 diff=diff,
                 recovered=recovered,
-                planned_patch=planned.model_dump(mode="json", exclude_none=True),
+                planned_patch=planned.model_dump(mode="json", exclude_unset=True),
             )
             if dry_run or not changed:
                 return result
