@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import itertools
 import json
 import re
 import unicodedata
@@ -343,7 +344,11 @@ def slugify(title: str) -> str:
 
 _LINK = re.compile(r"(?<!!)\[([^\]\n]*)\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 _CODE_SPAN = re.compile(r"`+[^`\n]*`+")
-_FIELD = re.compile(r"\s*(?:[-*+]\s+)?\*\*(?:[A-Za-z]+ )?ID:?\*\*:?\s*`?([A-Za-z0-9][A-Za-z0-9_.\-]*)`?")
+_LINK_HINT = re.compile(r"\]\(")
+_FIELD_ANY = re.compile(
+    r"^[ \t]*(?:[-*+][ \t]+)?\*\*(?:[A-Za-z]+ )?ID:?\*\*:?[ \t]*`?([A-Za-z0-9][A-Za-z0-9_.\-]*)`?",
+    re.MULTILINE,
+)
 
 
 def _link_kind(target: str) -> str:
@@ -489,8 +494,7 @@ def parse_document(text: str, path: str = "", id_patterns: Iterable[str] | None 
                 error=error,
             )
         )
-        for ln in range(f.start, f.end):
-            fence_lines[ln] = 1
+        fence_lines[f.start : f.end] = b"\x01" * (f.end - f.start)
 
     # ID definitions.
     defs: list[IdOccurrence] = []
@@ -508,14 +512,17 @@ def parse_document(text: str, path: str = "", id_patterns: Iterable[str] | None 
     if front:
         for ident in _front_ids(front):
             define(ident, _line_of(lines, ident, 0, fm_range[1] if fm_range else 1), "front_matter")
+    # Line starts, for mapping regex matches over the whole text back to lines (C-speed scans).
+    offsets = [0, *itertools.accumulate(map(len, lines))][:n] if n else [0]
+
+    def line_at(pos: int) -> int:
+        return bisect.bisect_right(offsets, pos) - 1
+
     heading_lines = {h.start for h in headings}
-    for i in range(first, n):
-        if fence_lines[i] or i in heading_lines:
-            continue
-        src = lines[i]
-        if "ID" in src and "**" in src:
-            fm = _FIELD.match(src)
-            if fm:
+    if "**" in text:
+        for fm in _FIELD_ANY.finditer(text):
+            i = line_at(fm.start())
+            if i >= first and not fence_lines[i] and i not in heading_lines:
                 define(fm.group(1), i, "field")
     for b in blocks:
         for ident in block_ids(b):
@@ -523,13 +530,8 @@ def parse_document(text: str, path: str = "", id_patterns: Iterable[str] | None 
 
     # References: every other occurrence, found in one pass over the text.
     refs: list[IdOccurrence] = []
-    offsets = [0] * n
-    pos = 0
-    for i, src in enumerate(lines):
-        offsets[i] = pos
-        pos += len(src)
     for im in matcher.finditer(text):
-        at = bisect.bisect_right(offsets, im.start()) - 1
+        at = line_at(im.start())
         ident = im.group(0)
         if (ident, at) not in def_keys:
             refs.append(IdOccurrence(ident, at, section_of(at), "reference"))
@@ -537,10 +539,13 @@ def parse_document(text: str, path: str = "", id_patterns: Iterable[str] | None 
     # Links, outside fences and code spans.
     links: list[Link] = []
     if "](" in text:
-        for i in range(first, n):
-            src = lines[i]
-            if fence_lines[i] or "](" not in src:
+        seen_lines: set[int] = set()
+        for hit in _LINK_HINT.finditer(text):
+            i = line_at(hit.start())
+            if i < first or fence_lines[i] or i in seen_lines:
                 continue
+            seen_lines.add(i)
+            src = lines[i]
             plain = _CODE_SPAN.sub("", src) if "`" in src else src
             for lm in _LINK.finditer(plain):
                 target = lm.group(2)

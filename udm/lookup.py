@@ -75,6 +75,8 @@ def write_lookup(
     con = sqlite3.connect(os.path.join(state, LOOKUP_NAME), timeout=30)
     try:
         con.execute("PRAGMA journal_mode=WAL")
+        # A cache: if it is ever lost or torn, readers fall back to the full path.
+        con.execute("PRAGMA synchronous=OFF")
         for stmt in _SCHEMA:
             con.execute(stmt)
         with con:
