@@ -76,6 +76,11 @@ def prefect_env(home: Path, port: int | None = None) -> dict[str, str]:
         DO_NOT_TRACK="1",
         PREFECT_SERVER_API_HOST=HOST,
         PREFECT_SERVER_DATABASE_CONNECTION_URL=f"sqlite+aiosqlite:///{home / 'prefect.db'}",
+        # SQLite answers "busy" under load; wait for the lock longer than the defaults (10 s / 5 s)
+        # instead of failing requests with 503.
+        PREFECT_SERVER_DATABASE_TIMEOUT="60",
+        PREFECT_SERVER_DATABASE_CONNECTION_TIMEOUT="30",
+        PREFECT_API_LOG_RETRYABLE_ERRORS="true",
     )
     if port is not None:
         env["PREFECT_SERVER_API_PORT"] = str(port)

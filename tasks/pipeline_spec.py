@@ -11,6 +11,7 @@ Input schema rejects. Every problem names its step. No Prefect import: flows/pip
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -372,6 +373,12 @@ def strip_expression(value: str) -> str:
 # Schema walking ------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=1024)
+def _schema_of(model: type[BaseModel]) -> dict[str, Any]:
+    """A model's JSON schema, built once (pydantic takes milliseconds per call); never mutated."""
+    return model.model_json_schema(by_alias=True)
+
+
 def _deref(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
     while "$ref" in schema:
         name = schema["$ref"].split("/")[-1]
@@ -415,10 +422,22 @@ def _field_schema(
 # Compiling -----------------------------------------------------------------------------------
 
 
-def _output_schema(step: StepSpec, flows: Mapping[str, FlowInfo]) -> dict[str, Any] | None:
+class _Tools:
+    """Tool lookups memoised for one compile (the registry's lookup is a linear scan)."""
+
+    def __init__(self) -> None:
+        self._found: dict[str, Any] = {}
+
+    def get(self, name: str) -> Any:
+        if name not in self._found:
+            self._found[name] = get_tool(name)
+        return self._found[name]
+
+
+def _output_schema(step: StepSpec, flows: Mapping[str, FlowInfo], tools: _Tools) -> dict[str, Any] | None:
     if step.tool:
-        tool = get_tool(step.tool)
-        return tool.Output.model_json_schema(by_alias=True) if tool else None
+        tool = tools.get(step.tool)
+        return _schema_of(tool.Output) if tool else None
     info = flows.get(step.flow or "")
     return info.output_schema if info else None
 
@@ -432,6 +451,7 @@ def compile_pipeline(
     if not isinstance(spec, PipelineSpec):
         spec = load_spec(spec)
     flows = flows or {}
+    tools = _Tools()
     problems: list[str] = []
     graph: nx.DiGraph = nx.DiGraph()
     graph.add_nodes_from(spec.steps)
@@ -443,7 +463,7 @@ def compile_pipeline(
         if bool(step.tool) == bool(step.flow):
             problems.append(f"{where}: give exactly one of 'tool' or 'flow'")
             continue
-        if step.tool and get_tool(step.tool) is None:
+        if step.tool and tools.get(step.tool) is None:
             problems.append(f"{where}: unknown tool '{step.tool}' (see `udm tools list`)")
         if step.flow and step.flow not in flows:
             known = ", ".join(sorted(flows)) or "none available"
@@ -458,8 +478,8 @@ def compile_pipeline(
         if step.retry_delay is not None and isinstance(step.retry_delay, list) and not step.retry_delay:
             problems.append(f"{where}: retry_delay list is empty")
         if step.cache:
-            tool = get_tool(step.tool) if step.tool else None
-            fields = set(tool.Input.model_json_schema(by_alias=True).get("properties", {})) if tool else set()
+            tool = tools.get(step.tool) if step.tool else None
+            fields = set(_schema_of(tool.Input).get("properties", {})) if tool else set()
             for key in step.cache.key:
                 if tool and key not in fields:
                     problems.append(f"{where}: cache key '{key}' is not an input field of {tool.name}")
@@ -510,7 +530,7 @@ def compile_pipeline(
                         continue
                     graph.add_edge(ref, name)
                     target = spec.steps[ref]
-                    schema = _output_schema(target, flows)
+                    schema = _output_schema(target, flows, tools)
                     if schema is None:
                         continue
                     if target.for_each is not None:
@@ -529,7 +549,7 @@ def compile_pipeline(
                     problems.append(
                         f"{where}: {origin}: unknown name '{head}' (use steps, params, item or index)"
                     )
-        problems += _check_literal_input(name, step, flows)
+        problems += _check_literal_input(name, step, flows, tools)
 
     if nx.is_directed_acyclic_graph(graph):
         order = list(nx.topological_sort(graph))
@@ -544,15 +564,17 @@ def compile_pipeline(
     return CompiledPipeline(spec=spec, graph=graph, order=order, upstream=upstream)
 
 
-def _check_literal_input(name: str, step: StepSpec, flows: Mapping[str, FlowInfo]) -> list[str]:
+def _check_literal_input(
+    name: str, step: StepSpec, flows: Mapping[str, FlowInfo], tools: _Tools
+) -> list[str]:
     """Validate the literal part of a step's input against the tool's Input model (or flow parameters)."""
     where = f"step '{name}'"
     dynamic = {k for k, v in step.input.items() if _expressions(v)}
     if step.tool:
-        tool = get_tool(step.tool)
+        tool = tools.get(step.tool)
         if tool is None:
             return []
-        allowed = set(tool.Input.model_json_schema(by_alias=True).get("properties", {}))
+        allowed = set(_schema_of(tool.Input).get("properties", {}))
         problems = [
             f"{where}: input has unknown field '{k}' for {tool.name}"
             for k in sorted(set(step.input) - allowed)
