@@ -11,8 +11,9 @@ import time
 from pathlib import Path
 
 from udm.config import load_settings
+from udm.document import parse_document
 from udm.patch import parse_patch
-from udm.patch_apply import Workspace, apply_operations
+from udm.patch_apply import _CACHE, Workspace, apply_operations
 from udm.splice import changed_line_count
 from udm.updates import apply_patch
 
@@ -54,23 +55,39 @@ def bench_one_key() -> tuple[float, float]:
         }
     )
     raw = text.encode()
-    times, after = [], ""
+    times: list[float] = []
+    warm: list[float] = []
+    after = ""
     for _ in range(30):
+        _CACHE.clear()  # cold: the file's text was never parsed in this process
         ws = Workspace(Path("/"), reader=lambda rel: raw)
         t = time.perf_counter()
         apply_operations(patch, ws)
         times.append(time.perf_counter() - t)
         after = ws.read("r.md") or ""
+        # warm: the same text parsed moments ago (a commit right after its plan)
+        ws = Workspace(Path("/"), reader=lambda rel: raw)
+        t = time.perf_counter()
+        apply_operations(patch, ws)
+        warm.append(time.perf_counter() - t)
+    parse = []
+    for _ in range(10):
+        t = time.perf_counter()
+        parse_document(text, "r.md")
+        parse.append(time.perf_counter() - t)
     added, removed = changed_line_count(text, after)
     print(
-        f"one-key YAML edit in a {len(raw) / 1000:.0f} KB file (in-process): {_ms(times)}; diff +{added} -{removed} lines"
+        f"one-key YAML edit in a {len(raw) / 1000:.0f} KB file (in-process), cold: {_ms(times)}; diff +{added} -{removed} lines"
     )
+    print(f"  of which parsing the document (udm.document.parse_document): {_ms(parse)}")
+    print(f"  warm (the document parsed moments before, as a commit after its plan): {_ms(warm)}")
 
     import mdformat
 
     whole = []
     formatted = ""
     for _ in range(5):
+        _CACHE.clear()
         t = time.perf_counter()
         ws = Workspace(Path("/"), reader=lambda rel: raw)
         apply_operations(patch, ws)
@@ -82,7 +99,7 @@ def bench_one_key() -> tuple[float, float]:
         f"  ratio: splicing is {statistics.median(whole) / statistics.median(times):.0f}x faster and changes "
         f"{(fa + fr) / max(added + removed, 1):.0f}x fewer lines"
     )
-    return statistics.median(times), statistics.median(whole)
+    return statistics.median(times), statistics.median(warm)
 
 
 def bench_commit() -> float:
@@ -123,10 +140,11 @@ def bench_commit() -> float:
 def main() -> None:
     """Run both measurements and print them with their targets."""
     CORPUS.mkdir(parents=True, exist_ok=True)
-    one, _ = bench_one_key()
+    cold, warm = bench_one_key()
     commit = bench_commit()
     print(
-        f"targets: one-key edit <= 5 ms: {'met' if one <= 0.005 else 'NOT met'}; 100-op commit <= 1 s: {'met' if commit <= 1 else 'NOT met'}"
+        f"targets: one-key edit <= 5 ms: cold {'met' if cold <= 0.005 else 'NOT met'}, warm "
+        f"{'met' if warm <= 0.005 else 'NOT met'}; 100-op commit <= 1 s: {'met' if commit <= 1 else 'NOT met'}"
     )
 
 

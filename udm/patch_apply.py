@@ -5,6 +5,8 @@ from __future__ import annotations
 import difflib
 import posixpath
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,13 +35,34 @@ from udm.splice import (
 )
 from udm.structured import Format, edit_text
 
-__all__ = ["OpReport", "Workspace", "apply_operations", "check_relpath"]
+__all__ = ["OpReport", "Workspace", "apply_operations", "cached_parse", "check_relpath"]
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 _STRUCTURED: dict[str, Format] = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".json5": "json5"}
 _ATX_LINE = re.compile(
     r"^(?P<lead> {0,3})(?P<hashes>#{1,6})(?P<gap>[ \t]+)(?P<title>.*?)(?P<close>[ \t]+#+)?(?P<tail>[ \t]*\r?\n?)$"
 )
+
+
+_CACHE: OrderedDict[tuple[str, str, tuple[str, ...] | None], Document] = OrderedDict()
+_CACHE_LOCK = threading.Lock()
+_CACHE_SIZE = 64
+
+
+def cached_parse(text: str, path: str, id_patterns: list[str] | None = None) -> Document:
+    """parse_document, remembered for the last few texts: a plan and its commit parse the same files."""
+    key = (path, sha256_text(text), tuple(id_patterns) if id_patterns is not None else None)
+    with _CACHE_LOCK:
+        doc = _CACHE.get(key)
+        if doc is not None:
+            _CACHE.move_to_end(key)
+            return doc
+    doc = parse_document(text, path, id_patterns)
+    with _CACHE_LOCK:
+        _CACHE[key] = doc
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return doc
 
 
 def check_relpath(path: str) -> str:
@@ -136,7 +159,7 @@ class Workspace:
         text = self.require(rel)
         cached = self._docs.get(rel)
         if cached is None or cached[0] is not text:
-            cached = (text, parse_document(text, rel, self.id_patterns))
+            cached = (text, cached_parse(text, rel, self.id_patterns))
             self._docs[rel] = cached
         return cached[1]
 

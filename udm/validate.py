@@ -7,9 +7,9 @@ import posixpath
 from collections import Counter
 from pathlib import Path
 
-from udm.document import Document, parse_document
+from udm.document import Document
 from udm.errors import DocumentError, PatchError, UdmError
-from udm.patch_apply import MARKDOWN_SUFFIXES, Workspace
+from udm.patch_apply import MARKDOWN_SUFFIXES, Workspace, cached_parse
 
 __all__ = ["ValidationFailedError", "validate_workspace"]
 
@@ -77,7 +77,7 @@ class _Resolver:
     def doc(self, rel: str) -> Document | None:
         if rel not in self._docs:
             text = self.text(rel) if rel.lower().endswith(MARKDOWN_SUFFIXES) else None
-            self._docs[rel] = parse_document(text, rel, self.ws.id_patterns) if text is not None else None
+            self._docs[rel] = cached_parse(text, rel, self.ws.id_patterns) if text is not None else None
         return self._docs[rel]
 
     def broken(self, doc: Document) -> set[tuple[str, str]]:
@@ -198,7 +198,7 @@ def _check_others(
         linked = any(n in text for n in names)
         if not hits and not linked:
             continue
-        doc = parse_document(text, rel, ws.id_patterns)
+        doc = cached_parse(text, rel, ws.id_patterns)
         defined = {d.id: d.line for d in doc.id_defs}
         for ident in hits:
             if ident in defined:
