@@ -61,14 +61,15 @@ _STOP = frozenset(
 
 
 def _stem(word: str) -> str:
-    # Plural and verb endings only (passages ~ passage, ranks ~ rank, ranking ~ rank): enough for
-    # matching a question's words to a text's, without a stemmer's surprises on IDs and code names.
-    if len(word) <= 4 or not word.isalpha():
+    # Plural, -ing and final -e only (passages ~ passage, caching ~ cache, ranks ~ ranking): enough
+    # to match a question's words to a text's, without a stemmer's surprises on IDs and code names.
+    if len(word) <= 3 or not word.isalpha():
         return word
-    for suffix, repl in (("ies", "y"), ("ing", ""), ("es", "e"), ("s", "")):
+    for suffix in ("ies", "ing", "es", "s"):
         if word.endswith(suffix) and not word.endswith("ss") and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)] + repl
-    return word
+            word = word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+            break
+    return word[:-1] if word.endswith("e") and len(word) > 3 else word
 
 
 def terms(text: str) -> list[str]:
@@ -114,11 +115,28 @@ def rank_passages(
     passages: list[Passage], query_terms: list[str], k1: float = 1.2, b: float = 0.75
 ) -> list[Passage]:
     """Passages scored by BM25 against `query_terms`, best first; ties keep document order."""
-    wanted = [t.lower() for t in query_terms if t.strip()]
+    wanted = [_stem(t.lower()) for t in query_terms if t.strip()]
     if not passages or not wanted:
         return list(passages)
-    tokenised = [Counter(terms(p.text)) for p in passages]
-    lengths = [sum(c.values()) or 1 for c in tokenised]
+    wanted_set = set(wanted)
+    # Only words that can stem to a query term are stemmed and counted (stemming only shortens a
+    # word, so a match starts with the term's first 3 characters); every word counts for length.
+    prefixes = sorted({t[:3] for t in wanted_set}, key=len, reverse=True)
+    candidates = re.compile(
+        r"(?<![A-Za-z0-9])(?:" + "|".join(re.escape(p) for p in prefixes) + r")[A-Za-z0-9_.+#-]*", re.I
+    )
+    tokenised: list[Counter[str]] = []
+    lengths: list[int] = []
+    for p in passages:
+        lengths.append(len(p.text.split()) or 1)
+        counts: Counter[str] = Counter()
+        for w in candidates.findall(p.text):
+            w = w.lower().rstrip(".-#+_")
+            if w not in _STOP:
+                st = _stem(w)
+                if st in wanted_set:
+                    counts[st] += 1
+        tokenised.append(counts)
     avg = sum(lengths) / len(lengths)
     n = len(passages)
     df = {t: sum(1 for c in tokenised if t in c) for t in set(wanted)}
