@@ -186,6 +186,7 @@ def udm_update_flow(
     logger = get_run_logger()
 
     def done(status: Any, message: str, **extra: Any) -> UpdateResult:
+        """Log and build the run's result."""
         logger.info("patch %s: %s %s", patch.id, status, message)
         return UpdateResult(
             status=status,

@@ -318,6 +318,7 @@ class _Applier:
         return self.ws.doc(rel)
 
     def section_op(self, op: Any, expect_check: Callable[[str, str], None]) -> str:
+        """Apply one of the seven section operations; returns the target's description."""
         doc = self._md(op.file)
         sec = _section(doc, op.section)
         expect_check(_hash_section(doc, sec), f"section '{sec.path}'")
@@ -407,6 +408,7 @@ class _Applier:
     # -- text and structured operations -----------------------------------------------------------
 
     def replace_text(self, op: P.ReplaceText, expect_check: Callable[[str, str], None]) -> str:
+        """Replace exact text that must occur exactly `count` times."""
         text = self.ws.require(op.file)
         start, end, where = 0, len(text), op.file
         if op.section is not None:
@@ -434,6 +436,7 @@ class _Applier:
         return f"{found} occurrence(s) in {where} (lines {', '.join(str(i + 1) for i in matched_lines[:10])})"
 
     def key_op(self, op: Any, expect_check: Callable[[str, str], None]) -> str:
+        """Set, delete or append by key path in a YAML/JSON file or a fenced block."""
         action = op.op.split("_", 1)[0]
         family = "yaml" if "yaml" in op.op else "json"
         suffix = Path(op.file).suffix.lower()
@@ -475,6 +478,7 @@ class _Applier:
         return f"key '{op.key}' of the {where}"
 
     def front_matter(self, op: P.SetFrontMatter, expect_check: Callable[[str, str], None]) -> str:
+        """Set or delete a front-matter key (creating the front matter when absent)."""
         doc = self._md(op.file)
         lines = list(doc.lines)
         rng = doc.front_matter_range
@@ -500,6 +504,7 @@ class _Applier:
         return f"front matter key '{op.key}' of {op.file}"
 
     def code_block(self, op: P.ReplaceCodeBlock, expect_check: Callable[[str, str], None]) -> str:
+        """Replace a fenced block's content, keeping its fence and info string."""
         doc = self._md(op.file)
         sec = _section(doc, op.section) if op.section is not None else None
         if sec is None and op.block is None:
@@ -516,6 +521,7 @@ class _Applier:
     # -- file operations ---------------------------------------------------------------------------
 
     def file_op(self, op: Any, expect_check: Callable[[str, str], None]) -> str:
+        """Create, rename or delete a file."""
         rel = check_relpath(op.file)
         if op.op == "create_file":
             if self.ws.read(rel) is not None:
@@ -581,6 +587,7 @@ def apply_operations(
         report = reports[i]
 
         def expect_check(current: str, target: str, i: int = i, op: Any = op) -> None:
+            """Record the target's hash; with check_expect, a different planned hash is a conflict."""
             hashes[i] = current
             reports[i].expect = current
             if check_expect and op.expect is not None and op.expect != current:

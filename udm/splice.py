@@ -170,6 +170,7 @@ def unified_diff(path: str, before: str | None, after: str | None, context: int 
         return ""
 
     def show(line: str) -> str:
+        """One diff line; a missing final newline is marked as git does."""
         # A missing final newline would glue two diff lines together; mark it as git does.
         return line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
 

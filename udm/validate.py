@@ -58,6 +58,7 @@ class _Resolver:
         self._docs: dict[str, Document | None] = {}
 
     def text(self, rel: str) -> str | None:
+        """The file's text before or after the patch (None when absent)."""
         if rel in self.ws.current:
             return self.ws.current[rel] if self.after else self.ws.original[rel]
         try:
@@ -66,6 +67,7 @@ class _Resolver:
             return None
 
     def exists(self, rel: str) -> bool:
+        """Whether the file exists before or after the patch."""
         if rel in self.ws.current:
             return self.text(rel) is not None
         try:
@@ -75,6 +77,7 @@ class _Resolver:
         return real.exists()
 
     def doc(self, rel: str) -> Document | None:
+        """The parsed Markdown file (None when absent or not Markdown)."""
         if rel not in self._docs:
             text = self.text(rel) if rel.lower().endswith(MARKDOWN_SUFFIXES) else None
             self._docs[rel] = cached_parse(text, rel, self.ws.id_patterns) if text is not None else None
