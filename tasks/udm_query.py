@@ -14,7 +14,6 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, Field, model_validator
 
 from tasks.base import Permission, Tool, ToolContext, ToolInput, TransientToolError
-from udm.document import section_text
 from udm.errors import AmbiguousTargetError, DocumentError, IndexBusyError, TargetNotFoundError, UdmError
 from udm.query import UdmQuery, get_query
 
@@ -273,7 +272,7 @@ class UdmQueryTool(Tool[UdmQueryInput, UdmQueryOutput]):
         if _PATHLIKE.search(target) or "/" in target:
             file, _, ident = target.partition("#")
             doc, sec = q.section(file, ident or None)
-            text = doc.text if sec is None else section_text(doc, sec)
+            text = q.markdown(doc, sec)
             line = 1 if sec is None else sec.start + 1
             return UdmQueryOutput(
                 status=UdmQueryStatus.SUCCESS,
@@ -307,9 +306,10 @@ class UdmQueryTool(Tool[UdmQueryInput, UdmQueryOutput]):
         first = defs[0]
         doc = q.document(first.file)
         sec = doc.sections[first.section] if first.section is not None else None
-        markdown = (
-            section_text(doc, sec) if sec is not None else "".join(doc.lines[first.line - 1 : first.line])
-        )
+        if sec is not None:
+            markdown = q.markdown(doc, sec)
+        else:
+            markdown = "".join(q.read_text(first.file).splitlines(keepends=True)[first.line - 1 : first.line])
         source = SourceRef(
             file=first.file, line=(sec.start + 1) if sec else first.line, section_path=first.section_path
         )
@@ -373,7 +373,7 @@ class UdmQueryTool(Tool[UdmQueryInput, UdmQueryOutput]):
         out.source = SourceRef(
             file=file, line=sec.start + 1 if sec else 1, section_path=sec.path if sec else None
         )
-        markdown = doc.text if sec is None else section_text(doc, sec)
+        markdown = q.markdown(doc, sec)
         if data.return_format is ReturnFormat.MARKDOWN:
             out.content = markdown
         elif data.return_format is ReturnFormat.RAW_TEXT:

@@ -6,6 +6,7 @@ ranges are `start_line`..`end_line`, both inclusive. The document model undernea
 
 from __future__ import annotations
 
+import itertools
 import posixpath
 import re
 from collections.abc import Iterator
@@ -30,6 +31,9 @@ TABLE_COLUMNS: dict[str, list[tuple[str, str]]] = {
         ("end_line", "INTEGER"),
         ("parent", "INTEGER"),
         ("ids", "VARCHAR[]"),
+        ("start_byte", "BIGINT"),
+        ("end_byte", "BIGINT"),
+        ("own_end_byte", "BIGINT"),
         ("content", "VARCHAR"),
     ],
     "blocks": [
@@ -265,6 +269,9 @@ def document_rows(doc: Document, *, exists: Any = None) -> dict[str, list[dict[s
     def sp(idx: int | None) -> str | None:
         return spath[idx] if idx is not None else None
 
+    # Byte offset of every line start (and of the end), so readers can pread a section directly.
+    sizes = map(len, doc.lines) if doc.text.isascii() else (len(line.encode("utf-8")) for line in doc.lines)
+    byte_at = [0, *itertools.accumulate(sizes)]
     mentions: dict[int, list[str]] = {}
     for occ in (*doc.id_defs, *doc.id_refs):
         if occ.section is not None:
@@ -286,6 +293,9 @@ def document_rows(doc: Document, *, exists: Any = None) -> dict[str, list[dict[s
                 "end_line": s.end,
                 "parent": s.parent,
                 "ids": list(s.ids),
+                "start_byte": byte_at[s.start],
+                "end_byte": byte_at[s.end],
+                "own_end_byte": byte_at[s.own_end],
                 "content": "".join(doc.lines[s.start : s.own_end]),
                 "mentions": mentions.get(s.index, []),
             }

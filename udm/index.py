@@ -41,7 +41,7 @@ from udm.lookup import scan_markdown, write_lookup
 
 __all__ = ["IDLE_RELEASE_S", "SCHEMA_VERSION", "RefreshStats", "UdmIndex", "scan_root"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 IDLE_RELEASE_S = 1.0
 # Below this much text, forking workers costs more than it saves.
 PARALLEL_MIN_BYTES = 2_000_000
@@ -489,6 +489,11 @@ class UdmIndex:
             stats.tasks = counts.get("tasks", 0)
             gone = sorted(set(removed) | set(to_parse))
             con = writer if writer is not None else stack.enter_context(self.connect(read_only=False))
+            if not (full or not indexed):
+                # A small change stays in the WAL (readers replay it) instead of a checkpoint that
+                # rewrites whole row groups of section text; DuckDB checkpoints once the WAL is large.
+                con.execute("PRAGMA disable_checkpoint_on_shutdown")
+                con.execute("SET checkpoint_threshold = '64MB'")
             con.execute("BEGIN TRANSACTION")
             try:
                 if full:

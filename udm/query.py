@@ -7,6 +7,7 @@ the files on disk. Hot lookups keep small in-process caches keyed by the index g
 from __future__ import annotations
 
 import json
+import os
 import posixpath
 import threading
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from udm.config import Settings
-from udm.document import Document, Section, find_section, section_text
+from udm.document import Document, Section, find_section
 from udm.errors import AmbiguousTargetError, DocumentError, TargetNotFoundError
 from udm.index import UdmIndex
 from udm.search import SearchHit, SearchIndex
@@ -77,6 +78,7 @@ class UdmQuery:
         self._gen = -2
         self._defs: dict[str, list[Definition]] | None = None
         self._docs: dict[str, Document] = {}
+        self._bytes: dict[str, list[tuple[int, int, int]]] = {}
         self._search: SearchIndex | None = None
         self._all_sections: dict[str, list[tuple[Any, ...]]] | None = None
         self._files_asked = 0
@@ -91,6 +93,7 @@ class UdmQuery:
                 self._gen = self.index.generation
                 self._defs = None
                 self._docs.clear()
+                self._bytes.clear()
                 self._search = None
                 self._all_sections = None
                 self._files_asked = 0
@@ -149,19 +152,17 @@ class UdmQuery:
             return {r[0] for r in con.execute("SELECT path FROM files").fetchall()}
 
     def document(self, relpath: str) -> Document:
-        """A file's sections (from the index) with its current lines (from disk)."""
+        """A file's sections from the index; `text`/`lines` are read from disk on first use."""
         self.fresh()
         with self._lock:
             doc = self._docs.get(relpath)
             if doc is not None:
                 return doc
-            try:
-                text = (self.settings.udm_root / relpath).read_bytes().decode("utf-8")
-            except FileNotFoundError as exc:
-                raise TargetNotFoundError(f"no file '{relpath}' under the UDM root") from exc
-            except (OSError, UnicodeDecodeError) as exc:
-                raise DocumentError(f"{relpath}: cannot read: {exc}") from exc
             rows = self._section_rows(relpath)
+            if not rows:
+                if relpath not in self._file_set():
+                    raise TargetNotFoundError(f"no file '{relpath}' under the UDM root")
+                self.read_text(relpath)  # a file without sections may be one that does not decode
             sections = [
                 Section(
                     index=r[0],
@@ -181,8 +182,8 @@ class UdmQuery:
             ]
             doc = Document(
                 path=relpath,
-                text=text,
-                lines=text.splitlines(keepends=True),
+                text="",
+                lines=[],
                 sections=sections,
                 blocks=[],
                 front_matter=None,
@@ -194,13 +195,51 @@ class UdmQuery:
                 content_hash="",
                 parser="index",
             )
-            if len(self._docs) > 256:
+            if len(self._docs) > 4096:
                 self._docs.clear()
+                self._bytes.clear()
             self._docs[relpath] = doc
+            self._bytes[relpath] = [(r[11], r[12], r[13]) for r in rows]
             return doc
 
+    def read_text(self, relpath: str) -> str:
+        """A file's whole text (UTF-8, strict)."""
+        try:
+            return (self.settings.udm_root / relpath).read_bytes().decode("utf-8")
+        except FileNotFoundError as exc:
+            raise TargetNotFoundError(f"no file '{relpath}' under the UDM root") from exc
+        except (OSError, UnicodeDecodeError) as exc:
+            raise DocumentError(f"{relpath}: cannot read: {exc}") from exc
+
+    def markdown(self, doc: Document, section: Section | None, *, own: bool = False) -> str:
+        """The exact text of a section (or the whole file), read by byte range from disk."""
+        if section is None:
+            return self.read_text(doc.path)
+        offsets = self._bytes.get(doc.path)
+        if not offsets or section.index >= len(offsets):
+            text = self.read_text(doc.path)
+            return "".join(
+                text.splitlines(keepends=True)[section.start : section.own_end if own else section.end]
+            )
+        start, end, own_end = offsets[section.index]
+        stop = own_end if own else end
+        try:
+            fd = os.open(self.settings.udm_root / doc.path, os.O_RDONLY)
+            try:
+                data = os.pread(fd, stop - start, start)
+            finally:
+                os.close(fd)
+            return data.decode("utf-8")
+        except FileNotFoundError as exc:
+            raise TargetNotFoundError(f"no file '{doc.path}' under the UDM root") from exc
+        except (OSError, UnicodeDecodeError) as exc:
+            raise DocumentError(f"{doc.path}: cannot read: {exc}") from exc
+
     def _section_rows(self, relpath: str) -> list[tuple[Any, ...]]:
-        cols = "idx, level, title, start_line, heading_end, own_end, end_line, path, anchor, parent, ids"
+        cols = (
+            "idx, level, title, start_line, heading_end, own_end, end_line, path, anchor, parent, ids, "
+            "start_byte, end_byte, own_end_byte"
+        )
         if self._all_sections is None and self._files_asked >= _LOAD_ALL_AFTER:
             # A busy process: one scan of every section's metadata beats a query per file.
             with self.index.connect() as con:
@@ -227,7 +266,7 @@ class UdmQuery:
     def section_content(self, file: str, identifier: str | None, *, own: bool = False) -> str:
         """The exact Markdown of a section (or of the whole file)."""
         doc, sec = self.section(file, identifier)
-        return doc.text if sec is None else section_text(doc, sec, own=own)
+        return self.markdown(doc, sec, own=own)
 
     def section_blocks(self, file: str, section: Section | None) -> list[dict[str, Any]]:
         """The fenced blocks in a section's own body (all of the file's when None)."""

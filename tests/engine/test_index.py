@@ -176,3 +176,20 @@ def test_concurrent_refresh_and_query_processes(workspace: Path) -> None:
     for p in procs:
         out, err = p.communicate(timeout=60)
         assert p.returncode == 0 and out.strip() == "ok", err
+
+
+def test_section_content_by_byte_range_matches_the_document(query: UdmQuery, settings: Settings) -> None:
+    from udm.document import load_document, section_text
+
+    text = "# Über\n\nç — é\n\n## Ünter\n\n日本語 COMP-001\n\n## Second\n\nx\n"
+    (settings.udm_root / "99-unicode.md").write_text(text, encoding="utf-8")
+    doc = load_document(settings.udm_root, "99-unicode.md")
+    for sec in doc.sections:
+        assert query.section_content("99-unicode.md", "#" + sec.anchor) == section_text(doc, sec)
+        assert query.section_content("99-unicode.md", "#" + sec.anchor, own=True) == section_text(
+            doc, sec, own=True
+        )
+    for rel in ("05-roadmap.md", "02-system-architecture.md"):
+        doc = load_document(settings.udm_root, rel)
+        for sec in doc.sections[::7]:
+            assert query.section_content(rel, "#" + sec.anchor) == section_text(doc, sec)
