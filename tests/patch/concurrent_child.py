@@ -1,11 +1,13 @@
-"""Writer process of the concurrency test: plan a patch, wait for the start signal, commit, print JSON.
+"""Writer processes of the concurrency test, forked from one parent that imported the engine once.
 
-argv: project dir, patch file, ready-marker path, go-file path.
+argv: project dir, go-file path, then one patch file per writer. Each forked writer plans its patch,
+writes `<patch>.ready`, waits for the go file, commits, and writes its result to `<patch>.result.json`.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -14,14 +16,30 @@ from udm.config import load_settings
 from udm.patch import load_patch, parse_patch
 from udm.updates import apply_patch
 
-if __name__ == "__main__":
-    project, patch_file, ready, go = sys.argv[1:5]
+
+def _writer(project: str, patch_file: str, go: str) -> None:
     settings = load_settings(cwd=project)
     plan = apply_patch(load_patch(patch_file), settings, dry_run=True)
     assert plan.planned_patch is not None, plan.error
     planned = parse_patch(plan.planned_patch)
-    Path(ready).write_text("planned", encoding="utf-8")
+    Path(patch_file + ".ready").write_text("planned", encoding="utf-8")
     while not Path(go).exists():
-        time.sleep(0.005)
+        time.sleep(0.002)
     result = apply_patch(planned, settings)
-    print(json.dumps({"status": result.status, "error": result.error, "txid": result.txid}), flush=True)
+    out = {"status": result.status, "error": result.error, "txid": result.txid}
+    Path(patch_file + ".result.json").write_text(json.dumps(out), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    project, go, *patches = sys.argv[1:]
+    pids = []
+    for patch_file in patches:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                _writer(project, patch_file, go)
+            finally:
+                os._exit(0)
+        pids.append(pid)
+    codes = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in pids]
+    print(json.dumps(codes), flush=True)
