@@ -268,7 +268,9 @@ def step_queries(ws: Any) -> None:
     for raw in calls:
         result = call_tool(UdmQueryTool(), raw, ctx)
         data = result.envelope.data or {}
-        value = data.get("retrievedContent", data.get("content"))
+        value = (
+            data.get("retrievedContent") if data.get("retrievedContent") is not None else data.get("content")
+        )
         text = json.dumps(value, ensure_ascii=False)
         ws.say(
             f"{json.dumps(raw, ensure_ascii=False)}\n  -> {data.get('status')} ({result.duration_ms:.1f} ms): {text[:160]}"
