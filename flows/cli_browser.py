@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-__all__ = ["register", "step_verify_inline"]
+__all__ = ["register", "serve_site", "step_verify_inline"]
 
 browser_app = typer.Typer(help="Drive the browser tools from the command line.", no_args_is_help=True)
 
@@ -242,16 +242,13 @@ def browser_run(
         raise typer.Exit(1)
 
 
-def step_verify_inline(ws: Any) -> None:
-    """Demo: serve the sample site on 127.0.0.1, run the UDM's inline checks as the Prefect flow."""
+def serve_site(directory: Path | None = None) -> tuple[Any, str]:
+    """Serve a folder (default examples/site) on 127.0.0.1 in a thread; /x also finds x.html."""
     import functools
     import http.server
     import threading
 
-    from flows.browser_verify import browser_verification_flow
-    from udm.verifications import last_verified
-
-    site = Path(__file__).resolve().parent.parent / "examples" / "site"
+    site = directory or Path(__file__).resolve().parent.parent / "examples" / "site"
 
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def translate_path(self, path: str) -> str:
@@ -262,12 +259,20 @@ def step_verify_inline(ws: Any) -> None:
             return found
 
         def log_message(self, format: str, *args: Any) -> None:
-            """No access log in the demo's output."""
+            """No access log."""
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(site)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    base = f"http://127.0.0.1:{server.server_address[1]}"
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def step_verify_inline(ws: Any) -> None:
+    """Demo: serve the sample site on 127.0.0.1, run the UDM's inline checks as the Prefect flow."""
+    from flows.browser_verify import browser_verification_flow
+    from udm.verifications import last_verified
+
+    server, base = serve_site()
     ws.say(f"   serving examples/site at {base}")
     try:
         summary = browser_verification_flow(

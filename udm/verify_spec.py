@@ -296,15 +296,36 @@ def _markdown_files(root: Path) -> list[str]:
     return sorted(p.relative_to(root).as_posix() for p in root.rglob("*.md") if p.is_file())
 
 
+def _ids_in(data: Any) -> set[str]:
+    """Every `id` value in a verify block's data (these are check IDs, not claims)."""
+    found: set[str] = set()
+    if isinstance(data, dict):
+        if isinstance(data.get("id"), str):
+            found.add(data["id"])
+        for value in data.values():
+            found |= _ids_in(value)
+    elif isinstance(data, list):
+        for value in data:
+            found |= _ids_in(value)
+    return found
+
+
 def _block_checks(
-    path: str, line: int, data: Any, error: str | None, anchor: str | None, ids: list[str], base_dir: Path
+    path: str,
+    line: int,
+    data: Any,
+    error: str | None,
+    anchor: str | None,
+    ids: list[str],
+    base_dir: Path,
+    check_ids: set[str] | frozenset[str] = frozenset(),
 ) -> tuple[list[Check], list[CheckProblem]]:
     """Checks of one ```verify block (1-based `line`); udm_refs default to the section's IDs or anchor."""
     source = f"{path}:{line}"
     section = f"{path}#{anchor}" if anchor else path
     items = data.get("checks") if isinstance(data, dict) and "checks" in data else data
-    # The section's own IDs, not the IDs of checks (which the ID scanner also finds in the block).
-    claims = [i for i in ids if not i.upper().startswith("CHK-")]
+    # The section's own IDs, not the IDs of checks (which the ID scanner also finds in verify blocks).
+    claims = [i for i in ids if i not in check_ids and not i.upper().startswith("CHK-")]
     default_refs = claims or [section]
     if error:
         return [], [CheckProblem(source, f"verify block is not valid YAML: {error}", tuple(default_refs))]
@@ -339,6 +360,7 @@ def inline_checks(
     checks: list[Check] = []
     problems: list[CheckProblem] = []
     for doc in docs:
+        own = set().union(*(_ids_in(b.data) for b in doc.blocks if b.lang == "verify"))
         for block in doc.blocks:
             if block.lang != "verify":
                 continue
@@ -351,6 +373,7 @@ def inline_checks(
                 section.anchor if section else None,
                 list(section.ids) if section else [],
                 (root / doc.path).parent,
+                own,
             )
             checks += found
             problems += bad
@@ -374,10 +397,11 @@ def inline_checks_from_index(settings: Settings) -> tuple[list[Check], list[Chec
         index.close()
     checks: list[Check] = []
     problems: list[CheckProblem] = []
-    for path, line, data, error, anchor, ids in rows:
-        parsed = json.loads(data) if isinstance(data, str) else data
+    parsed_rows = [(p, ln, json.loads(d) if isinstance(d, str) else d, e, a, i) for p, ln, d, e, a, i in rows]
+    own = set().union(*(_ids_in(d) for _, _, d, _, _, _ in parsed_rows))
+    for path, line, parsed, error, anchor, ids in parsed_rows:
         found, bad = _block_checks(
-            path, int(line), parsed, error, anchor, list(ids or []), (settings.udm_root / path).parent
+            path, int(line), parsed, error, anchor, list(ids or []), (settings.udm_root / path).parent, own
         )
         checks += found
         problems += bad
