@@ -239,6 +239,19 @@ def _relevel(fragment: str, level: int) -> str:
     return "".join(lines)
 
 
+def _refuse_duplicate_heading(doc: Document, new_text: str, title: str, level: int) -> None:
+    """An inserted heading must not repeat a sibling's: a retried insert would otherwise duplicate it."""
+    after = parse_document(new_text, doc.path)
+    paths = [s.path for s in after.sections if s.title == title and s.level == level]
+    dup = [p for p in set(paths) if paths.count(p) > 1]
+    if dup:
+        first = next((s for s in doc.sections if s.path == dup[0]), None)
+        where = f" (line {first.start + 1})" if first else ""
+        raise PatchError(
+            f"a section '{dup[0]}' already exists{where}; replace or rename it instead of inserting a second one"
+        )
+
+
 def _hash_section(doc: Document, sec: Section) -> str:
     return sha256_text(section_text(doc, sec))
 
@@ -367,6 +380,7 @@ class _Applier:
             fragment = _relevel(_fragment(raw, op.format), level)
             at = sec.start if op.position == "before" else sec.end
             new = _insert(lines, at, fragment)
+            _refuse_duplicate_heading(doc, "".join(new), parse_document(fragment).sections[0].title, level)
         elif kind == "delete_section":
             new = [*lines[: sec.start], *lines[sec.end :]]
         elif kind == "rename_heading":

@@ -314,3 +314,18 @@ def test_existing_front_matter_and_renamed_file_links(small: Settings) -> None:
         moved.error or ""
     )
     assert (small.udm_root / "config.md").exists()
+
+
+def test_insert_section_refuses_a_duplicate_sibling(small: Settings) -> None:
+    op = {
+        "op": "insert_section",
+        "file": "roadmap.md",
+        "section": "Phase 1",
+        "position": "after",
+        "heading": "Phase 2",
+        "content": "x",
+    }
+    res = apply(small, op)
+    assert res.status == "invalid" and "a section 'Roadmap > Phase 2' already exists (line" in (
+        res.error or ""
+    )
