@@ -77,7 +77,7 @@ def main() -> None:
     results["full index (s)"] = stats.seconds
     print(
         f"full index: {stats.seconds:.2f} s ({stats.parsed} files, {stats.sections} sections, {stats.ids} ID rows, "
-        f"{stats.tasks} tasks, {stats.workers} workers)"
+        f"{stats.tasks} tasks, {stats.workers} workers; stages {stats.stages})"
     )
     q.fresh()
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import glob
 import json
+import os
 import re
 import shutil
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from udm.ids import id_matcher
 __all__ = ["SearchHit", "SearchIndex"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
-_HEAP = 100_000_000
+_HEAP = 200_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +108,10 @@ class SearchIndex:
         if full:
             self.reset()
         index = self._open(create=True)
-        writer = index.writer(heap_size=_HEAP, num_threads=1)
+        # A full build may use every core (parsing is over by then); small updates stay light.
+        writer = index.writer(
+            heap_size=_HEAP if full else 50_000_000, num_threads=(os.cpu_count() or 1) if full else 1
+        )
         if not full:
             for rel in removed:
                 writer.delete_documents_by_term("file", rel)
