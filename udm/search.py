@@ -126,7 +126,8 @@ class SearchIndex:
                         writer.add_document(self._doc(json.loads(line)))
                         added += 1
         writer.commit()
-        writer.wait_merging_threads()
+        if full:
+            writer.wait_merging_threads()  # small updates leave merging to later writers
         index.reload()
         (self.path / "udm-generation").write_text(str(generation))
         return added
