@@ -109,7 +109,11 @@ class GraphHandle:
     ) -> QueryResult:
         """Run a read-only Cypher query, bounded in time and rows."""
         timeout, cap = self._limits(timeout_s, row_cap)
-        return self.cypher_store().run(query, params, timeout_s=timeout, row_cap=cap)
+        return self.cypher_store().run(query, params, timeout_s=timeout, row_cap=cap, label_of=self._kind_of)
+
+    def _kind_of(self, node_id: str) -> str | None:
+        attrs = self.kg.g.nodes.get(node_id)
+        return str(attrs["kind"]) if attrs else None
 
     def sparql(
         self,

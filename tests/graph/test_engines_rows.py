@@ -129,3 +129,24 @@ def test_pattern_literals_become_parameters_without_changing_answers(small_graph
     assert got.rows == [["TASK-P0-M0.1-T002", "x"], ["TASK-P0-M0.1-T003", "x"]]
     quoted = small_graph.cypher('MATCH (t:task) WHERE t.title = "Join" RETURN t.id')
     assert quoted.rows == [["TASK-P0-M0.1-T004"]]
+
+
+def test_anchored_patterns_get_the_label_of_their_node(small_graph: GraphHandle) -> None:
+    from udm.graph_cypher import label_anchors
+
+    kinds = {"TASK-P0-M0.1-T004": "task", "plan.md#arch": "section"}.get
+    assert label_anchors("MATCH (a {id: $__s0})-->(b) RETURN b", {"__s0": "TASK-P0-M0.1-T004"}, kinds) == (
+        "MATCH (a:task {id: $__s0})-->(b) RETURN b"
+    )
+    assert label_anchors("MATCH (a:task {id: $x}) RETURN a", {"x": "plan.md#arch"}, kinds) == (
+        "MATCH (a:task {id: $x}) RETURN a"
+    )
+    # Same answers with and without the rewrite, for present and absent IDs.
+    assert small_graph.cypher("MATCH (s {id: 'plan.md#arch'})<-[:links_to]-(t) RETURN t.id").rows == [
+        ["plan.md#tasks"]
+    ]
+    assert (
+        small_graph.cypher("MATCH (a {id: $x})-[:depends_on]->(b) RETURN b.id", {"x": "TASK-NONE"}).rows == []
+    )
+    optional = small_graph.cypher("OPTIONAL MATCH (a {id: 'TASK-NONE'}) RETURN a.id AS id")
+    assert optional.rows == [[None]]
