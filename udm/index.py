@@ -151,37 +151,47 @@ def _parse_chunk(
     def exists(rel: str) -> bool:
         return os.path.exists(os.path.join(root, rel))
 
-    with ExitStack() as stack:
-        writers = {
-            t: stack.enter_context(open(os.path.join(outdir, f"{t}.{chunk}.jsonl"), "w", encoding="utf-8"))
-            for t in TABLE_COLUMNS
-        }
-        for rel in relpaths:
-            full = os.path.join(root, rel)
-            try:
-                st = os.stat(full)
-                raw = Path(full).read_bytes()
-            except OSError as exc:
-                errors.append(f"{rel}:1: cannot read: {exc.strerror or exc}")
-                continue
-            digest = hashlib.sha256(raw).hexdigest()
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                line = raw[: exc.start].count(b"\n") + 1
-                msg = f"{rel}:{line}: not valid UTF-8 (byte {exc.start})"
-                errors.append(msg)
-                files.append(_file_row(rel, digest, st, now, "none", msg))
-                continue
-            doc = parse_document(text, rel, patterns)
-            errors.extend(doc.errors)
-            files.append(_file_row(rel, digest, st, now, doc.parser, "; ".join(doc.errors[:3]) or None))
-            for table, rows in document_rows(doc, exists=exists).items():
-                if rows:
-                    counts[table] += len(rows)
-                    out = writers[table]
-                    out.write("\n".join(json.dumps(r, ensure_ascii=False) for r in rows))
-                    out.write("\n")
+    buffers: dict[str, list[dict[str, Any]]] = {t: [] for t in TABLE_COLUMNS}
+    parts = dict.fromkeys(TABLE_COLUMNS, 0)
+
+    def flush(table: str) -> None:
+        # One json.dump of a whole array costs far less than a dumps() per row.
+        rows = buffers[table]
+        if rows:
+            name = os.path.join(outdir, f"{table}.{chunk}.{parts[table]}.json")
+            with open(name, "w", encoding="utf-8") as fh:
+                json.dump(rows, fh, ensure_ascii=False)
+            parts[table] += 1
+            buffers[table] = []
+
+    for rel in relpaths:
+        full = os.path.join(root, rel)
+        try:
+            st = os.stat(full)
+            raw = Path(full).read_bytes()
+        except OSError as exc:
+            errors.append(f"{rel}:1: cannot read: {exc.strerror or exc}")
+            continue
+        digest = hashlib.sha256(raw).hexdigest()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = raw[: exc.start].count(b"\n") + 1
+            msg = f"{rel}:{line}: not valid UTF-8 (byte {exc.start})"
+            errors.append(msg)
+            files.append(_file_row(rel, digest, st, now, "none", msg))
+            continue
+        doc = parse_document(text, rel, patterns)
+        errors.extend(doc.errors)
+        files.append(_file_row(rel, digest, st, now, doc.parser, "; ".join(doc.errors[:3]) or None))
+        for table, rows in document_rows(doc, exists=exists).items():
+            if rows:
+                counts[table] += len(rows)
+                buffers[table].extend(rows)
+                if len(buffers[table]) >= 50_000:
+                    flush(table)
+    for table in TABLE_COLUMNS:
+        flush(table)
     return files, errors, counts
 
 
@@ -505,15 +515,12 @@ class UdmIndex:
                         con.execute(f"DELETE FROM {table} WHERE file IN (SELECT path FROM gone)")
                     con.execute("DELETE FROM files WHERE path IN (SELECT path FROM gone)")
                 for table in TABLE_COLUMNS:
-                    pattern = os.path.join(tmp, f"{table}.*.jsonl")
-                    if any(
-                        n.startswith(f"{table}.") and os.path.getsize(os.path.join(tmp, n))
-                        for n in os.listdir(tmp)
-                    ):
+                    pattern = os.path.join(tmp, f"{table}.*.json")
+                    if any(n.startswith(f"{table}.") and n.endswith(".json") for n in os.listdir(tmp)):
                         cols = ", ".join(name for name, _ in TABLE_COLUMNS[table])
                         con.execute(
-                            f"INSERT INTO {table} SELECT {cols} FROM read_json(?, format='newline_delimited', "
-                            f"columns={_columns_sql(table)})",
+                            f"INSERT INTO {table} SELECT {cols} FROM read_json(?, format='array', "
+                            f"columns={_columns_sql(table)}, maximum_object_size=1073741824)",
                             [pattern],
                         )
                 file_cols = {
@@ -659,7 +666,7 @@ class UdmIndex:
         search.update(
             full=full,
             removed=gone,
-            sections_glob=os.path.join(tmp, "sections.*.jsonl"),
+            sections_glob=os.path.join(tmp, "sections.*.json"),
             generation=generation,
         )
 

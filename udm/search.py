@@ -121,10 +121,9 @@ class SearchIndex:
             added += 1
         for name in sorted(glob.glob(sections_glob)) if sections_glob else []:
             with open(name, encoding="utf-8") as fh:
-                for line in fh:
-                    if line.strip():
-                        writer.add_document(self._doc(json.loads(line)))
-                        added += 1
+                for row in json.load(fh):
+                    writer.add_document(self._doc(row))
+                    added += 1
         writer.commit()
         if full:
             writer.wait_merging_threads()  # small updates leave merging to later writers
