@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import io
-import threading
+import queue
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from tasks.base import run_coroutine
+from tasks.browser.session import MANAGER
 from tasks.browser.verify import CheckResult, new_run_id, problem_result, run_check
 from udm.config import Settings, load_settings
 from udm.verifications import record_verifications
@@ -28,9 +29,10 @@ from udm.verify_spec import Check, gather_checks
 
 __all__ = ["browser_verification_flow", "summary_markdown", "verify_check"]
 
-# Threads of the flow's pool; the real bound on open browser contexts is the per-run semaphore.
+# Threads of the flow's pool; the real bound on open browser contexts is the per-run worker queue.
 POOL_SIZE = 32
-_SLOTS: dict[str, threading.BoundedSemaphore] = {}
+# Per run: a queue of worker slots (a reusable session name, or None for a fresh context per check).
+_SLOTS: dict[str, queue.Queue[str | None]] = {}
 
 
 @task(name="verify-check", cache_policy=NO_CACHE, task_run_name="check {check.id}")
@@ -42,9 +44,10 @@ def verify_check(
     variables: dict[str, str] | None = None,
     allow_destructive: bool = False,
 ) -> dict[str, Any]:
-    """Run one check in its own browser context (waiting for a free slot) and return its result."""
-    slots = _SLOTS.get(run_id) or threading.BoundedSemaphore(settings.browser_concurrency)
-    with slots:
+    """Run one check in a browser context (waiting for a free worker slot) and return its result."""
+    slots = _SLOTS.get(run_id)
+    worker = slots.get() if slots is not None else None
+    try:
         result: CheckResult = run_coroutine(
             run_check(
                 check,
@@ -53,9 +56,18 @@ def verify_check(
                 base_url=base_url,
                 variables=variables,
                 allow_destructive=allow_destructive,
+                worker_session=worker,
             )
         )
+    finally:
+        if slots is not None:
+            slots.put(worker)
     return result.model_dump(mode="json")
+
+
+async def _close_sessions(names: list[str]) -> None:
+    for name in names:
+        await MANAGER.close_session(name)
 
 
 def summary_markdown(run_id: str, results: list[dict[str, Any]]) -> str:
@@ -154,6 +166,7 @@ def browser_verification_flow(
     variables: dict[str, str] | None = None,
     concurrency: int | None = None,
     allow_destructive: bool = False,
+    isolation: str = "run",
     record: bool = True,
     artifacts: bool = True,
     root: str | None = None,
@@ -171,8 +184,14 @@ def browser_verification_flow(
     checks, problems = gather_checks(
         settings, [Path(s) for s in specs or []], inline=inline, only=only or (), refs=refs or ()
     )
+    if isolation not in ("run", "check"):
+        raise ValueError(f"isolation must be 'run' or 'check', not {isolation!r}")
     run_id = new_run_id()
-    _SLOTS[run_id] = threading.BoundedSemaphore(settings.browser_concurrency)
+    workers = [f"verify-{run_id}-w{k}" for k in range(settings.browser_concurrency)]
+    slots: queue.Queue[str | None] = queue.Queue()
+    for name in workers:
+        slots.put(name if isolation == "run" else None)
+    _SLOTS[run_id] = slots
     try:
         futures = [
             verify_check.submit(
@@ -188,6 +207,7 @@ def browser_verification_flow(
         results = [f.result() for f in futures]
     finally:
         _SLOTS.pop(run_id, None)
+        run_coroutine(_close_sessions(workers))
     results += [problem_result(p).model_dump(mode="json") for p in problems]
     if artifacts:
         _publish(run_id, results)

@@ -43,6 +43,11 @@ def verify(
     allow_destructive: bool = typer.Option(
         False, "--allow-destructive", help="Allow destructive/critical steps."
     ),
+    isolation: str = typer.Option(
+        "run",
+        "--isolation",
+        help="run: one context per worker, reset between checks; check: fresh per check.",
+    ),
     record: bool = typer.Option(True, "--record/--no-record", help="Store results in the index."),
     use_flow: bool = typer.Option(False, "--flow", help="Run as the Prefect flow (artifacts in the UI)."),
     schema: bool = typer.Option(False, "--schema", help="Print the spec JSON Schema and exit."),
@@ -56,6 +61,8 @@ def verify(
     if schema:
         emit_json(spec_json_schema())
         return
+    if isolation not in ("run", "check"):
+        raise typer.BadParameter("must be 'run' or 'check'", param_hint="--isolation")
     for spec in specs or []:
         if not spec.is_file():
             raise fail(f"spec file {spec} does not exist", 2)
@@ -72,6 +79,7 @@ def verify(
             base_url=base_url,
             concurrency=concurrency,
             allow_destructive=allow_destructive,
+            isolation=isolation,
             record=record,
             root=str(cfg.udm_root),
             state_dir=str(cfg.state_path),
@@ -88,7 +96,12 @@ def verify(
             raise fail(str(exc), 2) from exc
         run_id = new_run_id()
         results = run_checks_sync(
-            checks, cfg, run_id=run_id, base_url=base_url, allow_destructive=allow_destructive
+            checks,
+            cfg,
+            run_id=run_id,
+            base_url=base_url,
+            allow_destructive=allow_destructive,
+            isolation="check" if isolation == "check" else "run",
         )
         rows = [r.model_dump(mode="json") for r in results] + [
             problem_result(p).model_dump(mode="json") for p in problems

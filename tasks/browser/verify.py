@@ -30,16 +30,19 @@ from udm.verify_spec import Check, CheckProblem, Expectation, resolve_url, subst
 
 __all__ = [
     "CheckResult",
+    "Isolation",
     "Status",
     "compare_images",
     "new_run_id",
     "problem_result",
+    "reset_session",
     "run_check",
     "run_checks",
     "run_checks_sync",
 ]
 
 Status = Literal["PASS", "FAIL", "WARNING", "SKIPPED"]
+Isolation = Literal["run", "check"]
 
 
 class CheckResult(BaseModel):
@@ -286,8 +289,13 @@ async def run_check(
     base_url: str | None = None,
     variables: dict[str, str] | None = None,
     allow_destructive: bool = False,
+    worker_session: str | None = None,
 ) -> CheckResult:
-    """Run one check (with its retries) in fresh browser contexts; never raises for a failing page."""
+    """Run one check (with its retries); never raises for a failing page.
+
+    With `worker_session` the first attempt runs in that (reused) context, reset afterwards;
+    otherwise, and for retries, in a fresh context that is closed afterwards.
+    """
     started, stamp = time.perf_counter(), datetime.now(UTC).isoformat(timespec="seconds")
     values = {"BASE_URL": (base_url or "").rstrip("/"), **(variables or {})}
     if not base_url:
@@ -321,7 +329,9 @@ async def run_check(
     attempt = None
     for n in range(check.retries + 1):
         result.attempts = n + 1
-        sid = _safe(f"verify-{run_id}-{check.id}-{n}")
+        # A worker's context is reused for a first attempt; a retry or a custom viewport gets a fresh one.
+        reuse = worker_session is not None and n == 0 and check.viewport is None
+        sid = worker_session if reuse and worker_session else _safe(f"verify-{run_id}-{check.id}-{n}")
         try:
             session = await MANAGER.session(sid, settings, viewport=check.viewport)
         except ActionError as exc:
@@ -351,7 +361,10 @@ async def run_check(
             except (ActionError, PlaywrightTimeoutError, Exception):  # evidence is best effort
                 pass
         finally:
-            await MANAGER.close_session(sid)
+            if reuse:
+                await reset_session(session)
+            else:
+                await MANAGER.close_session(sid)
         if not attempt.failures:
             break
     assert attempt is not None
@@ -366,6 +379,31 @@ async def run_check(
     if attempt.warnings:
         return done("WARNING", "; ".join(attempt.warnings))
     return done("PASS")
+
+
+async def reset_session(session: Session) -> None:
+    """Make a reused worker context clean for the next check: one blank tab, no cookies or storage."""
+    from playwright.async_api import Error as PlaywrightError
+
+    try:
+        keep = min(session.tabs) if session.tabs else None
+        for tab_id, page in list(session.tabs.items()):
+            if tab_id != keep:
+                await page.close()
+        if keep is not None:
+            page = session.tabs[keep]
+            # Storage of the origin the check visited; cookies of every origin below.
+            await page.evaluate(
+                "() => { try { localStorage.clear(); sessionStorage.clear(); } catch (e) {} }"
+            )
+            await page.goto("about:blank")
+            session.active = keep
+        await session.context.clear_cookies()
+        await session.context.clear_permissions()
+        session.history.clear()
+        session.last_status.clear()
+    except PlaywrightError:
+        await MANAGER.close_session(session.id)  # next use starts a fresh context
 
 
 class _Nav:
@@ -386,13 +424,23 @@ async def run_checks(
     base_url: str | None = None,
     variables: dict[str, str] | None = None,
     allow_destructive: bool = False,
+    isolation: Isolation = "run",
 ) -> list[CheckResult]:
-    """Run checks concurrently (at most `concurrency` browser contexts at once), results in order."""
+    """Run checks concurrently (at most `concurrency` browser contexts at once), results in order.
+
+    isolation "run": each of the `concurrency` workers keeps one context for the run and resets
+    it (tabs, cookies, storage) between checks; "check": a fresh context for every check.
+    """
     run_id = run_id or new_run_id()
-    limit = asyncio.Semaphore(concurrency or settings.browser_concurrency)
+    width = concurrency or settings.browser_concurrency
+    workers: asyncio.Queue[str | None] = asyncio.Queue()
+    names = [_safe(f"verify-{run_id}-w{k}") for k in range(width)]
+    for name in names:
+        workers.put_nowait(name if isolation == "run" else None)
 
     async def one(check: Check) -> CheckResult:
-        async with limit:
+        worker = await workers.get()
+        try:
             return await run_check(
                 check,
                 settings,
@@ -400,9 +448,16 @@ async def run_checks(
                 base_url=base_url,
                 variables=variables,
                 allow_destructive=allow_destructive,
+                worker_session=worker,
             )
+        finally:
+            workers.put_nowait(worker)
 
-    return list(await asyncio.gather(*(one(c) for c in checks)))
+    try:
+        return list(await asyncio.gather(*(one(c) for c in checks)))
+    finally:
+        for name in names:
+            await MANAGER.close_session(name)
 
 
 def run_checks_sync(checks: list[Check], settings: Settings, **options: Any) -> list[CheckResult]:
