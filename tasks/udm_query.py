@@ -14,7 +14,14 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, Field, model_validator
 
 from tasks.base import Permission, Tool, ToolContext, ToolInput, TransientToolError
-from udm.errors import AmbiguousTargetError, DocumentError, IndexBusyError, TargetNotFoundError, UdmError
+from udm.errors import (
+    AmbiguousTargetError,
+    ConfigError,
+    DocumentError,
+    IndexBusyError,
+    TargetNotFoundError,
+    UdmError,
+)
 from udm.query import UdmQuery, get_query
 
 __all__ = ["QueryType", "ReturnFormat", "UdmQueryInput", "UdmQueryOutput", "UdmQueryStatus", "UdmQueryTool"]
@@ -173,6 +180,14 @@ class UdmQueryTool(Tool[UdmQueryInput, UdmQueryOutput]):
         except IndexBusyError as exc:
             result = UdmQueryOutput(status=UdmQueryStatus.ERROR_UNKNOWN, errorDetails=str(exc))
             raise TransientToolError(str(exc), result=result, retry_after=1.0) from exc
+        except ConfigError as exc:
+            # No UDM to look in: the path (or file) the caller named cannot exist.
+            status = (
+                UdmQueryStatus.ERROR_PATH_NOT_FOUND
+                if data.query_type
+                else UdmQueryStatus.ERROR_FILE_NOT_FOUND
+            )
+            return UdmQueryOutput(status=status, errorDetails=str(exc))
 
     # ----- query_type shape ---------------------------------------------------------------------
 
@@ -265,6 +280,8 @@ class UdmQueryTool(Tool[UdmQueryInput, UdmQueryOutput]):
                 keys = q.config_keys(_fragment(target).split(".")[-1])
                 hint = f"; similar keys: {', '.join(keys)}" if keys else ""
             return error(status, f"{exc}{hint}")
+        except ConfigError:
+            raise
         except (DocumentError, UdmError) as exc:
             return error(UdmQueryStatus.ERROR_PARSING_UDM_SECTION, str(exc))
 

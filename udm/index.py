@@ -35,7 +35,7 @@ from filelock import FileLock, Timeout
 
 from udm.config import Settings
 from udm.document import parse_document
-from udm.errors import IndexBusyError
+from udm.errors import ConfigError, IndexBusyError
 from udm.extract import TABLE_COLUMNS, document_rows
 from udm.lookup import scan_markdown, write_lookup
 
@@ -418,7 +418,7 @@ class UdmIndex:
 
     def _refresh_locked(self, full: bool, disk: dict[str, tuple[int, int]] | None) -> RefreshStats:
         if not self.root.is_dir():
-            raise FileNotFoundError(f"UDM root {self.root} is not a directory")
+            raise ConfigError(f"UDM root {self.root} is not a directory (set UDM_ROOT or --root)")
         disk = scan_root(self.root, self._exclude()) if disk is None else disk
         stats = RefreshStats(full=full, files=len(disk))
         indexed: dict[str, tuple[int, int, str]] = {}

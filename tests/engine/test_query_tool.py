@@ -200,3 +200,14 @@ def test_check_readonly_sql() -> None:
         check_readonly_sql("insert into t values (1)")
     with pytest.raises(SqlRefusedError, match="empty"):
         check_readonly_sql(" ; ")
+
+
+def test_missing_udm_root_is_a_status(tmp_path: Any) -> None:
+    from tasks.base import always_approve
+    from udm.config import load_settings
+
+    ctx = ToolContext(settings=load_settings(tmp_path, root="nowhere"), approver=always_approve, log=False)
+    one = q(ctx, query_type="find_by_id", udm_path_or_id="COMP-001")
+    assert one["status"] == "ERROR_PATH_NOT_FOUND" and "is not a directory" in one["errorDetails"]
+    two = q(ctx, udm_filepath="a.md")
+    assert two["status"] == "ERROR_FILE_NOT_FOUND"
