@@ -48,15 +48,20 @@ DEPLOYMENTS: list[DeploymentDef] = [
     ),
     DeploymentDef(
         name="weekly-research-refresh",
-        entrypoint="flows/pipeline.py:pipeline_flow",
-        description="Weekly research refresh: the research pipeline spec (search, fetch, write the appendix).",
+        entrypoint="flows/research.py:research_flow",
+        description="Weekly research refresh of the manual's main research topic; the appendix waits for approval.",
         cron="0 3 * * 1",
-        parameters={"spec": "examples/pipelines/research.yaml", "approve": True},
+        parameters={
+            "request": {
+                "question": "What changed in DuckDB full-text search and its Python API?",
+                "libraries": ["duckdb"],
+            }
+        },
     ),
     DeploymentDef(
         name="on-demand-research",
         entrypoint="flows/research.py:research_flow",
-        description="Research one topic into a cited appendix (run with --param topic=...).",
+        description='Research one question into a cited appendix (--param request=\'{"question": "..."}\').',
     ),
     DeploymentDef(
         name="apply-update",

@@ -44,6 +44,7 @@ class ScheduleStatus(StrEnum):
     ERROR_INVALID_SCHEDULE = "ERROR_INVALID_SCHEDULE"
     ERROR_DEPLOYMENT_NOT_FOUND = "ERROR_DEPLOYMENT_NOT_FOUND"
     ERROR_SCHEDULE_NOT_FOUND = "ERROR_SCHEDULE_NOT_FOUND"
+    ERROR_SCHEDULE_EXISTS = "ERROR_SCHEDULE_EXISTS"
     ERROR_SERVER_UNAVAILABLE = "ERROR_SERVER_UNAVAILABLE"
 
 
@@ -196,6 +197,12 @@ class ScheduleCreateTool(Tool[ScheduleCreateInput, ScheduleCreateOutput]):
                         tags=[ONE_TIME_TAG],
                     )
                     return base.model_copy(update={"schedule_id": str(run.id)})
+                if any(sched.slug == data.name for sched in dep.schedules or []):
+                    return ScheduleCreateOutput(
+                        status=ScheduleStatus.ERROR_SCHEDULE_EXISTS,
+                        errorDetails=f"{data.deployment} already has a schedule named '{data.name}': "
+                        "choose another name, or pause/resume that one",
+                    )
                 try:
                     schedule: Any = (
                         CronSchedule(cron=parsed.cron_expression, timezone=data.timezone)
@@ -236,7 +243,9 @@ class ScheduledTask(BaseModel):
     deployment: str = Field(description="FLOW/DEPLOYMENT.")
     type: Literal["recurring", "one_time"] = Field(description="recurring or one_time.")
     schedule: str = Field(description="The schedule in words (cron, interval or run time).")
-    next_run: datetime | None = Field(default=None, description="Next scheduled start.")
+    next_run: datetime | None = Field(
+        default=None, description="Next scheduled start (once the server's scheduler has created it)."
+    )
     last_run: datetime | None = Field(default=None, description="Start of the latest finished run.")
     status: Literal["active", "paused"] = Field(description="active or paused.")
 
@@ -247,6 +256,19 @@ class ScheduleListOutput(BaseModel):
     status: ScheduleStatus = Field(description="SUCCESS or an error status.")
     tasks: list[ScheduledTask] = Field(default_factory=list, description="The schedules.")
     errorDetails: str | None = Field(default=None, description="What went wrong.")
+
+
+class _FlowNames:
+    """Flow names by id, read once each (the API's /flows/filter needs every filter spelled out)."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.names: dict[Any, str] = {}
+
+    def get(self, flow_id: Any) -> str:
+        if flow_id not in self.names:
+            self.names[flow_id] = self.client.read_flow(flow_id).name
+        return self.names[flow_id]
 
 
 def _describe(schedule: Any) -> str:
@@ -281,14 +303,14 @@ class ScheduleListTool(Tool[ScheduleListInput, ScheduleListOutput]):
             FlowRunFilterStateType,
         )
         from prefect.client.schemas.objects import StateType
-        from prefect.client.schemas.sorting import FlowRunSort
+        from prefect.client.schemas.sorting import DeploymentSort, FlowRunSort
 
         tasks: list[ScheduledTask] = []
         try:
             with get_client(sync_client=True) as client:
-                flows = {f.id: f.name for f in client.read_flows()}
-                for dep in client.read_deployments():
-                    full = f"{flows.get(dep.flow_id, '?')}/{dep.name}"
+                names = _FlowNames(client)
+                for dep in client.read_deployments(limit=200, sort=DeploymentSort.NAME_ASC):
+                    full = f"{names.get(dep.flow_id)}/{dep.name}"
                     if data.deployment and full != data.deployment:
                         continue
                     only_dep = DeploymentFilter(id=DeploymentFilterId(any_=[dep.id]))
@@ -379,13 +401,14 @@ class ScheduleToggleOutput(BaseModel):
 
 def _toggle(data: ScheduleToggleInput, active: bool) -> ScheduleToggleOutput:
     from prefect.client.orchestration import get_client
+    from prefect.client.schemas.sorting import DeploymentSort
 
     try:
         with get_client(sync_client=True) as client:
-            flows = {f.id: f.name for f in client.read_flows()}
+            names = _FlowNames(client)
             matches = []
-            for dep in client.read_deployments():
-                full = f"{flows.get(dep.flow_id, '?')}/{dep.name}"
+            for dep in client.read_deployments(limit=200, sort=DeploymentSort.NAME_ASC):
+                full = f"{names.get(dep.flow_id)}/{dep.name}"
                 if data.deployment and full != data.deployment:
                     continue
                 for sched in dep.schedules or []:
