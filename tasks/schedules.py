@@ -420,10 +420,10 @@ def _toggle(data: ScheduleToggleInput, active: bool) -> ScheduleToggleOutput:
                     errorDetails=f"no schedule '{data.schedule_id}' (see scheduleListTool)",
                 )
             if len(matches) > 1:
-                names = ", ".join(m[1] for m in matches)
+                owners = ", ".join(m[1] for m in matches)
                 return ScheduleToggleOutput(
                     status=ScheduleStatus.ERROR_SCHEDULE_NOT_FOUND,
-                    errorDetails=f"'{data.schedule_id}' names schedules of {names}: pass deployment",
+                    errorDetails=f"'{data.schedule_id}' names schedules of {owners}: pass deployment",
                 )
             dep, full, sched = matches[0]
             client.update_deployment_schedule(dep.id, sched.id, active=active)
