@@ -80,6 +80,8 @@ def record_verifications(settings: Settings, run_id: str, results: Iterable[dict
             con.execute(DDL)
             placeholders = ", ".join("?" for _ in COLUMNS)
             con.executemany(f"INSERT INTO verifications ({', '.join(COLUMNS)}) VALUES ({placeholders})", rows)
+            # Read-only connections (udm sql, other processes) do not replay a WAL: fold it in now.
+            con.execute("CHECKPOINT")
     finally:
         lock.release()
         index.close()

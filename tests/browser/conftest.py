@@ -149,7 +149,7 @@ def shared_browser() -> Iterator[None]:
 @pytest.fixture
 def bctx(tmp_path: Path, shared_browser: None) -> ToolContext:
     """A tool context whose state folder is this test's tmp dir (screenshots, cache, downloads)."""
-    (tmp_path / "docs" / "udm").mkdir(parents=True)
+    (tmp_path / "docs" / "udm").mkdir(parents=True, exist_ok=True)
     settings = load_settings(cwd=tmp_path)
     return ToolContext(settings=settings, approver=always_approve)
 
