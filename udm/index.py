@@ -364,8 +364,11 @@ class UdmIndex:
                 # Watch first, then scan: a change during the scan is still seen next time.
                 self._watcher.watch_tree(self.root, self._exclude())
             disk = scan_root(self.root, self._exclude())
-            if self._known is not None and disk == self._known and self.generation >= 0:
-                return None
+            if self._known is not None and self.generation >= 0:
+                if disk == self._known:
+                    return None
+                # We knew the indexed state: go straight to the refresh (it re-reads the table).
+                return self.refresh(disk=disk)
             indexed = self._indexed_stats() if self.db_path.exists() else None
             if indexed is not None and indexed == disk:
                 self._known = disk

@@ -267,7 +267,7 @@ LINE = st.sampled_from(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.lists(LINE, max_size=40))
 def test_fast_scanner_agrees_with_markdown_it(lines_: list[str]) -> None:
     text = "\n".join(lines_) + "\n"
