@@ -254,3 +254,105 @@ def register(app: typer.Typer) -> None:
     app.add_typer(server_app, name="server")
     app.command("serve")(serve)
     app.command("mcp")(mcp)
+
+
+DEMO_SPEC = """\
+name: demo-open-tasks
+description: The roadmap's open tasks, each looked up in parallel, plus a spec check.
+max_workers: 2
+steps:
+  open_tasks:
+    tool: udmSqlQueryTool
+    input: {sql: "SELECT id FROM tasks WHERE status <> 'done' ORDER BY id LIMIT 4"}
+  definition:
+    tool: udmQueryTool
+    for_each: ${{ steps.open_tasks.output.rows }}
+    input: {query_type: get_task_definition, udm_path_or_id: "${{ item[0] }}"}
+    retries: 1
+  check_a_bad_spec:
+    tool: pipelineCheckTool
+    input: {spec: "name: inner\\nsteps:\\n  a: {tool: noSuchTool}\\n"}
+"""
+
+
+def step_pipelines(ws: Any) -> None:
+    """Demo: check and graph the built-in specs, then run a small spec as a Prefect flow."""
+    from tasks.pipeline_spec import PipelineCheckError
+
+    examples = Path(__file__).resolve().parent.parent / "examples" / "pipelines"
+    for path in sorted(examples.glob("*.yaml")):
+        compiled = _compile(path)
+        ws.say(f"{path.name}: ok, steps {' -> '.join(compiled.order)}")
+    broken = ws.path / "broken.yaml"
+    broken.write_text(
+        "name: broken\nsteps:\n  a: {tool: webSearchTool, input: {numResults: 99}}\n  b: {tool: nope}\n"
+    )
+    try:
+        _compile(broken)
+    except PipelineCheckError as exc:
+        ws.say(f"broken.yaml: {len(exc.problems)} problems, e.g. {exc.problems[0]}")
+    spec = ws.path / "demo-open-tasks.yaml"
+    spec.write_text(DEMO_SPEC)
+    from flows.pipeline import pipeline_flow
+
+    cfg = ws.settings
+    summary = pipeline_flow(
+        spec=str(spec),
+        project=str(cfg.project_root),
+        root=str(cfg.udm_root),
+        state_dir=str(cfg.state_path),
+    )
+    steps = summary["steps"]
+    ids = [row[0] for row in steps["open_tasks"]["output"]["rows"]]
+    ws.say(
+        f"run {summary['status']}: open tasks {', '.join(ids)}; {steps['definition']['items']} looked up in parallel"
+    )
+    ws.say(f"check_a_bad_spec found: {steps['check_a_bad_spec']['output']['problems'][0]}")
+
+
+def step_mcp_llm(ws: Any) -> None:
+    """Demo: the tools over MCP (in process) and an LLM's tool_use blocks executed."""
+    import anyio
+    from mcp import Client
+
+    from tasks.llm_tools import ToolUseExecutor
+    from tasks.mcp_server import build_server
+
+    server = build_server(ws.ctx())
+
+    async def talk() -> tuple[int, int, str]:
+        async with Client(server) as client:
+            tools = (await client.list_tools()).tools
+            read_only = sum(1 for t in tools if t.annotations and t.annotations.read_only_hint)
+            result = await client.call_tool(
+                "udmQueryTool", {"query_type": "find_by_id", "udm_path_or_id": "COMP-002"}
+            )
+            return (
+                len(tools),
+                read_only,
+                str(
+                    result.structured_content.get("status")
+                    if result.structured_content
+                    else result.content[0]
+                ),
+            )
+
+    count, read_only, status = anyio.run(talk)
+    ws.say(f"MCP: {count} tools listed ({read_only} read-only); udmQueryTool find_by_id COMP-002 -> {status}")
+    # The shape of a Claude response that asks for two tools (one with a bad input).
+    response = {
+        "role": "assistant",
+        "content": [
+            {
+                "type": "tool_use",
+                "id": "toolu_demo_1",
+                "name": "udmQueryTool",
+                "input": {"query_type": "get_task_definition", "udm_path_or_id": "TASK-P0-M0.1-T001"},
+            },
+            {"type": "tool_use", "id": "toolu_demo_2", "name": "udmSqlQueryTool", "input": {"sql": ""}},
+        ],
+    }
+    reply = ToolUseExecutor(ws.ctx()).anthropic(response)
+    for block in reply["content"]:
+        state = "error" if block.get("is_error") else "ok"
+        ws.say(f"tool_result {block['tool_use_id']}: {state}, {len(block['content'][0]['text'])} characters")

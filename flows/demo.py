@@ -37,6 +37,8 @@ DEMO_STEPS: list[tuple[str, str]] = [
     ("browser verification: inline checks", "flows.cli_browser:step_verify_inline"),
     ("patches: check and apply", "flows.cli_patch:step_patch_check_apply"),
     ("research: offline, cited appendix", "flows.cli_research:step_research"),
+    ("pipelines: check, graph and run a spec", "flows.cli_platform:step_pipelines"),
+    ("MCP server and LLM tool use", "flows.cli_platform:step_mcp_llm"),
 ]
 
 

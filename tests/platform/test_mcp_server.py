@@ -138,3 +138,50 @@ async def test_stdio_server_lists_and_enforces(workspace: Path) -> None:
             {"name": "n", "deployment": "udm-index/reindex", "schedule": "every 5 minutes"},
         )
         assert refused.is_error is True and "does not support elicitation" in refused.content[0].text
+
+
+async def test_streamable_http_server_on_loopback(workspace: Path) -> None:
+    import socket
+    import subprocess
+
+    import anyio
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("UDM_")}
+    env["PYTHONPATH"] = str(REPO)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from flows.cli import main; main()",
+            "mcp",
+            "--http",
+            "--port",
+            str(port),
+            "--tools",
+            "pipelineCheckTool",
+        ],
+        cwd=workspace,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(240):
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            await anyio.sleep(0.25)
+        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+            tools = (await client.list_tools()).tools
+            assert [t.name for t in tools] == ["pipelineCheckTool"]
+            checked = await client.call_tool(
+                "pipelineCheckTool",
+                {"spec": "name: p\nsteps:\n  a: {tool: pipelineCheckTool, input: {spec: x}}\n"},
+            )
+            assert checked.structured_content["valid"] is True
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
