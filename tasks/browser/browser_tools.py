@@ -229,6 +229,21 @@ def download_target(settings: Settings, save_path: str, suggested: str) -> Path:
     return real
 
 
+def _sandbox_write(settings: Settings, target: Path, data: bytes) -> Path:
+    """Write through the file sandbox (atomic, no symlink escapes), creating the folder if needed."""
+    from udm.errors import UdmError
+    from udm.sandbox import Sandbox
+
+    sandbox = Sandbox(settings.allowed_roots(), settings.project_root)
+    try:
+        sandbox.mkdir(target.parent, parents=True)
+        return Path(sandbox.write(target, data).path)
+    except UdmError as exc:
+        raise ActionError("ERROR_PATH_NOT_ALLOWED", str(exc)) from exc
+    except OSError as exc:
+        raise ActionError("ERROR_WRITE_FAILED", f"cannot save {target}: {exc.strerror or exc}") from exc
+
+
 def _safe_name(name: str) -> str:
     return re.sub(r"[^\w.\-]+", "_", os.path.basename(name)).strip("._")[:200]
 
@@ -287,10 +302,9 @@ class BrowserDownloadTool(BrowserTool):
                 )
             download = await info.value
             target = download_target(settings, data.save_path, download.suggested_filename)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_name(f".{target.name}.part-{os.getpid()}")
-            await download.save_as(tmp)
-            os.replace(tmp, target)
+            # Playwright keeps the download in its own temp folder; the sandbox writes it into place.
+            source = await download.path()
+            target = _sandbox_write(settings, target, Path(source).read_bytes())
             guessed = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
             return {"path": str(target), "size_bytes": target.stat().st_size, "mime_type": guessed}
         url = normalize_url(data.url)
@@ -301,11 +315,7 @@ class BrowserDownloadTool(BrowserTool):
         disposition = response.headers.get("content-disposition", "")
         match = re.search(r"filename\*?=(?:UTF-8'')?\"?([^\";]+)", disposition)
         suggested = unquote(match.group(1)) if match else unquote(Path(urlsplit(url).path).name)
-        target = download_target(settings, data.save_path, suggested)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.part-{os.getpid()}")
-        tmp.write_bytes(body)
-        os.replace(tmp, target)
+        target = _sandbox_write(settings, download_target(settings, data.save_path, suggested), body)
         mime: str | None = (response.headers.get("content-type") or "").split(";")[0]
         mime = mime or mimetypes.guess_type(target.name)[0]
         return {"path": str(target), "size_bytes": len(body), "mime_type": mime or "application/octet-stream"}

@@ -43,7 +43,7 @@ PAGES: dict[str, str] = {
 <tbody><tr><td>alpha</td><td>1</td></tr><tr><td>beta</td><td>2</td></tr></tbody></table>
 <table id="nohead"><tr><td>x</td><td>y</td></tr></table>""",
     "/delayed": """<title>Delayed</title><div id="box"></div>
-<script>setTimeout(() => { document.getElementById('box').innerHTML = '<p class="late">arrived</p>'; }, 400);</script>""",
+<script>setTimeout(() => { document.getElementById('box').innerHTML = '<p class="late">arrived</p>'; }, 1500);</script>""",
     "/a": "<title>Page A</title><h1>A</h1><a id='to-b' href='/b'>to b</a>",
     "/b": "<title>Page B</title><h1>B</h1><a href='/a'>back to a</a>",
     "/tabs": "<title>Tabs</title><a id='newtab' href='/b' target='_blank'>open b in a new tab</a>",
