@@ -31,6 +31,7 @@ def test_research_flow_writes_a_cited_appendix(prefect_server: None, site, api, 
             site.base + "/article.html",
             site.base + "/article.html?utm_source=newsletter#top",  # the same page: deduplicated
             site.base + "/flaky-1",  # 500 then 200: retried
+            site.base + "/ratelimited",  # 429 with Retry-After: 1, then 200: retried after the wait
             site.base + "/redirect-private",  # to 127.0.0.2: refused
             site.base + "/challenge",  # anti-bot page: not citable
             site.base + "/doc.pdf",
@@ -44,6 +45,7 @@ def test_research_flow_writes_a_cited_appendix(prefect_server: None, site, api, 
     by_url = {s["url"]: s for s in result.sources}
     assert len([u for u in by_url if "/article.html" in u]) == 1
     assert by_url[site.base + "/flaky-1"]["status"] == "ok" and site.hits["/flaky-1"] == 2
+    assert by_url[site.base + "/ratelimited"]["status"] == "ok" and site.hits["/ratelimited"] == 2
     private = by_url[site.base + "/redirect-private"]
     assert private["status"] == "ERROR_FETCH_FAILED" and "127.0.0.2" in private["reason"]
     assert site.trap_hits == []
