@@ -27,7 +27,14 @@ from udm.config import Settings, load_settings
 from udm.verifications import record_verifications
 from udm.verify_spec import Check, gather_checks
 
-__all__ = ["browser_verification_flow", "summary_markdown", "verify_check"]
+__all__ = [
+    "browser_verification_flow",
+    "check_links_task",
+    "link_check_flow",
+    "publish_link_report",
+    "summary_markdown",
+    "verify_check",
+]
 
 # Threads of the flow's pool; the real bound on open browser contexts is the per-run worker queue.
 POOL_SIZE = 32
@@ -169,6 +176,7 @@ def browser_verification_flow(
     isolation: str = "run",
     record: bool = True,
     artifacts: bool = True,
+    links: bool = False,
     root: str | None = None,
     state_dir: str | None = None,
 ) -> dict[str, Any]:
@@ -213,4 +221,70 @@ def browser_verification_flow(
         _publish(run_id, results)
     recorded = record_verifications(settings, run_id, results) if record else 0
     counts = {s: sum(1 for r in results if r["status"] == s) for s in ("PASS", "FAIL", "WARNING", "SKIPPED")}
-    return {"run_id": run_id, "counts": counts, "recorded": recorded, "results": results}
+    summary: dict[str, Any] = {"run_id": run_id, "counts": counts, "recorded": recorded, "results": results}
+    if links:
+        # The link-check step: the same settings, its own table artifact.
+        report = check_links_task(settings)
+        if artifacts:
+            publish_link_report(report)
+        summary["links"] = {"counts": report["counts"], "seconds": report["seconds"]}
+    return summary
+
+
+@task(name="check-links", cache_policy=NO_CACHE)
+def check_links_task(
+    settings: Settings,
+    external: bool = True,
+    internal: bool = True,
+    max_age_s: float = 86_400,
+    per_host: int = 8,
+) -> dict[str, Any]:
+    """Check every link of the UDM (internal against the index, external over HTTP); the report as data."""
+    from udm.links import check_links
+
+    report = check_links(
+        settings, external=external, internal=internal, max_age_s=max_age_s, per_host=per_host
+    )
+    return report.model_dump(mode="json")
+
+
+def publish_link_report(report: dict[str, Any]) -> None:
+    """A table artifact of every link that is not ok (all links when every one is)."""
+    from prefect.artifacts import create_table_artifact
+
+    rows = [r for r in report["results"] if r["status"] not in ("ok", "skipped")] or report["results"]
+    table = [
+        {
+            "status": r["status"],
+            "where": f"{r['file']}:{r['line']}",
+            "target": r["target"],
+            "http_status": r.get("http_status"),
+            "reason": r.get("reason") or "",
+        }
+        for r in rows
+    ]
+    counts = ", ".join(f"{v} {k}" for k, v in sorted(report["counts"].items()))
+    create_table_artifact(table=table, key="udm-link-check", description=f"Link check: {counts}")
+
+
+@flow(name="link-check", description="Check every internal and external link of the UDM; table artifact.")
+def link_check_flow(
+    external: bool = True,
+    internal: bool = True,
+    max_age_s: float = 86_400,
+    per_host: int = 8,
+    root: str | None = None,
+    state_dir: str | None = None,
+) -> dict[str, Any]:
+    """Check the UDM's links and publish the broken ones as a table artifact; returns the report."""
+    overrides: dict[str, Any] = {}
+    if root:
+        overrides["root"] = root
+    if state_dir:
+        overrides["state_dir"] = state_dir
+    settings = load_settings(**overrides)
+    report = check_links_task(
+        settings, external=external, internal=internal, max_age_s=max_age_s, per_host=per_host
+    )
+    publish_link_report(report)
+    return report

@@ -307,6 +307,14 @@ def step_verify_inline(ws: Any) -> None:
         ws.say(
             f"   COMP-001 last verified {latest[0]['verified_at']} -> {latest[0]['status']} ({latest[0]['check_id']})"
         )
+    from udm.links import check_links
+
+    # Internal links only: the demo is offline, and the sample's external hosts are fictional.
+    report = check_links(ws.settings, external=False)
+    broken = [r for r in report.results if r.status == "broken"]
+    ws.say(f"   udm links --no-external: {len(report.results)} internal links and anchors, {report.counts}")
+    for r in broken[:5]:
+        ws.say(f"     broken {r.file}:{r.line} {r.target}: {r.reason}")
     if not summary["results"]:
         raise RuntimeError("the sample UDM has no ```verify blocks")
     if summary["counts"]["FAIL"]:

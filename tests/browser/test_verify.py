@@ -262,6 +262,11 @@ def test_flow_runs_inline_and_spec_checks_and_records_them(
     assert "RM-001" in keys["browser-verification-summary"]
     assert "verify-chk-extra" in keys and keys["verify-chk-extra"].startswith("data:image/jpeg;base64,")
 
+    from flows.browser_verify import link_check_flow
+
+    report = link_check_flow(external=False, root=str(settings.udm_root), state_dir=str(settings.state_path))
+    assert report["counts"].get("ok", 0) > 20 and "udm-link-check" in keys
+
 
 def test_cli_verify_json_and_browser_run(site, workspace, tmp_path, capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from flows.cli import run
