@@ -342,13 +342,16 @@ def test_update_flow_shows_completed_with_its_diff_in_the_ui(server: SimpleNames
             page.get_by_text("Completed").first.wait_for(timeout=60_000)
             page.get_by_text("udm-update").first.wait_for(timeout=30_000)
             page.screenshot(path=str(shot), full_page=True)
-            page.get_by_role("tab", name="Artifacts").click(timeout=30_000)
-            page.get_by_text("-diff").first.wait_for(timeout=30_000)
-            page.screenshot(path=str(shot.with_name("ui-update-artifacts.png")), full_page=True)
+            page.get_by_text("Artifacts", exact=True).first.click(timeout=30_000)
+            page.get_by_text("Diff of patch mark-t001-done").first.wait_for(timeout=30_000)
+            page.get_by_text("Diff of patch mark-t001-done").first.click(timeout=30_000)
+            # The artifact's page renders the unified diff the reviewer reads before approving.
+            page.get_by_text("+reviewed_by: ann").first.wait_for(timeout=30_000)
+            page.screenshot(path=str(shot.with_name("ui-update-diff-artifact.png")), full_page=True)
         finally:
             browser.close()
     assert shot.stat().st_size > 10_000
-    print(f"screenshots: {shot} and {shot.with_name('ui-update-artifacts.png')}")
+    print(f"screenshots: {shot} and {shot.with_name('ui-update-diff-artifact.png')}")
 
 
 @pytest.mark.slow

@@ -190,3 +190,29 @@ def test_example_specs_compile_against_the_real_tools_and_flows() -> None:
     for path in folder.glob("*.yaml"):
         compiled = compile_pipeline(load_spec(path), catalog)
         assert compiled.order, path
+
+
+def test_cli_check_and_graph(test_tools, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from flows.cli import run
+
+    good = tmp_path / "good.yaml"
+    good.write_text(GOOD)
+    assert run(["pipeline", "check", str(good)]) == 0
+    assert "ok, 3 steps" in capsys.readouterr().out
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: b\nsteps:\n  a: {tool: zzz}\n  b: {tool: echoTool, needs: [nope]}\n")
+    assert run(["pipeline", "check", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert (
+        "error: step 'a': unknown tool 'zzz'" in err and "error: step 'b': needs unknown step 'nope'" in err
+    )
+    assert "3 problem(s)" in err and "input field 'text': Field required" in err
+    assert run(["pipeline", "check", str(tmp_path / "missing.yaml")]) == 1
+    assert "cannot read" in capsys.readouterr().err
+    assert run(["pipeline", "graph", str(good)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("flowchart TD") and "search --> fetch" in out and "(for each)" in out
+    assert run(["pipeline", "graph", str(good), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["edges"] == [["search", "fetch"], ["fetch", "summary"]]
+    assert run(["pipeline", "graph", str(good), "--format", "dot"]) == 0
+    assert '"search" -> "fetch";' in capsys.readouterr().out
