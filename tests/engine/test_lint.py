@@ -40,3 +40,17 @@ def test_find_cycles() -> None:
     graph = {"a": ["b"], "b": ["c"], "c": ["a"], "d": ["d"], "e": ["a", "x"]}
     assert sorted(find_cycles(graph)) == [["a", "b", "c"], ["d"]]
     assert find_cycles({"a": ["b"], "b": []}) == []
+
+
+def test_renaming_a_heading_breaks_links_into_it(settings: Settings) -> None:
+    assert lint(settings) == []
+    path = settings.udm_root / "02-system-architecture.md"
+    text = path.read_text(encoding="utf-8")
+    path.write_text(
+        text.replace("### 2.2.1 Component: Web Console", "### 2.2.1 Component: Web UI"), encoding="utf-8"
+    )
+    broken = [f for f in lint(settings) if f.rule == "broken-anchor"]
+    assert broken and all("221-component-web-console" in f.message for f in broken)
+    assert {f.file for f in broken} >= {"00-index.md"}
+    path.write_text(text, encoding="utf-8")
+    assert lint(settings) == []
