@@ -188,7 +188,7 @@ def _fetch_all(settings: Settings, request: ResearchRequest, sources: list[Sourc
     options: dict[str, Any] = {}
     if request.max_cache_age_s > 0:
         options = {
-            "cache_policy": tool_cache_policy(tool.name),
+            "cache_policy": tool_cache_policy(tool),
             "cache_expiration": timedelta(seconds=request.max_cache_age_s),
             "persist_result": True,
             "result_storage": settings.state_path / "prefect-results",

@@ -14,6 +14,9 @@ Attempts: `prefect.runtime.task_run.run_count` is 1 on the first try and `retrie
 
 from __future__ import annotations
 
+import hashlib
+import inspect
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -65,12 +68,25 @@ def envelope_of(future: Any) -> dict[str, Any]:
     return dict(value)
 
 
-def tool_cache_policy(tool_name: str) -> CachePolicy:
-    """INPUTS (minus the context) + TASK_SOURCE + the tool's name: every tool task shares one body."""
+def tool_cache_policy(tool: Tool[Any, Any] | str) -> CachePolicy:
+    """INPUTS (minus the context and run label) + TASK_SOURCE + the tool's name and code.
+
+    Every tool task shares one body (`_run`), so TASK_SOURCE alone would not see a tool's code change:
+    the key also holds a hash of the tool's module source, computed once here.
+    """
+    if isinstance(tool, str):
+        tag = tool
+    else:
+        module = sys.modules.get(type(tool).__module__)
+        try:
+            source = inspect.getsource(module) if module else ""
+        except (OSError, TypeError):
+            source = ""
+        tag = f"{tool.name}:{hashlib.sha256(source.encode()).hexdigest()[:16]}"
     return (
         (INPUTS - "ctx" - "run_label")
         + TASK_SOURCE
-        + CacheKeyFnPolicy(cache_key_fn=lambda _ctx, _params: tool_name)
+        + CacheKeyFnPolicy(cache_key_fn=lambda _ctx, _params: tag)
     )
 
 
