@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import gc
 import hashlib
 import json
 import os
@@ -153,6 +154,34 @@ def _parse_chunk(
 
     buffers: dict[str, list[dict[str, Any]]] = {t: [] for t in TABLE_COLUMNS}
     parts = dict.fromkeys(TABLE_COLUMNS, 0)
+    # Parsing allocates many small acyclic objects: the cyclic collector only costs time here (~15%).
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        _parse_into(
+            root, relpaths, patterns, now, exists, files, errors, counts, buffers, parts, outdir, chunk
+        )
+    finally:
+        if was_enabled:
+            gc.enable()
+    return files, errors, counts
+
+
+def _parse_into(
+    root: str,
+    relpaths: list[str],
+    patterns: list[str],
+    now: str,
+    exists: Any,
+    files: list[dict[str, Any]],
+    errors: list[str],
+    counts: dict[str, int],
+    buffers: dict[str, list[dict[str, Any]]],
+    parts: dict[str, int],
+    outdir: str,
+    chunk: int,
+) -> None:
+    """Parse each file and buffer its rows per table, flushing large buffers as JSON arrays."""
 
     def flush(table: str) -> None:
         # One json.dump of a whole array costs far less than a dumps() per row.
@@ -192,7 +221,6 @@ def _parse_chunk(
                     flush(table)
     for table in TABLE_COLUMNS:
         flush(table)
-    return files, errors, counts
 
 
 def _file_row(
