@@ -132,7 +132,7 @@ def step_research(ws: Any) -> None:
         server.shutdown()
         server.server_close()
     for src in result.sources:
-        reason = f" — {src['reason'][:90]}" if src.get("reason") else ""
+        reason = f" — {src['reason'][:110]}" if src.get("reason") else ""
         ws.say(f"   [{src['n']}] {src['status']:<20} {src['url'][-70:]}{reason}")
     ws.say(f"   {result.appendix_id}: {result.status} — {result.message}")
     ws.say(f"   phases (s): {result.timings_s}")

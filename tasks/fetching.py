@@ -361,7 +361,7 @@ def fetch_url(url: str, settings: Settings, max_bytes: int) -> FetchedBody:
         if settings.fetch_respect_robots:
             robots = _robots_for(origin, settings)
             if not robots.can_fetch(settings.fetch_user_agent, current):
-                raise FetchError(f"robots.txt of {origin} disallows {current}", url=current)
+                raise FetchError(f"disallowed by robots.txt: {parts.path or '/'} on {origin}", url=current)
         headers = {"Accept-Encoding": "gzip, deflate"}
         if cached and not redirects:
             if cached.get("etag"):
