@@ -42,7 +42,7 @@ from udm.lookup import scan_markdown, write_lookup
 
 __all__ = ["IDLE_RELEASE_S", "SCHEMA_VERSION", "RefreshStats", "UdmIndex", "scan_root"]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 IDLE_RELEASE_S = 1.0
 # Below this much text, forking workers costs more than it saves.
 PARALLEL_MIN_BYTES = 2_000_000
@@ -708,7 +708,8 @@ class UdmIndex:
         search = search or SearchIndex(self.search_path, list(self.settings.id_patterns))
         with self.connect(read_only=True) as con:
             cur = con.execute(
-                "SELECT s.file, s.idx, s.start_line, s.title, s.path, s.content, s.ids, m.mentions "
+                "SELECT s.file, s.idx, s.start_line, s.title, s.path, s.content, s.ids, m.mentions, "
+                "s.start_byte, s.own_end_byte "
                 "FROM sections s LEFT JOIN (SELECT file, section, list(DISTINCT id) AS mentions FROM ids "
                 "GROUP BY file, section) m ON m.file = s.file AND m.section = s.idx"
             )

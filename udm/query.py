@@ -386,7 +386,9 @@ class UdmQuery:
         self.fresh()
         with self._lock:
             if self._search is None:
-                search = SearchIndex(self.index.search_path, list(self.settings.id_patterns))
+                search = SearchIndex(
+                    self.index.search_path, list(self.settings.id_patterns), root=self.settings.udm_root
+                )
                 if search.generation() != self.index.generation:
                     self.index.rebuild_search(self.index.generation, search)
                 self._search = search

@@ -47,7 +47,10 @@ def _schema() -> tantivy.Schema:
     b.add_integer_field("line", stored=True, indexed=False)
     b.add_text_field("title", stored=True, tokenizer_name="en_stem")
     b.add_text_field("path", stored=True, tokenizer_name="raw", index_option="basic")
-    b.add_text_field("body", stored=True, tokenizer_name="en_stem")
+    # The body is neither stored nor positioned (no phrase queries): snippets are read from the file.
+    b.add_text_field("body", stored=False, tokenizer_name="en_stem", index_option="freq")
+    b.add_integer_field("start_byte", stored=True, indexed=False)
+    b.add_integer_field("end_byte", stored=True, indexed=False)
     b.add_text_field("ids", stored=False, tokenizer_name="raw", index_option="freq")
     b.add_text_field("defines", stored=False, tokenizer_name="raw", index_option="basic")
     return b.build()
@@ -56,8 +59,9 @@ def _schema() -> tantivy.Schema:
 class SearchIndex:
     """The tantivy index in `<state>/search`."""
 
-    def __init__(self, path: Path, id_patterns: list[str] | None = None) -> None:
+    def __init__(self, path: Path, id_patterns: list[str] | None = None, root: Path | None = None) -> None:
         self.path = Path(path)
+        self.root = Path(root) if root is not None else None
         self.matcher = id_matcher(id_patterns)
         self._index: tantivy.Index | None = None
 
@@ -84,9 +88,24 @@ class SearchIndex:
             title=row["title"],
             path=row["path"],
             body=content,
+            start_byte=int(row.get("start_byte") or 0),
+            end_byte=int(row.get("own_end_byte") or 0),
             ids=list(mentioned) if mentioned is not None else ids.split() or [""],
             defines=list(row.get("ids") or []) or [""],
         )
+
+    def _body(self, file: str, start: Any, end: Any) -> str:
+        """A section's own text, read by byte range from the file (empty when it cannot be read)."""
+        if self.root is None or not file or start is None or end is None or end <= start:
+            return ""
+        try:
+            fd = os.open(self.root / file, os.O_RDONLY)
+            try:
+                return os.pread(fd, int(end) - int(start), int(start)).decode("utf-8", errors="replace")
+            finally:
+                os.close(fd)
+        except OSError:
+            return ""
 
     def generation(self) -> int:
         """The index generation this search index reflects (-1 when unknown)."""
@@ -157,7 +176,9 @@ class SearchIndex:
         needles = ids + words
         for score, address in result.hits:
             doc = searcher.doc(address)
-            body = doc.get_first("body") or ""
+            body = self._body(
+                doc.get_first("file") or "", doc.get_first("start_byte"), doc.get_first("end_byte")
+            )
             snippet, offset = _snippet(body, needles)
             line = int(doc.get_first("line") or 1)
             hits.append(

@@ -211,3 +211,23 @@ def test_missing_udm_root_is_a_status(tmp_path: Any) -> None:
     assert one["status"] == "ERROR_PATH_NOT_FOUND" and "is not a directory" in one["errorDetails"]
     two = q(ctx, udm_filepath="a.md")
     assert two["status"] == "ERROR_FILE_NOT_FOUND"
+
+
+def test_search_snippets_point_at_their_line_and_survive_a_lost_index(
+    qctx: ToolContext, settings: Any
+) -> None:
+    import shutil
+
+    hits = q(qctx, query_type="search", udm_path_or_id="symlink", limit=5)["retrievedContent"]
+    assert hits
+    for hit in hits:
+        lines = (settings.udm_root / hit["file"]).read_text(encoding="utf-8").splitlines()
+        assert "symlink" in hit["snippet"].lower()
+        assert "symlink" in lines[hit["snippet_line"] - 1].lower()
+    # The search index is a cache of a cache: lose it and it is rebuilt from the sections table.
+    shutil.rmtree(settings.state_path / "search")
+    from udm.query import _QUERIES
+
+    _QUERIES.clear()
+    again = q(qctx, query_type="search", udm_path_or_id="symlink", limit=5)["retrievedContent"]
+    assert [(h["file"], h["line"]) for h in again] == [(h["file"], h["line"]) for h in hits]
