@@ -56,7 +56,9 @@ def _walk(kg: KnowledgeGraph, start: str, via: tuple[str, ...], forward: bool) -
     sub = _typed_subgraph(kg, via)
     if start not in sub:
         return []
-    adjacency = sub.succ if forward else sub.pred
+    raw: Any = sub
+    # The graph's own dicts: networkx's adjacency views wrap every lookup in a new view object.
+    adjacency: dict[str, dict[str, Any]] = raw._succ if forward else raw._pred
     seen = {start: 0}
     order: list[str] = []
     queue = deque([start])
@@ -72,7 +74,7 @@ def _walk(kg: KnowledgeGraph, start: str, via: tuple[str, ...], forward: bool) -
 
 
 def _row(kg: KnowledgeGraph, node_id: str, **extra: Any) -> dict[str, Any]:
-    attrs = kg.g.nodes[node_id]
+    attrs = kg.g._node[node_id]  # type: ignore[attr-defined]  # the raw dict, not a NodeView lookup
     row = {"id": node_id, "kind": attrs.get("kind"), "title": attrs.get("title")}
     if attrs.get("status") is not None:
         row["status"] = attrs["status"]
