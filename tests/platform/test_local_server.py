@@ -32,7 +32,8 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-pytestmark = pytest.mark.timeout(300)
+# One real server per module costs 12-80 s to start (new database, machine load): the module is slow.
+pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 
 
 def _free_port() -> int:
