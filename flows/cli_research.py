@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 import typer
 
 from flows.cli import emit_json, fail, settings
+from tasks.base import ApprovalRequest, ApprovalUnavailableError, Permission, cli_approver, needs_approval
 
 __all__ = ["DEMO_PAGES", "register", "research", "serve_pages", "step_research"]
 
@@ -62,7 +64,26 @@ def research(
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise fail(f"invalid request: {problems}", 2) from None
     s = settings()
-    result = run_research(request, s, policy="full_auto" if yes else None, approval_timeout_s=timeout_s)
+    policy = "full_auto" if yes else None
+    if not yes and not no_write and needs_approval(s.approval_policy, Permission.MODERATE):
+        if os.environ.get("PREFECT_API_URL"):
+            typer.echo("the write will pause for approval in the Prefect UI (or pass --yes)", err=True)
+        else:
+            # A temporary Prefect server has no UI anyone could approve in: ask here instead.
+            ask = ApprovalRequest(
+                tool="udm research",
+                permission=Permission.MODERATE,
+                summary=f"Write a research appendix for {question!r} into {s.udm_root}",
+                input_digest="-",
+            )
+            try:
+                approved = cli_approver(False)(ask)
+            except ApprovalUnavailableError as exc:
+                raise fail(f"{exc}; or --no-write") from None
+            if not approved:
+                raise fail("not approved; pass --no-write to only report")
+            policy = "full_auto"
+    result = run_research(request, s, policy=policy, approval_timeout_s=timeout_s)
     if as_json:
         emit_json(result.model_dump(mode="json", exclude={"markdown"}))
     else:
