@@ -143,3 +143,22 @@ def test_a_bad_spec_fails_before_any_step_runs(prefect_server, test_tools, setti
     with pytest.raises(PipelineCheckError, match="unknown tool 'nope'"):
         run(spec, settings, approve=True)
     assert not (settings.state_path / "notes").exists()
+
+
+def test_a_flow_step_runs_the_flow_as_a_subflow(prefect_server, test_tools, settings) -> None:
+    spec = """
+name: with-flow
+parameters: {root: "", state: ""}
+steps:
+  index:
+    flow: index
+    input: {root: "${{ params.root }}", state_dir: "${{ params.state }}"}
+  report:
+    tool: echoTool
+    input: {text: "indexed: ${{ steps.index.output }}"}
+"""
+    out = run(spec, settings, params={"root": str(settings.udm_root), "state": str(settings.state_path)})
+    assert out["steps"]["index"]["status"] == "completed"
+    assert isinstance(out["steps"]["index"]["output"], dict) and out["steps"]["index"]["output"]
+    assert out["steps"]["report"]["output"]["echoed"][0].startswith("indexed: {")
+    assert (settings.state_path / "index.duckdb").exists()
