@@ -277,15 +277,16 @@ def step_queries(ws: Any) -> None:
         )
     # Never stale: edit a file and ask again without re-indexing by hand.
     path = ws.settings.udm_root / "06-config.md"
-    path.write_text(
-        path.read_text(encoding="utf-8").replace("  timeout: 10\n", "  timeout: 12\n", 1), encoding="utf-8"
-    )
+    original = path.read_text(encoding="utf-8")
+    path.write_text(original.replace("  timeout: 10\n", "  timeout: 12\n", 1), encoding="utf-8")
     result = call_tool(
         UdmQueryTool(), {"query_type": "get_config_value", "udm_path_or_id": "http.timeout"}, ctx
     )
     ws.say(
         f"after editing 06-config.md, http.timeout = {(result.envelope.data or {}).get('retrievedContent')}"
     )
+    # Later steps (the sample patch) were planned against the sample as shipped.
+    path.write_text(original, encoding="utf-8")
 
 
 def step_lint(ws: Any) -> None:
