@@ -112,7 +112,8 @@ def _step_task(spec_name: str, name: str, step: StepSpec, state_path: Path) -> T
             step.tool,
             retries=step.retries,
             retry_delay=step.retry_delay,
-            task_name=f"{name}: {step.tool}",
+            # Shared by steps of the same configuration; each run is still named after its step.
+            task_name=f"{name}: {step.tool}" if step.cache else step.tool,
             **options,
         )
     fl: Any = _load_flow(step.flow or "")
@@ -121,10 +122,28 @@ def _step_task(spec_name: str, name: str, step: StepSpec, state_path: Path) -> T
         result = fl(**params)
         return result.model_dump(mode="json") if hasattr(result, "model_dump") else result
 
-    options.update(name=f"{name}: {step.flow} flow", retries=step.retries)
+    options.update(name=f"{step.flow} flow", retries=step.retries)
     options["retry_delay_seconds"] = step.retry_delay or 0
     decorate: Any = task(**options)
     return decorate(run_flow)
+
+
+def _step_tasks(spec_name: str, steps: Mapping[str, StepSpec], state_path: Path) -> dict[str, Task[..., Any]]:
+    """One task per distinct step configuration: building a Prefect task costs ~1-2 ms, and runs are
+    named per step through `run_label` anyway (steps with a cache keep their own, keyed by step)."""
+    shared: dict[str, Task[..., Any]] = {}
+    out: dict[str, Task[..., Any]] = {}
+    for name, step in steps.items():
+        if step.cache is not None:
+            out[name] = _step_task(spec_name, name, step, state_path)
+            continue
+        key = json.dumps(
+            [step.tool, step.flow, step.retries, step.retry_delay, step.timeout], sort_keys=True, default=str
+        )
+        if key not in shared:
+            shared[key] = _step_task(spec_name, name, step, state_path)
+        out[name] = shared[key]
+    return out
 
 
 def _notify(done: queue.SimpleQueue[Any], name: str, index: int) -> Callable[[PrefectFuture[Any]], None]:
@@ -151,7 +170,7 @@ def run_pipeline(
     spec = compiled.spec
     ctx = ctx or ToolContext(settings=load_settings())
     scope: dict[str, Any] = {"params": {**spec.parameters, **dict(params or {})}, "steps": {}}
-    tasks_by_step = {n: _step_task(spec.name, n, s, ctx.settings.state_path) for n, s in spec.steps.items()}
+    tasks_by_step = _step_tasks(spec.name, spec.steps, ctx.settings.state_path)
     results: dict[str, dict[str, Any]] = {}
     futures: dict[str, list[PrefectFuture[Any]]] = {}
     waiting = {n: set(compiled.upstream[n]) for n in compiled.order}
