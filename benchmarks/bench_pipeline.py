@@ -165,6 +165,10 @@ def main() -> None:
             started = time.perf_counter()
             engine()
             ours.append(time.perf_counter() - started)
+        # Task-run events go to the server asynchronously: flush them before the server stops.
+        from prefect.events.worker import EventsWorker
+
+        EventsWorker.drain_all(timeout=120)
         h, o = statistics.median(hand), statistics.median(ours)
         print(
             f"hand-coded Prefect flow, {args.steps} tasks: {h:.2f} s median of {args.repeat} ({', '.join(f'{x:.2f}' for x in hand)})"
@@ -172,7 +176,9 @@ def main() -> None:
         print(
             f"pipeline engine, {args.steps} steps:        {o:.2f} s median of {args.repeat} ({', '.join(f'{x:.2f}' for x in ours)})"
         )
-        print(f"ratio engine / hand-coded: {o / h:.2f} (target <= 1.2)")
+        print(
+            f"ratio engine / hand-coded: {o / h:.2f} of medians, {min(ours) / min(hand):.2f} of minima (target <= 1.2)"
+        )
     finally:
         stop_server(settings)
 
