@@ -4,7 +4,8 @@
 of scalars and block lists of scalars — and returns `NOT_SIMPLE` for anything else, so the caller
 falls back to PyYAML. Within the subset the result equals `yaml.safe_load` (a property test checks
 it); every scalar YAML 1.1 could read as something other than a plain string or decimal integer
-(booleans, null, floats, octal, dates, anchors, tags, comments) is left to PyYAML.
+(booleans, null, floats, octal, dates, anchors, tags) is left to PyYAML. Comments are dropped only
+where YAML reads them as comments (a `#` at a line start or after a space, with no quote before it).
 """
 
 from __future__ import annotations
@@ -60,9 +61,32 @@ def _value(text: str | None) -> Any:
     return _scalar(text)
 
 
+_COMMENT = re.compile(r"(?:^|[ ])#.*$")
+
+
+def _strip_comments(text: str) -> str | None:
+    """Text with `# comments` removed, or None when a `#` might be inside a quoted scalar."""
+    out = []
+    for line in text.split("\n"):
+        if "#" in line:
+            m = _COMMENT.search(line)
+            if m is None or any(q in line[: m.start()] for q in "\"'"):
+                return None  # a '#' inside a scalar, or a comment after a quoted one: PyYAML decides
+            line = line[: m.start()].rstrip(" ")
+        out.append(line)
+    return "\n".join(out)
+
+
 def parse_simple_yaml(text: str) -> Any:
     """The block's value when it is in the simple subset, else NOT_SIMPLE."""
-    if "#" in text or "\t" in text or "&" in text or "*" in text or "!" in text or "---" in text:
+    if "#" in text:
+        # Hand-written task blocks carry trailing comments ("status: todo  # set by the flow");
+        # a comment is dropped only where YAML itself would read one (after a space, no quotes before).
+        stripped = _strip_comments(text)
+        if stripped is None:
+            return NOT_SIMPLE
+        text = stripped
+    if "\t" in text or "&" in text or "*" in text or "!" in text or "---" in text:
         return NOT_SIMPLE
     out: dict[str, Any] = {}
     lines = text.split("\n")
