@@ -82,3 +82,37 @@ def test_accepts_task_blocks() -> None:
     assert parse_simple_yaml(text) == yaml.safe_load(text)
     assert parse_simple_yaml("a: yes\n") is NOT_SIMPLE
     assert parse_simple_yaml("a:\n  b: 1\n") is NOT_SIMPLE
+
+
+COMMENTED = st.sampled_from(
+    [
+        "id: A-1",
+        "status: todo   # set by the update flow",
+        "# a whole-line comment",
+        "  # an indented comment",
+        "depends_on:",
+        "  - TASK-P0-M0.1-T001  # first",
+        "  - 12",
+        "title: 'x' # after a quoted scalar",
+        'note: "a # not a comment"',
+        "tag: a#b",
+        "list: [a, b] # flow list",
+        "empty: # nothing",
+        "",
+    ]
+)
+
+
+@given(st.lists(COMMENTED, min_size=1, max_size=7))
+@settings(max_examples=300, deadline=None)
+def test_comments_are_dropped_only_where_yaml_reads_them(lines: list[str]) -> None:
+    text = "\n".join(lines) + "\n"
+    got = parse_simple_yaml(text)
+    if got is NOT_SIMPLE:
+        return
+    assert got == yaml.safe_load(text)
+
+
+def test_a_commented_task_block_stays_on_the_fast_path() -> None:
+    text = "id: T-1\nstatus: todo   # set by the flow\ndepends_on:\n  - T-0  # first\n"
+    assert parse_simple_yaml(text) == {"id": "T-1", "status": "todo", "depends_on": ["T-0"]}
