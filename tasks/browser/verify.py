@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from PIL import Image, ImageChops
-from playwright.async_api import Page
+from playwright.async_api import Locator, Page
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 from pydantic import BaseModel, Field, ValidationError
 
@@ -136,11 +136,7 @@ class _Attempt:
         ms = self.timeout_s * 1000
         try:
             if exp.exists is not None:
-                sel = substitute(exp.exists, variables)
-                try:
-                    await page.locator(pw_selector(sel)).first.wait_for(state="attached", timeout=ms)
-                except PlaywrightTimeoutError:
-                    self.failures.append(f"{label}: {timeout_message(self.timeout_s, f'selector {sel!r}')}")
+                await self._attached(page, label, substitute(exp.exists, variables), ms)
             elif exp.absent is not None:
                 sel = substitute(exp.absent, variables)
                 try:
@@ -150,11 +146,8 @@ class _Attempt:
                     self.failures.append(f"{label}: '{sel}' is still present ({count} matching)")
             elif exp.text is not None:
                 sel = substitute(exp.text.selector, variables)
-                target = page.locator(pw_selector(sel)).first
-                try:
-                    await target.wait_for(state="attached", timeout=ms)
-                except PlaywrightTimeoutError:
-                    self.failures.append(f"{label}: {timeout_message(self.timeout_s, f'selector {sel!r}')}")
+                target = await self._attached(page, label, sel, ms)
+                if target is None:
                     return
                 value = await target.inner_text(timeout=ms)
                 if not exp.text.test(value):
@@ -163,11 +156,8 @@ class _Attempt:
                     )
             elif exp.attribute is not None:
                 sel = substitute(exp.attribute.selector, variables)
-                target = page.locator(pw_selector(sel)).first
-                try:
-                    await target.wait_for(state="attached", timeout=ms)
-                except PlaywrightTimeoutError:
-                    self.failures.append(f"{label}: {timeout_message(self.timeout_s, f'selector {sel!r}')}")
+                target = await self._attached(page, label, sel, ms)
+                if target is None:
                     return
                 attr = await target.get_attribute(exp.attribute.name, timeout=ms)
                 if not exp.attribute.test(attr):
@@ -194,6 +184,16 @@ class _Attempt:
                 await self._visual(label, exp)
         except ActionError as exc:
             self.failures.append(f"{label}: {exc.message}")
+
+    async def _attached(self, page: Page, label: str, sel: str, ms: float) -> Locator | None:
+        """The first match of `sel` once attached; None, with a timeout failure recorded, if it never is."""
+        target = page.locator(pw_selector(sel)).first
+        try:
+            await target.wait_for(state="attached", timeout=ms)
+        except PlaywrightTimeoutError:
+            self.failures.append(f"{label}: {timeout_message(self.timeout_s, f'selector {sel!r}')}")
+            return None
+        return target
 
     async def _visual(self, label: str, exp: Expectation) -> None:
         spec = exp.screenshot
