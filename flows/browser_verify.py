@@ -42,6 +42,12 @@ POOL_SIZE = 32
 _SLOTS: dict[str, queue.Queue[str | None]] = {}
 
 
+def _flow_settings(root: str | None, state_dir: str | None, **extra: Any) -> Settings:
+    """Settings for a flow run: the given root, state dir and other overrides win where set (truthy)."""
+    overrides = {"root": root, "state_dir": state_dir, **extra}
+    return load_settings(**{key: value for key, value in overrides.items() if value})
+
+
 @task(name="verify-check", cache_policy=NO_CACHE, task_run_name="check {check.id}")
 def verify_check(
     check: Check,
@@ -181,14 +187,7 @@ def browser_verification_flow(
     state_dir: str | None = None,
 ) -> dict[str, Any]:
     """Verify checks from spec files and the UDM's ```verify blocks; returns counts and every result."""
-    overrides: dict[str, Any] = {}
-    if root:
-        overrides["root"] = root
-    if state_dir:
-        overrides["state_dir"] = state_dir
-    if concurrency:
-        overrides["browser_concurrency"] = concurrency
-    settings = load_settings(**overrides)
+    settings = _flow_settings(root, state_dir, browser_concurrency=concurrency)
     checks, problems = gather_checks(
         settings, [Path(s) for s in specs or []], inline=inline, only=only or (), refs=refs or ()
     )
@@ -277,12 +276,7 @@ def link_check_flow(
     state_dir: str | None = None,
 ) -> dict[str, Any]:
     """Check the UDM's links and publish the broken ones as a table artifact; returns the report."""
-    overrides: dict[str, Any] = {}
-    if root:
-        overrides["root"] = root
-    if state_dir:
-        overrides["state_dir"] = state_dir
-    settings = load_settings(**overrides)
+    settings = _flow_settings(root, state_dir)
     report = check_links_task(
         settings, external=external, internal=internal, max_age_s=max_age_s, per_host=per_host
     )
