@@ -111,6 +111,23 @@ _definition_command("tool", "get_tool_definition", "A tool name, e.g. udmQueryTo
 _definition_command("config", "get_config_value", "A dotted key, e.g. http.timeout.")
 
 
+@query_app.command("verified")
+def query_verified(
+    target: str = typer.Argument(..., help="A UDM ID, a check ID (CHK-...) or a section (file.md#anchor)."),
+    as_json: bool = _JSON,
+) -> None:
+    """When the checks covering a target were last verified, and whether they passed."""
+
+    def render(data: dict[str, Any]) -> None:
+        content = data["retrievedContent"]
+        typer.echo(content["summary"])
+        for c in content["checks"]:
+            reason = f"  {c['reason']}" if c.get("reason") else ""
+            typer.echo(f"{c['verified_at']}  {c['status']}  {c['check_id']}  run {c['run_id']}{reason}")
+
+    _call_query({"query_type": "last_verified", "udm_path_or_id": target}, as_json, render)
+
+
 @query_app.command("refs")
 def query_refs(
     ident: str = typer.Argument(..., help="An ID."),

@@ -23,6 +23,7 @@ from udm.errors import (
     UdmError,
 )
 from udm.query import UdmQuery, get_query
+from udm.verifications import last_verified
 
 __all__ = ["QueryType", "ReturnFormat", "UdmQueryInput", "UdmQueryOutput", "UdmQueryStatus", "UdmQueryTool"]
 
@@ -38,6 +39,8 @@ class QueryType(StrEnum):
     FIND_BY_ID = "find_by_id"
     SEARCH = "search"
     REFERENCES = "references"
+    # Extension beside the specification's types: verification results from the index.
+    LAST_VERIFIED = "last_verified"
 
 
 class ReturnFormat(StrEnum):
@@ -69,8 +72,9 @@ class UdmQueryInput(ToolInput):
     query_type: QueryType | None = Field(
         default=None,
         description="The type of query: get_section_content, get_task_definition, get_mode_definition, "
-        "get_tool_definition, get_config_value, find_by_id, search (ranked full text) or references "
-        "(every mention of an ID).",
+        "get_tool_definition, get_config_value, find_by_id, search (ranked full text), references "
+        "(every mention of an ID) or last_verified (extension: the latest browser-check results for an "
+        "ID, check ID or section).",
     )
     udm_path_or_id: str | None = Field(
         default=None,
@@ -208,6 +212,8 @@ class UdmQueryTool(Tool[UdmQueryInput, UdmQueryOutput]):
                 return self._section_by_target(q, target, performed)
             if qt is QueryType.FIND_BY_ID:
                 return self._find_by_id(q, target, performed)
+            if qt is QueryType.LAST_VERIFIED:
+                return self._last_verified(q, target, performed)
             if qt is QueryType.SEARCH:
                 hits = q.search(target, data.limit)
                 content = [
@@ -350,6 +356,74 @@ class UdmQueryTool(Tool[UdmQueryInput, UdmQueryOutput]):
             },
             source=source,
         )
+
+    def _last_verified(self, q: UdmQuery, target: str, performed: str) -> UdmQueryOutput:
+        """Latest verification per check covering the target; unknown targets are ERROR_ID_NOT_FOUND."""
+        key = target.lstrip("#")
+        rows = last_verified(q.settings, key)
+        if not rows and not self._known(q, key):
+            similar = q.similar_ids(_fragment(key))
+            hint = f"; similar IDs: {', '.join(similar)}" if similar else ""
+            return UdmQueryOutput(
+                status=UdmQueryStatus.ERROR_ID_NOT_FOUND,
+                queryPerformed=performed,
+                errorDetails=f"'{key}' is not an ID, section or check known to the UDM or its "
+                f"verifications{hint}",
+            )
+        checks = [
+            {
+                "check_id": r["check_id"],
+                "run_id": r["run_id"],
+                "status": r["status"],
+                "passed": r["status"] == "PASS",
+                "verified_at": r["verified_at"],
+                "reason": r["reason"],
+                "udm_refs": list(r["udm_refs"] or []),
+                "section": r["section"],
+                "url": r["url"],
+                "evidence": [p for p in (r["screenshot"], r["diff_image"]) if p],
+            }
+            for r in rows
+        ]
+        latest = max((c["verified_at"] for c in checks), default=None)
+        content = {
+            "target": key,
+            "verified": bool(checks),
+            # Passed only when every covering check's latest result passed.
+            "passed": all(c["passed"] for c in checks) if checks else None,
+            "last_verified_at": latest,
+            "summary": (
+                f"{key}: never verified"
+                if not checks
+                else f"{key}: last verified {latest}; "
+                + (
+                    "passed"
+                    if all(c["passed"] for c in checks)
+                    else "NOT passed ("
+                    + ", ".join(f"{c['check_id']} {c['status']}" for c in checks if not c["passed"])
+                    + ")"
+                )
+            ),
+            "checks": checks,
+        }
+        return UdmQueryOutput(
+            status=UdmQueryStatus.SUCCESS, queryPerformed=performed, retrievedContent=content
+        )
+
+    @staticmethod
+    def _known(q: UdmQuery, key: str) -> bool:
+        """Whether the UDM defines or mentions the ID, or has the section (`file#anchor` or an anchor)."""
+        ident = _fragment(key)
+        if q.find_by_id(ident) or q.references(ident, 1):
+            return True
+        file, sep, anchor = key.partition("#")
+        if sep and (_PATHLIKE.search(key) or "/" in file):
+            try:
+                q.section(file, anchor or None)
+            except (TargetNotFoundError, AmbiguousTargetError, DocumentError):
+                return False
+            return True
+        return False
 
     # ----- udm_filepath shape -------------------------------------------------------------------
 
