@@ -16,7 +16,6 @@ from tasks.browser.common import (
     SelectorType,
     SessionInput,
     click_and_follow,
-    locate,
 )
 from tasks.browser.session import normalize_url
 
@@ -189,10 +188,7 @@ class ClickTool(BrowserTool):
 
     async def act(self, call: Call) -> dict[str, Any]:
         """Click, then let a started navigation finish loading."""
-        page = call.require_page()
-        return await click_and_follow(
-            call, locate(page, call.data.selector, call.data.selector_type), call.timeout_ms
-        )
+        return await click_and_follow(call, call.matches(), call.timeout_ms)
 
 
 class TypeTextInput(CssInput):
@@ -224,7 +220,7 @@ class TypeTextSimpleTool(BrowserTool):
 
     async def act(self, call: Call) -> dict[str, Any]:
         """Fill, or append keystrokes."""
-        target = locate(call.require_page(), call.data.selector, call.data.selector_type).first
+        target = call.matches().first
         if call.data.clear:
             await target.fill(call.data.text, timeout=call.timeout_ms)
         else:
@@ -246,9 +242,7 @@ class HoverTool(BrowserTool):
 
     async def act(self, call: Call) -> dict[str, Any]:
         """Hover."""
-        await locate(call.require_page(), call.data.selector, call.data.selector_type).first.hover(
-            timeout=call.timeout_ms
-        )
+        await call.matches().first.hover(timeout=call.timeout_ms)
         return {}
 
 
@@ -263,9 +257,7 @@ class FocusTool(BrowserTool):
 
     async def act(self, call: Call) -> dict[str, Any]:
         """Focus."""
-        await locate(call.require_page(), call.data.selector, call.data.selector_type).first.focus(
-            timeout=call.timeout_ms
-        )
+        await call.matches().first.focus(timeout=call.timeout_ms)
         return {}
 
 
@@ -286,7 +278,7 @@ class SelectOptionTool(BrowserTool):
 
     async def act(self, call: Call) -> dict[str, Any]:
         """Select by value, else by label."""
-        target = locate(call.require_page(), call.data.selector, call.data.selector_type).first
+        target = call.matches().first
         values = await target.select_option(call.data.value, timeout=call.timeout_ms)
         return {"values": values, "value": values[0] if values else None}
 
@@ -334,7 +326,7 @@ class WaitForElementTool(BrowserTool):
         import time
 
         started = time.perf_counter()
-        matches = locate(call.require_page(), call.data.selector, call.data.selector_type)
+        matches = call.matches()
         await matches.first.wait_for(state=call.data.state, timeout=call.timeout_ms)
         return {"waited_ms": round((time.perf_counter() - started) * 1000, 1), "count": await matches.count()}
 

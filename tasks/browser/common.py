@@ -96,6 +96,10 @@ class Call:
             raise ActionError("ERROR_NO_PAGE", f"no page is open in session '{self.session.id}'")
         return self.page
 
+    def matches(self) -> Locator:
+        """The elements the input's `selector` (of its `selector_type`) matches on the page acted on."""
+        return locate(self.require_page(), self.data.selector, self.data.selector_type)
+
 
 def locate(page: Page, selector: str, selector_type: str = "css") -> Locator:
     """A locator for a CSS/XPath selector (an `xpath=` prefix wins)."""

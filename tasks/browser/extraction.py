@@ -142,9 +142,7 @@ class ExtractLinksTool(BrowserTool):
 
     async def act(self, call: Call) -> dict[str, Any]:
         """Every match's text and href."""
-        links = await locate(call.require_page(), call.data.selector, call.data.selector_type).evaluate_all(
-            LINKS_JS
-        )
+        links = await call.matches().evaluate_all(LINKS_JS)
         return {"links": links, "count": len(links)}
 
 
@@ -176,7 +174,7 @@ class ExtractDataTool(BrowserTool):
 
     async def act(self, call: Call) -> dict[str, Any]:
         """Attributes per element (missing ones are null)."""
-        items = await locate(call.require_page(), call.data.selector, call.data.selector_type).evaluate_all(
+        items = await call.matches().evaluate_all(
             """(els, names) => els.map(e => ({
                  text: (e.innerText || e.textContent || '').trim(),
                  attributes: Object.fromEntries(names.map(n => [n, e.getAttribute(n)])),
