@@ -15,7 +15,6 @@ before `maxTokens * 4` characters.
 
 from __future__ import annotations
 
-import threading
 from enum import StrEnum
 from typing import Any, ClassVar, Literal
 from urllib.parse import quote
@@ -23,6 +22,7 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel, Field, model_validator
 
+from tasks.api_client import api_client
 from tasks.base import Permission, Tool, ToolContext, ToolInput, TransientToolError
 from tasks.secrets import api_key, redact
 from udm.config import Settings
@@ -104,20 +104,6 @@ class Context7Output(BaseModel):
     errorDetails: str | None = Field(default=None, description="What went wrong; null on success.")
 
 
-_CLIENTS: dict[float, httpx.Client] = {}
-_LOCK = threading.Lock()
-
-
-def _client(settings: Settings) -> httpx.Client:
-    with _LOCK:
-        client = _CLIENTS.get(settings.fetch_timeout_s)
-        if client is None:
-            client = _CLIENTS[settings.fetch_timeout_s] = httpx.Client(
-                timeout=settings.fetch_timeout_s, headers={"User-Agent": settings.fetch_user_agent}
-            )
-        return client
-
-
 def cap_tokens(text: str, max_tokens: int) -> tuple[str, bool]:
     """`text` cut to about `max_tokens` tokens (4 chars each) at a snippet or line boundary."""
     limit = max_tokens * CHARS_PER_TOKEN
@@ -147,7 +133,7 @@ def _request(settings: Settings, path: str, params: dict[str, Any]) -> httpx.Res
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     url = settings.context7_url.rstrip("/") + path
     try:
-        resp = _client(settings).get(url, params=params, headers=headers)
+        resp = api_client(settings).get(url, params=params, headers=headers)
     except httpx.HTTPError as exc:
         raise _Retry(
             redact(f"Context7 unreachable at {settings.context7_url}: {type(exc).__name__}: {exc}"),

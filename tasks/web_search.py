@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import html
 import re
-import threading
 from enum import StrEnum
 from typing import Any, ClassVar
 
 import httpx
 from pydantic import BaseModel, Field
 
+from tasks.api_client import api_client
 from tasks.base import Permission, Tool, ToolContext, ToolInput, TransientToolError
 from tasks.secrets import api_key, redact
 from udm.config import Settings
@@ -73,21 +73,6 @@ class SearchOutput(BaseModel):
     provider: str = Field(default="", description="The provider that answered.")
 
 
-_CLIENTS: dict[float, httpx.Client] = {}
-_LOCK = threading.Lock()
-
-
-def _client(settings: Settings) -> httpx.Client:
-    with _LOCK:
-        client = _CLIENTS.get(settings.fetch_timeout_s)
-        if client is None:
-            client = _CLIENTS[settings.fetch_timeout_s] = httpx.Client(
-                timeout=settings.fetch_timeout_s,
-                headers={"User-Agent": settings.fetch_user_agent, "Accept": "application/json"},
-            )
-        return client
-
-
 def _plain(text: Any) -> str:
     """Provider snippets carry <strong> highlights and entities: plain text only."""
     return html.unescape(re.sub(r"<[^>]+>", "", str(text or ""))).strip()
@@ -105,7 +90,7 @@ def _get(settings: Settings, url: str, params: dict[str, Any], headers: dict[str
     from tasks.fetching import parse_retry_after
 
     try:
-        resp = _client(settings).get(url, params=params, headers=headers)
+        resp = api_client(settings, {"Accept": "application/json"}).get(url, params=params, headers=headers)
     except httpx.TimeoutException as exc:
         raise _Failure(
             SearchStatus.ERROR_API_FAILURE, f"search API timed out: {type(exc).__name__}", True
