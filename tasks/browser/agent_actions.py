@@ -18,6 +18,7 @@ from tasks.browser.common import (
     SelectorType,
     SessionInput,
     click_and_follow,
+    control_value,
     locate,
     save_screenshot,
 )
@@ -173,9 +174,7 @@ class TypeTextTool(BrowserTool):
             await target.click(timeout=call.timeout_ms)
             await page.keyboard.press("End")
             await page.keyboard.type(data.text_to_type)
-        value: str | None = None
-        with contextlib.suppress(Exception):
-            value = await target.input_value(timeout=1000)
+        value = await control_value(target)
         if data.submit_after_type:
             await target.press("Enter", timeout=call.timeout_ms)
             with contextlib.suppress(PlaywrightTimeoutError):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any, Literal
 
 from pydantic import Field
@@ -16,6 +15,7 @@ from tasks.browser.common import (
     SelectorType,
     SessionInput,
     click_and_follow,
+    control_value,
 )
 from tasks.browser.session import normalize_url
 
@@ -225,10 +225,7 @@ class TypeTextSimpleTool(BrowserTool):
             await target.fill(call.data.text, timeout=call.timeout_ms)
         else:
             await target.press_sequentially(call.data.text, timeout=call.timeout_ms)
-        value = None
-        with contextlib.suppress(Exception):
-            value = await target.input_value(timeout=1000)
-        return {"value": value}
+        return {"value": await control_value(target)}
 
 
 class HoverTool(BrowserTool):

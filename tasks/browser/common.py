@@ -31,6 +31,7 @@ __all__ = [
     "SelectorType",
     "SessionInput",
     "click_and_follow",
+    "control_value",
     "locate",
     "save_screenshot",
 ]
@@ -104,6 +105,13 @@ class Call:
 def locate(page: Page, selector: str, selector_type: str = "css") -> Locator:
     """A locator for a CSS/XPath selector (an `xpath=` prefix wins)."""
     return page.locator(pw_selector(selector, selector_type))
+
+
+async def control_value(target: Locator) -> str | None:
+    """The form control's current value; None when the element has none (not an input) or is gone."""
+    with contextlib.suppress(Exception):
+        return await target.input_value(timeout=1000)
+    return None
 
 
 async def save_screenshot(
