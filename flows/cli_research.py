@@ -37,6 +37,9 @@ def research(
         86400, "--max-age", help="Reuse cached fetches younger than this many seconds."
     ),
     no_write: bool = typer.Option(False, "--no-write", help="Only report; do not write the appendix."),
+    new_version: bool = typer.Option(
+        False, "--new-version", help="Write a new version even if the newest one has the same sources."
+    ),
     yes: bool = typer.Option(False, "--yes", "-y", help="Approve the write without asking."),
     timeout_s: int = typer.Option(
         3600, "--timeout", help="How long to wait for a reviewer in the Prefect UI."
@@ -59,6 +62,7 @@ def research(
             max_sources=max_sources,
             max_cache_age_s=max_age,
             write=not no_write,
+            new_version_if_unchanged=new_version,
         )
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
@@ -97,7 +101,7 @@ def research(
         )
         if result.status in ("written",):
             typer.echo(f"written: {s.udm_root / result.appendix_path}")
-    if result.status not in ("written", "reported"):
+    if result.status not in ("written", "unchanged", "reported"):
         raise typer.Exit(1)
 
 

@@ -1,5 +1,6 @@
 """research_flow: search -> dedupe -> fetch and parse (fan-out, cached, retried) -> rank -> Context7 ->
-a cited research appendix written into the manual through the UDM-update flow.
+a cited research appendix written into the manual through the UDM-update flow's steps (diff artifact,
+approval pause, transactional commit, re-index), run inside this flow run.
 
 Each source is one task run of documentFetchingParsingTool, cached with INPUTS + TASK_SOURCE (+ the
 tool's name) for `max_cache_age_s` in `<state>/prefect-results` and retried on transient failures
@@ -27,9 +28,11 @@ from flows.research_report import (
     canonical_url,
     heading_safe,
     index_link_operation,
+    latest_fingerprint,
     next_version,
     rank_findings,
     render_appendix,
+    research_fingerprint,
     topic_of,
 )
 from tasks.base import ToolContext, always_approve
@@ -95,6 +98,11 @@ class ResearchRequest(BaseModel):
     write: bool = Field(
         default=True, description="Write the appendix into the manual (false: only report it)."
     )
+    new_version_if_unchanged: bool = Field(
+        default=False,
+        description="Write a new version even when the newest one was made of the same question, "
+        "sources and contents (default: report it unchanged).",
+    )
 
     @field_validator("urls")
     @classmethod
@@ -108,7 +116,7 @@ class ResearchRequest(BaseModel):
 class ResearchResult(BaseModel):
     """What one research run produced."""
 
-    status: Literal["written", "reported", "rejected", "failed"] = Field(description="Outcome.")
+    status: Literal["written", "unchanged", "reported", "rejected", "failed"] = Field(description="Outcome.")
     message: str = Field(default="", description="A line saying what happened.")
     appendix_id: str = Field(description="The appendix ID (APP-<TOPIC>-RESEARCH-V<n>).")
     appendix_path: str = Field(description="Its path relative to the UDM root.")
@@ -303,7 +311,7 @@ def _artifacts(app_id: str, sources: list[Source], markdown: str) -> None:
 def _write(
     settings: Settings, app_id: str, title: str, markdown: str, policy: ApprovalPolicy | None, timeout_s: int
 ) -> dict[str, Any]:
-    from flows.udm_update import run_update
+    from flows.udm_update import UpdateOptions, update_steps
     from udm.patch import Patch
 
     index = settings.udm_root / "appendices" / "00-appendix-index.md"
@@ -329,7 +337,10 @@ def _write(
             "operations": ops,
         }
     )
-    result = run_update(patch, settings, policy=policy, approval_timeout_s=timeout_s)
+    options = UpdateOptions(
+        approval_policy=ApprovalPolicy(policy) if policy else None, approval_timeout_s=timeout_s
+    )
+    result = update_steps(patch, options, settings)
     return result.model_dump(mode="json")
 
 
@@ -376,7 +387,10 @@ def research_flow(
     version = next_version(settings.udm_root / "appendices", topic)
     app_id = appendix_id(topic, version)
     title = request.question.rstrip("?").strip()
-    markdown = render_appendix(app_id, request.question, sources, findings, title=title, run_id=run_id)
+    fingerprint = research_fingerprint(request.question, request.libraries, sources)
+    markdown = render_appendix(
+        app_id, request.question, sources, findings, title=title, run_id=run_id, fingerprint=fingerprint
+    )
     _artifacts(app_id, sources, markdown)
     lap("render")
     ok = sum(1 for s in sources if s.ok)
@@ -409,6 +423,14 @@ def research_flow(
     if not request.write:
         result.timings_s = dict(timings)
         result.message = "not written (write=false)"
+        return result
+    latest = latest_fingerprint(settings.udm_root / "appendices", topic)
+    if latest and latest[1] == fingerprint and not request.new_version_if_unchanged:
+        # Same question, same sources with the same contents: a new version would say nothing new.
+        result.status, result.appendix_id = "unchanged", latest[0]
+        result.appendix_path = f"appendices/{latest[0]}.md"
+        result.message = f"{latest[0]} already holds these findings (same question, sources and contents)"
+        result.timings_s = dict(timings)
         return result
     policy = approval_policy or settings.approval_policy
     update = _write(settings, app_id, title, markdown, policy, approval_timeout_s)

@@ -4,6 +4,7 @@ appendix Markdown (extractive summary with numbered citations, sources table, `s
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -20,9 +21,11 @@ __all__ = [
     "appendix_id",
     "canonical_url",
     "index_link_operation",
+    "latest_fingerprint",
     "next_version",
     "rank_findings",
     "render_appendix",
+    "research_fingerprint",
     "topic_of",
 ]
 
@@ -231,6 +234,30 @@ def _yaml_str(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)  # a JSON string is a valid YAML double-quoted scalar
 
 
+_FINGERPRINT_LINE = re.compile(r'^fingerprint: "?([0-9a-f]{16,64})"?\s*$', re.M)
+
+
+def research_fingerprint(question: str, libraries: list[str], sources: list[Source]) -> str:
+    """What a research appendix is made of: the question, libraries and each source's URL, status and content hash."""
+    parts = [question.strip(), ",".join(sorted(libraries))]
+    parts += [f"{s.kind}|{s.url}|{'ok' if s.ok else s.status}|{s.content_hash}" for s in sources]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
+
+
+def latest_fingerprint(appendices_dir: Path, topic: str) -> tuple[str, str] | None:
+    """The newest existing version of a topic's appendix and its recorded fingerprint, or None."""
+    version = next_version(appendices_dir, topic) - 1
+    if version < 1:
+        return None
+    app_id = appendix_id(topic, version)
+    try:
+        text = (appendices_dir / f"{app_id}.md").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    match = _FINGERPRINT_LINE.search(text[:4000])
+    return (app_id, match.group(1)) if match else None
+
+
 def render_appendix(
     app_id: str,
     question: str,
@@ -240,6 +267,7 @@ def render_appendix(
     title: str | None = None,
     run_id: str | None = None,
     created: datetime | None = None,
+    fingerprint: str | None = None,
 ) -> str:
     """The research appendix as Markdown (see the module docstring)."""
     created = created or datetime.now(UTC)
@@ -255,6 +283,8 @@ def render_appendix(
     ]
     if run_id:
         lines.append(f'flow_run: "{run_id}"')
+    if fingerprint:
+        lines.append(f'fingerprint: "{fingerprint}"')
     lines += ["```", "", "## 1. Summary", ""]
     ok_sources = [s for s in sources if s.ok]
     if findings:

@@ -25,7 +25,15 @@ from udm.config import ApprovalPolicy, Settings, load_settings
 from udm.patch import Patch
 from udm.updates import PatchResult, apply_patch, revert_patch
 
-__all__ = ["Approval", "UpdateOptions", "UpdateResult", "artifact_key", "run_update", "udm_update_flow"]
+__all__ = [
+    "Approval",
+    "UpdateOptions",
+    "UpdateResult",
+    "artifact_key",
+    "run_update",
+    "udm_update_flow",
+    "update_steps",
+]
 
 # Settings a caller's Settings hands to the flow (plain JSON, so the flow run records them).
 _PASSED_SETTINGS = ("project_root", "root", "state_dir", "logs_dir", "id_patterns", "lock_timeout_s")
@@ -180,8 +188,16 @@ def udm_update_flow(
     patch: Patch, options: UpdateOptions | None = None, settings_overrides: dict[str, Any] | None = None
 ) -> UpdateResult:
     """Plan, show, approve, commit (rolled back if a later step fails) and re-index one patch."""
-    options = options or UpdateOptions()
-    settings = _settings(settings_overrides)
+    return update_steps(patch, options or UpdateOptions(), _settings(settings_overrides))
+
+
+def update_steps(patch: Patch, options: UpdateOptions, settings: Settings) -> UpdateResult:
+    """The update flow's steps inside the current flow run: plan, artifacts, approval, commit, re-index.
+
+    udm_update_flow is these steps as their own run; research_flow runs them inside its own run, since
+    a subflow's first API write waits until the server has recorded every task run before it (seconds
+    after a 200-source fan-out). The pause for approval pauses whichever run called this.
+    """
     run_id = str(runtime_flow_run.id) if runtime_flow_run.id else None
     logger = get_run_logger()
 

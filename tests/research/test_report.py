@@ -12,10 +12,12 @@ from flows.research_report import (
     canonical_url,
     heading_safe,
     index_link_operation,
+    latest_fingerprint,
     next_version,
     quotable,
     rank_findings,
     render_appendix,
+    research_fingerprint,
     topic_of,
 )
 from udm.document import parse_document
@@ -97,6 +99,24 @@ def test_render_appendix_is_valid_udm_markdown() -> None:
     block = md.split("```yaml\nsources:", 1)[1].split("```", 1)[0]
     data = yaml.safe_load("sources:" + block)
     assert data["sources"][0]["sha256"] == "ab" * 32 and data["sources"][1]["status"] == "ERROR_FETCH_FAILED"
+
+
+def test_fingerprint_follows_sources_and_is_read_back(tmp_path: Path) -> None:
+    sources = _sources()
+    q = "How does Prefect caching work?"
+    fp = research_fingerprint(q, [], sources)
+    assert fp == research_fingerprint(q, [], _sources()) and len(fp) == 32
+    changed = _sources()
+    changed[0].content_hash = "sha256:" + "cd" * 32
+    assert research_fingerprint(q, [], changed) != fp
+    assert research_fingerprint(q, ["duckdb"], sources) != fp
+    assert research_fingerprint(q + " ", [], sources) == fp  # surrounding spaces say nothing new
+    assert latest_fingerprint(tmp_path, "PREFECT-CACHING") is None
+    for version in (1, 2):
+        app = appendix_id("PREFECT-CACHING", version)
+        md = render_appendix(app, q, sources, [], fingerprint=fp if version == 2 else "0" * 32)
+        (tmp_path / f"{app}.md").write_text(md, encoding="utf-8")
+    assert latest_fingerprint(tmp_path, "PREFECT-CACHING") == ("APP-PREFECT-CACHING-RESEARCH-V2", fp)
 
 
 def test_index_link_operation_adds_a_table_row_or_a_list_item() -> None:

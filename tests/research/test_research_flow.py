@@ -85,3 +85,25 @@ def test_research_report_only(prefect_server: None, site, workspace: Path) -> No
     assert result.status == "reported" and result.update is None
     assert not (settings.udm_root / result.appendix_path).exists()
     assert "never the truth" in result.markdown or result.sources_ok >= 1
+
+
+def test_research_rerun_with_the_same_sources_is_unchanged(
+    prefect_server: None, site, workspace: Path
+) -> None:
+    from flows.research import ResearchRequest, run_research
+
+    settings = load_settings(
+        cwd=workspace, fetch_allow=["127.0.0.1"], fetch_host_delay_s=0.0, approval_policy="full_auto"
+    )
+    # max_sources=1 keeps only the seed URL (seeds come before search hits), so the sources are fixed.
+    request = ResearchRequest(
+        question="What do the articles say about BM25?", urls=[site.base + "/article.html"], max_sources=1
+    )
+    first = run_research(request, settings)
+    assert first.status == "written" and first.appendix_id.endswith("-V1"), first.message
+    again = run_research(request, settings)
+    assert again.status == "unchanged" and again.appendix_id == first.appendix_id, again.message
+    assert again.update is None
+    assert not (settings.udm_root / first.appendix_path.replace("-V1", "-V2")).exists()
+    forced = run_research(request.model_copy(update={"new_version_if_unchanged": True}), settings)
+    assert forced.status == "written" and forced.appendix_id.endswith("-V2"), forced.message
