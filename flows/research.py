@@ -38,6 +38,7 @@ from flows.research_report import (
 from tasks.base import ToolContext, always_approve
 from tasks.context7 import Context7DocumentationTool
 from tasks.documents import DocumentFetchingParsingTool
+from tasks.parse_pool import parse_pool, workers_for
 from tasks.prefect_task import envelope_of, tool_cache_policy, tool_task
 from tasks.web_search import WebSearchTool
 from udm.config import ApprovalPolicy, Settings, load_settings
@@ -63,8 +64,11 @@ _PASSED_SETTINGS = (
     "google_cx",
     "context7_url",
     "research_max_workers",
+    "research_parse_processes",
     "approval_policy",
 )
+# Sources from which the fetch fan-out parses in worker processes (see tasks/parse_pool.py).
+_POOL_FROM = 8
 
 
 class ResearchRequest(BaseModel):
@@ -376,7 +380,11 @@ def research_flow(
         logger.warning(p)
     lap("search")
     sources = _plan_sources(settings, request, links)
-    _fetch_all(settings, request, sources, ctx)
+    fetched = sum(1 for s in sources if s.kind in ("url", "file"))
+    # A pool pays off from a handful of documents; one or two parse faster than a process starts.
+    workers = workers_for(settings.research_parse_processes) if fetched >= _POOL_FROM else 0
+    with parse_pool(min(workers, fetched)):
+        _fetch_all(settings, request, sources, ctx)
     lap("fetch")
     _context7(settings, request, sources, ctx)
     lap("context7")

@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, Field, model_validator
 
 from tasks.base import Permission, Tool, ToolContext, ToolInput, TransientToolError
+from tasks.parse_pool import run_parser
 from udm.passages import rank_passages, split_passages, terms
 
 __all__ = ["DocStatus", "DocType", "DocumentFetchingParsingTool", "FetchInput", "FetchOutput", "detect_type"]
@@ -396,9 +397,9 @@ class DocumentFetchingParsingTool(Tool[FetchInput, FetchOutput]):
             )
         try:
             if kind == "html":
-                title, text, extra = _parse_html(raw, content_type, source_url)
+                title, text, extra = run_parser(_parse_html, raw, content_type, source_url)
             elif kind == "pdf":
-                title, text, extra = _parse_pdf(raw)
+                title, text, extra = run_parser(_parse_pdf, raw)
             else:
                 title, text, extra = _parse_text(raw, content_type, kind)
         except _ParseFailed as exc:

@@ -142,6 +142,13 @@ class Settings(BaseSettings):
     research_max_workers: int = Field(
         default=16, ge=1, le=128, description="Threads of the research flow's task runner."
     )
+    research_parse_processes: int = Field(
+        default=-1,
+        ge=-1,
+        le=64,
+        description="Processes parsing fetched documents in a research fan-out (-1: one per core when "
+        "there are two or more; 0: parse in the flow's own process).",
+    )
     search_provider: str = Field(default="udm", description="udm | searxng | brave | google.")
     searxng_url: str | None = Field(default=None, description="Base URL of a SearXNG instance.")
     brave_api_key: SecretStr | None = Field(default=None, description="Brave Search API key.")
