@@ -1,19 +1,28 @@
 """Benchmark: 100 browser checks in parallel contexts vs one at a time, and link checking of 2,000 links.
 
-Run with `./run bench browser [--checks N] [--concurrency N] [--links N]`. Everything is served on
-127.0.0.1 by a threaded http.server; the browser is the shared Chromium of the tool loop.
+Run with `./run bench browser [--checks N] [--concurrency N] [--links N] [--repeat N] [--only checks|links]`.
+Everything is served on 127.0.0.1 by a threaded http.server; the browser is the shared Chromium of
+the tool loop. The browser checks use a server thread in this process (Chromium is its own process).
+The link checker is measured against a server in a separate process, as in real use (a checked
+site never runs inside the checker's interpreter); the figure against an in-process server, whose
+threads compete with the checker's event loop for the GIL, is printed too, as is the concurrent
+figure with httpx's default connection pool (what the checker used before `udm.httppool`).
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
+import sys
 import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 from tasks.base import run_coroutine
 from tasks.browser.session import MANAGER
@@ -102,42 +111,105 @@ def bench_checks(n: int, concurrency: int, base: str, state: Path) -> None:
     )
 
 
-def bench_links(n: int, base: str, state: Path) -> None:
-    """Distinct loopback links: sequential baseline on a slice, then all concurrently."""
-    settings = load_settings(cwd=state, fetch_allow=["127.0.0.1"])
-    links = [LinkSource("bench.md", i + 1, "", f"{base}/l/{i}", "external") for i in range(n)]
-    sample = links[:200]
-    started = time.perf_counter()
-    report = check_links(settings, links=sample, use_cache=False, per_host=1, concurrency=1)
-    seq_rate = len(sample) / (time.perf_counter() - started)
-    assert report.counts == {"ok": len(sample)}, report.counts
-    started = time.perf_counter()
-    report = check_links(settings, links=links, use_cache=False, per_host=16, concurrency=64)
-    elapsed = time.perf_counter() - started
-    assert report.counts == {"ok": n}, report.counts
-    print(f"link check, sequential baseline: {seq_rate:7.0f} links/s ({len(sample)} links)")
-    print(
-        f"link check, concurrent (16/host): {n / elapsed:7.0f} links/s ({n} links in {elapsed:.2f} s; "
-        f"{n / elapsed / seq_rate:.1f}x the baseline; target >= 300 links/s)"
+def serve_elsewhere() -> tuple[subprocess.Popen[str], str]:
+    """Start the loopback server in a child process (this script with --serve); returns it and its URL."""
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
+    assert proc.stdout is not None
+    base = proc.stdout.readline().strip()
+    if not base.startswith("http://"):
+        proc.kill()
+        raise SystemExit(f"the link server did not start: {base!r}")
+    return proc, base
+
+
+def _default_pool() -> httpx.AsyncHTTPTransport:
+    """The pool httpx builds by default, with the limits the checker gave it before udm.httppool."""
+    return httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=64, max_keepalive_connections=64))
+
+
+def _rate(
+    settings: Any, links: list[LinkSource], repeat: int, old_pool: bool = False, **options: Any
+) -> float:
+    """Median links/s over `repeat` uncached runs (every run must find every link ok)."""
+    rates = []
+    for _ in range(repeat):
+        if old_pool:
+            options["transport"] = _default_pool()  # the checker closes it with its client
+        started = time.perf_counter()
+        report = check_links(settings, links=links, use_cache=False, **options)
+        rates.append(len(links) / (time.perf_counter() - started))
+        assert report.counts == {"ok": len(links)}, report.counts
+    return statistics.median(rates)
+
+
+def bench_links(n: int, base: str, state: Path, repeat: int = 3, in_process_base: str | None = None) -> None:
+    """Distinct loopback links: a sequential baseline on a slice, then all of them concurrently."""
+    settings = load_settings(cwd=state, fetch_allow=["127.0.0.1"])
+
+    def links_at(url: str) -> list[LinkSource]:
+        return [LinkSource("bench.md", i + 1, "", f"{url}/l/{i}", "external") for i in range(n)]
+
+    links = links_at(base)
+    sample = links[: min(n, 200)]
+    concurrent = {"per_host": 16, "concurrency": 64}
+    seq = _rate(settings, sample, repeat, per_host=1, concurrency=1)
+    par = _rate(settings, links, repeat, **concurrent)
+    old = _rate(settings, links, repeat, old_pool=True, **concurrent)
+    print(
+        f"link check, sequential baseline (1/host):   {seq:6.0f} links/s ({len(sample)} links, median of {repeat})"
+    )
+    print(
+        f"link check, concurrent (16/host, 64 total): {par:6.0f} links/s ({n} links; {par / seq:.1f}x the "
+        "baseline; target >= 300 links/s)"
+    )
+    print(
+        f"  same, httpx's default pool (before):      {old:6.0f} links/s ({par / old:.1f}x slower than the pool)"
+    )
+    if in_process_base:
+        inproc = _rate(settings, links_at(in_process_base), repeat, **concurrent)
+        print(
+            f"  same, server threads in this process:     {inproc:6.0f} links/s (they share the GIL with the checker)"
+        )
 
 
 def main() -> None:
-    """Run both benchmarks."""
+    """Run the benchmarks (or, with --serve, just the link server for a parent benchmark)."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--checks", type=int, default=100)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--links", type=int, default=2000)
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="link-check runs per figure (the median is printed)"
+    )
+    parser.add_argument("--only", choices=("checks", "links"), help="run one of the two benchmarks")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve:
+        server, base = serve()
+        print(base, flush=True)
+        sys.stdin.read()  # serve until the parent closes our stdin (or dies)
+        server.shutdown()
+        return
     server, base = serve()
     with tempfile.TemporaryDirectory(prefix="udm-bench-browser-") as tmp:
         state = Path(tmp)
         (state / "docs" / "udm").mkdir(parents=True)
         try:
-            bench_checks(args.checks, args.concurrency, base, state)
-            bench_links(args.links, base, state)
+            if args.only in (None, "checks"):
+                bench_checks(args.checks, args.concurrency, base, state)
+            if args.only in (None, "links"):
+                child, child_base = serve_elsewhere()
+                try:
+                    bench_links(args.links, child_base, state, args.repeat, in_process_base=base)
+                finally:
+                    assert child.stdin is not None
+                    child.stdin.close()
+                    child.wait(timeout=10)
         finally:
-            run_coroutine(MANAGER.shutdown(), timeout=30)
+            if args.only in (None, "checks"):
+                run_coroutine(MANAGER.shutdown(), timeout=30)
             server.shutdown()
 
 

@@ -1,6 +1,7 @@
 """Link checking: every internal link and #fragment of the UDM against the index, every external one over HTTP.
 
-External links are checked concurrently with httpx: a global and a per-host concurrency limit,
+External links are checked concurrently with httpx over keep-alive connections pooled per origin
+(udm.httppool): a global and a per-host concurrency limit,
 HEAD first (GET when a server refuses HEAD), retries with backoff for 5xx and connection errors,
 429 honoured with its Retry-After (capped), and the fetch tool's SSRF guard on every hop (the
 request goes to the vetted address, so DNS rebinding cannot swap in another one). Results are
@@ -26,6 +27,7 @@ from pydantic import BaseModel, Field
 
 from udm.config import Settings
 from udm.errors import BlockedAddressError
+from udm.httppool import OriginPoolTransport
 from udm.netguard import AllowList, VettedAddress, resolve_and_vet
 
 __all__ = [
@@ -155,29 +157,38 @@ class _Checker:
         self.global_limit = asyncio.Semaphore(concurrency)
         self.hosts: dict[str, asyncio.Semaphore] = {}
         self.vetted: dict[tuple[str, int], VettedAddress | BlockedAddressError] = {}
-        limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+        self.vet_locks: dict[tuple[str, int], asyncio.Lock] = {}
+        # Concurrency is bounded by the semaphores above; the pool keeps keep-alive connections per
+        # origin at O(1) cost per request (httpcore's own pool rescans them all on every request).
         self.client = httpx.AsyncClient(
             timeout=httpx.Timeout(timeout_s),
-            limits=limits,
             follow_redirects=False,
-            transport=transport,
+            transport=transport or OriginPoolTransport(max_idle=concurrency),
             headers={"User-Agent": settings.fetch_user_agent},
         )
 
     async def vet(self, host: str, port: int) -> VettedAddress:
+        """The vetted address of host:port, resolved once per run (concurrent callers wait for it)."""
         key = (host, port)
         if key not in self.vetted:
-            try:
-                self.vetted[key] = await asyncio.to_thread(resolve_and_vet, host, port, self.allow)
-            except BlockedAddressError as exc:
-                self.vetted[key] = exc
+            # Without the lock, every request the per-host limit lets through at once would resolve
+            # the same name in its own thread before the first answer is stored.
+            async with self.vet_locks.setdefault(key, asyncio.Lock()):
+                if key not in self.vetted:
+                    try:
+                        self.vetted[key] = await asyncio.to_thread(resolve_and_vet, host, port, self.allow)
+                    except BlockedAddressError as exc:
+                        self.vetted[key] = exc
         found = self.vetted[key]
         if isinstance(found, BlockedAddressError):
             raise found
         return found
 
     async def request(self, method: str, url: str) -> httpx.Response:
-        """One request sent to the vetted address of the URL's host (Host header and SNI kept)."""
+        """One request sent to the vetted address of the URL's host (Host header and SNI kept).
+
+        The response is streamed: its body is not read, and the caller closes it.
+        """
         parts = urlsplit(url)
         host = parts.hostname or ""
         port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -186,9 +197,10 @@ class _Checker:
         netloc = f"{ip}:{parts.port}" if parts.port else ip
         direct = urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, ""))
         extensions = {"sni_hostname": host} if parts.scheme == "https" else {}
-        return await self.client.request(
+        request = self.client.build_request(
             method, direct, headers={"Host": parts.netloc}, extensions=extensions
         )
+        return await self.client.send(request, stream=True)
 
     async def check(self, url: str) -> _Verdict:
         """Follow redirects (vetting each hop), retrying transient failures."""
@@ -220,15 +232,20 @@ class _Checker:
         current = url
         for _ in range(MAX_REDIRECTS + 1):
             response = await self.request("HEAD", current)
-            await response.aclose()
+            # A HEAD response has no body: reading it completes the exchange, so the connection stays alive.
+            try:
+                await response.aread()
+            finally:
+                await response.aclose()
             if response.status_code in (403, 405, 501) or (
                 response.status_code >= 400
                 and response.status_code not in (404, 410, 429)
                 and response.status_code < 500
             ):
-                # Some servers refuse HEAD; a streamed GET (body not read) is the fair second try.
+                # Some servers refuse HEAD; a streamed GET is the fair second try. Its body is never
+                # downloaded: closing it unread costs one connection, reading it could cost megabytes.
                 response = await self.request("GET", current)
-            await response.aclose()
+                await response.aclose()
             code = response.status_code
             if code in (301, 302, 303, 307, 308) and response.headers.get("location"):
                 current = urljoin(current, response.headers["location"])
