@@ -100,6 +100,18 @@ class _Inotify:
             ):
                 self._watched.add(current)
 
+    def watch_new(self, dirs: list[str]) -> bool:
+        """Watch those of `dirs` not watched yet; whether there were any."""
+        added = False
+        for current in dirs:
+            if (
+                current not in self._watched
+                and self._libc.inotify_add_watch(self.fd, os.fsencode(current), self._MASK) >= 0
+            ):
+                self._watched.add(current)
+                added = True
+        return added
+
     def changed(self) -> bool:
         """Whether any event arrived since the last call (drains the queue)."""
         seen = False
@@ -178,15 +190,18 @@ def _parse_into(
     counts: dict[str, int],
     buffers: dict[str, list[dict[str, Any]]],
     parts: dict[str, int],
-    outdir: str,
+    outdir: str | None,
     chunk: int,
 ) -> None:
-    """Parse each file and buffer its rows per table, flushing large buffers as JSON arrays."""
+    """Parse each file and buffer its rows per table, flushing large buffers as JSON arrays.
+
+    Without `outdir` every row stays in `buffers` (a small refresh loads them straight from memory).
+    """
 
     def flush(table: str) -> None:
         # One json.dump of a whole array costs far less than a dumps() per row.
         rows = buffers[table]
-        if rows:
+        if rows and outdir is not None:
             name = os.path.join(outdir, f"{table}.{chunk}.{parts[table]}.json")
             with open(name, "w", encoding="utf-8") as fh:
                 json.dump(rows, fh, ensure_ascii=False)
@@ -221,6 +236,89 @@ def _parse_into(
                     flush(table)
     for table in TABLE_COLUMNS:
         flush(table)
+
+
+def _parse_in_memory(
+    root: str, relpaths: list[str], patterns: list[str]
+) -> tuple[list[dict[str, Any]], list[str], dict[str, int], dict[str, list[dict[str, Any]]]]:
+    """Parse a few files in this process: file rows, errors, counts and every row by table."""
+    files: list[dict[str, Any]] = []
+    errors: list[str] = []
+    counts = dict.fromkeys(TABLE_COLUMNS, 0)
+    buffers: dict[str, list[dict[str, Any]]] = {t: [] for t in TABLE_COLUMNS}
+    now = datetime.now(UTC).replace(tzinfo=None).isoformat()
+
+    def exists(rel: str) -> bool:
+        return os.path.exists(os.path.join(root, rel))
+
+    _parse_into(root, relpaths, patterns, now, exists, files, errors, counts, buffers, {}, None, 0)
+    return files, errors, counts, buffers
+
+
+FILE_COLUMNS: list[tuple[str, str]] = [
+    ("path", "VARCHAR"),
+    ("content_hash", "VARCHAR"),
+    ("size", "BIGINT"),
+    ("mtime_ns", "BIGINT"),
+    ("indexed_at", "TIMESTAMP"),
+    ("parser", "VARCHAR"),
+    ("error", "VARCHAR"),
+]
+
+
+def _insert_from_json_sql(table: str, cols: list[tuple[str, str]]) -> str:
+    # One JSON text parameter carries every row: binding values one by one costs DuckDB ~0.3 ms a row.
+    struct = "{" + ", ".join(f'"{name}": "{kind}"' for name, kind in cols) + "}"
+    names = ", ".join(name for name, _ in cols)
+    return (
+        f"INSERT INTO {table} SELECT {names} FROM "
+        f"(SELECT unnest(from_json(?::JSON, '[{struct}]'), recursive := true))"
+    )
+
+
+_INSERT_JSON = {table: _insert_from_json_sql(table, cols) for table, cols in TABLE_COLUMNS.items()} | {
+    "files": _insert_from_json_sql("files", FILE_COLUMNS)
+}
+
+
+class _Background(threading.Thread):
+    """Run one call on a thread (tantivy and DuckDB release the GIL); `result()` re-raises its error."""
+
+    def __init__(self, fn: Any, **kwargs: Any) -> None:
+        super().__init__(daemon=True)
+        self._fn = fn
+        self._kwargs = kwargs
+        self._error: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        """Call the function, keeping its exception for `result()`."""
+        try:
+            self._fn(**self._kwargs)
+        except BaseException as exc:  # re-raised in the caller's thread
+            self._error = exc
+
+    def result(self) -> None:
+        """Wait for the call; raise what it raised."""
+        self.join()
+        if self._error is not None:
+            raise self._error
+
+
+def _definitions_of(tables: dict[str, list[dict[str, Any]]]) -> list[tuple[Any, ...]]:
+    """The lookup mirror's definition rows (ID joined with its section's line range), from parsed rows."""
+    ranges = {(r["file"], r["idx"]): (r["start_line"], r["end_line"]) for r in tables["sections"]}
+    out: list[tuple[Any, ...]] = []
+    for r in tables["ids"]:
+        if r["kind"] == "def":
+            start, end = ranges.get((r["file"], r["section"]), (None, None))
+            out.append((r["id"], r["file"], r["line"], r["how"], r["section"], r["section_path"], start, end))
+    return out
+
+
+def _is_markdown(target: str | None) -> bool:
+    # The same test as `_resolve_links`' LIKE '%.md' OR LIKE '%.markdown' (case-sensitive).
+    return target is not None and target.endswith((".md", ".markdown"))
 
 
 def _file_row(
@@ -268,7 +366,10 @@ class UdmIndex:
         self._write_lock_path = self.state / "index.write.lock"
         self._writer_flag = self.state / "index.writer-waiting"
         self._mutex = threading.RLock()
+        # The connection shared by this process's readers: read-only, or the read-write one the last
+        # small refresh used (kept so the next refresh skips DuckDB's ~25 ms open).
         self._ro: duckdb.DuckDBPyConnection | None = None
+        self._ro_writable = False
         self._ro_users = 0
         self._release_timer: threading.Timer | None = None
         self._watcher: _Inotify | None = None
@@ -288,7 +389,8 @@ class UdmIndex:
             return self._open_retrying(read_only, lambda: None)
         except _NeedFlag:
             flagged = True
-            # Tell readers of other processes to let go of their idle connections.
+            # Tell other processes to let go of their idle connections (a reader as well: another
+            # process may keep a read-write connection between its refreshes).
             with suppress(OSError):
                 self._writer_flag.touch()
             return self._open_retrying(read_only, None)
@@ -309,7 +411,7 @@ class UdmIndex:
                     con.execute("SET enable_external_access = false")
                 return con
             except (duckdb.IOException, duckdb.ConnectionException) as exc:
-                if first_failure is not None and not read_only and _is_lock_error(exc):
+                if first_failure is not None and _is_lock_error(exc):
                     raise _NeedFlag from exc
                 if not _is_lock_error(exc) or time.monotonic() >= deadline:
                     if _is_lock_error(exc):
@@ -327,9 +429,15 @@ class UdmIndex:
             self._release_timer = None
         if self._ro is not None:
             try:
+                if self._ro_writable:
+                    # Fold the small refreshes' WAL in as the writer lets go (off the refresh's path),
+                    # so other processes open the index without replaying it (~10 ms per MB).
+                    with suppress(duckdb.Error):
+                        self._ro.execute("CHECKPOINT")
                 self._ro.close()
             finally:
                 self._ro = None
+                self._ro_writable = False
 
     def _release_if_idle(self) -> None:
         with self._mutex:
@@ -337,8 +445,13 @@ class UdmIndex:
                 self._drop_ro()
 
     @contextmanager
-    def connect(self, read_only: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A connection: read-only ones are shared in the process and closed after idling."""
+    def connect(self, read_only: bool = True, *, strict: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection: reading ones are shared in the process and closed after idling.
+
+        The shared one may be the read-write connection of the last small refresh (for this package's
+        own queries); `strict` asks for a genuinely read-only connection that cannot read other files,
+        as untrusted SQL needs.
+        """
         if not read_only:
             with self._mutex:
                 self._drop_ro()
@@ -352,7 +465,11 @@ class UdmIndex:
             self.refresh()
         with self._mutex:
             if self._ro is not None and self._ro_users == 0 and self._writer_flag.exists():
-                self._drop_ro()  # a writer elsewhere is waiting: step aside, reopen after it
+                self._drop_ro()  # another process is waiting: step aside, reopen after it
+            if strict and self._ro is not None and self._ro_writable:
+                if self._ro_users:
+                    raise IndexBusyError("index busy: this process is using its read-write connection")
+                self._drop_ro()
             if self._ro is None:
                 self._ro = self._open(read_only=True)
             if self._release_timer is not None:
@@ -362,6 +479,38 @@ class UdmIndex:
             con = self._ro
             try:
                 yield con
+            finally:
+                self._ro_users -= 1
+                if self._ro_users == 0 and self._ro is not None:
+                    timer = threading.Timer(IDLE_RELEASE_S, self._release_if_idle)
+                    timer.daemon = True
+                    self._release_timer = timer
+                    timer.start()
+
+    @contextmanager
+    def _shared_writer(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """The shared connection, made read-write, kept open (idle-released) for the next refresh."""
+        with self._mutex:
+            if self._ro is not None and self._ro_users == 0 and self._writer_flag.exists():
+                self._drop_ro()
+            if self._ro is not None and not self._ro_writable:
+                if self._ro_users:
+                    raise IndexBusyError("index busy: this process is reading its read-only connection")
+                self._drop_ro()
+            if self._ro is None:
+                con = self._open(read_only=False)
+                # Small changes stay in the WAL (readers replay it) instead of a checkpoint per
+                # refresh; `_drop_ro` checkpoints when the connection is let go, DuckDB once it is large.
+                con.execute("PRAGMA disable_checkpoint_on_shutdown")
+                con.execute("SET checkpoint_threshold = '16MB'")
+                self._ro = con
+                self._ro_writable = True
+            if self._release_timer is not None:
+                self._release_timer.cancel()
+                self._release_timer = None
+            self._ro_users += 1
+            try:
+                yield self._ro
             finally:
                 self._ro_users -= 1
                 if self._ro_users == 0 and self._ro is not None:
@@ -388,10 +537,14 @@ class UdmIndex:
                 return None
             if self._watcher is None:
                 self._watcher = _make_watcher()
-            if self._watcher is not None:
-                # Watch first, then scan: a change during the scan is still seen next time.
-                self._watcher.watch_tree(self.root, self._exclude())
-            disk = scan_root(self.root, self._exclude())
+                if self._watcher is not None:
+                    # Watch first, then scan: a change during the scan is still seen next time.
+                    self._watcher.watch_tree(self.root, self._exclude())
+            dirs: list[str] = []
+            disk = scan_markdown(self.root, self._exclude(), dirs)
+            if self._watcher is not None and self._watcher.watch_new(dirs):
+                # A directory appeared: watched now, scanned again so nothing made in it before is missed.
+                disk = scan_root(self.root, self._exclude())
             if self._known is not None and self.generation >= 0:
                 if disk == self._known:
                     return None
@@ -427,12 +580,15 @@ class UdmIndex:
         """Bring the index up to date with the files: only changed files are parsed (all when `full`)."""
         started = time.perf_counter()
         self.state.mkdir(parents=True, exist_ok=True)
-        with self._mutex:
-            # Our own read connection would block our write; another refresher may need it gone too.
-            self._drop_ro()
         lock = FileLock(str(self._write_lock_path))
         try:
-            lock.acquire(timeout=self.settings.index_busy_timeout_s)
+            try:
+                lock.acquire(timeout=0)
+            except Timeout:
+                with self._mutex:
+                    # Another process is refreshing: it needs our connection gone to write.
+                    self._drop_ro()
+                lock.acquire(timeout=self.settings.index_busy_timeout_s)
         except Timeout as exc:
             raise IndexBusyError(
                 f"index busy: another process kept refreshing {self.db_path} for "
@@ -454,7 +610,9 @@ class UdmIndex:
         stats = RefreshStats(full=full, files=len(disk))
         indexed: dict[str, tuple[int, int, str]] = {}
         stack = ExitStack()
-        con = stack.enter_context(self.connect(read_only=False))
+        # A full build takes its own connection (checkpointed when closed); small refreshes reuse the
+        # process's shared read-write connection.
+        con = stack.enter_context(self.connect(read_only=False) if full else self._shared_writer())
         try:
             try:
                 version = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
@@ -511,6 +669,8 @@ class UdmIndex:
             self.generation = int(row[0]) if row else 0
             stats.generation = self.generation
             return stats
+        if not full and indexed and sum(disk[p][0] for p in to_parse) < PARALLEL_MIN_BYTES:
+            return self._refresh_small(con, disk, indexed, removed, to_parse, touched, stats)
 
         tmp = tempfile.mkdtemp(prefix="udm-index-", dir=self.state)
         try:
@@ -554,16 +714,7 @@ class UdmIndex:
                             f"columns={_columns_sql(table)}, maximum_object_size=1073741824)",
                             [pattern],
                         )
-                file_cols = {
-                    "path": "VARCHAR",
-                    "content_hash": "VARCHAR",
-                    "size": "BIGINT",
-                    "mtime_ns": "BIGINT",
-                    "indexed_at": "TIMESTAMP",
-                    "parser": "VARCHAR",
-                    "error": "VARCHAR",
-                }
-                self._load_list(con, "files", file_rows, tmp, file_cols)
+                self._load_list(con, "files", file_rows, tmp, dict(FILE_COLUMNS))
                 for rel, size, mtime in touched:
                     con.execute("UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?", [size, mtime, rel])
                 self._resolve_links(con, None if full or not indexed else gone)
@@ -590,7 +741,15 @@ class UdmIndex:
             stack.close()  # release the write connection before the side indexes
             stats.stages["load"] = round(time.perf_counter() - mark, 3)
             mark = time.perf_counter()
-            write_lookup(self.state, self.root, full=full or not indexed, changed=gone, disk=disk, defs=defs)
+            write_lookup(
+                self.state,
+                self.root,
+                full=full or not indexed,
+                changed=gone,
+                disk=disk,
+                defs=defs,
+                generation=generation,
+            )
             stats.stages["lookup"] = round(time.perf_counter() - mark, 3)
             mark = time.perf_counter()
             self._update_search(full or not indexed, gone, tmp, generation)
@@ -601,6 +760,200 @@ class UdmIndex:
         stats.generation = generation
         self._known = disk
         return stats
+
+    def _refresh_small(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        disk: dict[str, tuple[int, int]],
+        indexed: dict[str, tuple[int, int, str]],
+        removed: list[str],
+        to_parse: list[str],
+        touched: list[tuple[str, int, int]],
+        stats: RefreshStats,
+    ) -> RefreshStats:
+        """A few files changed: parse here, load from memory, update tantivy on a thread meanwhile."""
+        from udm.search import SearchIndex
+
+        mark = time.perf_counter()
+        patterns = list(self.settings.id_patterns)
+        file_rows, errors, counts, tables = _parse_in_memory(str(self.root), to_parse, patterns)
+        stats.stages["parse"] = round(time.perf_counter() - mark, 4)
+        mark = time.perf_counter()
+        stats.errors = errors
+        stats.sections = counts.get("sections", 0)
+        stats.ids = counts.get("ids", 0)
+        stats.tasks = counts.get("tasks", 0)
+        gone = sorted(set(removed) | set(to_parse))
+        gen_row = con.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        generation = (int(gen_row[0]) if gen_row else 0) + 1
+        search = SearchIndex(self.search_path, patterns)
+        in_step = search.generation() == generation - 1
+        # tantivy's commit (~25 ms, mostly fsync) overlaps DuckDB's statements on the other core.
+        worker = (
+            _Background(search.update, full=False, removed=gone, rows=tables["sections"], generation=None)
+            if in_step and gone
+            else None
+        )
+        try:
+            self._load_small(con, gone, set(indexed), file_rows, tables, touched, generation)
+        except BaseException:
+            if worker is not None:
+                with suppress(BaseException):
+                    worker.result()
+                search.set_generation(-1)  # it may hold rows DuckDB rolled back: rebuild on next use
+            raise
+        stats.stages["load"] = round(time.perf_counter() - mark, 4)
+        mark = time.perf_counter()
+        restat = [*to_parse, *(rel for rel, _size, _mtime in touched)]
+        defs = _definitions_of(tables)
+        if not write_lookup(
+            self.state,
+            self.root,
+            full=False,
+            changed=gone,
+            disk=disk,
+            defs=defs,
+            generation=generation,
+            restat=restat,
+        ):
+            # The mirror missed a refresh (crash, older build): rewrite it from the tables.
+            sql = (
+                "SELECT i.id, i.file, i.line, i.how, i.section, i.section_path, s.start_line, s.end_line "
+                "FROM ids i LEFT JOIN sections s ON s.file = i.file AND s.idx = i.section "
+                "WHERE i.kind = 'def'"
+            )
+            all_defs = con.execute(sql).fetchall()
+            write_lookup(
+                self.state,
+                self.root,
+                full=True,
+                changed=gone,
+                disk=disk,
+                defs=all_defs,
+                generation=generation,
+            )
+        stats.stages["lookup"] = round(time.perf_counter() - mark, 4)
+        mark = time.perf_counter()
+        if worker is not None:
+            try:
+                worker.result()
+            except BaseException:
+                search.set_generation(-1)
+                raise
+            search.set_generation(generation)
+        elif in_step:
+            search.set_generation(generation)  # only stats changed: the text is the same
+        else:
+            self.rebuild_search(generation, search)  # it missed a refresh (crash, older build)
+        stats.stages["search"] = round(time.perf_counter() - mark, 4)
+        self.generation = generation
+        stats.generation = generation
+        self._known = disk
+        return stats
+
+    def _load_small(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        gone: list[str],
+        indexed: set[str],
+        file_rows: list[dict[str, Any]],
+        tables: dict[str, list[dict[str, Any]]],
+        touched: list[tuple[str, int, int]],
+        generation: int,
+    ) -> None:
+        """Delete the rows of `gone` files and insert the new ones, in one transaction."""
+        # `= ?` is pushed into the scan; a list needs a join.
+        where, param = ("= ?", gone[0]) if len(gone) == 1 else ("IN (SELECT unnest(?::VARCHAR[]))", gone)
+        con.execute("BEGIN TRANSACTION")
+        try:
+            if gone:
+                # Links are resolved here, from the parsed rows and a few point reads: the set-based
+                # UPDATE the bulk path runs costs ~70 ms over a large index.
+                self._resolve_small_links(con, gone, indexed, file_rows, tables)
+                for table in TABLE_COLUMNS:
+                    con.execute(f"DELETE FROM {table} WHERE file {where}", [param])
+                con.execute(f"DELETE FROM files WHERE path {where}", [param])
+            for table, rows in tables.items():
+                if rows:
+                    con.execute(_INSERT_JSON[table], [json.dumps(rows, ensure_ascii=False)])
+            if file_rows:
+                con.execute(_INSERT_JSON["files"], [json.dumps(file_rows, ensure_ascii=False)])
+            for rel, size, mtime in touched:
+                con.execute("UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?", [size, mtime, rel])
+            # schema_version and root are as the last refresh wrote them (an UPDATE is ~3x cheaper).
+            con.execute(
+                "UPDATE meta SET value = CASE key WHEN 'generation' THEN ? ELSE ? END "
+                "WHERE key IN ('generation', 'refreshed_at')",
+                [str(generation), datetime.now(UTC).isoformat()],
+            )
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+
+    def _resolve_small_links(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        gone: list[str],
+        indexed: set[str],
+        file_rows: list[dict[str, Any]],
+        tables: dict[str, list[dict[str, Any]]],
+    ) -> None:
+        """Resolve the new files' links, and re-resolve links of other files into the changed ones.
+
+        The same rules as `_resolve_links`: an anchor resolves to a section of its own file; a Markdown
+        target to an indexed file (and its section when a fragment is given); other internal targets
+        keep what the parse found on disk; external links stay unresolved (NULL).
+        """
+        changed = set(gone)
+        # Indexed files after this refresh: the unchanged ones the files table held, and the new rows.
+        present = (indexed - changed) | {r["path"] for r in file_rows}
+        anchors = {(r["file"], r["anchor"]) for r in tables["sections"]}
+        with_fragment = {
+            r["target_file"]
+            for r in tables["links"]
+            if r["kind"] == "internal"
+            and r["fragment"] is not None
+            and r["target_file"] in present
+            and r["target_file"] not in changed
+            and _is_markdown(r["target_file"])
+        }
+        # A UNION ALL of point queries: DuckDB pushes each `file = ?` into its scan, not an IN list
+        # (measured 2-3x faster than IN and than separate statements).
+        targets = sorted(with_fragment)
+        for k in range(0, len(targets), 64):
+            part = targets[k : k + 64]
+            sql = " UNION ALL ".join(["SELECT file, anchor FROM sections WHERE file = ?"] * len(part))
+            anchors.update(con.execute(sql, part).fetchall())
+
+        def resolve(file: str, kind: str, target_file: str | None, fragment: str | None) -> bool | None:
+            if kind == "anchor":
+                return fragment is not None and (file, fragment) in anchors
+            return target_file in present and (fragment is None or (target_file, fragment) in anchors)
+
+        for r in tables["links"]:
+            if r["kind"] == "anchor" or (r["kind"] == "internal" and _is_markdown(r["target_file"])):
+                r["resolved"] = resolve(r["file"], r["kind"], r["target_file"], r["fragment"])
+        select = "SELECT rowid, file, target_file, fragment, resolved FROM links WHERE kind = 'internal' AND "
+        incoming = (
+            con.execute(select + "target_file = ? AND file <> ?", [gone[0], gone[0]]).fetchall()
+            if len(gone) == 1
+            else con.execute(
+                select + "list_contains(?::VARCHAR[], target_file) AND NOT list_contains(?::VARCHAR[], file)",
+                [gone, gone],
+            ).fetchall()
+        )
+        updates = [
+            (rowid, new)
+            for rowid, file, target, fragment, old in incoming
+            if _is_markdown(target) and (new := resolve(file, "internal", target, fragment)) != old
+        ]
+        if updates:
+            con.execute(
+                "UPDATE links SET resolved = v.r FROM (SELECT unnest(?::BIGINT[]) AS rid, "
+                "unnest(?::BOOLEAN[]) AS r) v WHERE links.rowid = v.rid",
+                [[u[0] for u in updates], [u[1] for u in updates]],
+            )
 
     def _reset(self, con: duckdb.DuckDBPyConnection) -> None:
         for table in [*TABLE_COLUMNS, "files"]:

@@ -34,14 +34,21 @@ _SCHEMA = (
 )
 
 
-def scan_markdown(root: str | Path, exclude: Iterable[str | Path] = ()) -> dict[str, tuple[int, int]]:
-    """Every Markdown file under `root` (relative posix path -> (size, mtime_ns)), hidden dirs skipped."""
+def scan_markdown(
+    root: str | Path, exclude: Iterable[str | Path] = (), dirs: list[str] | None = None
+) -> dict[str, tuple[int, int]]:
+    """Every Markdown file under `root` (relative posix path -> (size, mtime_ns)), hidden dirs skipped.
+
+    `dirs`, when given, receives every directory visited (the index watches them).
+    """
     out: dict[str, tuple[int, int]] = {}
     skip = {str(p) for p in exclude}
     stack = [str(root)]
     base = len(str(root)) + 1
     while stack:
         current = stack.pop()
+        if dirs is not None:
+            dirs.append(current)
         try:
             entries = list(os.scandir(current))
         except OSError:
@@ -70,8 +77,15 @@ def write_lookup(
     changed: list[str],
     disk: dict[str, tuple[int, int]],
     defs: list[tuple[Any, ...]],
-) -> None:
-    """Mirror the definitions of `changed` files (all when `full`) and the stats of every file."""
+    generation: int | None = None,
+    restat: list[str] | None = None,
+) -> bool:
+    """Mirror the definitions of `changed` files (all when `full`) and the stats of every file.
+
+    With `restat` (a small refresh) only those files' stats are written and `changed` files gone from
+    `disk` are dropped; that needs the mirror to be at `generation - 1`, else nothing is written and
+    the answer is False (the caller then rewrites it whole).
+    """
     con = sqlite3.connect(os.path.join(state, LOOKUP_NAME), timeout=30)
     try:
         con.execute("PRAGMA journal_mode=WAL")
@@ -80,20 +94,34 @@ def write_lookup(
         for stmt in _SCHEMA:
             con.execute(stmt)
         with con:
+            if restat is not None and not full:
+                row = con.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+                if generation is None or row is None or row[0] != str(generation - 1):
+                    return False
             if full:
                 con.execute("DELETE FROM defs")
                 con.execute("DELETE FROM files")
             else:
                 con.executemany("DELETE FROM defs WHERE file = ?", [(p,) for p in changed])
-                known = {r[0] for r in con.execute("SELECT path FROM files")}
-                con.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in known - set(disk)])
+                if restat is None:
+                    known = {r[0] for r in con.execute("SELECT path FROM files")}
+                    gone = known - set(disk)
+                else:
+                    gone = {p for p in changed if p not in disk}
+                con.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in gone])
             con.executemany("INSERT INTO defs VALUES (?, ?, ?, ?, ?, ?, ?, ?)", defs)
+            stats = disk.items() if restat is None or full else ((p, disk[p]) for p in restat if p in disk)
             con.executemany(
-                "INSERT OR REPLACE INTO files VALUES (?, ?, ?)", [(p, st[0], st[1]) for p, st in disk.items()]
+                "INSERT OR REPLACE INTO files VALUES (?, ?, ?)", [(p, st[0], st[1]) for p, st in stats]
             )
             con.execute("INSERT OR REPLACE INTO meta VALUES ('root', ?)", (str(root),))
+            con.execute(
+                "INSERT OR REPLACE INTO meta VALUES ('generation', ?)",
+                ("" if generation is None else str(generation),),
+            )
     finally:
         con.close()
+    return True
 
 
 def lookup_definitions(

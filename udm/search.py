@@ -121,9 +121,13 @@ class SearchIndex:
         removed: list[str],
         sections_glob: str | None = None,
         rows: list[dict[str, Any]] | None = None,
-        generation: int = -1,
+        generation: int | None = None,
     ) -> int:
-        """Drop the sections of `removed` files (everything when `full`) and add the new rows."""
+        """Drop the sections of `removed` files (everything when `full`) and add the new rows.
+
+        `generation` (when given) is recorded once the commit is done; otherwise the caller records it
+        with `set_generation()` after its own transaction succeeded.
+        """
         if full:
             self.reset()
         index = self._open(create=True)
@@ -147,8 +151,14 @@ class SearchIndex:
         if full:
             writer.wait_merging_threads()  # small updates leave merging to later writers
         index.reload()
-        (self.path / "udm-generation").write_text(str(generation))
+        if generation is not None:
+            self.set_generation(generation)
         return added
+
+    def set_generation(self, generation: int) -> None:
+        """Record the index generation this search index reflects (-1: unknown, rebuild on next use)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        (self.path / "udm-generation").write_text(str(generation))
 
     def search(self, text: str, limit: int = 10) -> list[SearchHit]:
         """The best sections for `text`, best first."""

@@ -72,7 +72,8 @@ def run_readonly_sql(index: UdmIndex, sql: str, *, row_cap: int, timeout_s: floa
     """Run one checked query on a read-only connection, interrupted after `timeout_s`."""
     text = check_readonly_sql(sql)
     started = time.perf_counter()
-    with index.connect(read_only=True) as con:
+    # strict: a genuinely read-only connection that cannot read other files, never the shared writer.
+    with index.connect(read_only=True, strict=True) as con:
         cur = con.cursor()
         fired = threading.Event()
 

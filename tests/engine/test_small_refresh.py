@@ -1,0 +1,130 @@
+"""A small refresh (rows loaded from memory, links resolved in Python) leaves the index a full build would."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from udm.config import load_settings
+from udm.extract import TABLE_COLUMNS
+from udm.index import UdmIndex
+from udm.lookup import LOOKUP_NAME, lookup_definitions
+from udm.query import UdmQuery
+from udm.search import SearchIndex
+
+
+def _tables(index: UdmIndex) -> dict[str, list[tuple[Any, ...]]]:
+    out: dict[str, list[tuple[Any, ...]]] = {}
+    with index.connect() as con:
+        for table, cols in TABLE_COLUMNS.items():
+            names = ", ".join(name for name, _ in cols)
+            out[table] = sorted(con.execute(f"SELECT {names} FROM {table}").fetchall(), key=repr)
+        out["files"] = sorted(
+            con.execute("SELECT path, content_hash, size, mtime_ns, parser, error FROM files").fetchall()
+        )
+    return out
+
+
+def _full_build(workspace: Path, name: str) -> dict[str, list[tuple[Any, ...]]]:
+    other = UdmIndex(load_settings(workspace, state_dir=str(workspace / name)))
+    try:
+        other.refresh(full=True)
+        return _tables(other)
+    finally:
+        other.close()
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert old in text, old
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def test_small_refreshes_match_a_full_build(workspace: Path) -> None:
+    settings = load_settings(workspace)
+    root = settings.udm_root
+    index = UdmIndex(settings)
+    index.refresh(full=True)
+
+    # A heading another file links to by anchor is renamed (that incoming link breaks); a file gains
+    # links to a missing and an existing anchor elsewhere and in itself; an appendix other files link
+    # to is deleted; a new file appears.
+    _edit(
+        root / "02-system-architecture.md", "### 2.2.4 Component: Search Index", "### 2.2.4 Component: Finder"
+    )
+    _edit(
+        root / "04-modes.md",
+        "\n## ",
+        "\nSee [gone](05-roadmap.md#no-such-anchor), [roadmap](05-roadmap.md), [here](#not-here) and "
+        "[config](06-config.md#section-06-configuration).\n\n## ",
+    )
+    (root / "appendices" / "APP-NODEJS-FS-RESEARCH-V1.md").unlink()
+    (root / "07-new.md").write_text(
+        "# New\n\nLinks [arch](02-system-architecture.md#224-component-finder) and [x](missing.md).\n",
+        encoding="utf-8",
+    )
+    stats = index.refresh()
+    assert (stats.parsed, stats.removed, stats.workers) == (3, 1, 1)
+    assert set(stats.stages) == {"parse", "load", "lookup", "search"}
+    small = _tables(index)
+    assert small == _full_build(workspace, "state-full-1")
+    with index.connect() as con:
+        broken = con.execute(
+            "SELECT file, target FROM links WHERE resolved = false AND kind <> 'external' ORDER BY 1, 2"
+        ).fetchall()
+    assert (
+        "appendices/00-appendix-index.md",
+        "APP-NODEJS-FS-RESEARCH-V1.md#app-nodejs-fs-research-v1-sandboxing-a-file-system-server",
+    ) in broken
+    assert (
+        "appendices/APP-DUCKDB-FTS-RESEARCH-V1.md",
+        "../02-system-architecture.md#224-component-search-index",
+    ) in broken
+    assert ("04-modes.md", "05-roadmap.md#no-such-anchor") in broken and (
+        "04-modes.md",
+        "#not-here",
+    ) in broken
+    assert ("07-new.md", "02-system-architecture.md#224-component-finder") not in broken
+
+    # The heading comes back: the link into it resolves again, the new file's link breaks.
+    _edit(
+        root / "02-system-architecture.md", "### 2.2.4 Component: Finder", "### 2.2.4 Component: Search Index"
+    )
+    index.refresh()
+    assert _tables(index) == _full_build(workspace, "state-full-2")
+    index.close()
+
+
+def test_small_refresh_keeps_the_side_indexes_in_step(workspace: Path) -> None:
+    settings = load_settings(workspace)
+    root = settings.udm_root
+    q = UdmQuery(settings)
+    q.fresh()
+    path = root / "01-introduction.md"
+    path.write_text(path.read_text(encoding="utf-8") + "\n## Zebra crossing\n\n- **ID:** `COMP-777`\n")
+    q.fresh()
+    gen = q.index.generation
+    assert SearchIndex(settings.state_path / "search").generation() == gen
+    assert [h.title for h in q.search("zebra crossing", 3)][:1] == ["Zebra crossing"]
+    state, exclude = settings.state_path, [settings.state_path]
+    found = lookup_definitions(state, root, "COMP-777", exclude)
+    assert found is not None and [d["file"] for d in found] == ["01-introduction.md"]
+
+    # The SQLite mirror misses a generation (as after a crash): the next small refresh rewrites it whole.
+    con = sqlite3.connect(state / LOOKUP_NAME)
+    with con:
+        con.execute("UPDATE meta SET value = '-5' WHERE key = 'generation'")
+        con.execute("DELETE FROM defs WHERE id = 'COMP-001'")
+    con.close()
+    path.write_text(path.read_text(encoding="utf-8") + "\nOne more line.\n")
+    q.fresh()
+    found = lookup_definitions(state, root, "COMP-001", exclude)
+    assert found is not None and found, "the mirror was not rebuilt"
+    # The search index misses one too: the small refresh rebuilds it instead of patching it.
+    SearchIndex(state / "search").set_generation(-1)
+    path.write_text(path.read_text(encoding="utf-8") + "\nQuagga stripes.\n")
+    q.fresh()
+    assert SearchIndex(state / "search").generation() == q.index.generation
+    assert q.search("quagga", 3) and q.search("zebra", 3)
+    q.close()
