@@ -18,7 +18,7 @@ import itertools
 import json
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,8 +28,8 @@ from markdown_it import MarkdownIt
 from markdown_it.rules_block.html_block import HTML_SEQUENCES
 
 from udm.errors import AmbiguousTargetError, DocumentError, TargetNotFoundError
-from udm.ids import DEFINING_KEYS, id_matcher
-from udm.simple_yaml import NOT_SIMPLE, parse_simple_yaml
+from udm.ids import DEFINING_KEYS, IdMatcher, id_matcher
+from udm.simple_yaml import NOT_SIMPLE, parse_simple_yaml, simple_yaml_ids
 
 __all__ = [
     "Block",
@@ -70,7 +70,7 @@ class Section:
 
 @dataclass(frozen=True, slots=True)
 class Block:
-    """A fenced code block, with its parsed data when it is YAML or JSON."""
+    """A fenced code block; `data`/`error` hold its parsed YAML or JSON, worked out on first use."""
 
     index: int
     lang: str
@@ -83,8 +83,28 @@ class Block:
     indent: int
     section: int | None
     text: str
-    data: Any
-    error: str | None
+    file: str = field(default="", repr=False)
+    # Parsed data, error and defined IDs, filled on first use: most callers never read most blocks.
+    _lazy: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def data(self) -> Any:
+        """The parsed value of a YAML/JSON/verify block (None for other languages or on error)."""
+        return self._parsed()[0]
+
+    @property
+    def error(self) -> str | None:
+        """'path:line: message' when the data block does not parse, else None."""
+        return self._parsed()[1]
+
+    def _parsed(self) -> tuple[Any, str | None]:
+        found = self._lazy.get("parsed")
+        if found is None:
+            found = (None, None)
+            if self.lang in DATA_LANGS:
+                found = _parse_data(self.lang, self.text, self.file, self.content_start)
+            self._lazy["parsed"] = found
+        return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,29 +128,123 @@ class IdOccurrence:
     kind: str
 
 
-@dataclass(slots=True)
 class Document:
-    """A parsed Markdown file."""
+    """A parsed Markdown file.
 
-    path: str
-    text: str
-    lines: list[str]
-    sections: list[Section]
-    blocks: list[Block]
-    front_matter: dict[str, Any] | None
-    front_matter_range: tuple[int, int] | None
-    links: list[Link]
-    id_defs: list[IdOccurrence]
-    id_refs: list[IdOccurrence]
-    errors: list[str]
-    content_hash: str
-    parser: str = field(default="markdown-it")
+    `links`, `id_refs` and `errors` are worked out on first use (a patch needs none of them), from
+    the same text and with the same rules as the rest; they can also be given, or set, directly.
+    """
+
+    __slots__ = (
+        "_errors",
+        "_id_refs",
+        "_links",
+        "_refs_context",
+        "blocks",
+        "content_hash",
+        "front_matter",
+        "front_matter_range",
+        "id_defs",
+        "lines",
+        "parser",
+        "path",
+        "sections",
+        "text",
+    )
+
+    def __init__(
+        self,
+        path: str,
+        text: str,
+        lines: list[str],
+        sections: list[Section],
+        blocks: list[Block],
+        front_matter: dict[str, Any] | None,
+        front_matter_range: tuple[int, int] | None,
+        links: list[Link] | None,
+        id_defs: list[IdOccurrence],
+        id_refs: list[IdOccurrence] | None,
+        errors: list[str] | None,
+        content_hash: str,
+        parser: str = "markdown-it",
+    ) -> None:
+        self.path = path
+        self.text = text
+        self.lines = lines
+        self.sections = sections
+        self.blocks = blocks
+        self.front_matter = front_matter
+        self.front_matter_range = front_matter_range
+        self._links = links
+        self.id_defs = id_defs
+        self._id_refs = id_refs
+        self._errors = errors
+        self.content_hash = content_hash
+        self.parser = parser
+        self._refs_context: _RefsContext | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"Document(path={self.path!r}, sections={len(self.sections)}, blocks={len(self.blocks)}, "
+            f"parser={self.parser!r})"
+        )
+
+    @property
+    def links(self) -> list[Link]:
+        """Markdown links outside fences and code spans, in text order."""
+        if self._links is None:
+            self._links = _find_links(self, self._context())
+        return self._links
+
+    @links.setter
+    def links(self, value: list[Link]) -> None:
+        self._links = value
+
+    @property
+    def id_refs(self) -> list[IdOccurrence]:
+        """Every ID occurrence that is not a definition, in text order."""
+        if self._id_refs is None:
+            self._id_refs = _find_refs(self, self._context())
+        return self._id_refs
+
+    @id_refs.setter
+    def id_refs(self, value: list[IdOccurrence]) -> None:
+        self._id_refs = value
+
+    @property
+    def errors(self) -> list[str]:
+        """Front matter and data blocks that do not parse, as 'path:line: message', in file order."""
+        if self._errors is None:
+            ctx = self._context()
+            found = [ctx.front_error] if ctx.front_error else []
+            found += [b.error for b in self.blocks if b.error]
+            self._errors = found
+        return self._errors
+
+    @errors.setter
+    def errors(self, value: list[str]) -> None:
+        self._errors = value
+
+    def _context(self) -> _RefsContext:
+        if self._refs_context is None:
+            self._refs_context = _RefsContext(id_matcher(None), frozenset(), 0, None)
+        return self._refs_context
 
     def section_at(self, line: int) -> Section | None:
         """The innermost section containing a 0-based line, or None before the first heading."""
         starts = [s.start for s in self.sections]
         i = bisect.bisect_right(starts, line) - 1
         return self.sections[i] if i >= 0 else None
+
+
+@dataclass(frozen=True, slots=True)
+class _RefsContext:
+    """What the lazy parts of a Document need from its parse."""
+
+    matcher: IdMatcher
+    def_keys: frozenset[tuple[str, int]]
+    first: int  # the first line after the front matter
+    front_error: str | None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -179,7 +293,9 @@ _FENCE_CLOSE_CACHE: dict[tuple[str, int], re.Pattern[str]] = {}
 
 def _atx_title(rest: str | None) -> str:
     text = (rest or "").strip()
-    if text and set(text) == {"#"}:
+    if not text.endswith("#"):
+        return text
+    if set(text) == {"#"}:
         return ""
     return re.sub(r"[ \t]+#+$", "", text).strip()
 
@@ -196,58 +312,95 @@ def _closer(markup: str, strict: bool = False) -> re.Pattern[str]:
     return pat
 
 
+# Over the string of every line's first character: the lines the scanner must look at. A line
+# starting with anything else (a letter, most punctuation) is paragraph text and needs no work.
+_NOTABLE = re.compile(r"[#`~<>=\-*_]|[^\S\n\r]")
+# Lines starting with a digit or '+' (ordered lists, text) are checked apart, after the main pass.
+_LIST_HEADS = re.compile(r"[+0-9]")
+_CLOSE_CANDIDATE = {"`": re.compile("[ `]"), "~": re.compile("[ ~]")}
+_NOT_BLANK_START = frozenset("#`~<>=-*_")
+
+
+def _plain_line(line: str) -> bool:
+    """Whether a paragraph line is plain prose (setext titles are only trusted under such lines)."""
+    raw = line.rstrip("\r\n")
+    c = raw[0]
+    return (c.isalpha() or (c.isdigit() and not _ORDERED.match(raw))) and "|" not in raw
+
+
+def _in_paragraph(lines: list[str], k: int, brk: int) -> bool:
+    """Whether line k continues a paragraph: the line above is text, not blank nor part of a construct."""
+    return k - 1 >= brk and bool(lines[k - 1].strip())
+
+
 def _scan_fast(lines: list[str], first: int) -> tuple[list[_Heading], list[_Fence]] | None:
     """Headings and fences of an easy file, or None when markdown-it must decide.
 
     Handles ATX headings, fences, setext headings under plain paragraphs (lines starting with a
     letter), and HTML blocks the way CommonMark delimits them; anything else that could hide or
     make a heading (indented or container lines with '#', fences or '<', odd underlines) bails out.
+    Only lines whose first character could matter are visited; paragraph lines are looked at only
+    behind a setext underline or an HTML line, to find the paragraph they belong to.
     """
     headings: list[_Heading] = []
     fences: list[_Fence] = []
     n = len(lines)
-    i = first
-    run_start = -1  # first line of the current paragraph, -1 when not in one
-    run_plain = False
-    while i < n:
-        raw = lines[i].rstrip("\r\n")
-        if not raw.strip():
-            run_start = -1
-            i += 1
+    heads = "".join([ln[:1] for ln in lines])
+    # Lines starting with a digit or '+' are text unless they hide a heading or fence in a list
+    # item; such a line outside the fences and HTML blocks found below sends the file to markdown-it.
+    hard_lists = [
+        hit.start() for hit in _LIST_HEADS.finditer(heads, first) if _HARD_LIST.match(lines[hit.start()])
+    ]
+    consumed: list[tuple[int, int]] = []
+    i = first  # lines before i belong to a fence or an HTML block already read
+    brk = first  # a paragraph cannot start before this line (the end of the last construct)
+    for hit in _NOTABLE.finditer(heads, first):
+        k = hit.start()
+        if k < i:
             continue
-        c = raw[0]
+        c = heads[k]
+        raw = lines[k].rstrip("\r\n")
+        if c not in _NOT_BLANK_START and not raw.strip():
+            continue
         if c == "#":
             m = _ATX.match(raw)
             if m:
-                headings.append(_Heading(len(m.group(1)), _atx_title(m.group(2)), i, i + 1))
-                run_start = -1
-                i += 1
+                headings.append(_Heading(len(m.group(1)), _atx_title(m.group(2)), k, k + 1))
+                brk = k + 1
                 continue
         elif c in "`~":
             m = _FENCE_OPEN.match(raw)
             if m and not (c == "`" and "`" in m.group(2)):
                 markup = m.group(1)
                 close = _closer(markup, strict=True)
-                j = i + 1
-                while j < n and not close.match(lines[j].rstrip("\r\n")):
+                candidate = _CLOSE_CANDIDATE[c]
+                j = k + 1
+                while True:
+                    found = candidate.search(heads, j)
+                    if found is None:
+                        j = n
+                        break
+                    j = found.start()
+                    if close.match(lines[j].rstrip("\r\n")):
+                        break
                     j += 1
                 closed = j < n
                 end = j + 1 if closed else n
                 fences.append(
                     _Fence(
-                        i, end, j if closed else n, m.group(2).strip(), markup, 0, "".join(lines[i + 1 : j])
+                        k, end, j if closed else n, m.group(2).strip(), markup, 0, "".join(lines[k + 1 : j])
                     )
                 )
-                run_start = -1
-                i = end
+                i = brk = end
+                consumed.append((k, end))
                 continue
         elif c == "<":
-            end_html = _html_block_end(lines, i, run_start >= 0)
+            end_html = _html_block_end(lines, k, _in_paragraph(lines, k, brk))
             if end_html is None:
                 return None
-            if end_html > i:
-                run_start = -1
-                i = end_html
+            if end_html > k:
+                i = brk = end_html
+                consumed.append((k, end_html))
                 continue
         elif c in " \t":
             if _HARD_INDENTED.match(raw) or _SETEXT.match(raw):
@@ -255,32 +408,30 @@ def _scan_fast(lines: list[str], first: int) -> tuple[list[_Heading], list[_Fenc
         elif c == ">":
             if _HARD_QUOTE.match(raw):
                 return None
-        elif c in "-*+0123456789" and _HARD_LIST.match(raw):
+        elif c in "-*" and _HARD_LIST.match(raw):
             return None
         if (c == "=" or c == "-") and _SETEXT.match(raw):
-            if run_start >= 0:
-                if not run_plain:
+            if _in_paragraph(lines, k, brk):
+                run_start = k - 1
+                while run_start > brk and lines[run_start - 1].strip():
+                    run_start -= 1
+                if not all(_plain_line(ln) for ln in lines[run_start:k]):
                     return None
-                title = " ".join(part.strip() for part in lines[run_start:i])
-                headings.append(_Heading(1 if c == "=" else 2, title.strip(), run_start, i + 1))
-                run_start = -1
-                i += 1
+                title = " ".join(part.strip() for part in lines[run_start:k])
+                headings.append(_Heading(1 if c == "=" else 2, title.strip(), run_start, k + 1))
+                brk = k + 1
                 continue
             if c == "-":
                 if len(raw.strip()) < 3:
                     return None  # '-' is an empty list item, '--' text: leave it to markdown-it
-                i += 1  # a thematic break
+                brk = k + 1  # a thematic break
                 continue
         if c in "*-_" and _THEMATIC.match(raw):
-            run_start = -1  # a thematic break ends the paragraph
-            i += 1
-            continue
-        plain = (c.isalpha() or (c.isdigit() and not _ORDERED.match(raw))) and "|" not in raw
-        if run_start < 0:
-            run_start, run_plain = i, plain
-        else:
-            run_plain = run_plain and plain
-        i += 1
+            brk = k + 1  # a thematic break ends the paragraph
+    for k in hard_lists:
+        at = bisect.bisect_right(consumed, (k, n + 1)) - 1
+        if at < 0 or not consumed[at][0] <= k < consumed[at][1]:
+            return None
     return headings, fences
 
 
@@ -335,8 +486,22 @@ def _scan_markdown_it(lines: list[str], text: str) -> tuple[list[_Heading], list
 # Helpers
 
 
+# ASCII characters `[^\w\- ]` drops: the same deletion as one bytes.translate, without the regex.
+_SLUG_DROP = bytes(c for c in range(128) if not (chr(c).isalnum() or chr(c) in "_- "))
+
+
 def slugify(title: str) -> str:
     """GitHub-style anchor: lower case, punctuation dropped, spaces to hyphens."""
+    if title.isascii():
+        # NFKC leaves ASCII as it is, and on ASCII \w is [A-Za-z0-9_].
+        return (
+            title.strip()
+            .lower()
+            .encode("ascii")
+            .translate(None, _SLUG_DROP)
+            .decode("ascii")
+            .replace(" ", "-")
+        )
     text = unicodedata.normalize("NFKC", title).strip().lower()
     text = re.sub(r"[^\w\- ]", "", text)
     return text.replace(" ", "-")
@@ -375,9 +540,27 @@ def _collect_ids(data: Any, out: list[str]) -> None:
 
 def block_ids(block: Block) -> list[str]:
     """IDs a block defines: string values of id/task_id/mode_id/tool_id keys, at any depth."""
-    out: list[str] = []
-    _collect_ids(block.data, out)
-    return out
+    ids: list[str] | None = block._lazy.get("ids")
+    if ids is None:
+        ids = _cheap_block_ids(block)
+        if ids is None:
+            ids = []
+            _collect_ids(block.data, ids)
+        block._lazy["ids"] = ids
+    return list(ids)
+
+
+def _cheap_block_ids(block: Block) -> list[str] | None:
+    """The block's IDs when they can be told without parsing it (None: parse it)."""
+    if block.lang not in DATA_LANGS:
+        return []
+    text = block.text
+    # Without an escape, a key spelled nowhere in the text cannot be one of the block's keys.
+    if "\\" not in text and not any(key in text for key in DEFINING_KEYS):
+        return []
+    if block.lang == "json":
+        return None
+    return simple_yaml_ids(text, DEFINING_KEYS)
 
 
 def _parse_data(lang: str, text: str, path: str, first_line: int) -> tuple[Any, str | None]:
@@ -423,15 +606,15 @@ def _front_matter(
 
 
 def parse_document(text: str, path: str = "", id_patterns: Iterable[str] | None = None) -> Document:
-    """Parse Markdown text; bad blocks become `errors`, never exceptions."""
+    """Parse Markdown text; bad blocks become `errors`, never exceptions.
+
+    Data blocks are parsed on first use of their `data`/`error` (or of `Document.errors`); the IDs
+    they define are found at once, by a grammar-checked scan of flat blocks or by parsing the rest.
+    """
     lines = text.splitlines(keepends=True)
     matcher = id_matcher(id_patterns)
-    errors: list[str] = []
-    where = path or "<string>"
 
     front, fm_range, fm_error = _front_matter(lines, path)
-    if fm_error:
-        errors.append(fm_error)
     first = fm_range[1] if fm_range else 0
 
     scanned = _scan_fast(lines, first)
@@ -465,36 +648,28 @@ def parse_document(text: str, path: str = "", id_patterns: Iterable[str] | None 
         i = bisect.bisect_right(starts, line) - 1
         return i if i >= 0 else None
 
-    # Blocks.
+    # Blocks (their data is parsed on first use).
     blocks: list[Block] = []
-    fence_lines = bytearray(n)
     for k, f in enumerate(fences):
         info = f.info
+        # Positional arguments: a frozen dataclass is built field by field, and keywords cost more.
         lang = info.split(maxsplit=1)[0].lower() if info else ""
-        data: Any = None
-        error: str | None = None
-        if lang in DATA_LANGS:
-            data, error = _parse_data(lang, f.text, path, f.start + 1)
-            if error:
-                errors.append(error)
         blocks.append(
             Block(
-                index=k,
-                lang=lang,
-                info=info,
-                start=f.start,
-                end=f.end,
-                content_start=f.start + 1,
-                content_end=f.content_end,
-                fence=f.markup,
-                indent=f.indent,
-                section=section_of(f.start),
-                text=f.text,
-                data=data,
-                error=error,
+                k,
+                lang,
+                info,
+                f.start,
+                f.end,
+                f.start + 1,
+                f.content_end,
+                f.markup,
+                f.indent,
+                section_of(f.start),
+                f.text,
+                path,
             )
         )
-        fence_lines[f.start : f.end] = b"\x01" * (f.end - f.start)
 
     # ID definitions.
     defs: list[IdOccurrence] = []
@@ -506,20 +681,15 @@ def parse_document(text: str, path: str = "", id_patterns: Iterable[str] | None 
         def_keys.add((ident, line))
         defs.append(IdOccurrence(ident, line, section_of(line), kind))
 
-    for h in headings:
-        for ident in matcher.findall(lines[h.start]):
-            define(ident, h.start, "heading")
+    for line, ident in _heading_ids(matcher, lines, headings):
+        define(ident, line, "heading")
     if front:
         for ident in _front_ids(front):
             define(ident, _line_of(lines, ident, 0, fm_range[1] if fm_range else 1), "front_matter")
-    # Line starts, for mapping regex matches over the whole text back to lines (C-speed scans).
-    offsets = [0, *itertools.accumulate(map(len, lines))][:n] if n else [0]
-
-    def line_at(pos: int) -> int:
-        return bisect.bisect_right(offsets, pos) - 1
-
-    heading_lines = {h.start for h in headings}
     if "**" in text:
+        line_at = _line_finder(lines)
+        fence_lines = _fence_lines(blocks, n)
+        heading_lines = {h.start for h in headings}
         for fm in _FIELD_ANY.finditer(text):
             i = line_at(fm.start())
             if i >= first and not fence_lines[i] and i not in heading_lines:
@@ -527,29 +697,6 @@ def parse_document(text: str, path: str = "", id_patterns: Iterable[str] | None 
     for b in blocks:
         for ident in block_ids(b):
             define(ident, _line_of(lines, ident, b.content_start, b.content_end), "block")
-
-    # References: every other occurrence, found in one pass over the text.
-    refs: list[IdOccurrence] = []
-    for im in matcher.finditer(text):
-        at = line_at(im.start())
-        ident = im.group(0)
-        if (ident, at) not in def_keys:
-            refs.append(IdOccurrence(ident, at, section_of(at), "reference"))
-
-    # Links, outside fences and code spans.
-    links: list[Link] = []
-    if "](" in text:
-        seen_lines: set[int] = set()
-        for hit in _LINK_HINT.finditer(text):
-            i = line_at(hit.start())
-            if i < first or fence_lines[i] or i in seen_lines:
-                continue
-            seen_lines.add(i)
-            src = lines[i]
-            plain = _CODE_SPAN.sub("", src) if "`" in src else src
-            for lm in _LINK.finditer(plain):
-                target = lm.group(2)
-                links.append(Link(i, lm.group(1), target, _link_kind(target), section_of(i)))
 
     # Sections with their IDs.
     by_section: dict[int, list[str]] = {}
@@ -577,22 +724,21 @@ def parse_document(text: str, path: str = "", id_patterns: Iterable[str] | None 
         ids = tuple(dict.fromkeys(by_section.get(k, [])))
         sections.append(
             Section(
-                index=k,
-                level=h.level,
-                title=h.title,
-                heading_start=h.start,
-                heading_end=h.end,
-                start=h.start,
-                end=ends[k],
-                own_end=own_ends[k],
-                path=sec_path,
-                anchor=anchor,
-                parent=parent,
-                ids=ids,
+                k,
+                h.level,
+                h.title,
+                h.start,
+                h.end,
+                h.start,
+                ends[k],
+                own_ends[k],
+                sec_path,
+                anchor,
+                parent,
+                ids,
             )
         )
-    del where
-    return Document(
+    doc = Document(
         path=path,
         text=text,
         lines=lines,
@@ -600,13 +746,95 @@ def parse_document(text: str, path: str = "", id_patterns: Iterable[str] | None 
         blocks=blocks,
         front_matter=front,
         front_matter_range=fm_range,
-        links=links,
+        links=None,
         id_defs=defs,
-        id_refs=refs,
-        errors=errors,
+        id_refs=None,
+        errors=None,
         content_hash=hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
         parser=parser,
     )
+    doc._refs_context = _RefsContext(matcher, frozenset(def_keys), first, fm_error)
+    return doc
+
+
+def _heading_ids(matcher: IdMatcher, lines: list[str], headings: list[_Heading]) -> list[tuple[int, str]]:
+    """(line, ID) of each ID on a heading's first line, in order: one regex pass over those lines."""
+    joined = "".join([lines[h.start] for h in headings])
+    if not joined:
+        return []
+    ends = list(itertools.accumulate(len(lines[h.start]) for h in headings))
+    out: list[tuple[int, str]] = []
+    for m in matcher.finditer(joined):
+        k = bisect.bisect_right(ends, m.start())
+        if m.end() > ends[k]:
+            # Only a pattern that matches a line break gets here: look at each line alone.
+            return [(h.start, ident) for h in headings for ident in matcher.findall(lines[h.start])]
+        out.append((headings[k].start, m.group(0)))
+    return out
+
+
+def _line_finder(lines: list[str]) -> Callable[[int], int]:
+    """Maps a character offset in the text to its 0-based line (for regex scans over the whole text)."""
+    offsets = [0, *itertools.accumulate(map(len, lines))][: len(lines)] if lines else [0]
+
+    def line_at(pos: int) -> int:
+        return bisect.bisect_right(offsets, pos) - 1
+
+    return line_at
+
+
+def _fence_lines(blocks: list[Block], n: int) -> bytearray:
+    """One byte per line, set on the lines of fenced blocks (fences included)."""
+    marks = bytearray(n)
+    for b in blocks:
+        marks[b.start : b.end] = b"\x01" * (b.end - b.start)
+    return marks
+
+
+def _section_finder(doc: Document) -> Callable[[int], int | None]:
+    starts = [s.start for s in doc.sections]
+
+    def section_of(line: int) -> int | None:
+        i = bisect.bisect_right(starts, line) - 1
+        return i if i >= 0 else None
+
+    return section_of
+
+
+def _find_refs(doc: Document, ctx: _RefsContext) -> list[IdOccurrence]:
+    """Every ID occurrence that is not a definition, found in one pass over the text."""
+    line_at = _line_finder(doc.lines)
+    section_of = _section_finder(doc)
+    refs: list[IdOccurrence] = []
+    for im in ctx.matcher.finditer(doc.text):
+        at = line_at(im.start())
+        ident = im.group(0)
+        if (ident, at) not in ctx.def_keys:
+            refs.append(IdOccurrence(ident, at, section_of(at), "reference"))
+    return refs
+
+
+def _find_links(doc: Document, ctx: _RefsContext) -> list[Link]:
+    """Links outside fences and code spans."""
+    text, lines = doc.text, doc.lines
+    links: list[Link] = []
+    if "](" not in text:
+        return links
+    line_at = _line_finder(lines)
+    section_of = _section_finder(doc)
+    fence_lines = _fence_lines(doc.blocks, len(lines))
+    seen_lines: set[int] = set()
+    for hit in _LINK_HINT.finditer(text):
+        i = line_at(hit.start())
+        if i < ctx.first or fence_lines[i] or i in seen_lines:
+            continue
+        seen_lines.add(i)
+        src = lines[i]
+        plain = _CODE_SPAN.sub("", src) if "`" in src else src
+        for lm in _LINK.finditer(plain):
+            target = lm.group(2)
+            links.append(Link(i, lm.group(1), target, _link_kind(target), section_of(i)))
+    return links
 
 
 def _front_ids(front: dict[str, Any]) -> list[str]:
@@ -678,19 +906,22 @@ def find_section(doc: Document, identifier: str) -> Section:
     def stripped(title: str) -> str:
         return _NUMBER_PREFIX.sub("", title, count=1).casefold() if _NUMBER_PREFIX.match(title) else ""
 
-    stages: list[list[Section]] = [
-        [s for s in secs if s.title == ident and (level is None or s.level == level)],
-        [s for s in secs if " > " in ident and s.path == ident],
-        [s for s in secs if s.anchor == anchor],
-        [s for s in secs if ident in s.ids],
-        [s for s in secs if s.title.casefold() == folded and (level is None or s.level == level)],
-        [s for s in secs if " > " in ident and s.path.casefold().endswith(folded)],
-        [s for s in secs if s.anchor == slugify(anchor)],
-        [s for s in secs if stripped(s.title) == folded],
+    slug = slugify(anchor)
+    # Tried in order; later stages are only worked out when the earlier ones find nothing.
+    stages: list[Callable[[], list[Section]]] = [
+        lambda: [s for s in secs if s.title == ident and (level is None or s.level == level)],
+        lambda: [s for s in secs if " > " in ident and s.path == ident],
+        lambda: [s for s in secs if s.anchor == anchor],
+        lambda: [s for s in secs if ident in s.ids],
+        lambda: [s for s in secs if s.title.casefold() == folded and (level is None or s.level == level)],
+        lambda: [s for s in secs if " > " in ident and s.path.casefold().endswith(folded)],
+        lambda: [s for s in secs if s.anchor == slug],
+        lambda: [s for s in secs if stripped(s.title) == folded],
         # A bare section number: '5.3' names '5.3 Mode: ROO-MODE-PLAN-STRATEGIC'.
-        [s for s in secs if s.title.split(" ", 1)[0].rstrip(".:") == ident.rstrip(".")],
+        lambda: [s for s in secs if s.title.split(" ", 1)[0].rstrip(".:") == ident.rstrip(".")],
     ]
-    for found in stages:
+    for stage in stages:
+        found = stage()
         if len(found) == 1:
             return found[0]
         if found:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["NOT_SIMPLE", "parse_simple_yaml"]
+__all__ = ["NOT_SIMPLE", "parse_simple_yaml", "simple_yaml_ids"]
 
 NOT_SIMPLE: Any = object()
 
@@ -131,3 +131,63 @@ def parse_simple_yaml(text: str) -> Any:
             return NOT_SIMPLE  # a multi-line scalar
         out[key] = value
     return out if out else NOT_SIMPLE
+
+
+# ---------------------------------------------------------------------------------------------
+# IDs of a flat block without parsing it: a whole-text grammar check plus one regex pass.
+
+# Printable non-ASCII YAML accepts as ordinary text (no line or paragraph separators, no BOM).
+_NA = "\u00a0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd"
+_PLAIN_START = rf"A-Za-z0-9_./({_NA}"
+_PLAIN_CHAR = rf"A-Za-z0-9_.\-/()+,{_NA}"
+_VALUE = (
+    rf"(?:\"[\x20\x21\x23-\x5b\x5d-\x7e{_NA}]*\""  # double-quoted, no escapes
+    rf"|'[\x20-\x26\x28-\x7e{_NA}]*'"  # single-quoted, no doubled quotes
+    rf"|[{_PLAIN_START}][{_PLAIN_CHAR}]*(?: +[{_PLAIN_CHAR}]+)*"  # plain: never ': ', ' #' or a quote
+    r"|-[0-9]+(?:\.[0-9]+)?)"
+)
+_TAIL = rf"(?: +#[\x20-\x7e{_NA}]*)? *\n"  # an optional comment, then the end of the line
+_FLAT_BLOCK = re.compile(
+    rf"(?: *\n| *#[\x20-\x7e{_NA}]*\n"  # blank and comment lines
+    rf"|[A-Za-z_][A-Za-z0-9_\-]*: +{_VALUE}{_TAIL}"  # key: scalar
+    rf"|[A-Za-z_][A-Za-z0-9_\-]*:{_TAIL}"  # key: (null, or a list of scalars below)
+    rf"(?:(?P<ind> *)- +{_VALUE}{_TAIL}(?:(?P=ind)- +{_VALUE}{_TAIL})*)?)*"
+)
+_KEY_LINE_CACHE: dict[tuple[str, ...], re.Pattern[str]] = {}
+
+
+def simple_yaml_ids(text: str, keys: tuple[str, ...]) -> list[str] | None:
+    """The IDs `keys` define in a flat YAML block, without parsing it; None when unsure.
+
+    Agrees with collecting, in `keys` order, the stripped space-free string values of those keys
+    from the block's parsed data (a property test checks it): the block must be a flat mapping of
+    scalars and scalar lists in a strict subset of YAML, and each defining value a quoted scalar or
+    a plain one that starts with a letter and is no YAML 1.1 boolean or null.
+    """
+    if not text.endswith("\n"):
+        text += "\n"
+    if _FLAT_BLOCK.fullmatch(text) is None:
+        return None
+    pattern = _KEY_LINE_CACHE.get(keys)
+    if pattern is None:
+        names = "|".join(re.escape(k) for k in keys)
+        pattern = re.compile(rf"^({names}):(?: +({_VALUE}))?", re.MULTILINE)
+        _KEY_LINE_CACHE[keys] = pattern
+    values: dict[str, str | None] = {}
+    for key, raw in pattern.findall(text):
+        if key in values:
+            return None  # a repeated key: the last one wins in YAML; not worth following here
+        if not raw:
+            values[key] = None  # null or a list of scalars: defines nothing
+        elif raw[0] in "\"'":
+            values[key] = raw[1:-1]
+        elif raw[0].isascii() and raw[0].isalpha() and raw.lower() not in _SPECIAL:
+            values[key] = raw
+        else:
+            return None  # a number, date or keyword: its type needs the real parser
+    out: list[str] = []
+    for key in keys:
+        value = values.get(key)
+        if value is not None and value.strip() and " " not in value.strip():
+            out.append(value.strip())
+    return out

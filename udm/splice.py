@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import itertools
+import operator
 from collections.abc import Sequence
 
 __all__ = [
@@ -104,13 +106,11 @@ def line_opcodes(a: Sequence[str], b: Sequence[str]) -> list[tuple[str, int, int
     Trimming first keeps a small edit in a big file fast: autojunk-free matching is quadratic in the
     number of repeated lines (blank lines, fences) it has to look at.
     """
-    lo = 0
     top = min(len(a), len(b))
-    while lo < top and a[lo] == b[lo]:
-        lo += 1
-    hi = 0
-    while hi < top - lo and a[len(a) - 1 - hi] == b[len(b) - 1 - hi]:
-        hi += 1
+    # The first differing line from each end, compared at C speed (a Python loop costs ~1 ms on a 50 KB file).
+    lo = next(itertools.compress(itertools.count(), map(operator.ne, a, b)), top)
+    hi = next(itertools.compress(itertools.count(), map(operator.ne, reversed(a), reversed(b))), top)
+    hi = min(hi, top - lo)
     middle = difflib.SequenceMatcher(
         None, a[lo : len(a) - hi], b[lo : len(b) - hi], autojunk=False
     ).get_opcodes()

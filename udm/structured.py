@@ -269,7 +269,89 @@ def _yaml_wrap(old: Any, value: Any) -> Any:
     return value
 
 
+# A flat block ruamel writes back exactly as it reads it: ASCII, no trailing spaces, one space
+# after each colon, top-level `key: scalar` lines (plain, quoted without escapes, or decimal
+# integers), `key:` lines with `  - scalar` lists, comment lines at the margin and empty lines
+# between entries. Within it, a scalar set is a one-line splice (see `_splice_yaml_scalar`).
+_CANON_PLAIN = r"[A-Za-z][A-Za-z0-9_.\-/]*(?: [A-Za-z0-9_.\-/]+)*"
+_CANON_VALUE = (
+    rf"(?:\"[\x20\x21\x23-\x5b\x5d-\x7e]*\"|'[\x20-\x26\x28-\x7e]*'|{_CANON_PLAIN}|-?(?:0|[1-9][0-9]*))"
+)
+_CANON_TAIL = r"(?: +#(?:[\x20-\x7e]*[\x21-\x7e])?)?\n"
+_CANON_KEY = r"[A-Za-z_][A-Za-z0-9_\-]*"
+_CANON_BLOCK = re.compile(
+    rf"(?:{_CANON_KEY}: {_CANON_VALUE}{_CANON_TAIL}|{_CANON_KEY}:{_CANON_TAIL}(?:(?P<ind> *)- {_CANON_VALUE}{_CANON_TAIL}"
+    rf"(?:(?P=ind)- {_CANON_VALUE}{_CANON_TAIL})*)?)"
+    rf"(?:\n|#(?:[\x20-\x7e]*[\x21-\x7e])?\n|{_CANON_KEY}: {_CANON_VALUE}{_CANON_TAIL}"
+    rf"|{_CANON_KEY}:{_CANON_TAIL}(?:(?P<ind2> *)- {_CANON_VALUE}{_CANON_TAIL}(?:(?P=ind2)- {_CANON_VALUE}{_CANON_TAIL})*)?)*"
+)
+_CANON_ITEM_INDENT = re.compile(r"^( *)- ", re.MULTILINE)
+_CANON_KEYS = re.compile(rf"^({_CANON_KEY}):", re.MULTILINE)
+_CANON_PLAIN_STR = re.compile(_CANON_PLAIN)
+# Words a YAML 1.1 or 1.2 reader may take for a boolean or null: never spliced as plain keys or text.
+_KEYWORDS = frozenset(["yes", "no", "true", "false", "on", "off", "null", "y", "n"])
+
+
+def _splice_scalar_text(value: Any, style: str) -> str | None:
+    """How ruamel writes `value` in place of a scalar of this style ('"', "'" or ''), or None."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if not isinstance(value, str) or len(value) > 200:
+        return None
+    if style == '"':
+        ok = all("\x20" <= ch <= "\x7e" and ch not in '"\\' for ch in value)
+        return f'"{value}"' if ok else None
+    if style == "'":
+        ok = all("\x20" <= ch <= "\x7e" and ch != "'" for ch in value)
+        return f"'{value}'" if ok and value.strip() == value else None
+    if _CANON_PLAIN_STR.fullmatch(value) and value.lower() not in _KEYWORDS:
+        return value
+    return None
+
+
+def _splice_yaml_scalar(text: str, tokens: KeyPath, action: Action, value: Any) -> str | None:
+    """`set` of a top-level scalar in a flat block as a one-line splice; None when the full round trip must decide.
+
+    Gives what the round trip gives (a property test compares them): in such a block ruamel
+    reproduces every line, so its output differs only in the edited line, whose scalar it writes as
+    `_splice_scalar_text` does and whose comment it keeps at its column, or one space after a longer
+    value.
+    """
+    if action != "set" or len(tokens) != 1 or not isinstance(tokens[0], str):
+        return None
+    key = tokens[0]
+    if not text.endswith("\n") or not text.isascii() or _CANON_BLOCK.fullmatch(text) is None:
+        return None
+    if len(set(_CANON_ITEM_INDENT.findall(text))) > 1 or not re.fullmatch(_CANON_KEY, key):
+        return None
+    keys = [k.lower() for k in _CANON_KEYS.findall(text)]
+    if key.lower() in _KEYWORDS or len(set(keys)) != len(keys) or not _KEYWORDS.isdisjoint(keys):
+        return None  # a repeated key is an error the round trip reports; keywords may not be strings
+    found = list(re.finditer(rf"^{re.escape(key)}:(.*)\n", text, re.MULTILINE))
+    if len(found) != 1:
+        return None  # a new key or a repeated one: the round trip adds it or reports it
+    m = re.fullmatch(rf" ({_CANON_VALUE})(?:( +)(#.*))?", found[0].group(1))
+    if m is None:
+        return None  # null or a list
+    old, comment = m.group(1), m.group(3)
+    new = _splice_scalar_text(value, old[0] if old[0] in "\"'" else "")
+    if new is None:
+        return None
+    line = f"{key}: {new}"
+    if comment is not None:
+        column = len(key) + 2 + len(old) + len(m.group(2))
+        line += " " * max(1, column - len(line)) + comment
+    return text[: found[0].start()] + line + "\n" + text[found[0].end() :]
+
+
 def _edit_yaml(text: str, tokens: KeyPath, action: Action, value: Any) -> str:
+    spliced = _splice_yaml_scalar(text, tokens, action, value)
+    return spliced if spliced is not None else _edit_yaml_round_trip(text, tokens, action, value)
+
+
+def _edit_yaml_round_trip(text: str, tokens: KeyPath, action: Action, value: Any) -> str:
     yaml = _yaml(text)
     data = _yaml_load(text, yaml)
     if data is None:
