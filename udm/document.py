@@ -1,10 +1,9 @@
 """Markdown -> sections, fenced blocks, front matter, links and IDs, with exact 0-based line ranges.
 
 Headings are what CommonMark says they are, and only top-level ones start sections: a `#` line
-inside a fence, an HTML block, a list item or a block quote does not. Parsing uses markdown-it-py
-in block-only mode; a fence-aware line scanner handles the common easy files about 20x faster and
-hands a file to markdown-it as soon as it meets anything it cannot decide alone (setext underline
-candidates, HTML blocks, indented or container lines that could hold a heading or a fence).
+inside a fence, an HTML block, a list item or a block quote does not. `udm.scanner` finds them:
+a fence-aware line scanner for the common easy files, markdown-it-py (block-only) for the rest.
+Data blocks are parsed on first use; links, ID references and errors are worked out on first use.
 
 Line numbers are 0-based and ranges half-open over `Document.lines` (keepends), so
 `"".join(doc.lines[a:b])` is the exact text. Messages shown to people use 1-based `file:line`.
@@ -24,11 +23,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from markdown_it import MarkdownIt
-from markdown_it.rules_block.html_block import HTML_SEQUENCES
 
 from udm.errors import AmbiguousTargetError, DocumentError, TargetNotFoundError
 from udm.ids import DEFINING_KEYS, IdMatcher, id_matcher
+from udm.scanner import Heading as _Heading
+from udm.scanner import scan_fast as _scan_fast
+from udm.scanner import scan_markdown_it as _scan_markdown_it
 from udm.simple_yaml import NOT_SIMPLE, parse_simple_yaml, simple_yaml_ids
 
 __all__ = [
@@ -245,241 +245,6 @@ class _RefsContext:
     def_keys: frozenset[tuple[str, int]]
     first: int  # the first line after the front matter
     front_error: str | None
-
-
-# ---------------------------------------------------------------------------------------------
-# Raw structure: headings and fences, by the fast scanner or by markdown-it
-
-
-@dataclass(slots=True)
-class _Heading:
-    level: int
-    title: str
-    start: int
-    end: int
-
-
-@dataclass(slots=True)
-class _Fence:
-    start: int
-    end: int
-    content_end: int
-    info: str
-    markup: str
-    indent: int
-    text: str
-
-
-_MD: MarkdownIt | None = None
-
-
-def _md() -> MarkdownIt:
-    global _MD
-    if _MD is None:
-        _MD = MarkdownIt("commonmark").enable("table").disable("inline")
-    return _MD
-
-
-_ATX = re.compile(r"(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
-_FENCE_OPEN = re.compile(r"(`{3,}|~{3,})(.*)$")
-_ORDERED = re.compile(r"\d{1,9}[.)](?:[ \t]|$)")
-_THEMATIC = re.compile(r" {0,3}(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
-_SETEXT = re.compile(r" {0,3}(?:=+|-+)[ \t]*$")
-_HARD_INDENTED = re.compile(r"[ \t]+(?:#|```|~~~|<)")
-_HARD_LIST = re.compile(r"(?:[-*+]|\d{1,9}[.)])[ \t]+(?:#|```|~~~|<|>)")
-_HARD_QUOTE = re.compile(r" {0,3}>.*(?:#|```|~~~)")
-_FENCE_CLOSE_CACHE: dict[tuple[str, int], re.Pattern[str]] = {}
-
-
-def _atx_title(rest: str | None) -> str:
-    text = (rest or "").strip()
-    if not text.endswith("#"):
-        return text
-    if set(text) == {"#"}:
-        return ""
-    return re.sub(r"[ \t]+#+$", "", text).strip()
-
-
-def _closer(markup: str, strict: bool = False) -> re.Pattern[str]:
-    # strict: a top-level closing fence (CommonMark: up to 3 spaces); otherwise any container prefix.
-    key = (markup[0] + ("s" if strict else ""), len(markup))
-    pat = _FENCE_CLOSE_CACHE.get(key)
-    if pat is None:
-        ch = re.escape(markup[0])
-        prefix = " {0,3}" if strict else r"[ \t>]*"
-        pat = re.compile(rf"{prefix}{ch}{{{len(markup)},}}[ \t]*$")
-        _FENCE_CLOSE_CACHE[key] = pat
-    return pat
-
-
-# Over the string of every line's first character: the lines the scanner must look at. A line
-# starting with anything else (a letter, most punctuation) is paragraph text and needs no work.
-_NOTABLE = re.compile(r"[#`~<>=\-*_]|[^\S\n\r]")
-# Lines starting with a digit or '+' (ordered lists, text) are checked apart, after the main pass.
-_LIST_HEADS = re.compile(r"[+0-9]")
-_CLOSE_CANDIDATE = {"`": re.compile("[ `]"), "~": re.compile("[ ~]")}
-_NOT_BLANK_START = frozenset("#`~<>=-*_")
-
-
-def _plain_line(line: str) -> bool:
-    """Whether a paragraph line is plain prose (setext titles are only trusted under such lines)."""
-    raw = line.rstrip("\r\n")
-    c = raw[0]
-    return (c.isalpha() or (c.isdigit() and not _ORDERED.match(raw))) and "|" not in raw
-
-
-def _in_paragraph(lines: list[str], k: int, brk: int) -> bool:
-    """Whether line k continues a paragraph: the line above is text, not blank nor part of a construct."""
-    return k - 1 >= brk and bool(lines[k - 1].strip())
-
-
-def _scan_fast(lines: list[str], first: int) -> tuple[list[_Heading], list[_Fence]] | None:
-    """Headings and fences of an easy file, or None when markdown-it must decide.
-
-    Handles ATX headings, fences, setext headings under plain paragraphs (lines starting with a
-    letter), and HTML blocks the way CommonMark delimits them; anything else that could hide or
-    make a heading (indented or container lines with '#', fences or '<', odd underlines) bails out.
-    Only lines whose first character could matter are visited; paragraph lines are looked at only
-    behind a setext underline or an HTML line, to find the paragraph they belong to.
-    """
-    headings: list[_Heading] = []
-    fences: list[_Fence] = []
-    n = len(lines)
-    heads = "".join([ln[:1] for ln in lines])
-    # Lines starting with a digit or '+' are text unless they hide a heading or fence in a list
-    # item; such a line outside the fences and HTML blocks found below sends the file to markdown-it.
-    hard_lists = [
-        hit.start() for hit in _LIST_HEADS.finditer(heads, first) if _HARD_LIST.match(lines[hit.start()])
-    ]
-    consumed: list[tuple[int, int]] = []
-    i = first  # lines before i belong to a fence or an HTML block already read
-    brk = first  # a paragraph cannot start before this line (the end of the last construct)
-    for hit in _NOTABLE.finditer(heads, first):
-        k = hit.start()
-        if k < i:
-            continue
-        c = heads[k]
-        raw = lines[k].rstrip("\r\n")
-        if c not in _NOT_BLANK_START and not raw.strip():
-            continue
-        if c == "#":
-            m = _ATX.match(raw)
-            if m:
-                headings.append(_Heading(len(m.group(1)), _atx_title(m.group(2)), k, k + 1))
-                brk = k + 1
-                continue
-        elif c in "`~":
-            m = _FENCE_OPEN.match(raw)
-            if m and not (c == "`" and "`" in m.group(2)):
-                markup = m.group(1)
-                close = _closer(markup, strict=True)
-                candidate = _CLOSE_CANDIDATE[c]
-                j = k + 1
-                while True:
-                    found = candidate.search(heads, j)
-                    if found is None:
-                        j = n
-                        break
-                    j = found.start()
-                    if close.match(lines[j].rstrip("\r\n")):
-                        break
-                    j += 1
-                closed = j < n
-                end = j + 1 if closed else n
-                fences.append(
-                    _Fence(
-                        k, end, j if closed else n, m.group(2).strip(), markup, 0, "".join(lines[k + 1 : j])
-                    )
-                )
-                i = brk = end
-                consumed.append((k, end))
-                continue
-        elif c == "<":
-            end_html = _html_block_end(lines, k, _in_paragraph(lines, k, brk))
-            if end_html is None:
-                return None
-            if end_html > k:
-                i = brk = end_html
-                consumed.append((k, end_html))
-                continue
-        elif c in " \t":
-            if _HARD_INDENTED.match(raw) or _SETEXT.match(raw):
-                return None
-        elif c == ">":
-            if _HARD_QUOTE.match(raw):
-                return None
-        elif c in "-*" and _HARD_LIST.match(raw):
-            return None
-        if (c == "=" or c == "-") and _SETEXT.match(raw):
-            if _in_paragraph(lines, k, brk):
-                run_start = k - 1
-                while run_start > brk and lines[run_start - 1].strip():
-                    run_start -= 1
-                if not all(_plain_line(ln) for ln in lines[run_start:k]):
-                    return None
-                title = " ".join(part.strip() for part in lines[run_start:k])
-                headings.append(_Heading(1 if c == "=" else 2, title.strip(), run_start, k + 1))
-                brk = k + 1
-                continue
-            if c == "-":
-                if len(raw.strip()) < 3:
-                    return None  # '-' is an empty list item, '--' text: leave it to markdown-it
-                brk = k + 1  # a thematic break
-                continue
-        if c in "*-_" and _THEMATIC.match(raw):
-            brk = k + 1  # a thematic break ends the paragraph
-    for k in hard_lists:
-        at = bisect.bisect_right(consumed, (k, n + 1)) - 1
-        if at < 0 or not consumed[at][0] <= k < consumed[at][1]:
-            return None
-    return headings, fences
-
-
-def _html_block_end(lines: list[str], i: int, in_paragraph: bool) -> int | None:
-    """End (exclusive) of a CommonMark HTML block starting at line i; i when the line is text; None: unsure."""
-    text = lines[i].rstrip("\r\n")
-    for k, (opener, closer, can_interrupt) in enumerate(HTML_SEQUENCES):
-        if not opener.search(text):
-            continue
-        if k == 0:
-            return None  # <script>/<pre>/<style>/<textarea>: rare, leave them to markdown-it
-        if in_paragraph and not can_interrupt:
-            return i
-        if closer.pattern == "^$":
-            j = i + 1
-            while j < len(lines) and lines[j].strip():
-                j += 1
-            return j
-        if closer.search(text):
-            return i + 1
-        j = i + 1
-        while j < len(lines) and not closer.search(lines[j]):
-            j += 1
-        return min(j + 1, len(lines))
-    return i
-
-
-def _scan_markdown_it(lines: list[str], text: str) -> tuple[list[_Heading], list[_Fence]]:
-    """Headings (top level only) and fences (any depth) as markdown-it sees them."""
-    headings: list[_Heading] = []
-    fences: list[_Fence] = []
-    tokens = _md().parse(text)
-    for k, tok in enumerate(tokens):
-        if tok.type == "heading_open" and tok.level == 0 and tok.map:
-            inline = tokens[k + 1]
-            title = " ".join(part.strip() for part in inline.content.split("\n")).strip()
-            headings.append(_Heading(int(tok.tag[1]), title, tok.map[0], tok.map[1]))
-        elif tok.type == "fence" and tok.map:
-            start, end = tok.map
-            line = lines[start] if start < len(lines) else ""
-            indent = len(line) - len(line.lstrip(" "))
-            closed = end - 1 > start and bool(_closer(tok.markup).match(lines[end - 1].rstrip("\r\n")))
-            fences.append(
-                _Fence(
-                    start, end, end - 1 if closed else end, tok.info.strip(), tok.markup, indent, tok.content
-                )
-            )
-    return headings, fences
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from udm.document import (
+from udm.scanner import (
     _ATX,
     _FENCE_OPEN,
     _HARD_INDENTED,
@@ -16,11 +16,11 @@ from udm.document import (
     _ORDERED,
     _SETEXT,
     _THEMATIC,
+    Fence,
+    Heading,
     _closer,
-    _Fence,
-    _Heading,
     _html_block_end,
-    _scan_fast,
+    scan_fast,
 )
 
 
@@ -32,15 +32,15 @@ def _atx_title(rest: str | None) -> str:
 
 
 # The scanner as it was before lines were skipped (udm/document.py at d9a0482), unchanged.
-def _reference_scan(lines: list[str], first: int) -> tuple[list[_Heading], list[_Fence]] | None:
+def _reference_scan(lines: list[str], first: int) -> tuple[list[Heading], list[Fence]] | None:
     """Headings and fences of an easy file, or None when markdown-it must decide.
 
     Handles ATX headings, fences, setext headings under plain paragraphs (lines starting with a
     letter), and HTML blocks the way CommonMark delimits them; anything else that could hide or
     make a heading (indented or container lines with '#', fences or '<', odd underlines) bails out.
     """
-    headings: list[_Heading] = []
-    fences: list[_Fence] = []
+    headings: list[Heading] = []
+    fences: list[Fence] = []
     n = len(lines)
     i = first
     run_start = -1  # first line of the current paragraph, -1 when not in one
@@ -55,7 +55,7 @@ def _reference_scan(lines: list[str], first: int) -> tuple[list[_Heading], list[
         if c == "#":
             m = _ATX.match(raw)
             if m:
-                headings.append(_Heading(len(m.group(1)), _atx_title(m.group(2)), i, i + 1))
+                headings.append(Heading(len(m.group(1)), _atx_title(m.group(2)), i, i + 1))
                 run_start = -1
                 i += 1
                 continue
@@ -70,7 +70,7 @@ def _reference_scan(lines: list[str], first: int) -> tuple[list[_Heading], list[
                 closed = j < n
                 end = j + 1 if closed else n
                 fences.append(
-                    _Fence(
+                    Fence(
                         i, end, j if closed else n, m.group(2).strip(), markup, 0, "".join(lines[i + 1 : j])
                     )
                 )
@@ -98,7 +98,7 @@ def _reference_scan(lines: list[str], first: int) -> tuple[list[_Heading], list[
                 if not run_plain:
                     return None
                 title = " ".join(part.strip() for part in lines[run_start:i])
-                headings.append(_Heading(1 if c == "=" else 2, title.strip(), run_start, i + 1))
+                headings.append(Heading(1 if c == "=" else 2, title.strip(), run_start, i + 1))
                 run_start = -1
                 i += 1
                 continue
@@ -191,7 +191,7 @@ def test_scanner_matches_the_reference(lines_: list[str], eol: str, first: int) 
     text = eol.join(lines_) + eol
     lines = text.splitlines(keepends=True)
     first = min(first, len(lines))
-    new, old = _scan_fast(lines, first), _reference_scan(lines, first)
+    new, old = scan_fast(lines, first), _reference_scan(lines, first)
     if old is None:
         assert new is None
         return
