@@ -183,10 +183,17 @@ def browser_verification_flow(
     record: bool = True,
     artifacts: bool = True,
     links: bool = False,
+    propose_review: bool = False,
+    review_timeout_s: int = 3600,
+    review_poll_interval_s: int = 10,
     root: str | None = None,
     state_dir: str | None = None,
 ) -> dict[str, Any]:
-    """Verify checks from spec files and the UDM's ```verify blocks; returns counts and every result."""
+    """Verify checks from spec files and the UDM's ```verify blocks; returns counts and every result.
+
+    With `propose_review`, the sections whose claims failed get a needs-review note through the
+    UDM-update steps, always waiting for a reviewer's approval (at most `review_timeout_s`).
+    """
     settings = _flow_settings(root, state_dir, browser_concurrency=concurrency)
     checks, problems = gather_checks(
         settings, [Path(s) for s in specs or []], inline=inline, only=only or (), refs=refs or ()
@@ -227,7 +234,36 @@ def browser_verification_flow(
         if artifacts:
             publish_link_report(report)
         summary["links"] = {"counts": report["counts"], "seconds": report["seconds"]}
+    if propose_review:
+        summary["review"] = _propose_review(
+            settings, run_id, results, review_timeout_s, review_poll_interval_s
+        )
     return summary
+
+
+def _propose_review(
+    settings: Settings, run_id: str, results: list[dict[str, Any]], timeout_s: int, poll_s: int
+) -> dict[str, Any]:
+    """Build the needs-review patch and send it through the update steps with approval required."""
+    from flows.udm_update import UpdateOptions, update_steps
+    from udm.config import ApprovalPolicy
+    from udm.query import get_query
+    from udm.review import needs_review_patch
+
+    proposal = needs_review_patch(get_query(settings), results, run_id)
+    out: dict[str, Any] = {
+        "targets": proposal.targets,
+        "unresolved": proposal.unresolved,
+        "already_marked": proposal.already_marked,
+        "update": None,
+    }
+    if proposal.patch is not None:
+        # Only a person may mark the manual: approval is asked whatever the settings' policy says.
+        options = UpdateOptions(
+            approval_policy=ApprovalPolicy.ASK_ALWAYS, approval_timeout_s=timeout_s, poll_interval_s=poll_s
+        )
+        out["update"] = update_steps(proposal.patch, options, settings).model_dump(mode="json")
+    return out
 
 
 @task(name="check-links", cache_policy=NO_CACHE)

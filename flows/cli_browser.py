@@ -50,6 +50,16 @@ def verify(
     ),
     record: bool = typer.Option(True, "--record/--no-record", help="Store results in the index."),
     use_flow: bool = typer.Option(False, "--flow", help="Run as the Prefect flow (artifacts in the UI)."),
+    propose_review: bool = typer.Option(
+        False,
+        "--propose-review",
+        help="With --flow: mark the sections of failed claims needs-review, after approval in the Prefect UI.",
+    ),
+    review_patch: Path | None = typer.Option(
+        None,
+        "--review-patch",
+        help="Write the needs-review patch for the failed claims to this file (apply it with `udm patch apply`).",
+    ),
     schema: bool = typer.Option(False, "--schema", help="Print the spec JSON Schema and exit."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per check."),
 ) -> None:
@@ -66,6 +76,10 @@ def verify(
     for spec in specs or []:
         if not spec.is_file():
             raise fail(f"spec file {spec} does not exist", 2)
+    if propose_review and not use_flow:
+        raise fail(
+            "--propose-review waits for approval in the Prefect UI: add --flow, or use --review-patch FILE", 2
+        )
     overrides: dict[str, Any] = {"browser_concurrency": concurrency} if concurrency else {}
     cfg = settings(**overrides)
     if use_flow:
@@ -81,10 +95,18 @@ def verify(
             allow_destructive=allow_destructive,
             isolation=isolation,
             record=record,
+            propose_review=propose_review,
             root=str(cfg.udm_root),
             state_dir=str(cfg.state_path),
         )
         rows = summary["results"]
+        run_id = summary["run_id"]
+        if summary.get("review"):
+            update = summary["review"].get("update") or {}
+            typer.echo(
+                f"needs-review patch: {update.get('status', 'nothing new to mark')} {update.get('message', '')}".rstrip(),
+                err=True,
+            )
     else:
         from tasks.browser.verify import new_run_id, problem_result, run_checks_sync
         from udm.verifications import record_verifications
@@ -108,6 +130,8 @@ def verify(
         ]
         if record:
             record_verifications(cfg, run_id, rows)
+    if review_patch is not None:
+        _write_review_patch(cfg, review_patch, rows, run_id)
     if as_json:
         keys = (
             "id",
@@ -125,6 +149,30 @@ def verify(
         _print_results(rows)
     if any(r["status"] == "FAIL" for r in rows):
         raise typer.Exit(1)
+
+
+def _write_review_patch(cfg: Any, path: Path, rows: list[dict[str, Any]], run_id: str) -> None:
+    """Write the needs-review patch for the failed claims (nothing when none needs a new note)."""
+    import yaml
+
+    from tasks.browser.common import write_atomic
+    from udm.query import get_query
+    from udm.review import needs_review_patch
+
+    proposal = needs_review_patch(get_query(cfg), rows, run_id)
+    for problem in proposal.unresolved:
+        typer.echo(f"needs-review: cannot place a note: {problem}", err=True)
+    if proposal.patch is None:
+        typer.echo(f"needs-review: nothing new to mark; {path} not written", err=True)
+        return
+    data = proposal.patch.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+    data["id"] = proposal.patch.id
+    write_atomic(path, yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=4096).encode("utf-8"))
+    typer.echo(
+        f"needs-review: {len(proposal.targets)} note(s) proposed in {path}; "
+        f"review with `udm patch check {path}`, apply with `udm patch apply {path}`",
+        err=True,
+    )
 
 
 def verified(
