@@ -13,15 +13,41 @@ pool bounds how many idle connections it keeps, closing the least recently used 
 
 from __future__ import annotations
 
+import functools
+import os
 import ssl
+import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 
+import certifi
 import httpx
 
-__all__ = ["OriginPoolTransport"]
+__all__ = ["OriginPoolTransport", "verified_ssl_context"]
 
 _Origin = tuple[bytes, bytes, int | None]
+_SSL_LOCK = threading.Lock()
+
+
+@functools.cache
+def _cached_context(cafile: str | None, capath: str | None) -> ssl.SSLContext:
+    # The same choice httpx.create_ssl_context(verify=True) makes: the env's bundle, else certifi's.
+    if cafile:
+        return ssl.create_default_context(cafile=cafile)
+    if capath:
+        return ssl.create_default_context(capath=capath)
+    return ssl.create_default_context(cafile=certifi.where())
+
+
+def verified_ssl_context(trust_env: bool = True) -> ssl.SSLContext:
+    """httpx's default verifying SSL context, built once per process (per SSL_CERT_FILE/DIR).
+
+    Loading the CA bundle takes 50-200 ms; an SSL context is safe to share between connections.
+    """
+    cafile = (os.environ.get("SSL_CERT_FILE") or None) if trust_env else None
+    capath = (os.environ.get("SSL_CERT_DIR") or None) if trust_env and not cafile else None
+    with _SSL_LOCK:
+        return _cached_context(cafile, capath)
 
 
 class _ReleasingStream(httpx.AsyncByteStream):
@@ -63,8 +89,13 @@ class OriginPoolTransport(httpx.AsyncBaseTransport):
         max_idle: int = 64,
         keepalive_expiry: float = 5.0,
     ) -> None:
-        # One SSL context for every connection: building one per connection would reload the CA bundle.
-        self._ssl = httpx.create_ssl_context(verify=verify, trust_env=trust_env)
+        # One verifying SSL context for every https connection, built on first use (a run of plain
+        # http links never pays for loading the CA bundle). Plain-http slots get a context that
+        # trusts no certificate: it is never used, as a slot only serves its own origin's scheme.
+        self._verify = verify
+        self._trust_env = trust_env
+        self._ssl: ssl.SSLContext | None = verify if isinstance(verify, ssl.SSLContext) else None
+        self._no_tls: ssl.SSLContext | None = None
         self._limits = httpx.Limits(
             max_connections=1, max_keepalive_connections=1, keepalive_expiry=keepalive_expiry
         )
@@ -79,13 +110,26 @@ class OriginPoolTransport(httpx.AsyncBaseTransport):
         """How many connections wait idle for reuse."""
         return len(self._idle_order)
 
+    def _context(self, scheme: bytes) -> ssl.SSLContext:
+        if scheme == b"https":
+            if self._ssl is None:
+                self._ssl = (
+                    verified_ssl_context(self._trust_env)
+                    if self._verify is True
+                    else httpx.create_ssl_context(verify=False)
+                )
+            return self._ssl
+        if self._no_tls is None:
+            self._no_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies, with no CA: trusts nothing
+        return self._no_tls
+
     def _checkout(self, origin: _Origin) -> httpx.AsyncHTTPTransport:
         stack = self._idle.get(origin)
         if stack:
             slot = stack.pop()  # most recently used first: the likeliest to be still alive
             del self._idle_order[slot]
             return slot
-        slot = httpx.AsyncHTTPTransport(verify=self._ssl, trust_env=False, limits=self._limits)
+        slot = httpx.AsyncHTTPTransport(verify=self._context(origin[0]), trust_env=False, limits=self._limits)
         self._open.add(slot)
         return slot
 

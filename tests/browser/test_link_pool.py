@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+import udm.httppool
 import udm.links
 from udm.config import load_settings
 from udm.httppool import OriginPoolTransport
@@ -195,3 +196,87 @@ def test_each_host_is_resolved_and_vetted_once_per_run(
     report = check_links(settings, links=links, use_cache=False, per_host=8)
     assert report.counts == {"ok": 40}
     assert len(calls) == 1
+
+
+def _self_signed(tmp: Path) -> tuple[Path, Path]:
+    """A certificate for localhost and 127.0.0.1, and its key (PEM files)."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = tmp / "cert.pem", tmp / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return cert_path, key_path
+
+
+def test_https_links_are_verified_with_sni_and_a_shared_context(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ssl
+
+    cert, key = _self_signed(tmp_path)
+    server_names: list[str | None] = []
+    server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_ctx.load_cert_chain(cert, key)
+    server_ctx.sni_callback = lambda _sock, name, _ctx: server_names.append(name)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), KeepAliveHandler)
+    server.daemon_threads = True
+    server.socket = server_ctx.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"https://localhost:{server.server_address[1]}/ok/tls"
+    settings = load_settings(cwd=tmp_path, fetch_allow=["localhost"])
+    try:
+        untrusted = check_links(settings, links=[_ext(url)], use_cache=False, retries=0)
+        assert untrusted.results[0].status == "error"
+        assert "CERTIFICATE_VERIFY_FAILED" in (untrusted.results[0].reason or "")
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+        trusted = check_links(settings, links=[_ext(url), _ext(url + "-2")], use_cache=False, retries=0)
+        assert trusted.counts == {"ok": 2}
+        assert server_names and set(server_names) == {"localhost"}  # SNI names the host, not the vetted IP
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_plain_http_never_builds_the_verifying_context(
+    keepalive_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(trust_env: bool = True) -> Any:
+        raise AssertionError("the CA bundle was loaded for plain http")
+
+    monkeypatch.setattr(udm.httppool, "verified_ssl_context", refuse)
+
+    async def go() -> int:
+        async with httpx.AsyncClient(transport=OriginPoolTransport()) as client:
+            return (await client.head(keepalive_server + "/ok")).status_code
+
+    assert asyncio.run(go()) == 200
