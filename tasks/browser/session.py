@@ -51,6 +51,10 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 DEBIAN_CHROMIUM = "/usr/bin/chromium"
+# Debian's headless-only build (package chromium-headless-shell), the kind Playwright itself runs for
+# headless work. Tried first: the full browser's UI process serialises every context's navigations
+# and screenshots, so parallel contexts gained nothing on two cores (see the README's benchmark).
+DEBIAN_HEADLESS_SHELL = "/usr/bin/chromium-headless-shell"
 DEFAULT_VIEWPORT = {"width": 1280, "height": 800}
 # Parameters longer than this are shortened in the event history (typed text, scripts).
 _PARAM_LIMIT = 200
@@ -69,7 +73,7 @@ class ActionError(Exception):
 
 
 def find_browser(settings: Settings) -> str | None:
-    """The Chromium executable: the `browser` setting, then Debian's, else None (Playwright's own)."""
+    """The Chromium executable: the `browser` setting, then Debian's (headless shell, then full), else None."""
     if settings.browser:
         path = shutil.which(settings.browser) or settings.browser
         if not Path(path).exists():
@@ -77,8 +81,9 @@ def find_browser(settings: Settings) -> str | None:
                 "ERROR_BROWSER_NOT_FOUND", f"the configured browser '{settings.browser}' does not exist"
             )
         return path
-    if Path(DEBIAN_CHROMIUM).exists():
-        return DEBIAN_CHROMIUM
+    for candidate in (DEBIAN_HEADLESS_SHELL, DEBIAN_CHROMIUM):
+        if Path(candidate).exists():
+            return candidate
     return None
 
 

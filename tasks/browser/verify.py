@@ -9,6 +9,7 @@ fresh context of the one shared browser, bounded by a semaphore.
 from __future__ import annotations
 
 import asyncio
+import base64
 import io
 import re
 import time
@@ -356,7 +357,7 @@ async def run_check(
                     await attempt.expect(i, exp, values)
             try:
                 shot = evidence / f"{_safe(check.id)}.png"
-                write_atomic(shot, await attempt.page().screenshot(timeout=timeout_s * 1000))
+                write_atomic(shot, await evidence_png(attempt.page(), timeout_s))
                 result.screenshot = str(shot)
             except (ActionError, PlaywrightTimeoutError, Exception):  # evidence is best effort
                 pass
@@ -379,6 +380,27 @@ async def run_check(
     if attempt.warnings:
         return done("WARNING", "; ".join(attempt.warnings))
     return done("PASS")
+
+
+async def evidence_png(page: Page, timeout_s: float) -> bytes:
+    """The viewport as PNG for a check's evidence, encoded for speed (a baseline comparison uses its own).
+
+    CDP's `optimizeForSpeed` trades a larger file for about a third less of the browser's time per
+    check; a browser without it falls back to Playwright's screenshot.
+    """
+    from playwright.async_api import Error as PlaywrightError
+
+    try:
+        cdp = await page.context.new_cdp_session(page)
+        try:
+            reply = await asyncio.wait_for(
+                cdp.send("Page.captureScreenshot", {"format": "png", "optimizeForSpeed": True}), timeout_s
+            )
+        finally:
+            await cdp.detach()
+        return base64.b64decode(reply["data"])
+    except (PlaywrightError, KeyError, ValueError):
+        return await page.screenshot(timeout=timeout_s * 1000)
 
 
 async def reset_session(session: Session) -> None:

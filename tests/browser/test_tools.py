@@ -70,6 +70,24 @@ def test_helpers_normalise_urls_selectors_and_timeouts(tmp_path: Path) -> None:
     )
 
 
+def test_find_browser_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tasks.browser.session as session
+    from tasks.browser.session import ActionError, find_browser
+
+    shell, full = tmp_path / "chromium-headless-shell", tmp_path / "chromium"
+    monkeypatch.setattr(session, "DEBIAN_HEADLESS_SHELL", str(shell))
+    monkeypatch.setattr(session, "DEBIAN_CHROMIUM", str(full))
+    plain = load_settings(cwd=tmp_path)
+    assert find_browser(plain) is None  # neither installed: Playwright's own
+    full.write_text("")
+    assert find_browser(plain) == str(full)
+    shell.write_text("")
+    assert find_browser(plain) == str(shell)  # the headless shell first
+    assert find_browser(load_settings(cwd=tmp_path, browser=str(full))) == str(full)  # the setting wins
+    with pytest.raises(ActionError, match="does not exist"):
+        find_browser(load_settings(cwd=tmp_path, browser=str(tmp_path / "nope")))
+
+
 def test_bad_input_names_the_field(call) -> None:  # type: ignore[no-untyped-def]
     env = call("getElementText", {"selector_type": "css", "selector_value": ""})
     assert not env["success"] and "selector_value" in env["error"]
