@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import orjson
 from filelock import FileLock, Timeout
 
 from udm.config import Settings
@@ -199,12 +200,12 @@ def _parse_into(
     """
 
     def flush(table: str) -> None:
-        # One json.dump of a whole array costs far less than a dumps() per row.
+        # One dump of a whole array costs far less than a dumps() per row.
         rows = buffers[table]
         if rows and outdir is not None:
             name = os.path.join(outdir, f"{table}.{chunk}.{parts[table]}.json")
-            with open(name, "w", encoding="utf-8") as fh:
-                json.dump(rows, fh, ensure_ascii=False)
+            with open(name, "wb") as fh:
+                fh.write(_json_bytes(rows))
             parts[table] += 1
             buffers[table] = []
 
@@ -236,6 +237,15 @@ def _parse_into(
                     flush(table)
     for table in TABLE_COLUMNS:
         flush(table)
+
+
+def _json_bytes(rows: list[dict[str, Any]]) -> bytes:
+    """Rows as a UTF-8 JSON array: orjson (~30x json.dump); the json module for what it refuses."""
+    try:
+        return orjson.dumps(rows)
+    except (orjson.JSONEncodeError, TypeError):
+        # Integers past 64 bits from YAML, lone surrogates from escapes: the json module, ASCII-escaped.
+        return json.dumps(rows).encode("ascii")
 
 
 def _parse_in_memory(
@@ -875,9 +885,9 @@ class UdmIndex:
                 con.execute(f"DELETE FROM files WHERE path {where}", [param])
             for table, rows in tables.items():
                 if rows:
-                    con.execute(_INSERT_JSON[table], [json.dumps(rows, ensure_ascii=False)])
+                    con.execute(_INSERT_JSON[table], [_json_bytes(rows).decode("utf-8")])
             if file_rows:
-                con.execute(_INSERT_JSON["files"], [json.dumps(file_rows, ensure_ascii=False)])
+                con.execute(_INSERT_JSON["files"], [_json_bytes(file_rows).decode("utf-8")])
             for rel, size, mtime in touched:
                 con.execute("UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?", [size, mtime, rel])
             # schema_version and root are as the last refresh wrote them (an UPDATE is ~3x cheaper).
