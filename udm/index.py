@@ -23,8 +23,8 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -324,6 +324,13 @@ def _definitions_of(tables: dict[str, list[dict[str, Any]]]) -> list[tuple[Any, 
             start, end = ranges.get((r["file"], r["section"]), (None, None))
             out.append((r["id"], r["file"], r["line"], r["how"], r["section"], r["section_path"], start, end))
     return out
+
+
+def _chunk_sections(tmp: str, chunk: int) -> list[str]:
+    """The sections row files one parse chunk wrote, in write order."""
+    prefix = f"sections.{chunk}."
+    names = [n for n in os.listdir(tmp) if n.startswith(prefix) and n.endswith(".json")]
+    return [os.path.join(tmp, n) for n in sorted(names, key=lambda n: int(n[len(prefix) : -5]))]
 
 
 def _is_markdown(target: str | None) -> bool:
@@ -683,6 +690,7 @@ class UdmIndex:
             return self._refresh_small(con, disk, indexed, removed, to_parse, touched, stats)
 
         tmp = tempfile.mkdtemp(prefix="udm-index-", dir=self.state)
+        stream: Any = None
         try:
             writer: duckdb.DuckDBPyConnection | None = con
             if full or sum(disk[p][0] for p in to_parse) >= PARALLEL_MIN_BYTES:
@@ -690,7 +698,18 @@ class UdmIndex:
                 stack.close()
                 writer = None
             mark = time.perf_counter()
-            file_rows, errors, counts, workers = self._parse_all(to_parse, disk, tmp)
+            if full or not indexed:
+                # The search index is rebuilt on a thread, fed each chunk's sections as its worker
+                # finishes: tantivy's indexing overlaps the rest of the parse and DuckDB's load.
+                from udm.search import SearchBuilder, SearchIndex
+
+                stream = SearchBuilder(SearchIndex(self.search_path, list(self.settings.id_patterns)))
+            file_rows, errors, counts, workers = self._parse_all(
+                to_parse,
+                disk,
+                tmp,
+                None if stream is None else lambda k: stream.feed(_chunk_sections(tmp, k)),
+            )
             stats.stages["parse"] = round(time.perf_counter() - mark, 3)
             mark = time.perf_counter()
             stats.errors = errors
@@ -762,9 +781,15 @@ class UdmIndex:
             )
             stats.stages["lookup"] = round(time.perf_counter() - mark, 3)
             mark = time.perf_counter()
-            self._update_search(full or not indexed, gone, tmp, generation)
+            if stream is not None:
+                stream.finish()  # waits for the last documents and the commit; raises what failed there
+                stream.index.set_generation(generation)
+            else:
+                self._update_search(full or not indexed, gone, tmp, generation)
             stats.stages["search"] = round(time.perf_counter() - mark, 3)
         finally:
+            if stream is not None:
+                stream.close()  # a failure elsewhere: stop the thread before its files go
             shutil.rmtree(tmp, ignore_errors=True)
         self.generation = generation
         stats.generation = generation
@@ -1016,13 +1041,23 @@ class UdmIndex:
         )
 
     def _parse_all(
-        self, relpaths: list[str], disk: dict[str, tuple[int, int]], tmp: str
+        self,
+        relpaths: list[str],
+        disk: dict[str, tuple[int, int]],
+        tmp: str,
+        on_chunk: Callable[[int], None] | None = None,
     ) -> tuple[list[dict[str, Any]], list[str], dict[str, int], int]:
+        """Parse files into row files under `tmp`, in worker processes when there is enough text.
+
+        `on_chunk(k)` is called as chunk k's files are written (in completion order).
+        """
         patterns = list(self.settings.id_patterns)
         total = sum(disk[p][0] for p in relpaths)
         cpus = os.cpu_count() or 1
         if total < PARALLEL_MIN_BYTES or cpus < 2 or len(relpaths) < 4:
             files, errors, counts = _parse_chunk(str(self.root), relpaths, patterns, tmp, 0)
+            if on_chunk is not None:
+                on_chunk(0)
             return files, errors, counts, 1
         # Balanced chunks by size, a few per worker so a slow file does not idle the others.
         n_chunks = cpus * 4
@@ -1036,11 +1071,16 @@ class UdmIndex:
         errors_all: list[str] = []
         counts_all: dict[str, int] = {}
         with ProcessPoolExecutor(max_workers=cpus) as pool:
-            futures = [
-                pool.submit(_parse_chunk, str(self.root), chunk, patterns, tmp, k)
+            futures = {
+                pool.submit(_parse_chunk, str(self.root), chunk, patterns, tmp, k): k
                 for k, chunk in enumerate(chunks)
                 if chunk
-            ]
+            }
+            if on_chunk is not None:
+                for fut in as_completed(futures):
+                    fut.result()  # a worker's failure surfaces here
+                    on_chunk(futures[fut])
+            # Results in chunk order, so file rows and errors come out the same every run.
             for fut in futures:
                 files, errors, counts = fut.result()
                 files_all.extend(files)

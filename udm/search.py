@@ -8,19 +8,23 @@ that is an ID searches that field (boosted); every other word searches title (bo
 from __future__ import annotations
 
 import glob
-import json
+import itertools
 import os
+import queue
 import re
 import shutil
+import threading
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
 import tantivy
 
 from udm.ids import id_matcher
 
-__all__ = ["SearchHit", "SearchIndex"]
+__all__ = ["SearchBuilder", "SearchHit", "SearchIndex"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _HEAP = 200_000_000
@@ -122,6 +126,7 @@ class SearchIndex:
         sections_glob: str | None = None,
         rows: list[dict[str, Any]] | None = None,
         generation: int | None = None,
+        section_files: Iterable[str] = (),
     ) -> int:
         """Drop the sections of `removed` files (everything when `full`) and add the new rows.
 
@@ -142,9 +147,10 @@ class SearchIndex:
         for row in rows or []:
             writer.add_document(self._doc(row))
             added += 1
-        for name in sorted(glob.glob(sections_glob)) if sections_glob else []:
-            with open(name, encoding="utf-8") as fh:
-                for row in json.load(fh):
+        # `section_files` may be a stream that blocks until the next parse chunk is written.
+        for name in itertools.chain(sorted(glob.glob(sections_glob)) if sections_glob else [], section_files):
+            with open(name, "rb") as fh:
+                for row in orjson.loads(fh.read()):
                     writer.add_document(self._doc(row))
                     added += 1
         writer.commit()
@@ -204,6 +210,50 @@ class SearchIndex:
                 )
             )
         return hits
+
+
+class SearchBuilder:
+    """A full rebuild of a search index on its own thread, fed section-row files as they are written."""
+
+    def __init__(self, index: SearchIndex) -> None:
+        self.index = index
+        self._queue: queue.SimpleQueue[list[str] | None] = queue.SimpleQueue()
+        self._error: BaseException | None = None
+        self._closed = False
+        self._drained = False
+        self._thread = threading.Thread(target=self._run, name="udm-search-build", daemon=True)
+        self._thread.start()
+
+    def _files(self) -> Iterator[str]:
+        while (batch := self._queue.get()) is not None:
+            yield from batch
+        self._drained = True
+
+    def _run(self) -> None:
+        try:
+            self.index.update(full=True, removed=[], section_files=self._files(), generation=None)
+        except BaseException as exc:  # re-raised by finish() in the caller's thread
+            self._error = exc
+            # Keep taking batches until the producer says it is done (it never blocks on a full queue).
+            while not self._drained and self._queue.get() is not None:
+                pass
+
+    def feed(self, files: list[str]) -> None:
+        """Queue JSON files of section rows (as `document_rows` makes them) for indexing."""
+        self._queue.put(files)
+
+    def finish(self) -> None:
+        """No more files: wait for the commit, and raise whatever failed on the thread."""
+        self.close()
+        if self._error is not None:
+            raise self._error
+
+    def close(self) -> None:
+        """Stop feeding and wait for the thread (idempotent)."""
+        if not self._closed:
+            self._closed = True
+            self._queue.put(None)
+        self._thread.join()
 
 
 def _snippet(body: str, needles: list[str], width: int = 160) -> tuple[str, int]:

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from udm.config import load_settings
 from udm.extract import TABLE_COLUMNS
 from udm.index import UdmIndex
 from udm.lookup import LOOKUP_NAME, lookup_definitions
 from udm.query import UdmQuery
-from udm.search import SearchIndex
+from udm.search import SearchBuilder, SearchIndex
 
 
 def _tables(index: UdmIndex) -> dict[str, list[tuple[Any, ...]]]:
@@ -128,3 +131,31 @@ def test_small_refresh_keeps_the_side_indexes_in_step(workspace: Path) -> None:
     assert SearchIndex(state / "search").generation() == q.index.generation
     assert q.search("quagga", 3) and q.search("zebra", 3)
     q.close()
+
+
+def test_parallel_full_build_matches_the_serial_one(workspace: Path, monkeypatch: Any) -> None:
+    import udm.index
+
+    serial = _full_build(workspace, "state-serial")
+    monkeypatch.setattr(udm.index, "PARALLEL_MIN_BYTES", 0)
+    index = UdmIndex(load_settings(workspace, state_dir=str(workspace / "state-parallel")))
+    stats = index.refresh(full=True)
+    assert stats.workers > 1 or (os.cpu_count() or 1) < 2
+    assert _tables(index) == serial
+    # The search index was built while the workers parsed: every section is in it, at this generation.
+    search = SearchIndex(index.search_path, root=index.root)
+    assert search.generation() == stats.generation
+    with index.connect() as con:
+        titles = [r[0] for r in con.execute("SELECT title FROM sections WHERE level = 2 LIMIT 5").fetchall()]
+    for title in titles:
+        assert title in [h.title for h in search.search(title, 50)], title
+    index.close()
+
+
+def test_search_builder_reports_a_failure_without_hanging(tmp_path: Path) -> None:
+    builder = SearchBuilder(SearchIndex(tmp_path / "search"))
+    builder.feed([str(tmp_path / "no-such-sections.json")])
+    builder.feed([str(tmp_path / "nor-this.json")])  # fed after the thread failed: still no hang
+    with pytest.raises(FileNotFoundError):
+        builder.finish()
+    builder.close()
