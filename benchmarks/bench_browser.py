@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 
 from tasks.base import run_coroutine
-from tasks.browser.session import MANAGER
+from tasks.browser.session import MANAGER, find_browser
 from tasks.browser.verify import run_checks_sync
 from udm.config import load_settings
 from udm.links import LinkSource, check_links
@@ -81,9 +81,10 @@ def make_checks(n: int) -> list[Check]:
     ]
 
 
-def bench_checks(n: int, concurrency: int, base: str, state: Path) -> None:
+def bench_checks(n: int, concurrency: int, base: str, state: Path, browser: str | None = None) -> None:
     """Sequential vs parallel, same run."""
-    settings = load_settings(cwd=state)
+    settings = load_settings(cwd=state, browser=browser)
+    print(f"browser: {find_browser(settings) or 'Playwright Chromium'}; pages served by a child process")
     checks = make_checks(n)
     run_checks_sync(make_checks(3), settings, base_url=base, concurrency=3)  # warm the browser
     figures = {}
@@ -193,6 +194,7 @@ def main() -> None:
         "--repeat", type=int, default=3, help="link-check runs per figure (median and best printed)"
     )
     parser.add_argument("--only", choices=("checks", "links"), help="run one of the two benchmarks")
+    parser.add_argument("--browser", help="Chromium executable for the checks (default: found as in use)")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
@@ -207,7 +209,14 @@ def main() -> None:
         (state / "docs" / "udm").mkdir(parents=True)
         try:
             if args.only in (None, "checks"):
-                bench_checks(args.checks, args.concurrency, base, state)
+                # The site under test never lives in the checker's process (nor shares its GIL).
+                pages, pages_base = serve_elsewhere()
+                try:
+                    bench_checks(args.checks, args.concurrency, pages_base, state, args.browser)
+                finally:
+                    assert pages.stdin is not None
+                    pages.stdin.close()
+                    pages.wait(timeout=10)
             if args.only in (None, "links"):
                 child, child_base = serve_elsewhere()
                 try:
