@@ -6,6 +6,7 @@ ranges are `start_line`..`end_line`, both inclusive. The document model undernea
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import posixpath
 import re
@@ -203,10 +204,32 @@ def _line_in(doc: Document, needle: str, start: int, end: int) -> int:
     return start + 1
 
 
-def _field_values(doc: Document, section: Section) -> dict[str, str]:
-    """'- **`name`**: "x"' field lines of a section's own body, by lower-cased field name."""
+def _starred_lines(doc: Document) -> list[int]:
+    """Ascending indices of the lines holding `**` (the only ones a field line can be)."""
+    # str.find over the whole text instead of a Python loop over every line (~6x less CPU).
+    text = "".join(doc.lines)
+    starts = [0, *itertools.accumulate(map(len, doc.lines))]
+    out: list[int] = []
+    pos = text.find("**")
+    while pos >= 0:
+        i = bisect.bisect_right(starts, pos) - 1
+        out.append(i)
+        pos = text.find("**", starts[i + 1])
+    return out
+
+
+def _field_values(doc: Document, section: Section, starred: list[int] | None = None) -> dict[str, str]:
+    """'- **`name`**: "x"' field lines of a section's own body, by lower-cased field name.
+
+    `starred` (from `_starred_lines`) narrows the lines looked at; lines without `**` never match.
+    """
     out: dict[str, str] = {}
-    for i in range(section.heading_end, section.own_end):
+    if starred is None:
+        candidates: Any = range(section.heading_end, section.own_end)
+    else:
+        lo = bisect.bisect_left(starred, section.heading_end)
+        candidates = starred[lo : bisect.bisect_left(starred, section.own_end, lo)]
+    for i in candidates:
         line = doc.lines[i]
         if "**" not in line:
             continue
@@ -402,10 +425,11 @@ def document_rows(doc: Document, *, exists: Any = None) -> dict[str, list[dict[s
             rows["config"].extend(_config_rows(doc, b, sp(b.section)))
 
     # Tools written as a section: '### 2.5.1 Tool: `x`' with name/description fields and schema blocks.
+    starred = _starred_lines(doc)
     for s in doc.sections:
         if s.index in tool_sections:
             continue
-        fields = _field_values(doc, s)
+        fields = _field_values(doc, s, starred)
         m = _TOOL_TITLE.search(s.title)
         name = fields.get("name") or (m.group(1) if m else None)
         if not name or not (m or "input_schema" in fields or "description" in fields):
