@@ -16,8 +16,9 @@ import hashlib
 import itertools
 import json
 import re
+import threading
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ import yaml
 
 from udm.errors import AmbiguousTargetError, DocumentError, TargetNotFoundError
 from udm.ids import DEFINING_KEYS, IdMatcher, id_matcher
+from udm.scanner import Fence as _Fence
 from udm.scanner import Heading as _Heading
 from udm.scanner import scan_fast as _scan_fast
 from udm.scanner import scan_markdown_it as _scan_markdown_it
@@ -131,24 +133,26 @@ class IdOccurrence:
 class Document:
     """A parsed Markdown file.
 
-    `links`, `id_refs` and `errors` are worked out on first use (a patch needs none of them), from
-    the same text and with the same rules as the rest; they can also be given, or set, directly.
+    What a patch does not need is worked out on first use, from the same text and with the same
+    rules: `sections` (their IDs need every data block looked at), `id_defs`, `links`, `id_refs`
+    and `errors`. Until then `section(k)` and `find_section` work from the outline the scanner
+    found. Every one of them can also be given, or set, directly.
     """
 
     __slots__ = (
+        "_blocks",
         "_errors",
+        "_id_defs",
         "_id_refs",
         "_links",
-        "_refs_context",
-        "blocks",
+        "_outline",
+        "_sections",
         "content_hash",
         "front_matter",
         "front_matter_range",
-        "id_defs",
         "lines",
         "parser",
         "path",
-        "sections",
         "text",
     )
 
@@ -157,12 +161,12 @@ class Document:
         path: str,
         text: str,
         lines: list[str],
-        sections: list[Section],
-        blocks: list[Block],
+        sections: list[Section] | None,
+        blocks: list[Block] | None,
         front_matter: dict[str, Any] | None,
         front_matter_range: tuple[int, int] | None,
         links: list[Link] | None,
-        id_defs: list[IdOccurrence],
+        id_defs: list[IdOccurrence] | None,
         id_refs: list[IdOccurrence] | None,
         errors: list[str] | None,
         content_hash: str,
@@ -171,29 +175,69 @@ class Document:
         self.path = path
         self.text = text
         self.lines = lines
-        self.sections = sections
-        self.blocks = blocks
+        self._sections = sections
+        self._blocks = blocks
         self.front_matter = front_matter
         self.front_matter_range = front_matter_range
         self._links = links
-        self.id_defs = id_defs
+        self._id_defs = id_defs
         self._id_refs = id_refs
         self._errors = errors
         self.content_hash = content_hash
         self.parser = parser
-        self._refs_context: _RefsContext | None = None
+        self._outline: _Outline | None = None
 
     def __repr__(self) -> str:
-        return (
-            f"Document(path={self.path!r}, sections={len(self.sections)}, blocks={len(self.blocks)}, "
-            f"parser={self.parser!r})"
-        )
+        return f"Document(path={self.path!r}, parser={self.parser!r})"
+
+    @property
+    def blocks(self) -> list[Block]:
+        """Every fenced block, in text order (index k is blocks[k])."""
+        if self._blocks is None:
+            outline = self._outline
+            self._blocks = [outline.block(k) for k in range(len(outline.fences))] if outline else []
+        return self._blocks
+
+    @blocks.setter
+    def blocks(self, value: list[Block]) -> None:
+        self._blocks = value
+
+    def blocks_in(self, section: int) -> list[Block]:
+        """The fenced blocks of section `section`'s own lines, without building the others."""
+        outline = self._outline
+        if self._blocks is not None or outline is None:
+            return [b for b in self.blocks if b.section == section]
+        return [outline.block(k) for k, sec in enumerate(outline.fence_sections) if sec == section]
+
+    @property
+    def sections(self) -> list[Section]:
+        """Every section, in text order (index k is sections[k])."""
+        if self._sections is None:
+            self._build()
+        assert self._sections is not None
+        return self._sections
+
+    @sections.setter
+    def sections(self, value: list[Section]) -> None:
+        self._sections = value
+
+    @property
+    def id_defs(self) -> list[IdOccurrence]:
+        """Every ID definition (headings, front matter, `**ID:**` fields, data blocks), by kind then text order."""
+        if self._id_defs is None:
+            self._build()
+        assert self._id_defs is not None
+        return self._id_defs
+
+    @id_defs.setter
+    def id_defs(self, value: list[IdOccurrence]) -> None:
+        self._id_defs = value
 
     @property
     def links(self) -> list[Link]:
         """Markdown links outside fences and code spans, in text order."""
         if self._links is None:
-            self._links = _find_links(self, self._context())
+            self._links = _find_links(self)
         return self._links
 
     @links.setter
@@ -204,7 +248,7 @@ class Document:
     def id_refs(self) -> list[IdOccurrence]:
         """Every ID occurrence that is not a definition, in text order."""
         if self._id_refs is None:
-            self._id_refs = _find_refs(self, self._context())
+            self._id_refs = _find_refs(self)
         return self._id_refs
 
     @id_refs.setter
@@ -215,8 +259,8 @@ class Document:
     def errors(self) -> list[str]:
         """Front matter and data blocks that do not parse, as 'path:line: message', in file order."""
         if self._errors is None:
-            ctx = self._context()
-            found = [ctx.front_error] if ctx.front_error else []
+            front_error = self._outline.front_error if self._outline else None
+            found = [front_error] if front_error else []
             found += [b.error for b in self.blocks if b.error]
             self._errors = found
         return self._errors
@@ -225,10 +269,18 @@ class Document:
     def errors(self, value: list[str]) -> None:
         self._errors = value
 
-    def _context(self) -> _RefsContext:
-        if self._refs_context is None:
-            self._refs_context = _RefsContext(id_matcher(None), frozenset(), 0, None)
-        return self._refs_context
+    def section(self, index: int) -> Section:
+        """Section `index`, without working out the others' IDs when they are not known yet."""
+        outline = self._outline
+        if self._sections is not None or outline is None:
+            return self.sections[index]
+        if not 0 <= index < len(outline.headings):
+            raise IndexError(f"no section {index}")
+        found = outline.built.get(index)
+        if found is None:
+            found = outline.section(self, index, _own_ids(self, outline, index))
+            outline.built[index] = found
+        return found
 
     def section_at(self, line: int) -> Section | None:
         """The innermost section containing a 0-based line, or None before the first heading."""
@@ -236,15 +288,132 @@ class Document:
         i = bisect.bisect_right(starts, line) - 1
         return self.sections[i] if i >= 0 else None
 
+    def _build(self) -> None:
+        """Work out every ID definition and every section, as the parse always did."""
+        outline = self._outline
+        if outline is None:
+            self._sections = self._sections if self._sections is not None else []
+            self._id_defs = self._id_defs if self._id_defs is not None else []
+            return
+        defs = _all_defs(self, outline)
+        if self._id_defs is None:
+            self._id_defs = defs
+        if self._sections is None:
+            by_section: dict[int, list[str]] = {}
+            for d in defs:
+                if d.section is not None:
+                    # A definition belongs to the section whose own body holds it.
+                    by_section.setdefault(d.section, []).append(d.id)
+            sections = []
+            for k in range(len(outline.headings)):
+                built = outline.built.get(k)
+                if built is None:
+                    built = outline.section(self, k, tuple(dict.fromkeys(by_section.get(k, []))))
+                sections.append(built)
+            self._sections = sections
 
-@dataclass(frozen=True, slots=True)
-class _RefsContext:
-    """What the lazy parts of a Document need from its parse."""
 
+@dataclass(slots=True)
+class _Outline:
+    """The headings and their tree, as the parse found them; the rest of a Document is derived from it."""
+
+    headings: list[_Heading]
+    ends: list[int]
+    own_ends: list[int]
+    parents: list[int | None]
+    paths: list[str]
+    fences: list[_Fence]
+    fence_sections: list[int | None]
+    file: str
     matcher: IdMatcher
-    def_keys: frozenset[tuple[str, int]]
     first: int  # the first line after the front matter
     front_error: str | None
+    starts: list[int] = field(default_factory=list)
+    built: dict[int, Section] = field(default_factory=dict)
+    built_blocks: dict[int, Block] = field(default_factory=dict)
+    fields: list[tuple[int, str]] | None = None  # `**ID:**` field definitions: (line, ID)
+    anchors: list[str] = field(default_factory=list)  # the first len(anchors) ones, worked out on demand
+    seen_anchors: dict[str, int] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self.starts = [h.start for h in self.headings]
+
+    def anchor(self, k: int) -> str:
+        """Heading k's anchor, GitHub style: a repeated slug gets -1, -2, ... (worked out up to k)."""
+        anchors = self.anchors
+        if k < len(anchors):
+            return anchors[k]
+        with self.lock:  # cached documents are shared between threads: extend the list once
+            return self._extend_anchors(k)
+
+    def _extend_anchors(self, k: int) -> str:
+        anchors, seen = self.anchors, self.seen_anchors
+        while len(anchors) <= k:
+            base = slugify(self.headings[len(anchors)].title)
+            anchor = base
+            if base in seen:
+                seen[base] += 1
+                anchor = f"{base}-{seen[base]}"
+                while anchor in seen:
+                    seen[base] += 1
+                    anchor = f"{base}-{seen[base]}"
+            seen.setdefault(anchor, 0)
+            anchors.append(anchor)
+        return anchors[k]
+
+    def all_anchors(self) -> list[str]:
+        """Every heading's anchor."""
+        if self.headings:
+            self.anchor(len(self.headings) - 1)
+        return self.anchors
+
+    def block(self, k: int) -> Block:
+        """Block k (built once)."""
+        found = self.built_blocks.get(k)
+        if found is None:
+            f = self.fences[k]
+            lang = f.info.split(maxsplit=1)[0].lower() if f.info else ""
+            # Positional arguments: a frozen dataclass is built field by field, and keywords cost more.
+            found = Block(
+                k,
+                lang,
+                f.info,
+                f.start,
+                f.end,
+                f.start + 1,
+                f.content_end,
+                f.markup,
+                f.indent,
+                self.fence_sections[k],
+                f.text,
+                self.file,
+            )
+            self.built_blocks[k] = found
+        return found
+
+    def section_of(self, line: int) -> int | None:
+        """The index of the section whose own lines hold `line`."""
+        i = bisect.bisect_right(self.starts, line) - 1
+        return i if i >= 0 else None
+
+    def section(self, doc: Document, k: int, ids: tuple[str, ...]) -> Section:
+        """Section k with the given IDs."""
+        h = self.headings[k]
+        return Section(
+            k,
+            h.level,
+            h.title,
+            h.start,
+            h.end,
+            h.start,
+            self.ends[k],
+            self.own_ends[k],
+            self.paths[k],
+            self.anchor(k),
+            self.parents[k],
+            ids,
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -373,8 +542,9 @@ def _front_matter(
 def parse_document(text: str, path: str = "", id_patterns: Iterable[str] | None = None) -> Document:
     """Parse Markdown text; bad blocks become `errors`, never exceptions.
 
-    Data blocks are parsed on first use of their `data`/`error` (or of `Document.errors`); the IDs
-    they define are found at once, by a grammar-checked scan of flat blocks or by parsing the rest.
+    The parse finds headings, their tree and anchors, and the fenced blocks. Data blocks are parsed
+    on first use of their `data`/`error`; the IDs they define, when `sections` or `id_defs` are
+    first used, by a grammar-checked scan of flat blocks or by parsing the others.
     """
     lines = text.splitlines(keepends=True)
     matcher = id_matcher(id_patterns)
@@ -407,38 +577,57 @@ def parse_document(text: str, path: str = "", id_patterns: Iterable[str] | None 
             own_ends[k] = headings[k + 1].start
     for k in range(count):
         own_ends[k] = min(own_ends[k], ends[k])
+    # The section of each fenced block (blocks themselves are built on first use).
     starts = [h.start for h in headings]
+    fence_sections = [bisect.bisect_right(starts, f.start) - 1 for f in fences]
+    sections_of: list[int | None] = [k if k >= 0 else None for k in fence_sections]
+    paths: list[str] = []
+    for k, h in enumerate(headings):
+        parent = parents[k]
+        paths.append(f"{paths[parent]} > {h.title}" if parent is not None else h.title)
+    doc = Document(
+        path=path,
+        text=text,
+        lines=lines,
+        sections=None,
+        blocks=None,
+        front_matter=front,
+        front_matter_range=fm_range,
+        links=None,
+        id_defs=None,
+        id_refs=None,
+        errors=None,
+        content_hash=hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
+        parser=parser,
+    )
+    doc._outline = _Outline(
+        headings, ends, own_ends, parents, paths, fences, sections_of, path, matcher, first, fm_error
+    )
+    return doc
 
-    def section_of(line: int) -> int | None:
-        i = bisect.bisect_right(starts, line) - 1
-        return i if i >= 0 else None
 
-    # Blocks (their data is parsed on first use).
-    blocks: list[Block] = []
-    for k, f in enumerate(fences):
-        info = f.info
-        # Positional arguments: a frozen dataclass is built field by field, and keywords cost more.
-        lang = info.split(maxsplit=1)[0].lower() if info else ""
-        blocks.append(
-            Block(
-                k,
-                lang,
-                info,
-                f.start,
-                f.end,
-                f.start + 1,
-                f.content_end,
-                f.markup,
-                f.indent,
-                section_of(f.start),
-                f.text,
-                path,
-            )
-        )
+def _field_defs(doc: Document, outline: _Outline) -> list[tuple[int, str]]:
+    """(line, ID) of every `**ID:** X` field outside fences, headings and the front matter, in text order."""
+    if outline.fields is None:
+        found: list[tuple[int, str]] = []
+        if "**" in doc.text:
+            line_at = _line_finder(doc.lines)
+            fence_lines = _fence_lines(outline.fences, len(doc.lines))
+            heading_lines = {h.start for h in outline.headings}
+            for fm in _FIELD_ANY.finditer(doc.text):
+                i = line_at(fm.start())
+                if i >= outline.first and not fence_lines[i] and i not in heading_lines:
+                    found.append((i, fm.group(1)))
+        outline.fields = found
+    return outline.fields
 
-    # ID definitions.
+
+def _all_defs(doc: Document, outline: _Outline) -> list[IdOccurrence]:
+    """Every ID definition: headings, front matter, fields, then data blocks (each once per line)."""
+    lines = doc.lines
     defs: list[IdOccurrence] = []
     def_keys: set[tuple[str, int]] = set()
+    section_of = outline.section_of
 
     def define(ident: str, line: int, kind: str) -> None:
         if (ident, line) in def_keys:
@@ -446,80 +635,54 @@ def parse_document(text: str, path: str = "", id_patterns: Iterable[str] | None 
         def_keys.add((ident, line))
         defs.append(IdOccurrence(ident, line, section_of(line), kind))
 
-    for line, ident in _heading_ids(matcher, lines, headings):
+    for line, ident in _heading_ids(outline.matcher, lines, outline.headings):
         define(ident, line, "heading")
-    if front:
-        for ident in _front_ids(front):
-            define(ident, _line_of(lines, ident, 0, fm_range[1] if fm_range else 1), "front_matter")
-    if "**" in text:
-        line_at = _line_finder(lines)
-        fence_lines = _fence_lines(blocks, n)
-        heading_lines = {h.start for h in headings}
-        for fm in _FIELD_ANY.finditer(text):
-            i = line_at(fm.start())
-            if i >= first and not fence_lines[i] and i not in heading_lines:
-                define(fm.group(1), i, "field")
-    for b in blocks:
+    if doc.front_matter:
+        rng = doc.front_matter_range
+        for ident in _front_ids(doc.front_matter):
+            define(ident, _line_of(lines, ident, 0, rng[1] if rng else 1), "front_matter")
+    for line, ident in _field_defs(doc, outline):
+        define(ident, line, "field")
+    for b in doc.blocks:
         for ident in block_ids(b):
             define(ident, _line_of(lines, ident, b.content_start, b.content_end), "block")
+    return defs
 
-    # Sections with their IDs.
-    by_section: dict[int, list[str]] = {}
-    for d in defs:
-        if d.section is not None:
-            sec = d.section
-            # A definition belongs to the section whose own body holds it.
-            by_section.setdefault(sec, []).append(d.id)
-    sections: list[Section] = []
-    seen_anchors: dict[str, int] = {}
-    paths: list[str] = []
-    for k, h in enumerate(headings):
-        parent = parents[k]
-        sec_path = f"{paths[parent]} > {h.title}" if parent is not None else h.title
-        paths.append(sec_path)
-        base = slugify(h.title)
-        anchor = base
-        if base in seen_anchors:
-            seen_anchors[base] += 1
-            anchor = f"{base}-{seen_anchors[base]}"
-            while anchor in seen_anchors:
-                seen_anchors[base] += 1
-                anchor = f"{base}-{seen_anchors[base]}"
-        seen_anchors.setdefault(anchor, 0)
-        ids = tuple(dict.fromkeys(by_section.get(k, [])))
-        sections.append(
-            Section(
-                k,
-                h.level,
-                h.title,
-                h.start,
-                h.end,
-                h.start,
-                ends[k],
-                own_ends[k],
-                sec_path,
-                anchor,
-                parent,
-                ids,
-            )
-        )
-    doc = Document(
-        path=path,
-        text=text,
-        lines=lines,
-        sections=sections,
-        blocks=blocks,
-        front_matter=front,
-        front_matter_range=fm_range,
-        links=None,
-        id_defs=defs,
-        id_refs=None,
-        errors=None,
-        content_hash=hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
-        parser=parser,
-    )
-    doc._refs_context = _RefsContext(matcher, frozenset(def_keys), first, fm_error)
-    return doc
+
+def _own_ids(doc: Document, outline: _Outline, k: int) -> tuple[str, ...]:
+    """Section k's IDs alone: those of its heading line, its fields and its data blocks, as `_all_defs` orders them."""
+    own: list[str] = outline.matcher.findall(doc.lines[outline.headings[k].start])
+    start, end = outline.starts[k], outline.own_ends[k]
+    own += [ident for line, ident in _field_defs(doc, outline) if start <= line < end]
+    for b in doc.blocks_in(k):
+        own += block_ids(b)
+    return tuple(dict.fromkeys(own))
+
+
+def _defining_sections(doc: Document, outline: _Outline, ident: str) -> list[int]:
+    """Indices of the sections whose IDs include `ident`, looking only where it could be defined.
+
+    A definition holds the ID as written (heading, field, or a data block's value) unless a block
+    spells it with an escape ('\\' in YAML or JSON, '' in single-quoted YAML), and an ID holds no
+    whitespace; so only sections with a literal occurrence or such a block are worked out.
+    """
+    if doc._sections is not None or not ident or ident.split() != [ident]:
+        return [k for k, s in enumerate(doc.sections) if ident in s.ids]
+    text = doc.text
+    line_at: Callable[[int], int] | None = None
+    candidates: set[int] = set()
+    pos = text.find(ident)
+    while pos >= 0:
+        if line_at is None:
+            line_at = _line_finder(doc.lines)
+        k = outline.section_of(line_at(pos))
+        if k is not None:
+            candidates.add(k)
+        pos = text.find(ident, pos + 1)
+    for f, sec in zip(outline.fences, outline.fence_sections, strict=True):
+        if sec is not None and ("\\" in f.text or "''" in f.text):
+            candidates.add(sec)
+    return [k for k in sorted(candidates) if ident in doc.section(k).ids]
 
 
 def _heading_ids(matcher: IdMatcher, lines: list[str], headings: list[_Heading]) -> list[tuple[int, str]]:
@@ -548,7 +711,7 @@ def _line_finder(lines: list[str]) -> Callable[[int], int]:
     return line_at
 
 
-def _fence_lines(blocks: list[Block], n: int) -> bytearray:
+def _fence_lines(blocks: Sequence[Block | _Fence], n: int) -> bytearray:
     """One byte per line, set on the lines of fenced blocks (fences included)."""
     marks = bytearray(n)
     for b in blocks:
@@ -556,9 +719,7 @@ def _fence_lines(blocks: list[Block], n: int) -> bytearray:
     return marks
 
 
-def _section_finder(doc: Document) -> Callable[[int], int | None]:
-    starts = [s.start for s in doc.sections]
-
+def _section_finder(starts: list[int]) -> Callable[[int], int | None]:
     def section_of(line: int) -> int | None:
         i = bisect.bisect_right(starts, line) - 1
         return i if i >= 0 else None
@@ -566,32 +727,36 @@ def _section_finder(doc: Document) -> Callable[[int], int | None]:
     return section_of
 
 
-def _find_refs(doc: Document, ctx: _RefsContext) -> list[IdOccurrence]:
+def _find_refs(doc: Document) -> list[IdOccurrence]:
     """Every ID occurrence that is not a definition, found in one pass over the text."""
+    matcher = doc._outline.matcher if doc._outline else id_matcher(None)
+    def_keys = {(d.id, d.line) for d in doc.id_defs}
     line_at = _line_finder(doc.lines)
-    section_of = _section_finder(doc)
+    section_of = _section_finder([s.start for s in doc.sections])
     refs: list[IdOccurrence] = []
-    for im in ctx.matcher.finditer(doc.text):
+    for im in matcher.finditer(doc.text):
         at = line_at(im.start())
         ident = im.group(0)
-        if (ident, at) not in ctx.def_keys:
+        if (ident, at) not in def_keys:
             refs.append(IdOccurrence(ident, at, section_of(at), "reference"))
     return refs
 
 
-def _find_links(doc: Document, ctx: _RefsContext) -> list[Link]:
+def _find_links(doc: Document) -> list[Link]:
     """Links outside fences and code spans."""
     text, lines = doc.text, doc.lines
     links: list[Link] = []
     if "](" not in text:
         return links
     line_at = _line_finder(lines)
-    section_of = _section_finder(doc)
-    fence_lines = _fence_lines(doc.blocks, len(lines))
+    starts = doc._outline.starts if doc._outline else [s.start for s in doc.sections]
+    section_of = _section_finder(starts)
+    fence_lines = _fence_lines(doc._outline.fences if doc._outline else doc.blocks, len(lines))
+    first = doc._outline.first if doc._outline else 0
     seen_lines: set[int] = set()
     for hit in _LINK_HINT.finditer(text):
         i = line_at(hit.start())
-        if i < ctx.first or fence_lines[i] or i in seen_lines:
+        if i < first or fence_lines[i] or i in seen_lines:
             continue
         seen_lines.add(i)
         src = lines[i]
@@ -653,6 +818,12 @@ _HEADING_ID = re.compile(r"(#{1,6})\s+(.*?)\s*#*\s*$")
 _NUMBER_PREFIX = re.compile(r"(?:\d+(?:\.[0-9A-Za-z]+)*\.?|[A-Z](?:\.\d+)*\.?)\s+")
 
 
+def _could_be_anchor(text: str) -> bool:
+    """False when `text` holds an ASCII character no anchor can: slugify lower-cases, drops ASCII
+    punctuation but '-' and '_', and turns spaces into hyphens."""
+    return not any(ch.isascii() and not (ch.islower() or ch.isdigit() or ch in "-_") for ch in text)
+
+
 def find_section(doc: Document, identifier: str) -> Section:
     """Resolve heading text, heading path, anchor, '#anchor' or a defined ID to one section."""
     ident = identifier.strip()
@@ -663,36 +834,65 @@ def find_section(doc: Document, identifier: str) -> Section:
     if m:
         level = len(m.group(1))
         ident = m.group(2).strip()
+    # Work from the parse's outline while the sections (and so every block's IDs) are not built.
+    outline = doc._outline if doc._sections is None else None
+    if outline is not None:
+        levels = [h.level for h in outline.headings]
+        titles = [h.title for h in outline.headings]
+        paths = outline.paths
+        anchor_list: Callable[[], list[str]] = outline.all_anchors
+        pick: Callable[[int], Section] = doc.section
+
+        def defining() -> set[int]:
+            assert outline is not None
+            return set(_defining_sections(doc, outline, ident))
+    else:
+        all_secs = doc.sections
+        levels = [s.level for s in all_secs]
+        titles = [s.title for s in all_secs]
+        paths = [s.path for s in all_secs]
+        anchor_list = lambda: [s.anchor for s in all_secs]  # noqa: E731
+        pick = all_secs.__getitem__
+
+        def defining() -> set[int]:
+            return {k for k, s in enumerate(all_secs) if ident in s.ids}
+
+    cache: list[list[str]] = []
+
+    def anchors() -> list[str]:
+        if not cache:
+            cache.append(anchor_list())
+        return cache[0]
+
     # A heading written with its hashes names its level too.
-    secs = [s for s in doc.sections if level is None or s.level == level]
+    secs = [k for k in range(len(titles)) if level is None or levels[k] == level]
     anchor = ident[1:] if ident.startswith("#") else ident
     folded = ident.casefold()
 
     def stripped(title: str) -> str:
         return _NUMBER_PREFIX.sub("", title, count=1).casefold() if _NUMBER_PREFIX.match(title) else ""
 
-    slug = slugify(anchor)
     # Tried in order; later stages are only worked out when the earlier ones find nothing.
-    stages: list[Callable[[], list[Section]]] = [
-        lambda: [s for s in secs if s.title == ident and (level is None or s.level == level)],
-        lambda: [s for s in secs if " > " in ident and s.path == ident],
-        lambda: [s for s in secs if s.anchor == anchor],
-        lambda: [s for s in secs if ident in s.ids],
-        lambda: [s for s in secs if s.title.casefold() == folded and (level is None or s.level == level)],
-        lambda: [s for s in secs if " > " in ident and s.path.casefold().endswith(folded)],
-        lambda: [s for s in secs if s.anchor == slug],
-        lambda: [s for s in secs if stripped(s.title) == folded],
+    stages: list[Callable[[], list[int]]] = [
+        lambda: [k for k in secs if titles[k] == ident],
+        lambda: [k for k in secs if " > " in ident and paths[k] == ident],
+        lambda: [k for k in secs if anchors()[k] == anchor] if _could_be_anchor(anchor) else [],
+        lambda: sorted(set(secs) & defining()),
+        lambda: [k for k in secs if titles[k].casefold() == folded],
+        lambda: [k for k in secs if " > " in ident and paths[k].casefold().endswith(folded)],
+        lambda: [k for k in secs if anchors()[k] == slugify(anchor)],
+        lambda: [k for k in secs if stripped(titles[k]) == folded],
         # A bare section number: '5.3' names '5.3 Mode: ROO-MODE-PLAN-STRATEGIC'.
-        lambda: [s for s in secs if s.title.split(" ", 1)[0].rstrip(".:") == ident.rstrip(".")],
+        lambda: [k for k in secs if titles[k].split(" ", 1)[0].rstrip(".:") == ident.rstrip(".")],
     ]
     for stage in stages:
         found = stage()
         if len(found) == 1:
-            return found[0]
+            return pick(found[0])
         if found:
             raise AmbiguousTargetError(
                 f"'{identifier}' matches {len(found)} sections in {doc.path or '<string>'}",
-                _candidates(doc, found),
+                _candidates(doc, [pick(k) for k in found]),
             )
     raise TargetNotFoundError(f"no section '{identifier}' in {doc.path or '<string>'}")
 
@@ -702,7 +902,7 @@ def find_block(
 ) -> Block:
     """A fenced block by index among the section's own blocks, by defined ID, or the only data block."""
     where = f"{doc.path or '<string>'}" + (f" section '{section.path}'" if section else "")
-    pool = [b for b in doc.blocks if section is None or b.section == section.index]
+    pool = doc.blocks if section is None else doc.blocks_in(section.index)
     if lang is not None:
         want = {"yaml", "yml"} if lang.lower() in ("yaml", "yml") else {lang.lower()}
         pool = [b for b in pool if b.lang in want]

@@ -478,7 +478,7 @@ class _Applier:
             )
         block = _block(doc, sec, op.block, family)
         where = f"block at line {block.start + 1}" + (
-            f" in section '{doc.sections[block.section].path}'" if block.section is not None else ""
+            f" in section '{doc.section(block.section).path}'" if block.section is not None else ""
         )
         expect_check(sha256_text(block.text), where)
         fmt = "yaml" if family == "yaml" else ("json5" if block.lang == "json5" else "json")

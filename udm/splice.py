@@ -192,9 +192,46 @@ def unified_diff(path: str, before: str | None, after: str | None, context: int 
     return "".join(out)
 
 
+def _common_prefix_length(a: str, b: str) -> int:
+    """How many leading characters two texts share (compared in C-speed chunks)."""
+    top = min(len(a), len(b))
+    lo, step = 0, 4096
+    while lo < top:
+        hi = min(lo + step, top)
+        if a[lo:hi] == b[lo:hi]:
+            lo = hi
+            continue
+        while hi - lo > 1:  # the first difference is in [lo, hi): halve the window
+            mid = (lo + hi) // 2
+            if a[lo:mid] == b[lo:mid]:
+                lo = mid
+            else:
+                hi = mid
+        return lo
+    return top
+
+
 def changed_line_count(before: str | None, after: str | None) -> tuple[int, int]:
     """(lines added, lines removed) between two texts, matched without autojunk."""
-    a, b = split_lines(before or ""), split_lines(after or "")
+    a_text, b_text = before or "", after or ""
+    # A small edit in a big file: split only the lines between the shared head and tail. When the
+    # first and last of those lines differ, `line_opcodes` would trim exactly the same head and
+    # tail, so the counts are the same; otherwise count over the whole texts.
+    head = _common_prefix_length(a_text, b_text)
+    head = a_text.rfind("\n", 0, head) + 1
+    tail = _common_prefix_length(a_text[head:][::-1], b_text[head:][::-1])
+    cut_a = a_text.find("\n", len(a_text) - tail) + 1 if tail else 0
+    if tail and cut_a > 0:
+        cut_b = cut_a - len(a_text) + len(b_text)
+        a_mid, b_mid = split_lines(a_text[head:cut_a]), split_lines(b_text[head:cut_b])
+    else:
+        a_mid, b_mid = split_lines(a_text[head:]), split_lines(b_text[head:])
+    if not (a_mid and b_mid and a_mid[0] != b_mid[0] and a_mid[-1] != b_mid[-1]):
+        a_mid, b_mid = split_lines(a_text), split_lines(b_text)
+    return _count_changes(a_mid, b_mid)
+
+
+def _count_changes(a: list[str], b: list[str]) -> tuple[int, int]:
     added = removed = 0
     for tag, i1, i2, j1, j2 in line_opcodes(a, b):
         if tag != "equal":

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from udm.errors import UdmError
+from udm.splice import _count_changes, changed_line_count, split_lines
 from udm.structured import _edit_yaml, _edit_yaml_round_trip, _splice_yaml_scalar
 
 KEYS = st.sampled_from(["id", "title", "status", "depends_on", "milestone", "n", "key-x", "_k", "true", "On"])
@@ -188,3 +189,20 @@ def test_structure_changes_take_the_round_trip() -> None:
     assert _splice_yaml_scalar(TASK, ["status"], "set", "a: b") is None  # needs quoting
     assert _splice_yaml_scalar(TASK, ["status"], "delete", None) is None
     assert _splice_yaml_scalar("a: [x, y]\nb: 1\n", ["b"], "set", 2) is None  # flow style in the block
+
+
+LINES = st.sampled_from(
+    ["a\n", "b\n", "\n", "status: todo\n", "status: done\n", "x\r\n", "y\r", "z", "\u2028", "a"]
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.lists(LINES, max_size=12), st.lists(LINES, max_size=3), st.lists(LINES, max_size=3), st.integers(0, 12)
+)
+def test_changed_line_count_equals_the_count_over_whole_texts(
+    base: list[str], cut: list[str], new: list[str], at: int
+) -> None:
+    before = "".join(base)
+    after = "".join(base[:at] + new + base[at + len(cut) :])
+    assert changed_line_count(before, after) == _count_changes(split_lines(before), split_lines(after))
