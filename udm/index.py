@@ -5,9 +5,11 @@ every file under the UDM root with the `files` table and re-indexes what changed
 process an inotify watch (Linux) makes that check a single non-blocking read while nothing moves.
 
 DuckDB locks its file per process, so writers keep their read-write connection only for the short
-load step, readers release an idle read-only connection after `IDLE_RELEASE_S`, and every open is
-retried until `settings.index_busy_timeout_s`, after which `IndexBusyError` says the index is busy.
-Writers are serialised across processes by a file lock next to the database.
+load step of a large refresh; the process's shared connection (read-only, or read-write after a
+small refresh) is let go when idle for `IDLE_RELEASE_S` or as soon as another process raises the
+waiting flag (a failed open does), and every open is retried until `settings.index_busy_timeout_s`,
+after which `IndexBusyError` says the index is busy. Writers are serialised across processes by a
+file lock next to the database.
 """
 
 from __future__ import annotations
@@ -41,10 +43,13 @@ from udm.errors import ConfigError, IndexBusyError
 from udm.extract import TABLE_COLUMNS, document_rows
 from udm.lookup import scan_markdown, write_lookup
 
-__all__ = ["IDLE_RELEASE_S", "SCHEMA_VERSION", "RefreshStats", "UdmIndex", "scan_root"]
+__all__ = ["IDLE_RELEASE_S", "RELEASE_POLL_S", "SCHEMA_VERSION", "RefreshStats", "UdmIndex", "scan_root"]
 
 SCHEMA_VERSION = 5
-IDLE_RELEASE_S = 1.0
+# An idle shared connection is kept this long (reopening costs DuckDB ~25 ms plus cold caches) ...
+IDLE_RELEASE_S = 30.0
+# ... unless another process waits for the index: idle holders look for its flag this often.
+RELEASE_POLL_S = 0.1
 # Below this much text, forking workers costs more than it saves.
 PARALLEL_MIN_BYTES = 2_000_000
 
@@ -389,6 +394,7 @@ class UdmIndex:
         self._ro_writable = False
         self._ro_users = 0
         self._release_timer: threading.Timer | None = None
+        self._idle_since = 0.0
         self._watcher: _Inotify | None = None
         self._known: dict[str, tuple[int, int]] | None = None
         self.generation = -1
@@ -456,10 +462,30 @@ class UdmIndex:
                 self._ro = None
                 self._ro_writable = False
 
+    def _someone_waits(self) -> bool:
+        """Whether another process raised the waiting flag lately (a crashed waiter's flag goes stale)."""
+        try:
+            age = time.time() - self._writer_flag.stat().st_mtime
+        except OSError:
+            return False
+        return age < max(60.0, 2 * self.settings.index_busy_timeout_s)
+
+    def _arm_release(self) -> None:
+        timer = threading.Timer(RELEASE_POLL_S, self._release_if_idle)
+        timer.daemon = True
+        self._release_timer = timer
+        timer.start()
+
     def _release_if_idle(self) -> None:
+        # An idle holder keeps its warm connection until another process raises the waiting flag
+        # (checked every RELEASE_POLL_S) or IDLE_RELEASE_S pass.
         with self._mutex:
-            if self._ro_users == 0:
+            if self._ro_users or self._ro is None or self._release_timer is not threading.current_thread():
+                return
+            if self._someone_waits() or time.monotonic() - self._idle_since >= IDLE_RELEASE_S:
                 self._drop_ro()
+            else:
+                self._arm_release()
 
     @contextmanager
     def connect(self, read_only: bool = True, *, strict: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -481,7 +507,7 @@ class UdmIndex:
         if not self.db_path.exists():
             self.refresh()
         with self._mutex:
-            if self._ro is not None and self._ro_users == 0 and self._writer_flag.exists():
+            if self._ro is not None and self._ro_users == 0 and self._someone_waits():
                 self._drop_ro()  # another process is waiting: step aside, reopen after it
             if strict and self._ro is not None and self._ro_writable:
                 if self._ro_users:
@@ -499,16 +525,14 @@ class UdmIndex:
             finally:
                 self._ro_users -= 1
                 if self._ro_users == 0 and self._ro is not None:
-                    timer = threading.Timer(IDLE_RELEASE_S, self._release_if_idle)
-                    timer.daemon = True
-                    self._release_timer = timer
-                    timer.start()
+                    self._idle_since = time.monotonic()
+                    self._arm_release()
 
     @contextmanager
     def _shared_writer(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """The shared connection, made read-write, kept open (idle-released) for the next refresh."""
         with self._mutex:
-            if self._ro is not None and self._ro_users == 0 and self._writer_flag.exists():
+            if self._ro is not None and self._ro_users == 0 and self._someone_waits():
                 self._drop_ro()
             if self._ro is not None and not self._ro_writable:
                 if self._ro_users:
@@ -531,10 +555,8 @@ class UdmIndex:
             finally:
                 self._ro_users -= 1
                 if self._ro_users == 0 and self._ro is not None:
-                    timer = threading.Timer(IDLE_RELEASE_S, self._release_if_idle)
-                    timer.daemon = True
-                    self._release_timer = timer
-                    timer.start()
+                    self._idle_since = time.monotonic()
+                    self._arm_release()
 
     def close(self) -> None:
         """Close the shared connection and stop watching files."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -159,3 +161,43 @@ def test_search_builder_reports_a_failure_without_hanging(tmp_path: Path) -> Non
     with pytest.raises(FileNotFoundError):
         builder.finish()
     builder.close()
+
+
+_READER = """
+import sys, time
+from udm.config import load_settings
+from udm.index import UdmIndex
+started = time.monotonic()
+ix = UdmIndex(load_settings(sys.argv[1], index_busy_timeout_s=5))
+with ix.connect() as con:
+    n = con.execute("SELECT count(*) FROM files").fetchone()[0]
+print(n, round(time.monotonic() - started, 3), flush=True)
+ix.close()
+"""
+
+
+def test_an_idle_writer_lets_another_process_in(workspace: Path) -> None:
+    settings = load_settings(workspace)
+    q = UdmQuery(settings)
+    q.fresh()
+    path = settings.udm_root / "01-introduction.md"
+    path.write_text(path.read_text(encoding="utf-8") + "\nOne more line.\n", encoding="utf-8")
+    q.fresh()  # a small refresh: this process now keeps a read-write connection, idle
+    assert q.index._ro is not None and q.index._ro_writable
+    repo = Path(__file__).resolve().parents[2]
+    proc = subprocess.run(
+        [sys.executable, "-c", _READER, str(workspace)],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(repo)},
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    count, waited = proc.stdout.split()
+    # It raised the waiting flag; our idle connection stepped aside well before its 5 s limit.
+    assert int(count) == 9 and float(waited) < 4.0
+    assert q.index._ro is None
+    assert q.find_by_id("COMP-001")  # and this process reopens as it needs
+    q.close()
