@@ -14,7 +14,6 @@ from __future__ import annotations
 import bisect
 import hashlib
 import itertools
-import json
 import re
 import threading
 import unicodedata
@@ -23,15 +22,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from udm.blockdata import DATA_LANGS
+from udm.blockdata import collect_ids as _collect_ids
+from udm.blockdata import front_ids as _front_ids
+from udm.blockdata import parse_data as _parse_data
+from udm.blockdata import parse_front_matter as _front_matter
 from udm.errors import AmbiguousTargetError, DocumentError, TargetNotFoundError
 from udm.ids import DEFINING_KEYS, IdMatcher, id_matcher
 from udm.scanner import Fence as _Fence
 from udm.scanner import Heading as _Heading
 from udm.scanner import scan_fast as _scan_fast
 from udm.scanner import scan_markdown_it as _scan_markdown_it
-from udm.simple_yaml import NOT_SIMPLE, parse_simple_yaml, simple_yaml_ids
+from udm.simple_yaml import simple_yaml_ids
 
 __all__ = [
     "Block",
@@ -47,9 +49,6 @@ __all__ = [
     "section_text",
     "slugify",
 ]
-
-_YamlLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-DATA_LANGS = frozenset({"yaml", "yml", "json", "verify"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -458,20 +457,6 @@ def _link_kind(target: str) -> str:
     return "internal"
 
 
-def _collect_ids(data: Any, out: list[str]) -> None:
-    if isinstance(data, dict):
-        for key in DEFINING_KEYS:
-            value = data.get(key)
-            if isinstance(value, str) and value.strip() and " " not in value.strip():
-                out.append(value.strip())
-        for value in data.values():
-            if isinstance(value, (dict, list)):
-                _collect_ids(value, out)
-    elif isinstance(data, list):
-        for item in data:
-            _collect_ids(item, out)
-
-
 def block_ids(block: Block) -> list[str]:
     """IDs a block defines: string values of id/task_id/mode_id/tool_id keys, at any depth."""
     ids: list[str] | None = block._lazy.get("ids")
@@ -495,48 +480,6 @@ def _cheap_block_ids(block: Block) -> list[str] | None:
     if block.lang == "json":
         return None
     return simple_yaml_ids(text, DEFINING_KEYS)
-
-
-def _parse_data(lang: str, text: str, path: str, first_line: int) -> tuple[Any, str | None]:
-    """Parse a data block; errors are 'path:line: message' with the 1-based file line."""
-    where = path or "<string>"
-    # Parsers report end-of-input problems one line past the text; keep the line inside the block.
-    last = first_line + max(1, text.count("\n"))
-    if lang == "json":
-        try:
-            return json.loads(text), None
-        except json.JSONDecodeError as exc:
-            return None, f"{where}:{min(first_line + exc.lineno, last)}: invalid JSON: {exc.msg}"
-    simple = parse_simple_yaml(text)
-    if simple is not NOT_SIMPLE:
-        return simple, None
-    try:
-        return yaml.load(text, Loader=_YamlLoader), None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = min(first_line + (mark.line + 1 if mark is not None else 1), last)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        return None, f"{where}:{line}: invalid YAML: {problem}"
-
-
-def _front_matter(
-    lines: list[str], path: str
-) -> tuple[dict[str, Any] | None, tuple[int, int] | None, str | None]:
-    if not lines or lines[0].rstrip("\r\n") != "---":
-        return None, None, None
-    for j in range(1, len(lines)):
-        if lines[j].rstrip("\r\n") in ("---", "..."):
-            body = "".join(lines[1:j])
-            data, error = _parse_data("yaml", body, path, 1)
-            if error is None and data is not None and not isinstance(data, dict):
-                error = f"{path or '<string>'}:1: front matter is not a mapping"
-                data = None
-            return (data or None) if error is None else None, (0, j + 1), error
-    return None, None, None
-
-
-# ---------------------------------------------------------------------------------------------
-# Parsing
 
 
 def parse_document(text: str, path: str = "", id_patterns: Iterable[str] | None = None) -> Document:
@@ -765,15 +708,6 @@ def _find_links(doc: Document) -> list[Link]:
             target = lm.group(2)
             links.append(Link(i, lm.group(1), target, _link_kind(target), section_of(i)))
     return links
-
-
-def _front_ids(front: dict[str, Any]) -> list[str]:
-    out: list[str] = []
-    for key in DEFINING_KEYS:
-        value = front.get(key)
-        if isinstance(value, str) and value.strip() and " " not in value.strip():
-            out.append(value.strip())
-    return out
 
 
 def _line_of(lines: list[str], needle: str, start: int, end: int) -> int:

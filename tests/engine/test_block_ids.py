@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from udm.document import _collect_ids, _parse_data, block_ids, parse_document
+from udm.blockdata import collect_ids, parse_data
+from udm.document import block_ids, parse_document
 from udm.ids import DEFINING_KEYS
 from udm.simple_yaml import simple_yaml_ids
 
@@ -172,9 +173,9 @@ def test_cheap_ids_agree_on_flat_blocks(text: str) -> None:
 
 
 def _from_data(text: str) -> list[str]:
-    data, _error = _parse_data("yaml", text, "", 1)
+    data, _error = parse_data("yaml", text, "", 1)
     out: list[str] = []
-    _collect_ids(data, out)
+    collect_ids(data, out)
     return out
 
 
@@ -202,9 +203,9 @@ def test_block_ids_of_a_document_agree_with_its_data(bodies: list[str], lang: st
 
 
 def _from_data_lang(lang: str, text: str) -> list[str]:
-    data, _error = _parse_data(lang, text, "", 1)
+    data, _error = parse_data(lang, text, "", 1)
     out: list[str] = []
-    _collect_ids(data, out)
+    collect_ids(data, out)
     return out
 
 
