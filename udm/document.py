@@ -312,6 +312,9 @@ class Document:
             self._sections = sections
 
 
+_ANCHOR_LOCK = threading.Lock()  # module-wide, so a Document still pickles
+
+
 @dataclass(slots=True)
 class _Outline:
     """The headings and their tree, as the parse found them; the rest of a Document is derived from it."""
@@ -333,7 +336,6 @@ class _Outline:
     fields: list[tuple[int, str]] | None = None  # `**ID:**` field definitions: (line, ID)
     anchors: list[str] = field(default_factory=list)  # the first len(anchors) ones, worked out on demand
     seen_anchors: dict[str, int] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         self.starts = [h.start for h in self.headings]
@@ -343,7 +345,7 @@ class _Outline:
         anchors = self.anchors
         if k < len(anchors):
             return anchors[k]
-        with self.lock:  # cached documents are shared between threads: extend the list once
+        with _ANCHOR_LOCK:  # cached documents are shared between threads: extend the list once
             return self._extend_anchors(k)
 
     def _extend_anchors(self, k: int) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
 from hypothesis import given, settings
@@ -102,3 +103,10 @@ def test_a_lookup_by_id_does_not_read_every_block() -> None:
     looked = [b.index for b in doc.blocks if "ids" in b._lazy]
     assert looked == [6]  # only the block of the section that holds the ID
     assert doc.sections[sec.index] is sec
+
+
+def test_a_lazy_document_pickles_and_builds_after() -> None:
+    text = "# A\n\n```yaml\nid: A-1\n```\n\n## B [x](#a)\n"
+    doc = pickle.loads(pickle.dumps(parse_document(text, "a.md")))
+    assert [s.ids for s in doc.sections] == [("A-1",), ()]
+    assert doc.sections[1].anchor == "b-xa" and [link.target for link in doc.links] == ["#a"]
