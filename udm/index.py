@@ -72,6 +72,9 @@ class RefreshStats:
     seconds: float = 0.0
     stages: dict[str, float] = field(default_factory=dict)
     generation: int = 0
+    # The files whose rows a small refresh replaced or removed, taking the index from generation - 1
+    # to generation; None when unknown (a bulk or full refresh, or nothing was written).
+    changed_files: list[str] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The stats as JSON-able data."""
@@ -905,6 +908,7 @@ class UdmIndex:
         stats.stages["search"] = round(time.perf_counter() - mark, 4)
         self.generation = generation
         stats.generation = generation
+        stats.changed_files = gone
         self._known = disk
         return stats
 

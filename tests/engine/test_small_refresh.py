@@ -201,3 +201,41 @@ def test_an_idle_writer_lets_another_process_in(workspace: Path) -> None:
     assert q.index._ro is None
     assert q.find_by_id("COMP-001")  # and this process reopens as it needs
     q.close()
+
+
+def test_patched_query_caches_equal_fresh_ones(workspace: Path, monkeypatch: Any) -> None:
+    import udm.query
+
+    monkeypatch.setattr(udm.query, "_LOAD_ALL_AFTER", 0)  # the all-sections cache from the start
+    settings = load_settings(workspace)
+    root = settings.udm_root
+    q = UdmQuery(settings)
+    assert q.find_by_id("COMP-001")
+    q.section_content("05-roadmap.md", None)
+    assert q._all_sections is not None
+    edits = [
+        ("01-introduction.md", lambda t: t + "\n## COMP-778 A new component\n\n- **ID:** `COMP-779`\n"),
+        ("02-system-architecture.md", lambda t: t.replace("COMP-001", "COMP-901", 1)),
+        ("07-new.md", lambda t: "# New file\n\n## RM-777 Road\n\nText.\n"),
+    ]
+    for name, change in edits:
+        path = root / name
+        path.write_text(change(path.read_text(encoding="utf-8") if path.exists() else ""), encoding="utf-8")
+        q.fresh()
+        assert q.index.last_refresh is not None and q.index.last_refresh.changed_files == [name]
+        defs = q._definitions()
+        q._section_rows(name)
+        sections = dict(q._all_sections or {})
+        other = UdmQuery(settings, UdmIndex(settings))
+        monkeypatch.setattr(other, "_files_asked", 99)
+        other.fresh()
+        assert defs == other._definitions()
+        other._section_rows(name)
+        assert sections == other._all_sections
+        other.close()
+    assert [d.file for d in q.find_by_id("RM-777")] == ["07-new.md"]
+    assert q.find_by_id("COMP-779") and q.find_by_id("COMP-901")
+    (root / "07-new.md").unlink()
+    q.fresh()
+    assert not q._definitions().get("RM-777")
+    q.close()
