@@ -400,6 +400,8 @@ class UdmIndex:
         self._idle_since = 0.0
         self._watcher: _Inotify | None = None
         self._known: dict[str, tuple[int, int]] | None = None
+        # (generation, the files table then) after this process's refreshes: spares re-reading it.
+        self._files_cache: tuple[int, dict[str, tuple[int, int, str]]] | None = None
         self.generation = -1
         self.last_refresh: RefreshStats | None = None
         _LIVE.add(self)
@@ -669,10 +671,18 @@ class UdmIndex:
                     con.execute(stmt)
                 full = True
             if not full:
-                for path, size, mtime, digest in con.execute(
-                    "SELECT path, size, mtime_ns, content_hash FROM files"
-                ).fetchall():
-                    indexed[path] = (int(size), int(mtime), digest)
+                gen_row = con.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+                cached = self._files_cache
+                if cached is not None and gen_row is not None and int(gen_row[0]) == cached[0]:
+                    # The files table as our last refresh left it (nobody has written since).
+                    indexed = dict(cached[1])
+                else:
+                    for path, size, mtime, digest in con.execute(
+                        "SELECT path, size, mtime_ns, content_hash FROM files"
+                    ).fetchall():
+                        indexed[path] = (int(size), int(mtime), digest)
+                    if gen_row is not None:
+                        self._files_cache = (int(gen_row[0]), dict(indexed))
             return self._refresh_with(con, stack, full, disk, indexed, stats)
         finally:
             stack.close()
@@ -714,6 +724,7 @@ class UdmIndex:
         if not full and indexed and sum(disk[p][0] for p in to_parse) < PARALLEL_MIN_BYTES:
             return self._refresh_small(con, disk, indexed, removed, to_parse, touched, stats)
 
+        self._files_cache = None  # re-read after a bulk load
         tmp = tempfile.mkdtemp(prefix="udm-index-", dir=self.state)
         stream: Any = None
         try:
@@ -910,6 +921,11 @@ class UdmIndex:
         stats.generation = generation
         stats.changed_files = gone
         self._known = disk
+        gone_set = set(gone)
+        files_now = {p: st for p, st in indexed.items() if p not in gone_set}
+        files_now.update((r["path"], (r["size"], r["mtime_ns"], r["content_hash"])) for r in file_rows)
+        files_now.update((rel, (size, mtime, indexed[rel][2])) for rel, size, mtime in touched)
+        self._files_cache = (generation, files_now)
         return stats
 
     def _load_small(
