@@ -71,6 +71,9 @@ def _atx_title(rest: str | None) -> str:
     return re.sub(r"[ \t]+#+$", "", text).strip()
 
 
+_STRICT_CLOSERS: dict[str, re.Pattern[str]] = {}  # by fence markup, e.g. "```"
+
+
 def _closer(markup: str, strict: bool = False) -> re.Pattern[str]:
     # strict: a top-level closing fence (CommonMark: up to 3 spaces); otherwise any container prefix.
     key = (markup[0] + ("s" if strict else ""), len(markup))
@@ -80,6 +83,8 @@ def _closer(markup: str, strict: bool = False) -> re.Pattern[str]:
         prefix = " {0,3}" if strict else r"[ \t>]*"
         pat = re.compile(rf"{prefix}{ch}{{{len(markup)},}}[ \t]*$")
         _FENCE_CLOSE_CACHE[key] = pat
+    if strict:
+        _STRICT_CLOSERS[markup] = pat
     return pat
 
 
@@ -88,6 +93,7 @@ def _closer(markup: str, strict: bool = False) -> re.Pattern[str]:
 _NOTABLE = re.compile(r"[#`~<>=\-*_]|[^\S\n\r]")
 # Lines starting with a digit or '+' (ordered lists, text) are checked apart, after the main pass.
 _LIST_HEADS = re.compile(r"[+0-9]")
+_HARD_LIST_AT_LINE_START = re.compile(rf"^(?:{_HARD_LIST.pattern})", re.MULTILINE)
 _CLOSE_CANDIDATE = {"`": re.compile("[ `]"), "~": re.compile("[ ~]")}
 _NOT_BLANK_START = frozenset("#`~<>=-*_")
 
@@ -119,9 +125,11 @@ def scan_fast(lines: list[str], first: int) -> tuple[list[Heading], list[Fence]]
     heads = "".join([ln[:1] for ln in lines])
     # Lines starting with a digit or '+' are text unless they hide a heading or fence in a list
     # item; such a line outside the fences and HTML blocks found below sends the file to markdown-it.
-    hard_lists = [
-        hit.start() for hit in _LIST_HEADS.finditer(heads, first) if _HARD_LIST.match(lines[hit.start()])
-    ]
+    listish = [hit.start() for hit in _LIST_HEADS.finditer(heads, first)]
+    hard_lists: list[int] = []
+    # One search over those lines, each starting after a '\n', before looking at them one by one.
+    if listish and _HARD_LIST_AT_LINE_START.search("\n".join([lines[k] for k in listish])):
+        hard_lists = [k for k in listish if _HARD_LIST.match(lines[k])]
     consumed: list[tuple[int, int]] = []
     i = first  # lines before i belong to a fence or an HTML block already read
     brk = first  # a paragraph cannot start before this line (the end of the last construct)
@@ -143,7 +151,7 @@ def scan_fast(lines: list[str], first: int) -> tuple[list[Heading], list[Fence]]
             m = _FENCE_OPEN.match(raw)
             if m and not (c == "`" and "`" in m.group(2)):
                 markup = m.group(1)
-                close = _closer(markup, strict=True)
+                close = _STRICT_CLOSERS.get(markup) or _closer(markup, strict=True)
                 candidate = _CLOSE_CANDIDATE[c]
                 j = k + 1
                 while True:
