@@ -21,6 +21,8 @@ import hashlib
 import json
 import os
 import shutil
+import stat
+import struct
 import tempfile
 import threading
 import time
@@ -41,7 +43,7 @@ from udm.config import Settings
 from udm.document import parse_document
 from udm.errors import ConfigError, IndexBusyError
 from udm.extract import TABLE_COLUMNS, document_rows
-from udm.lookup import scan_markdown, write_lookup
+from udm.lookup import MARKDOWN_SUFFIXES, scan_markdown, write_lookup
 
 __all__ = ["IDLE_RELEASE_S", "RELEASE_POLL_S", "SCHEMA_VERSION", "RefreshStats", "UdmIndex", "scan_root"]
 
@@ -86,6 +88,12 @@ def scan_root(root: Path, exclude: list[Path] | None = None) -> dict[str, tuple[
     return scan_markdown(root, exclude or [])
 
 
+# struct inotify_event (wd, mask, cookie, len) then `len` bytes of NUL-padded name.
+_EVENT = struct.Struct("iIII")
+# Overflow, watch removed, an event about a directory, the watched directory deleted or moved.
+_RESCAN = 0x4000 | 0x8000 | 0x40000000 | 0x400 | 0x800
+
+
 class _Inotify:
     """A non-blocking inotify watch over directories: `changed()` is one read() while nothing moves."""
 
@@ -97,40 +105,63 @@ class _Inotify:
         if self.fd < 0:
             raise OSError(ctypes.get_errno(), "inotify_init1 failed")
         self._watched: set[str] = set()
+        self._paths: dict[int, str] = {}
 
     def watch_tree(self, root: Path, exclude: list[Path]) -> None:
         """Watch `root` and every (non-hidden) directory below it."""
         skip = {str(p) for p in exclude}
         for current, dirs, _files in os.walk(root):
             dirs[:] = [d for d in dirs if not d.startswith(".") and os.path.join(current, d) not in skip]
-            if (
-                current not in self._watched
-                and self._libc.inotify_add_watch(self.fd, os.fsencode(current), self._MASK) >= 0
-            ):
-                self._watched.add(current)
+            if current not in self._watched:
+                self._add(current)
 
     def watch_new(self, dirs: list[str]) -> bool:
         """Watch those of `dirs` not watched yet; whether there were any."""
         added = False
         for current in dirs:
-            if (
-                current not in self._watched
-                and self._libc.inotify_add_watch(self.fd, os.fsencode(current), self._MASK) >= 0
-            ):
-                self._watched.add(current)
+            if current not in self._watched and self._add(current):
                 added = True
         return added
 
+    def _add(self, directory: str) -> bool:
+        wd = self._libc.inotify_add_watch(self.fd, os.fsencode(directory), self._MASK)
+        if wd < 0:
+            return False
+        self._watched.add(directory)
+        self._paths[wd] = directory
+        return True
+
     def changed(self) -> bool:
         """Whether any event arrived since the last call (drains the queue)."""
-        seen = False
+        return self.changes() is not None
+
+    def changes(self) -> tuple[bool, set[str]] | None:
+        """Events since the last call (drains the queue): None when there were none.
+
+        Otherwise whether a full rescan is needed (an event about a directory, a dropped watch, an
+        overflow) and the paths of the files the events named.
+        """
+        seen = rescan = False
+        paths: set[str] = set()
         while True:
             try:
-                if not os.read(self.fd, 65536):
-                    return seen
-                seen = True
+                buf = os.read(self.fd, 65536)
             except BlockingIOError:
-                return seen
+                break
+            if not buf:
+                break
+            seen = True
+            off = 0
+            while off + _EVENT.size <= len(buf):
+                wd, mask, _cookie, length = _EVENT.unpack_from(buf, off)
+                name = buf[off + _EVENT.size : off + _EVENT.size + length].split(b"\0", 1)[0]
+                off += _EVENT.size + length
+                base = self._paths.get(wd)
+                if mask & _RESCAN or not name or base is None:
+                    rescan = True
+                else:
+                    paths.add(os.path.join(base, os.fsdecode(name)))
+        return (rescan, paths) if seen else None
 
     def close(self) -> None:
         """Stop watching."""
@@ -577,8 +608,15 @@ class UdmIndex:
     def ensure_fresh(self) -> RefreshStats | None:
         """Re-index whatever changed on disk since the index was built; None when nothing did."""
         with self._mutex:
-            if self._known is not None and self._watcher is not None and not self._watcher.changed():
-                return None
+            if self._known is not None and self._watcher is not None:
+                events = self._watcher.changes()
+                if events is None:
+                    return None
+                rescan, paths = events
+                if not rescan and self.generation >= 0:
+                    # Only files in watched directories moved: stat just those, not the whole tree.
+                    disk = self._restat(self._known, paths)
+                    return None if disk == self._known else self.refresh(disk=disk)
             if self._watcher is None:
                 self._watcher = _make_watcher()
                 if self._watcher is not None:
@@ -602,6 +640,26 @@ class UdmIndex:
                 return None
             stats = self.refresh(disk=disk)
             return stats
+
+    def _restat(self, known: dict[str, tuple[int, int]], paths: set[str]) -> dict[str, tuple[int, int]]:
+        """`known` with the stat of `paths` (absolute, under the root) updated as `scan_root` sees them."""
+        disk = dict(known)
+        base = len(str(self.root)) + 1
+        for full in paths:
+            name = os.path.basename(full)
+            if name.startswith(".") or not name.endswith(MARKDOWN_SUFFIXES):
+                continue
+            rel = full[base:].replace(os.sep, "/")
+            try:
+                st = os.stat(full)
+            except OSError:
+                disk.pop(rel, None)
+                continue
+            if stat.S_ISREG(st.st_mode):
+                disk[rel] = (st.st_size, st.st_mtime_ns)
+            else:
+                disk.pop(rel, None)
+        return disk
 
     def _indexed_stats(self) -> dict[str, tuple[int, int]] | None:
         try:
