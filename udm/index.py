@@ -92,6 +92,8 @@ def scan_root(root: Path, exclude: list[Path] | None = None) -> dict[str, tuple[
 _EVENT = struct.Struct("iIII")
 # Overflow, watch removed, an event about a directory, the watched directory deleted or moved.
 _RESCAN = 0x4000 | 0x8000 | 0x40000000 | 0x400 | 0x800
+# The watched directory itself was deleted or moved, or its watch removed.
+_GONE = 0x400 | 0x800 | 0x8000
 
 
 class _Inotify:
@@ -124,9 +126,13 @@ class _Inotify:
         return added
 
     def _add(self, directory: str) -> bool:
+        """Watch one directory (remembering its path by watch descriptor); whether it worked."""
         wd = self._libc.inotify_add_watch(self.fd, os.fsencode(directory), self._MASK)
         if wd < 0:
             return False
+        old = self._paths.get(wd)
+        if old is not None and old != directory:
+            self._watched.discard(old)  # the same directory under a new name (its parent was moved)
         self._watched.add(directory)
         self._paths[wd] = directory
         return True
@@ -157,6 +163,11 @@ class _Inotify:
                 name = buf[off + _EVENT.size : off + _EVENT.size + length].split(b"\0", 1)[0]
                 off += _EVENT.size + length
                 base = self._paths.get(wd)
+                if mask & _GONE and base is not None:
+                    # Deleted or moved away: a directory made later under that name needs a new watch.
+                    self._watched.discard(base)
+                    if mask & 0x8000:
+                        del self._paths[wd]
                 if mask & _RESCAN or not name or base is None:
                     rescan = True
                 else:
@@ -317,11 +328,11 @@ FILE_COLUMNS: list[tuple[str, str]] = [
 
 def _insert_from_json_sql(table: str, cols: list[tuple[str, str]]) -> str:
     # One JSON text parameter carries every row: binding values one by one costs DuckDB ~0.3 ms a row.
-    struct = "{" + ", ".join(f'"{name}": "{kind}"' for name, kind in cols) + "}"
+    shape = "{" + ", ".join(f'"{name}": "{kind}"' for name, kind in cols) + "}"
     names = ", ".join(name for name, _ in cols)
     return (
         f"INSERT INTO {table} SELECT {names} FROM "
-        f"(SELECT unnest(from_json(?::JSON, '[{struct}]'), recursive := true))"
+        f"(SELECT unnest(from_json(?::JSON, '[{shape}]'), recursive := true))"
     )
 
 

@@ -27,6 +27,12 @@ def _ops(root: Path) -> list[tuple[str, object]]:
         ("file in new dir", lambda: (root / "extra" / "x.md").write_text("# X\n", encoding="utf-8")),
         ("move dir", lambda: (root / "extra").rename(root / "extra2")),
         ("edit in moved dir", lambda: (root / "extra2" / "x.md").write_text("# X\n\nY.\n", encoding="utf-8")),
+        ("recreate old dir", lambda: (root / "extra").mkdir()),
+        ("file in recreated dir", lambda: (root / "extra" / "y.md").write_text("# Y\n", encoding="utf-8")),
+        (
+            "edit in recreated dir",
+            lambda: (root / "extra" / "y.md").write_text("# Y\n\nZ.\n", encoding="utf-8"),
+        ),
         ("dir named .md", lambda: (root / "odd.md").mkdir()),
         ("replace by temp", lambda: (root / "tmp-save").write_text("# Intro\n", encoding="utf-8")),
         ("rename over", lambda: os.replace(root / "tmp-save", root / "01-introduction.md")),
