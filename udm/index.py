@@ -26,6 +26,7 @@ import struct
 import tempfile
 import threading
 import time
+import uuid
 import weakref
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -376,6 +377,11 @@ def _definitions_of(tables: dict[str, list[dict[str, Any]]]) -> list[tuple[Any, 
     return out
 
 
+def _new_epoch(con: duckdb.DuckDBPyConnection) -> None:
+    # A new database: generations start again, so caches keyed by generation also need this token.
+    con.execute("INSERT OR REPLACE INTO meta VALUES ('epoch', ?)", [uuid.uuid4().hex])
+
+
 def _chunk_sections(tmp: str, chunk: int) -> list[str]:
     """The sections row files one parse chunk wrote, in write order."""
     prefix = f"sections.{chunk}."
@@ -442,8 +448,12 @@ class UdmIndex:
         self._idle_since = 0.0
         self._watcher: _Inotify | None = None
         self._known: dict[str, tuple[int, int]] | None = None
-        # (generation, the files table then) after this process's refreshes: spares re-reading it.
-        self._files_cache: tuple[int, dict[str, tuple[int, int, str]]] | None = None
+        # ((generation, epoch), the files table then) after this process's refreshes: spares
+        # re-reading it while the index is still there.
+        self._files_cache: tuple[tuple[str | None, str | None], dict[str, tuple[int, int, str]]] | None = None
+        self._cache_key: tuple[str | None, str | None] = (None, None)
+        # Section anchors by file, valid at `_files_cache`'s generation (small refreshes resolve links).
+        self._anchor_cache: dict[str, set[str]] = {}
         self.generation = -1
         self.last_refresh: RefreshStats | None = None
         _LIVE.add(self)
@@ -732,26 +742,33 @@ class UdmIndex:
             except duckdb.CatalogException:
                 for stmt in _ddl():
                     con.execute(stmt)
+                _new_epoch(con)
                 version = None
             if version is not None and int(version[0]) != SCHEMA_VERSION:
                 for table in [*TABLE_COLUMNS, "files", "meta"]:
                     con.execute(f"DROP TABLE IF EXISTS {table}")
                 for stmt in _ddl():
                     con.execute(stmt)
+                _new_epoch(con)
                 full = True
             if not full:
-                gen_row = con.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+                meta = dict(
+                    con.execute("SELECT key, value FROM meta WHERE key IN ('generation', 'epoch')").fetchall()
+                )
+                self._cache_key = (meta.get("generation"), meta.get("epoch"))
                 cached = self._files_cache
-                if cached is not None and gen_row is not None and int(gen_row[0]) == cached[0]:
-                    # The files table as our last refresh left it (nobody has written since).
+                if cached is not None and self._cache_key[0] is not None and self._cache_key == cached[0]:
+                    # The index as this process's last refresh left it (nobody has written since; the
+                    # epoch tells a rebuilt database whose generations started again).
                     indexed = dict(cached[1])
                 else:
+                    self._anchor_cache = {}
                     for path, size, mtime, digest in con.execute(
                         "SELECT path, size, mtime_ns, content_hash FROM files"
                     ).fetchall():
                         indexed[path] = (int(size), int(mtime), digest)
-                    if gen_row is not None:
-                        self._files_cache = (int(gen_row[0]), dict(indexed))
+                    if self._cache_key[0] is not None:
+                        self._files_cache = (self._cache_key, dict(indexed))
             return self._refresh_with(con, stack, full, disk, indexed, stats)
         finally:
             stack.close()
@@ -794,6 +811,7 @@ class UdmIndex:
             return self._refresh_small(con, disk, indexed, removed, to_parse, touched, stats)
 
         self._files_cache = None  # re-read after a bulk load
+        self._anchor_cache = {}
         tmp = tempfile.mkdtemp(prefix="udm-index-", dir=self.state)
         stream: Any = None
         try:
@@ -937,6 +955,7 @@ class UdmIndex:
         try:
             self._load_small(con, gone, set(indexed), file_rows, tables, touched, generation)
         except BaseException:
+            self._anchor_cache = {}  # it already holds the changed files' new anchors
             if worker is not None:
                 with suppress(BaseException):
                     worker.result()
@@ -994,7 +1013,7 @@ class UdmIndex:
         files_now = {p: st for p, st in indexed.items() if p not in gone_set}
         files_now.update((r["path"], (r["size"], r["mtime_ns"], r["content_hash"])) for r in file_rows)
         files_now.update((rel, (size, mtime, indexed[rel][2])) for rel, size, mtime in touched)
-        self._files_cache = (generation, files_now)
+        self._files_cache = ((str(generation), self._cache_key[1]), files_now)
         return stats
 
     def _load_small(
@@ -1064,13 +1083,23 @@ class UdmIndex:
             and r["target_file"] not in changed
             and _is_markdown(r["target_file"])
         }
-        # A UNION ALL of point queries: DuckDB pushes each `file = ?` into its scan, not an IN list
-        # (measured 2-3x faster than IN and than separate statements).
-        targets = sorted(with_fragment)
+        # Unchanged files' anchors: from this process's cache while the index is at the generation it
+        # was kept for, else a UNION ALL of point queries (DuckDB pushes each `file = ?` into its
+        # scan, not an IN list: measured 2-3x faster than IN and than separate statements).
+        cache = self._anchor_cache
+        targets = sorted(t for t in with_fragment if t not in cache)
         for k in range(0, len(targets), 64):
             part = targets[k : k + 64]
             sql = " UNION ALL ".join(["SELECT file, anchor FROM sections WHERE file = ?"] * len(part))
-            anchors.update(con.execute(sql, part).fetchall())
+            for t in part:
+                cache[t] = set()
+            for file, anchor in con.execute(sql, part).fetchall():
+                cache[file].add(anchor)
+        for path in changed:
+            cache.pop(path, None)
+        for r in tables["sections"]:
+            cache.setdefault(r["file"], set()).add(r["anchor"])
+        anchors.update((t, a) for t in with_fragment for a in cache[t])
 
         def resolve(file: str, kind: str, target_file: str | None, fragment: str | None) -> bool | None:
             if kind == "anchor":

@@ -98,6 +98,26 @@ def test_small_refreshes_match_a_full_build(workspace: Path) -> None:
     )
     index.refresh()
     assert _tables(index) == _full_build(workspace, "state-full-2")
+
+    # The same file again (its targets' anchors now come from this process's cache), after another
+    # index object rebuilt the database (the cache must not be trusted then), and once more.
+    _edit(
+        root / "04-modes.md",
+        "[here](#not-here)",
+        "[here](#not-here-either) [cfg](06-config.md#71-mcp-servers)",
+    )
+    index.refresh()
+    assert _tables(index) == _full_build(workspace, "state-full-3")
+    _edit(root / "06-config.md", "## 7.1 MCP Servers", "## 7.1 MCP Hosts")
+    other = UdmIndex(settings)
+    other.refresh()  # another writer: this process's cached anchors of 06-config.md are now stale
+    other.close()
+    _edit(root / "04-modes.md", "[here](#not-here-either)", "[here](#not-here-either-2)")
+    index.refresh()
+    assert _tables(index) == _full_build(workspace, "state-full-4")
+    _edit(root / "04-modes.md", "[cfg](06-config.md#71-mcp-servers)", "[cfg](06-config.md#71-mcp-hosts)")
+    index.refresh()
+    assert _tables(index) == _full_build(workspace, "state-full-5")
     index.close()
 
 
