@@ -12,6 +12,7 @@ figure with httpx's default connection pool (what the checker used before `udm.h
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -81,6 +82,14 @@ def make_checks(n: int) -> list[Check]:
     ]
 
 
+def _busy_seconds() -> float:
+    """CPU seconds the whole machine has spent busy (all processes: Chromium, its driver, the server)."""
+    with open("/proc/stat", encoding="ascii") as fh:
+        fields = [int(x) for x in fh.readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
 def bench_checks(n: int, concurrency: int, base: str, state: Path, browser: str | None = None) -> None:
     """Sequential vs parallel, same run."""
     settings = load_settings(cwd=state, browser=browser)
@@ -94,9 +103,10 @@ def bench_checks(n: int, concurrency: int, base: str, state: Path, browser: str 
         (f"{concurrency} parallel, fresh ctx", concurrency, "check"),
     )
     for label, conc, isolation in modes:
-        started = time.perf_counter()
+        busy_before, started = _busy_seconds(), time.perf_counter()
         results = run_checks_sync(checks, settings, base_url=base, concurrency=conc, isolation=isolation)
         wall = time.perf_counter() - started
+        busy = (_busy_seconds() - busy_before) / wall
         bad = [r for r in results if r.status != "PASS"]
         if bad:
             raise SystemExit(f"{len(bad)} checks did not pass: {bad[0].reason}")
@@ -104,7 +114,8 @@ def bench_checks(n: int, concurrency: int, base: str, state: Path, browser: str 
         figures[label] = wall
         print(
             f"{label:>26}: {n} checks in {wall:6.2f} s = {wall / n * 1000:6.1f} ms/check wall; "
-            f"median check duration {median:6.1f} ms"
+            f"median check duration {median:6.1f} ms; cores busy {busy:.2f} of {os.cpu_count()}, "
+            f"{busy * wall / n * 1000:.0f} ms CPU a check (browser, driver, server, this process)"
         )
     seq, par = figures["one at a time"], figures[f"{concurrency} parallel contexts"]
     print(
