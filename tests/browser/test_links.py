@@ -47,6 +47,10 @@ class LinkHandler(BaseHTTPRequestHandler):
             return self._reply(503) if count == 1 else self._reply(200)
         if self.path == "/down":
             return self._reply(500)
+        if self.path == "/sets-cookie":
+            return self._reply(200, {"Set-Cookie": "session=abc; Path=/"})
+        if self.path == "/cookie-free":
+            return self._reply(400 if self.headers.get("Cookie") else 200)
         return self._reply(404)
 
     do_GET = _route
@@ -93,6 +97,15 @@ def test_external_verdicts_retries_and_cache(link_server: str, tmp_path: Path) -
     assert all(r.cached for r in again.results) and HITS["/ok"] == 1
     fresh = check_links(settings, links=links[:1], max_age_s=0)
     assert not fresh.results[0].cached and HITS["/ok"] == 2
+
+
+def test_no_cookie_is_carried_from_one_link_to_the_next(link_server: str, tmp_path: Path) -> None:
+    # Requests go to vetted IPs, so a kept cookie would be filed under the IP and sent to every site
+    # sharing it (a CDN); like lychee, the checker keeps none.
+    settings = load_settings(cwd=tmp_path, fetch_allow=["127.0.0.1"])
+    links = [_ext(link_server + "/sets-cookie", 1), _ext(link_server + "/cookie-free", 2)]
+    report = check_links(settings, links=links, use_cache=False, per_host=1, concurrency=1)
+    assert [r.status for r in report.results] == ["ok", "ok"], [r.http_status for r in report.results]
 
 
 def test_ssrf_guard_blocks_loopback_unless_allowed(link_server: str, tmp_path: Path) -> None:
