@@ -49,6 +49,11 @@ from udm.lookup import MARKDOWN_SUFFIXES, scan_markdown, write_lookup
 __all__ = ["IDLE_RELEASE_S", "RELEASE_POLL_S", "SCHEMA_VERSION", "RefreshStats", "UdmIndex", "scan_root"]
 
 SCHEMA_VERSION = 5
+# ID definitions with their section's line range: the rows of the SQLite lookup mirror.
+_DEFS_SQL = (
+    "SELECT i.id, i.file, i.line, i.how, i.section, i.section_path, s.start_line, s.end_line "
+    "FROM ids i LEFT JOIN sections s ON s.file = i.file AND s.idx = i.section WHERE i.kind = 'def'"
+)
 # An idle shared connection is kept this long (reopening costs DuckDB ~25 ms plus cold caches) ...
 IDLE_RELEASE_S = 30.0
 # ... unless another process waits for the index: idle holders look for its flag this often.
@@ -881,14 +886,12 @@ class UdmIndex:
             except BaseException:
                 con.execute("ROLLBACK")
                 raise
-            sql = (
-                "SELECT i.id, i.file, i.line, i.how, i.section, i.section_path, s.start_line, s.end_line "
-                "FROM ids i LEFT JOIN sections s ON s.file = i.file AND s.idx = i.section WHERE i.kind = 'def'"
-            )
             defs = (
-                con.execute(sql).fetchall()
+                con.execute(_DEFS_SQL).fetchall()
                 if full or not indexed
-                else con.execute(sql + " AND i.file IN (SELECT unnest(?::VARCHAR[]))", [gone]).fetchall()
+                else con.execute(
+                    _DEFS_SQL + " AND i.file IN (SELECT unnest(?::VARCHAR[]))", [gone]
+                ).fetchall()
             )
             stack.close()  # release the write connection before the side indexes
             stats.stages["load"] = round(time.perf_counter() - mark, 3)
@@ -976,12 +979,7 @@ class UdmIndex:
             restat=restat,
         ):
             # The mirror missed a refresh (crash, older build): rewrite it from the tables.
-            sql = (
-                "SELECT i.id, i.file, i.line, i.how, i.section, i.section_path, s.start_line, s.end_line "
-                "FROM ids i LEFT JOIN sections s ON s.file = i.file AND s.idx = i.section "
-                "WHERE i.kind = 'def'"
-            )
-            all_defs = con.execute(sql).fetchall()
+            all_defs = con.execute(_DEFS_SQL).fetchall()
             write_lookup(
                 self.state,
                 self.root,
