@@ -5,8 +5,11 @@ from __future__ import annotations
 import os
 import socket
 import tempfile
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -64,6 +67,55 @@ def prefect_server() -> Iterator[None]:
 
     with prefect_test_harness(server_startup_timeout=120):
         yield
+
+
+Reviewer = Callable[..., tuple[threading.Thread, dict[str, Any]]]
+
+
+@pytest.fixture
+def reviewer(monkeypatch: pytest.MonkeyPatch) -> Reviewer:
+    """Start a reviewer thread that resumes the next paused update with `answer`, as one in the UI would.
+
+    Returns (thread, seen): `seen["run_id"]` is the paused run; `on_paused()`, when given, runs each
+    time the reviewer finds the run paused, before it answers.
+    """
+    from prefect.flow_runs import resume_flow_run
+    from prefect.runtime import flow_run
+
+    import flows.udm_update as update_mod
+
+    original = update_mod.pause_flow_run
+
+    def start(
+        answer: dict[str, Any], on_paused: Callable[[], None] | None = None
+    ) -> tuple[threading.Thread, dict[str, Any]]:
+        seen: dict[str, Any] = {}
+
+        def recording_pause(*args: Any, **kwargs: Any) -> Any:
+            # The run's id, as the UI shows it; this client's run filters are refused by the server here.
+            seen["run_id"] = flow_run.id
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(update_mod, "pause_flow_run", recording_pause)
+
+        def work() -> None:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                if "run_id" in seen:
+                    if on_paused is not None:
+                        on_paused()
+                    try:
+                        resume_flow_run(seen["run_id"], run_input=answer)
+                        return
+                    except Exception:  # not paused yet: the pause is being recorded
+                        pass
+                time.sleep(0.3)
+
+        thread = threading.Thread(target=work, daemon=True)
+        thread.start()
+        return thread, seen
+
+    return start
 
 
 def free_port() -> int:

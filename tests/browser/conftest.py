@@ -7,6 +7,7 @@ import re
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from PIL import Image
 from tasks.base import ToolContext, always_approve, call_tool, run_coroutine
 from tasks.browser.catalog import browser_tool
 from udm.config import load_settings
+from udm.links import LinkSource
 
 
 def _png(color: tuple[int, int, int], size: tuple[int, int] = (40, 30)) -> bytes:
@@ -120,21 +122,33 @@ class SiteHandler(BaseHTTPRequestHandler):
         return self._send(200, PAGES[path].encode())
 
 
+@contextmanager
+def loopback_server(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """Serve `handler` on 127.0.0.1 (a thread per request); yields the base URL, shut down on exit."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def external_link(url: str, line: int = 1) -> LinkSource:
+    """An external link of a.md, as the link extractor reports one."""
+    return LinkSource(file="a.md", line=line, text="t", target=url, kind="external")
+
+
 @pytest.fixture(scope="session")
 def site() -> Iterator[str]:
     """Base URL of the loopback test site (one server for the session)."""
     stop = threading.Event()
-    handler = type("Handler", (SiteHandler,), {"stop": stop})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        stop.set()
-        server.shutdown()
-        server.server_close()
+    with loopback_server(type("Handler", (SiteHandler,), {"stop": stop})) as base:
+        try:
+            yield base
+        finally:
+            stop.set()  # release handlers still waiting (the never-loading page) before shutting down
 
 
 @pytest.fixture(scope="session")

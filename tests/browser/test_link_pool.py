@@ -17,7 +17,9 @@ import udm.httppool
 import udm.links
 from udm.config import load_settings
 from udm.httppool import OriginPoolTransport
-from udm.links import LinkSource, check_links
+from udm.links import check_links
+
+from .conftest import external_link, loopback_server
 
 BIG_BODY = 64 * 1024 * 1024
 CHUNK = 256 * 1024
@@ -98,18 +100,8 @@ class KeepAliveHandler(BaseHTTPRequestHandler):
 @pytest.fixture(scope="module")
 def keepalive_server() -> Iterator[str]:
     """Base URL of the keep-alive loopback server."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), KeepAliveHandler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-def _ext(url: str, line: int = 1) -> LinkSource:
-    return LinkSource(file="a.md", line=line, text="t", target=url, kind="external")
+    with loopback_server(KeepAliveHandler) as base:
+        yield base
 
 
 def test_pool_reuses_one_connection_for_sequential_requests(keepalive_server: str) -> None:
@@ -160,7 +152,7 @@ def test_link_check_reuses_connections_within_the_per_host_limit(
     keepalive_server: str, tmp_path: Path
 ) -> None:
     settings = load_settings(cwd=tmp_path, fetch_allow=["127.0.0.1"])
-    links = [_ext(f"{keepalive_server}/ok/{i}", i) for i in range(200)]
+    links = [external_link(f"{keepalive_server}/ok/{i}", i) for i in range(200)]
     STATS.reset()
     report = check_links(settings, links=links, use_cache=False, per_host=4, concurrency=64)
     assert report.counts == {"ok": 200}
@@ -171,7 +163,7 @@ def test_link_check_reuses_connections_within_the_per_host_limit(
 def test_head_refused_get_fallback_does_not_download_the_body(keepalive_server: str, tmp_path: Path) -> None:
     settings = load_settings(cwd=tmp_path, fetch_allow=["127.0.0.1"])
     STATS.reset()
-    report = check_links(settings, links=[_ext(keepalive_server + "/nohead-big")], use_cache=False)
+    report = check_links(settings, links=[external_link(keepalive_server + "/nohead-big")], use_cache=False)
     assert report.results[0].status == "ok" and report.results[0].http_status == 200
     deadline = time.monotonic() + 10
     while STATS.in_flight and time.monotonic() < deadline:
@@ -192,7 +184,7 @@ def test_each_host_is_resolved_and_vetted_once_per_run(
 
     monkeypatch.setattr(udm.links, "resolve_and_vet", counting)
     settings = load_settings(cwd=tmp_path, fetch_allow=["127.0.0.1"])
-    links = [_ext(f"{keepalive_server}/ok/{i}", i) for i in range(40)]
+    links = [external_link(f"{keepalive_server}/ok/{i}", i) for i in range(40)]
     report = check_links(settings, links=links, use_cache=False, per_host=8)
     assert report.counts == {"ok": 40}
     assert len(calls) == 1
@@ -255,11 +247,13 @@ def test_https_links_are_verified_with_sni_and_a_shared_context(
     url = f"https://localhost:{server.server_address[1]}/ok/tls"
     settings = load_settings(cwd=tmp_path, fetch_allow=["localhost"])
     try:
-        untrusted = check_links(settings, links=[_ext(url)], use_cache=False, retries=0)
+        untrusted = check_links(settings, links=[external_link(url)], use_cache=False, retries=0)
         assert untrusted.results[0].status == "error"
         assert "CERTIFICATE_VERIFY_FAILED" in (untrusted.results[0].reason or "")
         monkeypatch.setenv("SSL_CERT_FILE", str(cert))
-        trusted = check_links(settings, links=[_ext(url), _ext(url + "-2")], use_cache=False, retries=0)
+        trusted = check_links(
+            settings, links=[external_link(url), external_link(url + "-2")], use_cache=False, retries=0
+        )
         assert trusted.counts == {"ok": 2}
         assert server_names and set(server_names) == {"localhost"}  # SNI names the host, not the vetted IP
     finally:

@@ -5,14 +5,16 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from udm.config import load_settings
-from udm.links import LinkSource, check_links
+from udm.links import check_links
+
+from .conftest import external_link, loopback_server
 
 HITS: dict[str, int] = {}
 _LOCK = threading.Lock()
@@ -60,26 +62,16 @@ class LinkHandler(BaseHTTPRequestHandler):
 @pytest.fixture(scope="module")
 def link_server() -> Iterator[str]:
     """Base URL of the loopback link server."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), LinkHandler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-def _ext(url: str, line: int = 1) -> LinkSource:
-    return LinkSource(file="a.md", line=line, text="t", target=url, kind="external")
+    with loopback_server(LinkHandler) as base:
+        yield base
 
 
 def test_external_verdicts_retries_and_cache(link_server: str, tmp_path: Path) -> None:
     HITS.clear()
     settings = load_settings(cwd=tmp_path, fetch_allow=["127.0.0.1"])
     paths = ["/ok", "/moved", "/missing", "/nohead", "/slowdown", "/flaky", "/down"]
-    links = [_ext(link_server + p, i) for i, p in enumerate(paths, 1)] + [
-        _ext("mailto:someone@example.com", 9)
+    links = [external_link(link_server + p, i) for i, p in enumerate(paths, 1)] + [
+        external_link("mailto:someone@example.com", 9)
     ]
     report = check_links(settings, links=links, retries=2)
     verdict = {r.target.removeprefix(link_server): r for r in report.results}
@@ -103,14 +95,14 @@ def test_no_cookie_is_carried_from_one_link_to_the_next(link_server: str, tmp_pa
     # Requests go to vetted IPs, so a kept cookie would be filed under the IP and sent to every site
     # sharing it (a CDN); like lychee, the checker keeps none.
     settings = load_settings(cwd=tmp_path, fetch_allow=["127.0.0.1"])
-    links = [_ext(link_server + "/sets-cookie", 1), _ext(link_server + "/cookie-free", 2)]
+    links = [external_link(link_server + "/sets-cookie", 1), external_link(link_server + "/cookie-free", 2)]
     report = check_links(settings, links=links, use_cache=False, per_host=1, concurrency=1)
     assert [r.status for r in report.results] == ["ok", "ok"], [r.http_status for r in report.results]
 
 
 def test_ssrf_guard_blocks_loopback_unless_allowed(link_server: str, tmp_path: Path) -> None:
     settings = load_settings(cwd=tmp_path)
-    report = check_links(settings, links=[_ext(link_server + "/ok")], use_cache=False)
+    report = check_links(settings, links=[external_link(link_server + "/ok")], use_cache=False)
     result = report.results[0]
     assert result.status == "blocked" and "loopback" in (result.reason or "")
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-import time
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -65,12 +63,8 @@ def test_patch_marks_each_failing_claim_once_and_reports_what_it_cannot_place(wo
 @pytest.mark.browser
 @pytest.mark.prefect
 def test_flow_proposes_the_patch_and_writes_only_after_approval(
-    prefect_server: None, site: str, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    prefect_server: None, site: str, workspace: Path, tmp_path: Path, reviewer: Any
 ) -> None:
-    from prefect.flow_runs import resume_flow_run
-    from prefect.runtime import flow_run
-
-    import flows.udm_update as update_mod
     from flows.browser_verify import browser_verification_flow
 
     settings = load_settings(cwd=workspace)
@@ -79,32 +73,13 @@ def test_flow_proposes_the_patch_and_writes_only_after_approval(
         "checks:\n  - {id: CHK-RV, udm_refs: [COMP-003], url: /b, expect: [{text: {selector: h1, equals: Nope}}]}\n",
         encoding="utf-8",
     )
-    seen: dict[str, Any] = {}
-    original = update_mod.pause_flow_run
+    while_paused: list[str] = []
 
-    def recording_pause(*args: Any, **kwargs: Any) -> Any:
-        seen["run_id"] = flow_run.id
-        return original(*args, **kwargs)
+    def read_while_paused() -> None:
+        # Nothing is written while the run waits for the reviewer.
+        while_paused.append((settings.udm_root / "02-system-architecture.md").read_text(encoding="utf-8"))
 
-    monkeypatch.setattr(update_mod, "pause_flow_run", recording_pause)
-
-    def reviewer() -> None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if "run_id" in seen:
-                # Nothing is written while the run waits for the reviewer.
-                seen["text_while_paused"] = (settings.udm_root / "02-system-architecture.md").read_text(
-                    encoding="utf-8"
-                )
-                try:
-                    resume_flow_run(seen["run_id"], run_input={"approve": True, "reviewer": "ann"})
-                    return
-                except Exception:  # not paused yet
-                    pass
-            time.sleep(0.3)
-
-    thread = threading.Thread(target=reviewer, daemon=True)
-    thread.start()
+    thread, _seen = reviewer({"approve": True, "reviewer": "ann"}, on_paused=read_while_paused)
     summary = browser_verification_flow(
         specs=[str(spec)],
         inline=False,
@@ -121,7 +96,7 @@ def test_flow_proposes_the_patch_and_writes_only_after_approval(
     review = summary["review"]
     assert review["update"]["status"] == "committed", review
     assert review["update"]["approval"]["reviewer"] == "ann"
-    assert review_marker("CHK-RV") not in seen["text_while_paused"]
+    assert while_paused and all(review_marker("CHK-RV") not in text for text in while_paused)
     text = (settings.udm_root / "02-system-architecture.md").read_text(encoding="utf-8")
     assert f"{review_marker('CHK-RV')} FAIL" in text
 

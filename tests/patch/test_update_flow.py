@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -25,40 +23,6 @@ OPS = [
 
 def _patch(pid: str) -> Any:
     return parse_patch({"id": pid, "description": "flow test", "author": "test", "operations": OPS})
-
-
-def _resume_when_paused(
-    answer: dict[str, Any], seen: dict[str, Any], monkeypatch: pytest.MonkeyPatch
-) -> threading.Thread:
-    """Resume the paused run with `answer` from another thread, as a reviewer in the UI would."""
-    from prefect.flow_runs import resume_flow_run
-    from prefect.runtime import flow_run
-
-    import flows.udm_update as mod
-
-    original = mod.pause_flow_run
-
-    def recording_pause(*args: Any, **kwargs: Any) -> Any:
-        # The run's id, as the UI shows it; this client's run filters are refused by the server here.
-        seen["run_id"] = flow_run.id
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(mod, "pause_flow_run", recording_pause)
-
-    def worker() -> None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if "run_id" in seen:
-                try:
-                    resume_flow_run(seen["run_id"], run_input=answer)
-                    return
-                except Exception:  # not paused yet: the pause is being recorded
-                    pass
-            time.sleep(0.3)
-
-    thread = threading.Thread(target=worker, daemon=True)
-    thread.start()
-    return thread
 
 
 def test_full_auto_commits_and_publishes_artifacts(prefect_server: None, small: Settings) -> None:
@@ -83,13 +47,10 @@ def test_full_auto_commits_and_publishes_artifacts(prefect_server: None, small: 
     assert "-  timeout: 10" in md["data"] and "+  timeout: 20" in md["data"]
 
 
-def test_paused_run_resumed_by_reviewer(
-    prefect_server: None, small: Settings, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_paused_run_resumed_by_reviewer(prefect_server: None, small: Settings, reviewer: Any) -> None:
     from flows.udm_update import run_update
 
-    seen: dict[str, Any] = {}
-    thread = _resume_when_paused({"approve": True, "reviewer": "ann", "comment": "fine"}, seen, monkeypatch)
+    thread, seen = reviewer({"approve": True, "reviewer": "ann", "comment": "fine"})
     result = run_update(
         _patch("flow-review"), small, policy="ask_always", poll_interval_s=1, approval_timeout_s=60
     )
@@ -100,12 +61,12 @@ def test_paused_run_resumed_by_reviewer(
 
 
 def test_rejected_and_timed_out_runs_change_nothing(
-    prefect_server: None, small: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    prefect_server: None, small: Settings, tmp_path: Path, reviewer: Any
 ) -> None:
     from flows.udm_update import run_update
 
     before = snapshot(tmp_path)
-    thread = _resume_when_paused({"approve": False, "reviewer": "bob", "comment": "not now"}, {}, monkeypatch)
+    thread, _seen = reviewer({"approve": False, "reviewer": "bob", "comment": "not now"})
     rejected = run_update(
         _patch("flow-reject"), small, policy="ask_always", poll_interval_s=1, approval_timeout_s=60
     )
