@@ -13,19 +13,23 @@ from udm.splice import _count_changes, changed_line_count, split_lines
 from udm.structured import _edit_yaml, _edit_yaml_round_trip, _splice_yaml_scalar
 
 KEYS = st.sampled_from(["id", "title", "status", "depends_on", "milestone", "n", "key-x", "_k", "true", "On"])
+# Old values inside the splice subset (canonical_edits draws only these); OLD adds ones outside it.
+CANON_VALUES = [
+    "todo",
+    "TASK-P1-M1.1-T040",
+    '"Task number 40"',
+    '""',
+    "'single'",
+    "''",
+    "12",
+    "-3",
+    "0",
+    "a b",
+    "path/to.md",
+]
 OLD = st.sampled_from(
     [
-        "todo",
-        "TASK-P1-M1.1-T040",
-        '"Task number 40"',
-        '""',
-        "'single'",
-        "''",
-        "12",
-        "-3",
-        "0",
-        "a b",
-        "path/to.md",
+        *CANON_VALUES,
         "yes",
         "null",
         "True",
@@ -114,21 +118,7 @@ def test_splice_equals_round_trip(text: str, key: str, value: Any) -> None:
     assert _outcome(_edit_yaml, text, key, value) == _outcome(_edit_yaml_round_trip, text, key, value)
 
 
-CANON_OLD = st.sampled_from(
-    [
-        "todo",
-        "TASK-P1-M1.1-T040",
-        '"Task number 40"',
-        '""',
-        "'single'",
-        "''",
-        "12",
-        "-3",
-        "0",
-        "a b",
-        "path/to.md",
-    ]
-)
+CANON_OLD = st.sampled_from(CANON_VALUES)
 
 
 @st.composite
