@@ -20,18 +20,11 @@ import pytest
 from flows.cli import run as cli_run
 from flows.local_server import api_url_if_running, server_status, start_server, stop_server
 from tasks.base import ToolContext, always_approve, call_tool
+from tasks.browser.session import CHROMIUM_ARGS, find_browser
 from udm.config import load_settings
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE_UDM = REPO / "examples" / "udm"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 # One real server per module costs 12-80 s to start (new database, machine load): the module is slow.
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 
@@ -334,7 +327,8 @@ def test_update_flow_shows_completed_with_its_diff_in_the_ui(server: SimpleNames
 
     shot = server.base / "state" / "ui-update-flow-run.png"
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS)
+        executable = find_browser(load_settings(cwd=server.base))
+        browser = pw.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(
