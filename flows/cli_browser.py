@@ -166,7 +166,6 @@ def _write_review_patch(cfg: Any, path: Path, rows: list[dict[str, Any]], run_id
         typer.echo(f"needs-review: nothing new to mark; {path} not written", err=True)
         return
     data = proposal.patch.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
-    data["id"] = proposal.patch.id
     write_atomic(path, yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=4096).encode("utf-8"))
     typer.echo(
         f"needs-review: {len(proposal.targets)} note(s) proposed in {path}; "

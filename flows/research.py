@@ -341,10 +341,9 @@ def _write(
             "operations": ops,
         }
     )
-    options = UpdateOptions(
-        approval_policy=ApprovalPolicy(policy) if policy else None, approval_timeout_s=timeout_s
+    result = update_steps(
+        patch, UpdateOptions(approval_policy=policy, approval_timeout_s=timeout_s), settings
     )
-    result = update_steps(patch, options, settings)
     return result.model_dump(mode="json")
 
 
