@@ -391,13 +391,22 @@ def research_flow(
     lap("rank")
 
     topic = request.topic or topic_of(request.question)
-    version = next_version(settings.udm_root / "appendices", topic)
-    app_id = appendix_id(topic, version)
+    appendices = settings.udm_root / "appendices"
     title = request.question.rstrip("?").strip()
     fingerprint = research_fingerprint(request.question, request.libraries, sources)
-    markdown = render_appendix(
-        app_id, request.question, sources, findings, title=title, run_id=run_id, fingerprint=fingerprint
+    latest = latest_fingerprint(appendices, topic) if request.write else None
+    # Same question, same sources with the same contents: a new version would say nothing new.
+    unchanged_id = (
+        latest[0] if latest and latest[1] == fingerprint and not request.new_version_if_unchanged else None
     )
+    if unchanged_id:
+        app_id = unchanged_id
+        markdown = (appendices / f"{app_id}.md").read_text(encoding="utf-8")
+    else:
+        app_id = appendix_id(topic, next_version(appendices, topic))
+        markdown = render_appendix(
+            app_id, request.question, sources, findings, title=title, run_id=run_id, fingerprint=fingerprint
+        )
     _artifacts(app_id, sources, markdown)
     lap("render")
     ok = sum(1 for s in sources if s.ok)
@@ -431,12 +440,9 @@ def research_flow(
         result.timings_s = dict(timings)
         result.message = "not written (write=false)"
         return result
-    latest = latest_fingerprint(settings.udm_root / "appendices", topic)
-    if latest and latest[1] == fingerprint and not request.new_version_if_unchanged:
-        # Same question, same sources with the same contents: a new version would say nothing new.
-        result.status, result.appendix_id = "unchanged", latest[0]
-        result.appendix_path = f"appendices/{latest[0]}.md"
-        result.message = f"{latest[0]} already holds these findings (same question, sources and contents)"
+    if unchanged_id:
+        result.status = "unchanged"
+        result.message = f"{app_id} already holds these findings (same question, sources and contents)"
         result.timings_s = dict(timings)
         return result
     policy = approval_policy or settings.approval_policy
