@@ -139,10 +139,10 @@ class Sites:
             self.servers.append(server)
         for i in range(pages):
             s = i % sites
-            host, port = self.servers[s].server_address[:2]
+            addr, port = self.servers[s].server_address[:2]
             path = f"/articles/{i}.html"
-            self.pages[(f"{host}:{port}", path)] = make_page(s + 1, i, rng)
-            self.urls.append(f"http://{host}:{port}{path}")
+            self.pages[(f"{addr!s}:{port}", path)] = make_page(s + 1, i, rng)
+            self.urls.append(f"http://{addr!s}:{port}{path}")
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         sites = self
@@ -189,6 +189,43 @@ def naive(urls: list[str]) -> tuple[float, int]:
             text = trafilatura.extract(resp.text, output_format="markdown", include_comments=False, url=url)
             ok += bool(text)
     return time.perf_counter() - started, ok
+
+
+def _cpu_of_tree(server_pid: int | None) -> dict[str, float]:
+    """CPU seconds so far of this process, its other descendants (the parse pool) and the server."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        parents[int(entry)] = int(fields[1])
+        cpu[int(entry)] = (int(fields[11]) + int(fields[12])) / tick
+
+    def descends(pid: int, root: int) -> bool:
+        while pid > 1:
+            if pid == root:
+                return True
+            pid = parents.get(pid, 0)
+        return False
+
+    me = os.getpid()
+    server = sum(v for pid, v in cpu.items() if server_pid and descends(pid, server_pid))
+    children = sum(
+        v
+        for pid, v in cpu.items()
+        if pid != me and descends(pid, me) and not (server_pid and descends(pid, server_pid))
+    )
+    return {"flow process": cpu.get(me, 0.0), "parse processes": children, "Prefect server": server}
+
+
+def _cpu_delta(before: dict[str, float], after: dict[str, float]) -> str:
+    return ", ".join(f"{k} {after[k] - before[k]:.1f}" for k in before)
 
 
 def _wait_until_recorded(api_url: str, limit_s: float = 120.0) -> float:
@@ -239,10 +276,12 @@ def main() -> int:
         sock.bind(("127.0.0.1", 0))
         port = int(sock.getsockname()[1])
     own_server = not os.environ.get("PREFECT_API_URL")
+    server_pid: int | None = None
     if own_server:
         print(f"starting a local Prefect server (state in {tmp}) ...", flush=True)
         info = start_server(settings, port=port, timeout=180)
         os.environ["PREFECT_API_URL"] = info.api_url
+        server_pid = info.pid
     else:
         print(f"using the Prefect server at {os.environ['PREFECT_API_URL']}")
     sites = Sites(args.pages, args.latency)
@@ -265,27 +304,33 @@ def main() -> int:
             urls=sites.urls,
             max_sources=len(sites.urls),
         )
+        cpu0 = _cpu_of_tree(server_pid)
         started = time.perf_counter()
         first = run_research(request, settings)
         flow_s = time.perf_counter() - started
+        cpu1 = _cpu_of_tree(server_pid)
         write_s = first.timings_s.get("write", 0.0)
         print(
             f"research_flow:         {flow_s:6.2f} s  {len(sites.urls) / flow_s:6.1f} pages/s  "
             f"({first.sources_ok} ok, {first.sources_failed} failed; {first.status}: {first.appendix_id})"
         )
         print(f"   phases (s): {first.timings_s}")
+        print(f"   CPU s during the run: {_cpu_delta(cpu0, cpu1)}")
         settled = _wait_until_recorded(os.environ["PREFECT_API_URL"])
         print(
             f"   (the server took {settled:.1f} s more to record the run's task runs; the re-run starts after)"
         )
+        cpu2 = _cpu_of_tree(server_pid)
         started = time.perf_counter()
         second = run_research(request, settings)
         cached_s = time.perf_counter() - started
+        cpu3 = _cpu_of_tree(server_pid)
         cached_write_s = second.timings_s.get("write", 0.0)
         print(
             f"cached re-run:         {cached_s:6.2f} s  ({second.sources_ok} ok; {second.status}: {second.appendix_id})"
         )
         print(f"   phases (s): {second.timings_s}")
+        print(f"   CPU s during the re-run: {_cpu_delta(cpu2, cpu3)}")
         print("")
         load = os.getloadavg()[0]
         print(f"machine load average (1 min): {load:.1f} on {os.cpu_count()} cores")

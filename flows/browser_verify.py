@@ -20,12 +20,15 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from flows import engine_patch
 from tasks.base import run_coroutine
 from tasks.browser.session import MANAGER
 from tasks.browser.verify import CheckResult, new_run_id, problem_result, run_check
 from udm.config import Settings, load_settings
 from udm.verifications import record_verifications
 from udm.verify_spec import Check, gather_checks
+
+engine_patch.apply()
 
 __all__ = [
     "browser_verification_flow",

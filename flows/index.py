@@ -8,9 +8,12 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
+from flows import engine_patch
 from udm.config import load_settings
 from udm.errors import IndexBusyError
 from udm.index import UdmIndex
+
+engine_patch.apply()
 
 __all__ = ["index_flow", "refresh_index"]
 

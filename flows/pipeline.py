@@ -24,6 +24,7 @@ from prefect import Task, flow, task
 from prefect.futures import PrefectFuture
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from flows import engine_patch
 from tasks.base import ToolContext, always_approve, deny_all
 from tasks.pipeline_spec import (
     BUILTIN_FLOWS,
@@ -40,6 +41,8 @@ from tasks.pipeline_spec import (
 )
 from tasks.prefect_task import tool_task
 from udm.config import load_settings
+
+engine_patch.apply()
 
 __all__ = ["FLOW_PATHS", "POOL_SIZE", "PipelineRunError", "flow_catalog", "pipeline_flow", "run_pipeline"]
 

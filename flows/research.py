@@ -22,6 +22,7 @@ from prefect.runtime import flow_run as runtime_flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import BaseModel, Field, field_validator
 
+from flows import engine_patch
 from flows.research_report import (
     Source,
     appendix_id,
@@ -43,6 +44,8 @@ from tasks.prefect_task import envelope_of, tool_cache_policy, tool_task
 from tasks.web_search import WebSearchTool
 from udm.config import ApprovalPolicy, Settings, load_settings
 from udm.document import slugify
+
+engine_patch.apply()
 
 __all__ = ["ResearchRequest", "ResearchResult", "research_flow", "run_research"]
 

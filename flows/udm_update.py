@@ -20,10 +20,13 @@ from prefect.runtime import flow_run as runtime_flow_run
 from prefect.transactions import Transaction, get_transaction, transaction
 from pydantic import BaseModel, Field
 
+from flows import engine_patch
 from tasks.base import Permission, needs_approval
 from udm.config import ApprovalPolicy, Settings, load_settings
 from udm.patch import Patch
 from udm.updates import PatchResult, apply_patch, revert_patch
+
+engine_patch.apply()
 
 __all__ = [
     "Approval",

@@ -1,0 +1,91 @@
+"""The prompt-exit heartbeat: installed for the pinned Prefect, same heartbeats, no wait at the end."""
+
+from __future__ import annotations
+
+import threading
+import time
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from flows import engine_patch
+
+
+class _Engine:
+    """The part of Prefect's flow run engine the heartbeat context uses."""
+
+    def __init__(self, seconds: int | None, final: bool = False) -> None:
+        self.heartbeat_seconds = seconds
+        self.flow_run = SimpleNamespace(state=SimpleNamespace(is_final=lambda: final))
+        self.beats: list[tuple[Any, Any]] = []
+        self.beaten = threading.Event()
+        self.logger = SimpleNamespace(debug=lambda *a, **k: None)
+
+    def _build_heartbeat_event_template(self) -> tuple[str, list[str]]:
+        return "resource", ["related"]
+
+    def _emit_flow_run_heartbeat(self, resource: Any, related: Any) -> None:
+        self.beats.append((resource, related))
+        self.beaten.set()
+
+
+def test_installed_for_the_pinned_prefect() -> None:
+    from prefect import flow_engine
+
+    import flows.research  # noqa: F401  (flow modules apply the patch when they load)
+
+    assert engine_patch.applied(), "Prefect's _send_heartbeats changed: re-check engine_patch against it"
+    assert flow_engine._send_heartbeats is engine_patch._send_heartbeats
+
+
+def test_a_changed_engine_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    from prefect import flow_engine
+
+    def other(engine: Any, join_on_exit: bool = True) -> Any:
+        raise AssertionError("never called")
+
+    monkeypatch.setattr(flow_engine, "_send_heartbeats", other)
+    monkeypatch.setitem(engine_patch._state, "applied", False)
+    assert engine_patch.apply() is False
+    assert flow_engine._send_heartbeats is other
+
+
+def test_beats_at_start_and_exits_at_once() -> None:
+    engine = _Engine(seconds=30)
+    started = time.perf_counter()
+    with engine_patch._send_heartbeats(engine):
+        assert engine.beaten.wait(5), "no heartbeat at the start of the run"
+    elapsed = time.perf_counter() - started
+    assert engine.beats == [("resource", ["related"])]
+    # Prefect's own context sleeps in 1 s steps and joins for up to 2 s.
+    assert elapsed < 0.5, f"the run waited {elapsed:.2f} s for its heartbeat thread"
+
+
+def test_no_heartbeat_once_final_or_when_disabled() -> None:
+    final = _Engine(seconds=30, final=True)
+    with engine_patch._send_heartbeats(final):
+        time.sleep(0.05)
+    assert final.beats == []
+    off = _Engine(seconds=None)
+    with engine_patch._send_heartbeats(off):
+        pass
+    assert off.beats == []
+
+
+@pytest.mark.usefixtures("prefect_server")
+def test_a_flow_run_ends_without_the_wait() -> None:
+    from prefect import flow
+
+    @flow(persist_result=False)
+    def nothing() -> int:
+        return 1
+
+    nothing()  # the first run also pays for the client's first connection
+    times = []
+    for _ in range(3):
+        started = time.perf_counter()
+        assert nothing() == 1
+        times.append(time.perf_counter() - started)
+    # With Prefect's wait every run took over a second here; without it about 0.2-0.3 s.
+    assert min(times) < 0.9, times
