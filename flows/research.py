@@ -4,26 +4,31 @@ approval pause, transactional commit, re-index), run inside this flow run.
 
 Each source is one task run of documentFetchingParsingTool, cached with INPUTS + TASK_SOURCE (+ the
 tool's name) for `max_cache_age_s` in `<state>/prefect-results` and retried on transient failures
-(exponential backoff with jitter, Retry-After honoured). A failed source never fails the flow: it is
-listed with its reason in the sources table artifact and in the appendix.
+(exponential backoff with jitter, Retry-After honoured). The fan-out as a whole is one more cached
+task run ("fetch N sources", the per-source runs nested in it), so the same request again costs one
+cache hit; a batch with a failed source is not cached, and a cached batch holding a document older
+than `max_cache_age_s` is refreshed. A failed source never fails the flow: it is listed with its
+reason in the sources table artifact and in the appendix.
 """
 
 from __future__ import annotations
 
 import re
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
-from prefect import flow, get_run_logger
+from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.runtime import flow_run as runtime_flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
+from prefect.transactions import CommitMode, transaction
 from pydantic import BaseModel, Field, field_validator
 
 from flows import engine_patch
 from flows.research_report import (
+    Finding,
     Source,
     appendix_id,
     canonical_url,
@@ -198,6 +203,32 @@ def _plan_sources(settings: Settings, request: ResearchRequest, links: list[tupl
     return sources
 
 
+class _BatchIncomplete(Exception):
+    """A source of the batch failed after its retries: the batch's envelopes, kept out of the cache."""
+
+    def __init__(self, envelopes: list[dict[str, Any]]) -> None:
+        super().__init__(f"{sum(1 for e in envelopes if not e.get('success'))} sources failed")
+        self.envelopes = envelopes
+
+
+def _fresh(envelopes: list[dict[str, Any]], max_age_s: int) -> bool:
+    """Whether every fetched document in a cached batch is still younger than `max_age_s`."""
+    now = datetime.now(UTC)
+    for env in envelopes:
+        stamp = ((env.get("data") or {}).get("metadata") or {}).get("fetched_at")
+        if not stamp:
+            continue
+        try:
+            when = datetime.fromisoformat(str(stamp))
+        except ValueError:
+            return False
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        if (now - when).total_seconds() > max_age_s:
+            return False
+    return True
+
+
 def _fetch_all(settings: Settings, request: ResearchRequest, sources: list[Source], ctx: ToolContext) -> None:
     tool = DocumentFetchingParsingTool()
     options: dict[str, Any] = {}
@@ -219,14 +250,52 @@ def _fetch_all(settings: Settings, request: ResearchRequest, sources: list[Sourc
         task_run_name="fetch: {run_label}",
         **options,
     )
-    futures = []
+    raws: list[dict[str, Any]] = []
     for src in sources:
         raw: dict[str, Any] = {"maxLengthBytes": request.max_length_bytes}
         raw["url" if src.kind == "url" else "filePath"] = src.url
-        # The run name comes from run_label (not with_options, which copies the task: ~7 ms a source).
-        futures.append(fetch.submit(raw, ctx, run_label=src.url[-70:]))
-    for src, fut in zip(sources, futures, strict=True):
-        env = envelope_of(fut)
+        raws.append(raw)
+
+    def fan_out(raws: list[dict[str, Any]], ctx: ToolContext, run_label: str = "") -> list[dict[str, Any]]:
+        # Inside the batch's task run each source's run would join the batch's transaction and commit
+        # only with it: a failed source would lose the others' cached results, and every result would
+        # be written at the end, one after another. An eager transaction lets each commit as it ends.
+        with transaction(commit_mode=CommitMode.EAGER):
+            # The run name comes from run_label (not with_options, which copies the task: ~7 ms each).
+            futures = [
+                fetch.submit(raw, ctx, run_label=src.url[-70:])
+                for raw, src in zip(raws, sources, strict=True)
+            ]
+            envelopes = [envelope_of(fut) for fut in futures]
+        if any(not fut.state.is_completed() for fut in futures):
+            raise _BatchIncomplete(envelopes)
+        return envelopes
+
+    if not options or len(raws) < 2:
+        envelopes = fan_out(raws, ctx)
+    else:
+        # The whole fan-out is cached too, under the same key rules and expiration: the same request
+        # again is one cache hit instead of a cache-hit task run per source. Each source keeps its own
+        # cached run (another request sharing some sources reuses those); a batch with a failed source
+        # raises, so Prefect does not cache it and the next run retries that source.
+        batch: Any = task(name="fetch sources", task_run_name="fetch {run_label}", retries=0, **options)(
+            fan_out
+        )
+        label = f"{len(raws)} sources"
+        state = batch(raws, ctx, run_label=label, return_state=True)
+        if state.name == "Cached" and state.is_completed():
+            envelopes = state.result()
+            if not _fresh(envelopes, request.max_cache_age_s):
+                # A source's own cached run was older than this batch: take the stale ones again.
+                state = batch.with_options(refresh_cache=True)(raws, ctx, run_label=label, return_state=True)
+        value = state.result(raise_on_failure=False)
+        if isinstance(value, _BatchIncomplete):
+            envelopes = value.envelopes
+        elif isinstance(value, BaseException):
+            raise value
+        else:
+            envelopes = value
+    for src, env in zip(sources, envelopes, strict=True):
         data = env.get("data") or {}
         meta = data.get("metadata") or {}
         src.status = str(data.get("status") or "ERROR_UNKNOWN")
@@ -390,9 +459,6 @@ def research_flow(
     lap("fetch")
     _context7(settings, request, sources, ctx)
     lap("context7")
-    findings = rank_findings(request.question, sources)
-    lap("rank")
-
     topic = request.topic or topic_of(request.question)
     appendices = settings.udm_root / "appendices"
     title = request.question.rstrip("?").strip()
@@ -400,8 +466,19 @@ def research_flow(
     latest = latest_fingerprint(appendices, topic) if request.write else None
     # Same question, same sources with the same contents: a new version would say nothing new.
     unchanged_id = (
-        latest[0] if latest and latest[1] == fingerprint and not request.new_version_if_unchanged else None
+        latest.app_id
+        if latest and latest.fingerprint == fingerprint and not request.new_version_if_unchanged
+        else None
     )
+    findings: list[Finding] = []
+    if unchanged_id and latest and latest.findings is not None:
+        # The same texts rank the same: that appendix already holds these findings.
+        findings_count = latest.findings
+    else:
+        findings = rank_findings(request.question, sources)
+        findings_count = len(findings)
+    lap("rank")
+
     if unchanged_id:
         app_id = unchanged_id
         markdown = (appendices / f"{app_id}.md").read_text(encoding="utf-8")
@@ -433,12 +510,12 @@ def research_flow(
         ],
         sources_ok=ok,
         sources_failed=len(sources) - ok,
-        findings=len(findings),
+        findings=findings_count,
         markdown=markdown,
         flow_run_id=run_id,
         timings_s=timings,
     )
-    logger.info("%s: %d sources (%d ok), %d findings", app_id, len(sources), ok, len(findings))
+    logger.info("%s: %d sources (%d ok), %d findings", app_id, len(sources), ok, findings_count)
     if not request.write:
         result.timings_s = dict(timings)
         result.message = "not written (write=false)"

@@ -10,13 +10,14 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from udm.passages import Passage, rank_passages, split_passages, terms
 
 __all__ = [
     "Finding",
+    "Latest",
     "Source",
     "appendix_id",
     "canonical_url",
@@ -235,6 +236,7 @@ def _yaml_str(text: str) -> str:
 
 
 _FINGERPRINT_LINE = re.compile(r'^fingerprint: "?([0-9a-f]{16,64})"?\s*$', re.M)
+_FINDINGS_LINE = re.compile(r"^findings: (\d{1,4})\s*$", re.M)
 
 
 def research_fingerprint(question: str, libraries: list[str], sources: list[Source]) -> str:
@@ -244,8 +246,16 @@ def research_fingerprint(question: str, libraries: list[str], sources: list[Sour
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
 
 
-def latest_fingerprint(appendices_dir: Path, topic: str) -> tuple[str, str] | None:
-    """The newest existing version of a topic's appendix and its recorded fingerprint, or None."""
+class Latest(NamedTuple):
+    """The newest version of a topic's appendix: its ID, fingerprint and number of findings."""
+
+    app_id: str
+    fingerprint: str
+    findings: int | None  # None: an appendix written before the count was recorded
+
+
+def latest_fingerprint(appendices_dir: Path, topic: str) -> Latest | None:
+    """The newest existing version of a topic's appendix and what its header records, or None."""
     version = next_version(appendices_dir, topic) - 1
     if version < 1:
         return None
@@ -255,7 +265,10 @@ def latest_fingerprint(appendices_dir: Path, topic: str) -> tuple[str, str] | No
     except OSError:
         return None
     match = _FINGERPRINT_LINE.search(text[:4000])
-    return (app_id, match.group(1)) if match else None
+    if not match:
+        return None
+    count = _FINDINGS_LINE.search(text[:4000])
+    return Latest(app_id, match.group(1), int(count.group(1)) if count else None)
 
 
 def render_appendix(
@@ -285,6 +298,8 @@ def render_appendix(
         lines.append(f'flow_run: "{run_id}"')
     if fingerprint:
         lines.append(f'fingerprint: "{fingerprint}"')
+        # With the fingerprint, an unchanged re-run reports this count without ranking again.
+        lines.append(f"findings: {len(findings)}")
     lines += ["```", "", "## 1. Summary", ""]
     ok_sources = [s for s in sources if s.ok]
     if findings:

@@ -122,20 +122,26 @@ def rank_passages(
     # Only words that can stem to a query term are stemmed and counted (stemming only shortens a
     # word, so a match starts with the term's first 3 characters); every word counts for length.
     prefixes = sorted({t[:3] for t in wanted_set}, key=len, reverse=True)
+    # Matched in lower-cased text: a case-insensitive alternation scans about 1.7x slower.
     candidates = re.compile(
-        r"(?<![A-Za-z0-9])(?:" + "|".join(re.escape(p) for p in prefixes) + r")[A-Za-z0-9_.+#-]*", re.I
+        r"(?<![a-z0-9])(?:" + "|".join(re.escape(p) for p in prefixes) + r")[a-z0-9_.+#-]*"
     )
     tokenised: list[Counter[str]] = []
     lengths: list[int] = []
+    # A word's query term (or None), once per distinct spelling: texts repeat their words a lot.
+    term_of: dict[str, str | None] = {}
     for p in passages:
         lengths.append(len(p.text.split()) or 1)
         counts: Counter[str] = Counter()
-        for w in candidates.findall(p.text):
-            w = w.lower().rstrip(".-#+_")
-            if w not in _STOP:
-                st = _stem(w)
-                if st in wanted_set:
-                    counts[st] += 1
+        for raw in candidates.findall(p.text.lower()):
+            try:
+                st = term_of[raw]
+            except KeyError:
+                w = raw.rstrip(".-#+_")
+                st = _stem(w) if w not in _STOP else None
+                st = term_of[raw] = st if st in wanted_set else None
+            if st is not None:
+                counts[st] += 1
         tokenised.append(counts)
     avg = sum(lengths) / len(lengths)
     n = len(passages)

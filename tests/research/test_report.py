@@ -7,6 +7,7 @@ from pathlib import Path
 import yaml
 
 from flows.research_report import (
+    Finding,
     Source,
     appendix_id,
     canonical_url,
@@ -21,7 +22,7 @@ from flows.research_report import (
     topic_of,
 )
 from udm.document import parse_document
-from udm.passages import rank_passages, split_passages
+from udm.passages import Passage, rank_passages, split_passages
 
 
 def test_canonical_url_merges_spellings() -> None:
@@ -116,7 +117,18 @@ def test_fingerprint_follows_sources_and_is_read_back(tmp_path: Path) -> None:
         app = appendix_id("PREFECT-CACHING", version)
         md = render_appendix(app, q, sources, [], fingerprint=fp if version == 2 else "0" * 32)
         (tmp_path / f"{app}.md").write_text(md, encoding="utf-8")
-    assert latest_fingerprint(tmp_path, "PREFECT-CACHING") == ("APP-PREFECT-CACHING-RESEARCH-V2", fp)
+    assert latest_fingerprint(tmp_path, "PREFECT-CACHING") == ("APP-PREFECT-CACHING-RESEARCH-V2", fp, 0)
+    # The number of findings is recorded beside the fingerprint (an unchanged re-run reports it).
+    passage = Passage(0, "Prefect caches task results by key.")
+    md = render_appendix(appendix_id("PREFECT-CACHING", 3), q, sources, [Finding(1, passage)], fingerprint=fp)
+    (tmp_path / "APP-PREFECT-CACHING-RESEARCH-V3.md").write_text(md, encoding="utf-8")
+    assert latest_fingerprint(tmp_path, "PREFECT-CACHING") == ("APP-PREFECT-CACHING-RESEARCH-V3", fp, 1)
+    # An appendix from before the count: no count, so the flow ranks again.
+    (tmp_path / "APP-PREFECT-CACHING-RESEARCH-V3.md").write_text(
+        md.replace("findings: 1\n", ""), encoding="utf-8"
+    )
+    latest = latest_fingerprint(tmp_path, "PREFECT-CACHING")
+    assert latest is not None and latest.findings is None and latest.fingerprint == fp
 
 
 def test_index_link_operation_adds_a_table_row_or_a_list_item() -> None:

@@ -88,8 +88,9 @@ def test_research_report_only(prefect_server: None, site, workspace: Path) -> No
 
 
 def test_research_rerun_with_the_same_sources_is_unchanged(
-    prefect_server: None, site, workspace: Path
+    prefect_server: None, site, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import flows.research as research_mod
     from flows.research import ResearchRequest, run_research
 
     settings = load_settings(
@@ -101,9 +102,125 @@ def test_research_rerun_with_the_same_sources_is_unchanged(
     )
     first = run_research(request, settings)
     assert first.status == "written" and first.appendix_id.endswith("-V1"), first.message
+    ranked = research_mod.rank_findings
+
+    def not_again(*args: object, **kwargs: object) -> object:
+        raise AssertionError("an unchanged re-run ranked the passages again")
+
+    monkeypatch.setattr(research_mod, "rank_findings", not_again)
     again = run_research(request, settings)
     assert again.status == "unchanged" and again.appendix_id == first.appendix_id, again.message
+    assert again.findings == first.findings > 0
+    monkeypatch.setattr(research_mod, "rank_findings", ranked)
     assert again.update is None
     assert not (settings.udm_root / first.appendix_path.replace("-V1", "-V2")).exists()
     forced = run_research(request.model_copy(update={"new_version_if_unchanged": True}), settings)
     assert forced.status == "written" and forced.appendix_id.endswith("-V2"), forced.message
+
+
+def _task_runs(flow_run_id: str | None) -> dict[str, list[str]]:
+    """Task run names of a flow run by state name, read back once the server has recorded them all."""
+    import time
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId, TaskRunFilter
+
+    assert flow_run_id is not None
+    out: dict[str, list[str]] = {}
+    deadline = time.monotonic() + 30
+    with get_client(sync_client=True) as client:
+        while True:
+            runs = client.read_task_runs(
+                flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])),
+                task_run_filter=TaskRunFilter(),
+            )
+            out = {}
+            for run in runs:
+                out.setdefault(run.state_name or "?", []).append(run.name)
+            # The server records task runs from their events, a little behind the run itself.
+            if not ({"Pending", "Running", "Scheduled"} & set(out)) or time.monotonic() > deadline:
+                return out
+            time.sleep(0.2)
+
+
+def test_research_rerun_is_one_cache_hit_and_failed_sources_are_retried(
+    prefect_server: None, site, workspace: Path
+) -> None:
+    from flows.research import ResearchRequest, run_research
+
+    settings = load_settings(
+        cwd=workspace,
+        fetch_allow=["127.0.0.1"],
+        fetch_host_delay_s=0.0,
+        fetch_retries=0,
+        approval_policy="full_auto",
+    )
+    good = [site.base + "/article.html", site.base + "/notes.txt", site.base + "/readme.md"]
+    request = ResearchRequest(question="What do the notes say about caching?", urls=good, max_sources=3)
+    first = run_research(request, settings)
+    assert first.sources_ok == 3, first.sources
+    hits = {p: site.hits[p] for p in ("/article.html", "/notes.txt", "/readme.md")}
+    again = run_research(request, settings)
+    assert again.status == "unchanged", again.message
+    assert {p: site.hits[p] for p in hits} == hits  # nothing fetched again
+    runs = _task_runs(again.flow_run_id)
+    # The whole fan-out came from one cached batch: no task run per source this time.
+    assert runs.get("Cached") == ["fetch 3 sources"], runs
+    assert not any(name.startswith("fetch: ") for names in runs.values() for name in names), runs
+
+    # A source that fails after its retries keeps the batch out of the cache: the next run fetches
+    # that source again, while the others are cache hits of their own.
+    # Sources never fetched before, so their own cache entries come from this batch.
+    fresh = [site.base + "/article-copy.html", site.base + "/doc.pdf"]
+    flaky = ResearchRequest(
+        question="What do the notes say about failures?",
+        urls=[*fresh, site.base + "/always-500"],
+        max_sources=3,
+    )
+    one = run_research(flaky, settings)
+    assert {s["url"]: s["status"] for s in one.sources}[site.base + "/always-500"] != "ok"
+    seen = {p: site.hits[p] for p in ("/article-copy.html", "/doc.pdf", "/always-500")}
+    assert seen["/article-copy.html"] == seen["/doc.pdf"] == 1
+    two = run_research(flaky, settings)
+    assert site.hits["/always-500"] == seen["/always-500"] + 1
+    assert site.hits["/article-copy.html"] == 1 and site.hits["/doc.pdf"] == 1
+    runs = _task_runs(two.flow_run_id)
+    assert "fetch 3 sources" in runs.get("Failed", []), runs
+    assert len([n for n in runs.get("Cached", []) if n.startswith("fetch: ")]) == 2, runs
+
+
+def test_a_cached_batch_older_than_its_sources_allow_is_not_fresh() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from flows.research import _fresh
+
+    now = datetime.now(UTC)
+    env = lambda at: {"data": {"metadata": {"fetched_at": at}}}  # noqa: E731
+    assert _fresh([env(now.isoformat()), {"data": None}], 60)
+    assert not _fresh([env(now.isoformat()), env((now - timedelta(seconds=120)).isoformat())], 60)
+    assert not _fresh([env("yesterday")], 60)
+    # A naive timestamp is read as UTC.
+    assert _fresh([env((now - timedelta(seconds=5)).replace(tzinfo=None).isoformat())], 60)
+
+
+def test_a_cached_batch_with_a_stale_source_fetches_that_source_again(
+    prefect_server: None, site, workspace: Path
+) -> None:
+    import time
+
+    from flows.research import ResearchRequest, run_research
+
+    settings = load_settings(cwd=workspace, fetch_allow=["127.0.0.1"], fetch_host_delay_s=0.0)
+    old, new = site.base + "/article-copy.html", site.base + "/notes.txt"
+    ask = {"question": "What do the copies say?", "write": False, "max_cache_age_s": 4}
+    run_research(ResearchRequest(urls=[old], max_sources=1, **ask), settings)
+    time.sleep(2)
+    both = ResearchRequest(urls=[old, new], max_sources=2, **ask)
+    run_research(both, settings)  # the batch is cached now, holding `old` as fetched 2 s earlier
+    assert site.hits["/article-copy.html"] == 1 and site.hits["/notes.txt"] == 1
+    time.sleep(2.5)
+    # The batch is 2.5 s old (fresh), but `old` was fetched 4.5 s ago: past the 4 s the request allows.
+    again = run_research(both, settings)
+    assert site.hits["/article-copy.html"] == 2, "the stale source was served from the batch"
+    assert site.hits["/notes.txt"] == 1  # still a cache hit of its own
+    assert again.sources_ok == 2
