@@ -1,7 +1,7 @@
 """Benchmark of the research pipeline: 200 article pages served on loopback, fetched and parsed.
 
 Pages (14-24 KB of realistic HTML: navigation, cookie banner, article, footer) are served by 8 local
-servers on 127.0.0.1-127.0.0.8 (8 "sites", 25 pages each) that answer after a simulated network
+servers on 127.0.0.1-127.0.0.8 (8 "sites", 25 pages each; in a process of their own) that answer after a simulated network
 latency (`--latency`, default 0.1 s; a real web fetch takes longer). Measured in one run:
 
 1. baseline: a naive sequential loop, httpx.get + trafilatura.extract per page;
@@ -18,10 +18,12 @@ Run: ./run bench research [--pages N] [--latency S] [--workers N]
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -122,58 +124,79 @@ def make_page(site: int, n: int, rng: random.Random) -> bytes:
 
 
 class Sites:
-    """8 loopback 'sites' serving the pages with a fixed latency."""
+    """8 loopback 'sites' serving the pages with a fixed latency, from a process of their own.
+
+    A real site does not share the crawler's interpreter: served from the benchmark's own process,
+    the sites' request handling would compete with the flow's threads for the GIL.
+    """
 
     def __init__(self, pages: int, latency: float) -> None:
-        rng = random.Random(7)
-        self.latency = latency
-        self.servers: list[ThreadingHTTPServer] = []
-        self.urls: list[str] = []
-        sites = 8
-        self.pages: dict[tuple[str, str], bytes] = {}
-        for s in range(sites):
-            host = f"127.0.0.{s + 1}"
-            server = ThreadingHTTPServer((host, 0), self._handler())
-            server.daemon_threads = True
-            threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
-            self.servers.append(server)
-        for i in range(pages):
-            s = i % sites
-            addr, port = self.servers[s].server_address[:2]
-            path = f"/articles/{i}.html"
-            self.pages[(f"{addr!s}:{port}", path)] = make_page(s + 1, i, rng)
-            self.urls.append(f"http://{addr!s}:{port}{path}")
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        sites = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                time.sleep(sites.latency)
-                key = (self.headers.get("Host", ""), self.path)
-                if self.path == "/robots.txt":
-                    body, ctype, code = b"User-agent: *\nAllow: /\n", "text/plain", 200
-                elif key in sites.pages:
-                    body, ctype, code = sites.pages[key], "text/html; charset=utf-8", 200
-                else:
-                    body, ctype, code = b"not found", "text/plain", 404
-                self.send_response(code)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        return Handler
+        self.proc = subprocess.Popen(
+            [sys.executable, __file__, "--serve", "--pages", str(pages), "--latency", str(latency)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("the page servers did not start")
+        self.urls: list[str] = json.loads(line)
 
     def close(self) -> None:
-        for s in self.servers:
-            s.shutdown()
-            s.server_close()
+        """Stop the servers' process (it exits when its stdin closes)."""
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def serve(pages: int, latency: float) -> None:
+    """Serve the pages from 8 threaded servers on 127.0.0.1-8; print the URLs as JSON; stop on EOF."""
+    rng = random.Random(7)
+    content: dict[tuple[str, str], bytes] = {}
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            time.sleep(latency)
+            key = (self.headers.get("Host", ""), self.path)
+            if self.path == "/robots.txt":
+                body, ctype, code = b"User-agent: *\nAllow: /\n", "text/plain", 200
+            elif key in content:
+                body, ctype, code = content[key], "text/html; charset=utf-8", 200
+            else:
+                body, ctype, code = b"not found", "text/plain", 404
+            self.send_response(code)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    servers: list[ThreadingHTTPServer] = []
+    for s in range(8):
+        server = ThreadingHTTPServer((f"127.0.0.{s + 1}", 0), Handler)
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
+        servers.append(server)
+    urls = []
+    for i in range(pages):
+        s = i % len(servers)
+        addr, port = servers[s].server_address[:2]
+        path = f"/articles/{i}.html"
+        content[(f"{addr!s}:{port}", path)] = make_page(s + 1, i, rng)
+        urls.append(f"http://{addr!s}:{port}{path}")
+    print(json.dumps(urls), flush=True)
+    sys.stdin.read()  # until the benchmark closes our stdin
+    for server in servers:
+        server.shutdown()
+        server.server_close()
 
 
 def naive(urls: list[str]) -> tuple[float, int]:
@@ -256,7 +279,11 @@ def main() -> int:
         "--latency", type=float, default=0.1, help="Simulated network latency per response, s."
     )
     parser.add_argument("--workers", type=int, default=32, help="research_max_workers for the flow.")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve:
+        serve(args.pages, args.latency)
+        return 0
 
     from udm.config import load_settings
 
