@@ -94,7 +94,7 @@ class SearchIndex:
             body=content,
             start_byte=int(row.get("start_byte") or 0),
             end_byte=int(row.get("own_end_byte") or 0),
-            ids=list(mentioned) if mentioned is not None else ids.split() or [""],
+            ids=(list(mentioned) if mentioned is not None else ids.split()) or [""],
             defines=list(row.get("ids") or []) or [""],
         )
 
