@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import os
 import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from prefect import Task, task
@@ -36,6 +38,7 @@ __all__ = [
     "MAX_TOTAL_WAIT_S",
     "ToolFailedError",
     "envelope_of",
+    "local_file_stamps",
     "tool_cache_policy",
     "tool_task",
 ]
@@ -87,7 +90,31 @@ def tool_cache_policy(tool: Tool[Any, Any] | str) -> CachePolicy:
         (INPUTS - "ctx" - "run_label")
         + TASK_SOURCE
         + CacheKeyFnPolicy(cache_key_fn=lambda _ctx, _params: tag)
+        + CacheKeyFnPolicy(cache_key_fn=lambda _ctx, params: local_file_stamps(params))
     )
+
+
+def local_file_stamps(params: dict[str, Any]) -> str:
+    """Size and mtime of each local file a call reads (`filePath` in its input or a list of inputs).
+
+    Part of the cache key: the same path read again after the file changed is a miss, where the
+    inputs alone (the path) would serve the old text until the entry expired. "" when no file is read.
+    """
+    settings = getattr(params.get("ctx"), "settings", None)
+    root = Path(getattr(settings, "project_root", None) or ".")
+    stamps: list[str] = []
+    for value in params.values():
+        for item in value if isinstance(value, list) else [value]:
+            name = item.get("filePath") if isinstance(item, dict) else None
+            if not isinstance(name, str) or not name:
+                continue
+            path = Path(name) if Path(name).is_absolute() else root / name
+            try:
+                st = os.stat(path)
+                stamps.append(f"{name}:{st.st_size}:{st.st_mtime_ns}")
+            except OSError:
+                stamps.append(f"{name}:absent")
+    return "|".join(stamps)
 
 
 def tool_task(

@@ -224,3 +224,39 @@ def test_a_cached_batch_with_a_stale_source_fetches_that_source_again(
     assert site.hits["/article-copy.html"] == 2, "the stale source was served from the batch"
     assert site.hits["/notes.txt"] == 1  # still a cache hit of its own
     assert again.sources_ok == 2
+
+
+def test_a_changed_local_file_is_read_again_within_the_cache_age(
+    prefect_server: None, site, workspace: Path
+) -> None:
+    import os
+
+    from flows.research import ResearchRequest, run_research
+
+    settings = load_settings(cwd=workspace, fetch_allow=["127.0.0.1"], fetch_host_delay_s=0.0)
+    note = settings.udm_root / "notes-cache-test.md"
+    note.write_text("# Cache note\n\nThe index keeps sections by content hash.\n", encoding="utf-8")
+    request = ResearchRequest(
+        question="What does the cache note say?",
+        files=[str(note.relative_to(settings.project_root)), "docs/udm/02-system-architecture.md"],
+        urls=[site.base + "/notes.txt"],
+        max_sources=3,
+        write=False,
+    )
+    first = run_research(request, settings)
+    assert first.sources_ok == 3, first.sources
+    same = run_research(request, settings)
+    assert [s["content_hash"] for s in same.sources] == [s["content_hash"] for s in first.sources]
+    note.write_text("# Cache note\n\nThe index now keeps sections by generation.\n", encoding="utf-8")
+    stat = note.stat()
+    os.utime(note, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))  # a distinct mtime
+    hits = site.hits["/notes.txt"]
+    changed = run_research(request, settings)
+    by_url = {s["url"]: s for s in changed.sources}
+    before = {s["url"]: s for s in first.sources}
+    changed_note = next(u for u in by_url if u.endswith("notes-cache-test.md"))
+    assert by_url[changed_note]["content_hash"] != before[changed_note]["content_hash"]
+    # The other file and the URL are still cache hits of their own.
+    other = next(u for u in by_url if u.endswith("02-system-architecture.md"))
+    assert by_url[other]["content_hash"] == before[other]["content_hash"]
+    assert site.hits["/notes.txt"] == hits
