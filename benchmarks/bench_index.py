@@ -21,6 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpus import CORPUS_DIR, CorpusSpec, ensure_corpus  # noqa: E402
+from machine import calibration  # noqa: E402
 
 from udm.config import load_settings  # noqa: E402
 from udm.query import UdmQuery  # noqa: E402
@@ -74,6 +75,7 @@ def main() -> None:
         target_mb=float(args[1]) if len(args) > 1 else 100.0,
         tasks=int(args[2]) if len(args) > 2 else 60000,
     )
+    print(calibration(), flush=True)
     t = time.perf_counter()
     info = ensure_corpus(spec)
     print(

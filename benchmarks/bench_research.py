@@ -33,6 +33,9 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine import calibration  # noqa: E402
+
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
@@ -321,6 +324,7 @@ def main() -> int:
         )
         run_research(warm, settings)
 
+        print(calibration(), flush=True)
         base_s, base_ok = naive(sites.urls)
         print(
             f"naive sequential loop: {base_s:6.2f} s  {len(sites.urls) / base_s:6.1f} pages/s  ({base_ok} parsed)"
