@@ -206,8 +206,11 @@ def _plan_sources(settings: Settings, request: ResearchRequest, links: list[tupl
 class _BatchIncomplete(Exception):
     """A source of the batch failed after its retries: the batch's envelopes, kept out of the cache."""
 
-    def __init__(self, envelopes: list[dict[str, Any]]) -> None:
-        super().__init__(f"{sum(1 for e in envelopes if not e.get('success'))} sources failed")
+    def __init__(self, envelopes: list[dict[str, Any]], failed: int) -> None:
+        super().__init__(
+            f"{failed} of {len(envelopes)} sources failed after their retries; the batch is not cached, "
+            "so the next run fetches them again (the others stay cached)"
+        )
         self.envelopes = envelopes
 
 
@@ -267,8 +270,9 @@ def _fetch_all(settings: Settings, request: ResearchRequest, sources: list[Sourc
                 for raw, src in zip(raws, sources, strict=True)
             ]
             envelopes = [envelope_of(fut) for fut in futures]
-        if any(not fut.state.is_completed() for fut in futures):
-            raise _BatchIncomplete(envelopes)
+        failed = sum(1 for fut in futures if not fut.state.is_completed())
+        if failed:
+            raise _BatchIncomplete(envelopes, failed)
         return envelopes
 
     if not options or len(raws) < 2:
