@@ -42,10 +42,10 @@ class IdMatcher:
         """Every ID occurrence in `text` as a regex match (the same matches as `regex.finditer`)."""
         if self._start is None:
             return self.regex.finditer(text)
-        return self._scan(text)
+        return self._scan(self._start, text)
 
-    def _scan(self, text: str) -> Iterator[re.Match[str]]:
-        search, match = self._start.search, self.regex.match  # type: ignore[union-attr]
+    def _scan(self, start: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+        search, match = start.search, self.regex.match
         pos = 0
         while (hint := search(text, pos)) is not None:
             at = hint.start()
