@@ -100,19 +100,26 @@ def local_file_stamps(params: dict[str, Any]) -> str:
     Part of the cache key: the same path read again after the file changed is a miss, where the
     inputs alone (the path) would serve the old text until the entry expired. "" when no file is read.
     """
+    from udm.errors import UdmError
+    from udm.pathguard import resolve_inside
+
     settings = getattr(params.get("ctx"), "settings", None)
-    root = Path(getattr(settings, "project_root", None) or ".")
     stamps: list[str] = []
     for value in params.values():
         for item in value if isinstance(value, list) else [value]:
             name = item.get("filePath") if isinstance(item, dict) else None
             if not isinstance(name, str) or not name:
                 continue
-            path = Path(name) if Path(name).is_absolute() else root / name
             try:
+                # The file the tool's sandbox would read (symlinks followed), not a path joined here.
+                path = (
+                    resolve_inside(name, settings.allowed_roots(), settings.project_root)
+                    if settings is not None
+                    else Path(name)
+                )
                 st = os.stat(path)
                 stamps.append(f"{name}:{st.st_size}:{st.st_mtime_ns}")
-            except OSError:
+            except (OSError, UdmError):
                 stamps.append(f"{name}:absent")
     return "|".join(stamps)
 
