@@ -287,12 +287,11 @@ def _fetch_all(settings: Settings, request: ResearchRequest, sources: list[Sourc
         )
         label = f"{len(raws)} sources"
         state = batch(raws, ctx, run_label=label, return_state=True)
-        if state.name == "Cached" and state.is_completed():
-            envelopes = state.result()
-            if not _fresh(envelopes, request.max_cache_age_s):
-                # A source's own cached run was older than this batch: take the stale ones again.
-                state = batch.with_options(refresh_cache=True)(raws, ctx, run_label=label, return_state=True)
         value = state.result(raise_on_failure=False)
+        if state.name == "Cached" and isinstance(value, list) and not _fresh(value, request.max_cache_age_s):
+            # A source's own cached run was older than this batch: take the stale ones again.
+            state = batch.with_options(refresh_cache=True)(raws, ctx, run_label=label, return_state=True)
+            value = state.result(raise_on_failure=False)
         if isinstance(value, _BatchIncomplete):
             envelopes = value.envelopes
         elif isinstance(value, BaseException):
