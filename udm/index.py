@@ -285,9 +285,7 @@ def _parse_into(
         doc = parse_document(text, rel, patterns)
         errors.extend(doc.errors)
         files.append(_file_row(rel, digest, st, now, doc.parser, "; ".join(doc.errors[:3]) or None))
-        tables = document_rows(doc, exists=exists)
-        _add_mentions(tables)
-        for table, rows in tables.items():
+        for table, rows in document_rows(doc, exists=exists).items():
             if rows:
                 counts[table] += len(rows)
                 buffers[table].extend(rows)
@@ -295,24 +293,6 @@ def _parse_into(
                     flush(table)
     for table in TABLE_COLUMNS:
         flush(table)
-
-
-def _add_mentions(tables: dict[str, list[dict[str, Any]]]) -> None:
-    """Give each section row the IDs its lines mention (`mentions`, for the search index's `ids`).
-
-    The parse has found them already; without this the search index would scan every section's text
-    for IDs again (about a fifth of a full build's CPU). DuckDB's loaders ignore the extra key.
-    """
-    sections = tables.get("sections")
-    if not sections:
-        return
-    by_section: dict[int, dict[str, None]] = {}
-    for row in tables.get("ids") or ():
-        k = row["section"]
-        if k is not None:
-            by_section.setdefault(k, {})[row["id"]] = None
-    for row in sections:
-        row["mentions"] = list(by_section.get(row["idx"], ()))
 
 
 def _json_bytes(rows: list[dict[str, Any]]) -> bytes:

@@ -83,8 +83,6 @@ class SearchIndex:
 
     def _doc(self, row: dict[str, Any]) -> tantivy.Document:
         content = row["content"]
-        mentioned = row.get("mentions")
-        ids = "" if mentioned is not None else " ".join(dict.fromkeys(self.matcher.findall(content)))
         return tantivy.Document(
             file=row["file"],
             section=int(row["idx"]),
@@ -94,7 +92,8 @@ class SearchIndex:
             body=content,
             start_byte=int(row.get("start_byte") or 0),
             end_byte=int(row.get("own_end_byte") or 0),
-            ids=(list(mentioned) if mentioned is not None else ids.split()) or [""],
+            # The IDs the parse found in the section (`document_rows` gives them as `mentions`).
+            ids=list(row.get("mentions") or []) or [""],
             defines=list(row.get("ids") or []) or [""],
         )
 

@@ -99,6 +99,9 @@ def test_search_and_references(qctx: ToolContext) -> None:
     assert {"file", "line", "section_path", "snippet", "score"} <= set(hits[0])
     by_id = q(qctx, query_type="search", udm_path_or_id="TASK-P0-M0.1-T001")["retrievedContent"]
     assert by_id and "TASK-P0-M0.1-T001" in by_id[0]["section_path"]
+    # Sections that only mention an ID are found through it too (the parse's `mentions`).
+    mentioned = q(qctx, query_type="search", udm_path_or_id="COMP-006", limit=20)["retrievedContent"]
+    assert any(h["file"] == "00-index.md" for h in mentioned), mentioned
     refs = q(qctx, query_type="references", udm_path_or_id="COMP-006", limit=200)["retrievedContent"]
     assert refs["definitions"][0]["how"] == "field"
     assert any(r["file"] == "00-index.md" for r in refs["references"])
