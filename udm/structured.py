@@ -288,6 +288,9 @@ _CANON_BLOCK = re.compile(
 _CANON_ITEM_INDENT = re.compile(r"^( *)- ", re.MULTILINE)
 _CANON_KEYS = re.compile(rf"^({_CANON_KEY}):", re.MULTILINE)
 _CANON_PLAIN_STR = re.compile(_CANON_PLAIN)
+# Plain scalars ruamel writes back otherwise (null as nothing, True as true): a block holding one
+# is not reproduced line for line, so the round trip decides.
+_REWRITTEN = re.compile(r"(?::|^ *-) (?:null|Null|NULL|True|TRUE|False|FALSE)(?= |\n)", re.MULTILINE)
 # Words a YAML 1.1 or 1.2 reader may take for a boolean or null: never spliced as plain keys or text.
 _KEYWORDS = frozenset(["yes", "no", "true", "false", "on", "off", "null", "y", "n"])
 
@@ -323,6 +326,8 @@ def _splice_yaml_scalar(text: str, tokens: KeyPath, action: Action, value: Any) 
         return None
     key = tokens[0]
     if not text.endswith("\n") or not text.isascii() or _CANON_BLOCK.fullmatch(text) is None:
+        return None
+    if _REWRITTEN.search(text):
         return None
     if len(set(_CANON_ITEM_INDENT.findall(text))) > 1 or not re.fullmatch(_CANON_KEY, key):
         return None
