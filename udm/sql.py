@@ -75,6 +75,8 @@ def run_readonly_sql(index: UdmIndex, sql: str, *, row_cap: int, timeout_s: floa
     # strict: a genuinely read-only connection that cannot read other files, never the shared writer.
     with index.connect(read_only=True, strict=True) as con:
         cur = con.cursor()
+        # A cursor starts with default settings: no scanning a Python variable named like a table.
+        cur.execute("SET python_enable_replacements = false")
         fired = threading.Event()
 
         def interrupt() -> None:
