@@ -48,7 +48,7 @@ from udm.lookup import MARKDOWN_SUFFIXES, scan_markdown, write_lookup
 
 __all__ = ["IDLE_RELEASE_S", "RELEASE_POLL_S", "SCHEMA_VERSION", "RefreshStats", "UdmIndex", "scan_root"]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 # ID definitions with their section's line range: the rows of the SQLite lookup mirror.
 _DEFS_SQL = (
     "SELECT i.id, i.file, i.line, i.how, i.section, i.section_path, s.start_line, s.end_line "
@@ -60,6 +60,16 @@ IDLE_RELEASE_S = 30.0
 RELEASE_POLL_S = 0.1
 # Below this much text, forking workers costs more than it saves.
 PARALLEL_MIN_BYTES = 2_000_000
+# An indexed file as the files table holds it: size, mtime_ns, content hash, tables with its rows.
+Indexed = tuple[int, int, str, tuple[str, ...]]
+# The name the shared connection attaches the index file under (its tables are then unqualified).
+_ATTACHED = "udm_index"
+# Every connection: no progress bar, and no scanning a Python variable named like a missing table.
+_SESSION_SQL = "SET enable_progress_bar = false; SET python_enable_replacements = false"
+# Files parsed ahead (paths, then `_parse_in_memory`'s file rows, errors, counts and rows by table).
+_Prefetched = tuple[
+    list[str], tuple[list[dict[str, Any]], list[str], dict[str, int], dict[str, list[dict[str, Any]]]]
+]
 
 
 @dataclass
@@ -200,10 +210,8 @@ def _columns_sql(table: str) -> str:
 def _ddl() -> list[str]:
     stmts = [
         "CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
-        "CREATE TABLE IF NOT EXISTS files (path VARCHAR, content_hash VARCHAR, size BIGINT, "
-        "mtime_ns BIGINT, indexed_at TIMESTAMP, parser VARCHAR, error VARCHAR)",
     ]
-    for table, cols in TABLE_COLUMNS.items():
+    for table, cols in {**TABLE_COLUMNS, "files": FILE_COLUMNS}.items():
         body = ", ".join(f"{name} {kind}" for name, kind in cols)
         stmts.append(f"CREATE TABLE IF NOT EXISTS {table} ({body})")
     return stmts
@@ -280,12 +288,14 @@ def _parse_into(
             line = raw[: exc.start].count(b"\n") + 1
             msg = f"{rel}:{line}: not valid UTF-8 (byte {exc.start})"
             errors.append(msg)
-            files.append(_file_row(rel, digest, st, now, "none", msg))
+            files.append(_file_row(rel, digest, st, now, "none", msg, []))
             continue
         doc = parse_document(text, rel, patterns)
         errors.extend(doc.errors)
-        files.append(_file_row(rel, digest, st, now, doc.parser, "; ".join(doc.errors[:3]) or None))
-        for table, rows in document_rows(doc, exists=exists).items():
+        rows_by_table = document_rows(doc, exists=exists)
+        holds = [table for table, rows in rows_by_table.items() if rows]
+        files.append(_file_row(rel, digest, st, now, doc.parser, "; ".join(doc.errors[:3]) or None, holds))
+        for table, rows in rows_by_table.items():
             if rows:
                 counts[table] += len(rows)
                 buffers[table].extend(rows)
@@ -329,6 +339,8 @@ FILE_COLUMNS: list[tuple[str, str]] = [
     ("indexed_at", "TIMESTAMP"),
     ("parser", "VARCHAR"),
     ("error", "VARCHAR"),
+    # The tables holding rows of this file: a small refresh deletes from just those.
+    ("tables", "VARCHAR[]"),
 ]
 
 
@@ -348,27 +360,29 @@ _INSERT_JSON = {table: _insert_from_json_sql(table, cols) for table, cols in TAB
 
 
 class _Background(threading.Thread):
-    """Run one call on a thread (tantivy and DuckDB release the GIL); `result()` re-raises its error."""
+    """Run one call on a thread (tantivy and DuckDB release the GIL); `result()` returns or re-raises."""
 
     def __init__(self, fn: Any, **kwargs: Any) -> None:
         super().__init__(daemon=True)
         self._fn = fn
         self._kwargs = kwargs
+        self._value: Any = None
         self._error: BaseException | None = None
         self.start()
 
     def run(self) -> None:
-        """Call the function, keeping its exception for `result()`."""
+        """Call the function, keeping its value or exception for `result()`."""
         try:
-            self._fn(**self._kwargs)
+            self._value = self._fn(**self._kwargs)
         except BaseException as exc:  # re-raised in the caller's thread
             self._error = exc
 
-    def result(self) -> None:
-        """Wait for the call; raise what it raised."""
+    def result(self) -> Any:
+        """Wait for the call; return its value or raise what it raised."""
         self.join()
         if self._error is not None:
             raise self._error
+        return self._value
 
 
 def _definitions_of(tables: dict[str, list[dict[str, Any]]]) -> list[tuple[Any, ...]]:
@@ -400,7 +414,7 @@ def _is_markdown(target: str | None) -> bool:
 
 
 def _file_row(
-    rel: str, digest: str, st: os.stat_result, now: str, parser: str, error: str | None
+    rel: str, digest: str, st: os.stat_result, now: str, parser: str, error: str | None, tables: list[str]
 ) -> dict[str, Any]:
     return {
         "path": rel,
@@ -410,6 +424,7 @@ def _file_row(
         "indexed_at": now,
         "parser": parser,
         "error": error,
+        "tables": tables,
     }
 
 
@@ -419,7 +434,13 @@ class _NeedFlag(Exception):
 
 def _is_lock_error(exc: BaseException) -> bool:
     text = str(exc)
-    return "lock" in text.lower() or "Conflicting lock" in text or "different configuration" in text
+    # "Unique file handle conflict": another index object of this process has the file attached;
+    # it lets go when idle and it sees the waiting flag, as another process would.
+    return (
+        "lock" in text.lower()
+        or "different configuration" in text
+        or isinstance(exc, duckdb.ResourceInUseException)
+    )
 
 
 _LIVE: weakref.WeakSet[UdmIndex] = weakref.WeakSet()
@@ -448,6 +469,10 @@ class UdmIndex:
         # small refresh used (kept so the next refresh skips DuckDB's ~25 ms open).
         self._ro: duckdb.DuckDBPyConnection | None = None
         self._ro_writable = False
+        # The shared connection is the engine with the file attached, or (for untrusted SQL) a
+        # read-only connection of its own that cannot reach other files.
+        self._ro_strict = False
+        self._engine: duckdb.DuckDBPyConnection | None = None
         self._ro_users = 0
         self._release_timer: threading.Timer | None = None
         self._idle_since = 0.0
@@ -455,7 +480,7 @@ class UdmIndex:
         self._known: dict[str, tuple[int, int]] | None = None
         # ((generation, epoch), the files table then) after this process's refreshes: spares
         # re-reading it while the index is still there.
-        self._files_cache: tuple[tuple[str | None, str | None], dict[str, tuple[int, int, str]]] | None = None
+        self._files_cache: tuple[tuple[str | None, str | None], dict[str, Indexed]] | None = None
         self._cache_key: tuple[str | None, str | None] = (None, None)
         # Section anchors by file, valid at `_files_cache`'s generation (small refreshes resolve links).
         self._anchor_cache: dict[str, set[str]] = {}
@@ -468,34 +493,61 @@ class UdmIndex:
     def _exclude(self) -> list[Path]:
         return [self.state]
 
-    def _open(self, read_only: bool) -> duckdb.DuckDBPyConnection:
+    def _open(self, read_only: bool, *, attach: bool = False) -> duckdb.DuckDBPyConnection:
+        """A connection of its own (read-only: cannot reach other files), or the engine with it attached."""
         flagged = False
         try:
-            return self._open_retrying(read_only, lambda: None)
+            return self._open_retrying(read_only, attach, lambda: None)
         except _NeedFlag:
             flagged = True
             # Tell other processes to let go of their idle connections (a reader as well: another
             # process may keep a read-write connection between its refreshes).
             with suppress(OSError):
                 self._writer_flag.touch()
-            return self._open_retrying(read_only, None)
+            return self._open_retrying(read_only, attach, None)
         finally:
             if flagged:
                 with suppress(OSError):
                     self._writer_flag.unlink()
 
-    def _open_retrying(self, read_only: bool, first_failure: Any) -> duckdb.DuckDBPyConnection:
+    def _engine_connection(self) -> duckdb.DuckDBPyConnection:
+        """The in-memory DuckDB instance the shared connection attaches the index file to.
+
+        Creating an instance costs DuckDB ~20 ms here (even in memory); attaching a file to a live
+        one ~2 ms. So the process keeps its instance and only attaches and detaches the file, which
+        takes and releases the file lock as opening and closing would.
+        """
+        if self._engine is None:
+            engine = duckdb.connect(":memory:")
+            try:
+                engine.execute(_SESSION_SQL)
+                # Small changes stay in the WAL (readers replay it) instead of a checkpoint per
+                # refresh; `_drop_ro` checkpoints when the file is let go, DuckDB once the WAL is large.
+                engine.execute("PRAGMA disable_checkpoint_on_shutdown; SET checkpoint_threshold = '16MB'")
+            except BaseException:
+                engine.close()
+                raise
+            self._engine = engine
+        return self._engine
+
+    def _open_retrying(self, read_only: bool, attach: bool, first_failure: Any) -> duckdb.DuckDBPyConnection:
         deadline = time.monotonic() + self.settings.index_busy_timeout_s
         delay = 0.01
         while True:
             try:
+                if attach:
+                    con = self._engine_connection()
+                    path = str(self.db_path).replace("'", "''")  # ATTACH takes no parameters
+                    mode = " (READ_ONLY)" if read_only else ""
+                    con.execute(f"ATTACH '{path}' AS {_ATTACHED}{mode}; USE {_ATTACHED}")
+                    return con
                 con = duckdb.connect(str(self.db_path), read_only=read_only)
-                con.execute("SET enable_progress_bar = false")
+                con.execute(_SESSION_SQL)
                 if read_only:
                     # Readers never touch other files: read-only SQL cannot read_text('/etc/...').
                     con.execute("SET enable_external_access = false")
                 return con
-            except (duckdb.IOException, duckdb.ConnectionException) as exc:
+            except (duckdb.IOException, duckdb.ConnectionException, duckdb.ResourceInUseException) as exc:
                 if first_failure is not None and _is_lock_error(exc):
                     raise _NeedFlag from exc
                 if not _is_lock_error(exc) or time.monotonic() >= deadline:
@@ -519,10 +571,26 @@ class UdmIndex:
                     # so other processes open the index without replaying it (~10 ms per MB).
                     with suppress(duckdb.Error):
                         self._ro.execute("CHECKPOINT")
-                self._ro.close()
+                if self._ro_strict:
+                    self._ro.close()
+                else:
+                    self._detach()
             finally:
                 self._ro = None
                 self._ro_writable = False
+                self._ro_strict = False
+
+    def _detach(self) -> None:
+        engine = self._engine
+        if engine is None:
+            return
+        try:
+            engine.execute(f"USE memory; DETACH {_ATTACHED}")
+        except duckdb.Error:
+            # Whatever went wrong, closing the instance releases the file: start a new one next time.
+            self._engine = None
+            with suppress(duckdb.Error):
+                engine.close()
 
     def _someone_waits(self) -> bool:
         """Whether another process raised the waiting flag lately (a crashed waiter's flag goes stale)."""
@@ -571,12 +639,21 @@ class UdmIndex:
         with self._mutex:
             if self._ro is not None and self._ro_users == 0 and self._someone_waits():
                 self._drop_ro()  # another process is waiting: step aside, reopen after it
-            if strict and self._ro is not None and self._ro_writable:
+            if strict and self._ro is not None and not self._ro_strict:
                 if self._ro_users:
-                    raise IndexBusyError("index busy: this process is using its read-write connection")
+                    if self._ro_writable:
+                        raise IndexBusyError("index busy: this process is using its read-write connection")
+                    # Another thread reads through the engine: a restricted connection just for this.
+                    private = self._open(read_only=True)
+                    try:
+                        yield private
+                    finally:
+                        private.close()
+                    return
                 self._drop_ro()
             if self._ro is None:
-                self._ro = self._open(read_only=True)
+                self._ro = self._open(read_only=True, attach=not strict)
+                self._ro_strict = strict
             if self._release_timer is not None:
                 self._release_timer.cancel()
                 self._release_timer = None
@@ -590,9 +667,11 @@ class UdmIndex:
                     self._idle_since = time.monotonic()
                     self._arm_release()
 
-    @contextmanager
-    def _shared_writer(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """The shared connection, made read-write, kept open (idle-released) for the next refresh."""
+    def _start_writer_open(self) -> _Background | None:
+        """Begin opening the shared read-write connection on a thread; None when it is open already.
+
+        DuckDB releases the GIL while it opens (~20-30 ms), so the caller can parse meanwhile.
+        """
         with self._mutex:
             if self._ro is not None and self._ro_users == 0 and self._someone_waits():
                 self._drop_ro()
@@ -600,20 +679,30 @@ class UdmIndex:
                 if self._ro_users:
                     raise IndexBusyError("index busy: this process is reading its read-only connection")
                 self._drop_ro()
-            if self._ro is None:
-                con = self._open(read_only=False)
-                # Small changes stay in the WAL (readers replay it) instead of a checkpoint per
-                # refresh; `_drop_ro` checkpoints when the connection is let go, DuckDB once it is large.
-                con.execute("PRAGMA disable_checkpoint_on_shutdown")
-                con.execute("SET checkpoint_threshold = '16MB'")
-                self._ro = con
+            # DuckDB releases the GIL while it creates its instance and attaches the file.
+            return _Background(self._open, read_only=False, attach=True) if self._ro is None else None
+
+    @contextmanager
+    def _shared_writer(self, opening: _Background | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+        """The shared connection, made read-write, kept open (idle-released) for the next refresh.
+
+        `opening` is the `_start_writer_open()` the caller began (its connection becomes the shared one).
+        """
+        with self._mutex:
+            if opening is None:
+                opening = self._start_writer_open()
+            if opening is not None:
+                self._ro = opening.result()
                 self._ro_writable = True
+            con = self._ro
+            if con is None:  # `_start_writer_open` returns None only with the connection open
+                raise RuntimeError("the shared read-write connection is missing")
             if self._release_timer is not None:
                 self._release_timer.cancel()
                 self._release_timer = None
             self._ro_users += 1
             try:
-                yield self._ro
+                yield con
             finally:
                 self._ro_users -= 1
                 if self._ro_users == 0 and self._ro is not None:
@@ -624,6 +713,9 @@ class UdmIndex:
         """Close the shared connection and stop watching files."""
         with self._mutex:
             self._drop_ro()
+            if self._engine is not None:
+                self._engine.close()
+                self._engine = None
             if self._watcher is not None:
                 self._watcher.close()
                 self._watcher = None
@@ -736,20 +828,37 @@ class UdmIndex:
             raise ConfigError(f"UDM root {self.root} is not a directory (set UDM_ROOT or --root)")
         disk = scan_root(self.root, self._exclude()) if disk is None else disk
         stats = RefreshStats(full=full, files=len(disk))
-        indexed: dict[str, tuple[int, int, str]] = {}
+        indexed: dict[str, Indexed] = {}
         stack = ExitStack()
         # A full build takes its own connection (checkpointed when closed); small refreshes reuse the
-        # process's shared read-write connection.
-        con = stack.enter_context(self.connect(read_only=False) if full else self._shared_writer())
-        try:
+        # process's shared read-write connection, or open it on a thread while the files parse here.
+        opening = None if full else self._start_writer_open()
+        prefetched = None
+        if opening is not None:
             try:
-                version = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+                prefetched = self._prefetch(disk)
+            except BaseException:
+                with suppress(BaseException):
+                    self._ro = opening.result()
+                    self._ro_writable = True
+                    self._drop_ro()
+                raise
+        con = stack.enter_context(self.connect(read_only=False) if full else self._shared_writer(opening))
+        try:
+            # One query for what both paths need (every DuckDB statement costs this machine ~0.5 ms+).
+            stored: dict[str, str] = {}
+            try:
+                stored = dict(
+                    con.execute(
+                        "SELECT key, value FROM meta WHERE key IN ('schema_version', 'generation', 'epoch')"
+                    ).fetchall()
+                )
             except duckdb.CatalogException:
                 for stmt in _ddl():
                     con.execute(stmt)
                 _new_epoch(con)
-                version = None
-            if version is not None and int(version[0]) != SCHEMA_VERSION:
+            version = stored.get("schema_version")
+            if version is not None and int(version) != SCHEMA_VERSION:
                 for table in [*TABLE_COLUMNS, "files", "meta"]:
                     con.execute(f"DROP TABLE IF EXISTS {table}")
                 for stmt in _ddl():
@@ -757,10 +866,7 @@ class UdmIndex:
                 _new_epoch(con)
                 full = True
             if not full:
-                meta = dict(
-                    con.execute("SELECT key, value FROM meta WHERE key IN ('generation', 'epoch')").fetchall()
-                )
-                self._cache_key = (meta.get("generation"), meta.get("epoch"))
+                self._cache_key = (stored.get("generation"), stored.get("epoch"))
                 cached = self._files_cache
                 if cached is not None and self._cache_key[0] is not None and self._cache_key == cached[0]:
                     # The index as this process's last refresh left it (nobody has written since; the
@@ -768,15 +874,35 @@ class UdmIndex:
                     indexed = dict(cached[1])
                 else:
                     self._anchor_cache = {}
-                    for path, size, mtime, digest in con.execute(
-                        "SELECT path, size, mtime_ns, content_hash FROM files"
+                    for path, size, mtime, digest, holds in con.execute(
+                        "SELECT path, size, mtime_ns, content_hash, tables FROM files"
                     ).fetchall():
-                        indexed[path] = (int(size), int(mtime), digest)
+                        indexed[path] = (
+                            int(size),
+                            int(mtime),
+                            digest,
+                            (tuple(TABLE_COLUMNS) if holds is None else tuple(holds)),
+                        )
                     if self._cache_key[0] is not None:
                         self._files_cache = (self._cache_key, dict(indexed))
-            return self._refresh_with(con, stack, full, disk, indexed, stats)
+            return self._refresh_with(con, stack, full, disk, indexed, stats, prefetched)
         finally:
             stack.close()
+
+    def _prefetch(self, disk: dict[str, tuple[int, int]]) -> _Prefetched | None:
+        """Parse the files that differ from this process's last refresh, if they are few.
+
+        A guess made before the index is read: `_refresh_small` uses it only when the files it has
+        to parse turn out to be exactly these.
+        """
+        cached = self._files_cache
+        if cached is None:
+            return None
+        known = cached[1]
+        guess = sorted(p for p, st in disk.items() if p not in known or known[p][:2] != st)
+        if not guess or sum(disk[p][0] for p in guess) >= PARALLEL_MIN_BYTES:
+            return None
+        return guess, _parse_in_memory(str(self.root), guess, list(self.settings.id_patterns))
 
     def _refresh_with(
         self,
@@ -784,8 +910,9 @@ class UdmIndex:
         stack: ExitStack,
         full: bool,
         disk: dict[str, tuple[int, int]],
-        indexed: dict[str, tuple[int, int, str]],
+        indexed: dict[str, Indexed],
         stats: RefreshStats,
+        prefetched: _Prefetched | None = None,
     ) -> RefreshStats:
         removed = sorted(set(indexed) - set(disk))
         candidates = sorted(p for p, st in disk.items() if p not in indexed or indexed[p][:2] != st)
@@ -813,7 +940,7 @@ class UdmIndex:
             stats.generation = self.generation
             return stats
         if not full and indexed and sum(disk[p][0] for p in to_parse) < PARALLEL_MIN_BYTES:
-            return self._refresh_small(con, disk, indexed, removed, to_parse, touched, stats)
+            return self._refresh_small(con, disk, indexed, removed, to_parse, touched, stats, prefetched)
 
         self._files_cache = None  # re-read after a bulk load
         self._anchor_cache = {}
@@ -926,18 +1053,22 @@ class UdmIndex:
         self,
         con: duckdb.DuckDBPyConnection,
         disk: dict[str, tuple[int, int]],
-        indexed: dict[str, tuple[int, int, str]],
+        indexed: dict[str, Indexed],
         removed: list[str],
         to_parse: list[str],
         touched: list[tuple[str, int, int]],
         stats: RefreshStats,
+        prefetched: _Prefetched | None = None,
     ) -> RefreshStats:
         """A few files changed: parse here, load from memory, update tantivy on a thread meanwhile."""
         from udm.search import SearchIndex
 
         mark = time.perf_counter()
         patterns = list(self.settings.id_patterns)
-        file_rows, errors, counts, tables = _parse_in_memory(str(self.root), to_parse, patterns)
+        if prefetched is not None and prefetched[0] == to_parse:
+            file_rows, errors, counts, tables = prefetched[1]  # parsed while the connection opened
+        else:
+            file_rows, errors, counts, tables = _parse_in_memory(str(self.root), to_parse, patterns)
         stats.stages["parse"] = round(time.perf_counter() - mark, 4)
         mark = time.perf_counter()
         stats.errors = errors
@@ -945,8 +1076,8 @@ class UdmIndex:
         stats.ids = counts.get("ids", 0)
         stats.tasks = counts.get("tasks", 0)
         gone = sorted(set(removed) | set(to_parse))
-        gen_row = con.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
-        generation = (int(gen_row[0]) if gen_row else 0) + 1
+        # The generation `_refresh_locked` read under the write lock, in this transaction's view.
+        generation = int(self._cache_key[0] or 0) + 1
         search = SearchIndex(self.search_path, patterns)
         in_step = search.generation() == generation - 1
         # tantivy's commit (~25 ms, mostly fsync) overlaps DuckDB's statements on the other core.
@@ -956,7 +1087,7 @@ class UdmIndex:
             else None
         )
         try:
-            self._load_small(con, gone, set(indexed), file_rows, tables, touched, generation)
+            self._load_small(con, gone, indexed, file_rows, tables, touched, generation)
         except BaseException:
             self._anchor_cache = {}  # it already holds the changed files' new anchors
             if worker is not None:
@@ -1009,8 +1140,10 @@ class UdmIndex:
         self._known = disk
         gone_set = set(gone)
         files_now = {p: st for p, st in indexed.items() if p not in gone_set}
-        files_now.update((r["path"], (r["size"], r["mtime_ns"], r["content_hash"])) for r in file_rows)
-        files_now.update((rel, (size, mtime, indexed[rel][2])) for rel, size, mtime in touched)
+        files_now.update(
+            (r["path"], (r["size"], r["mtime_ns"], r["content_hash"], tuple(r["tables"]))) for r in file_rows
+        )
+        files_now.update((rel, (size, mtime, *indexed[rel][2:])) for rel, size, mtime in touched)
         self._files_cache = ((str(generation), self._cache_key[1]), files_now)
         return stats
 
@@ -1018,13 +1151,16 @@ class UdmIndex:
         self,
         con: duckdb.DuckDBPyConnection,
         gone: list[str],
-        indexed: set[str],
+        indexed: dict[str, Indexed],
         file_rows: list[dict[str, Any]],
         tables: dict[str, list[dict[str, Any]]],
         touched: list[tuple[str, int, int]],
         generation: int,
     ) -> None:
         """Delete the rows of `gone` files and insert the new ones, in one transaction."""
+        # Each DELETE costs DuckDB a millisecond or more even with nothing to delete: skip the tables
+        # the files table says hold no rows of these files.
+        holding = {t for p in gone if p in indexed for t in indexed[p][3]}
         # `= ?` is pushed into the scan; a list needs a join.
         where, param = ("= ?", gone[0]) if len(gone) == 1 else ("IN (SELECT unnest(?::VARCHAR[]))", gone)
         con.execute("BEGIN TRANSACTION")
@@ -1032,15 +1168,22 @@ class UdmIndex:
             if gone:
                 # Links are resolved here, from the parsed rows and a few point reads: the set-based
                 # UPDATE the bulk path runs costs ~70 ms over a large index.
-                self._resolve_small_links(con, gone, indexed, file_rows, tables)
+                self._resolve_small_links(con, gone, set(indexed), file_rows, tables)
                 for table in TABLE_COLUMNS:
-                    con.execute(f"DELETE FROM {table} WHERE file {where}", [param])
+                    if table in holding:
+                        con.execute(f"DELETE FROM {table} WHERE file {where}", [param])
                 con.execute(f"DELETE FROM files WHERE path {where}", [param])
-            for table, rows in tables.items():
-                if rows:
-                    con.execute(_INSERT_JSON[table], [_json_bytes(rows).decode("utf-8")])
-            if file_rows:
-                con.execute(_INSERT_JSON["files"], [_json_bytes(file_rows).decode("utf-8")])
+            # Planning a JSON insert costs more than running it, and its optimizer passes alone ~2 ms
+            # each here: there is nothing in `INSERT ... SELECT unnest(from_json(?))` to optimize.
+            con.execute("PRAGMA disable_optimizer")
+            try:
+                for table, rows in tables.items():
+                    if rows:
+                        con.execute(_INSERT_JSON[table], [_json_bytes(rows).decode("utf-8")])
+                if file_rows:
+                    con.execute(_INSERT_JSON["files"], [_json_bytes(file_rows).decode("utf-8")])
+            finally:
+                con.execute("PRAGMA enable_optimizer")  # the connection serves this process's queries
             for rel, size, mtime in touched:
                 con.execute("UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?", [size, mtime, rel])
             # schema_version and root are as the last refresh wrote them (an UPDATE is ~3x cheaper).

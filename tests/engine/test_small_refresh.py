@@ -26,7 +26,9 @@ def _tables(index: UdmIndex) -> dict[str, list[tuple[Any, ...]]]:
             names = ", ".join(name for name, _ in cols)
             out[table] = sorted(con.execute(f"SELECT {names} FROM {table}").fetchall(), key=repr)
         out["files"] = sorted(
-            con.execute("SELECT path, content_hash, size, mtime_ns, parser, error FROM files").fetchall()
+            con.execute(
+                "SELECT path, content_hash, size, mtime_ns, parser, error, tables FROM files"
+            ).fetchall()
         )
     return out
 
