@@ -6,12 +6,16 @@ import os
 import sqlite3
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from udm.config import load_settings
+import udm.index as index_module
+from udm.config import Settings, load_settings
 from udm.extract import TABLE_COLUMNS
 from udm.index import UdmIndex
 from udm.lookup import LOOKUP_NAME, lookup_definitions
@@ -261,3 +265,99 @@ def test_patched_query_caches_equal_fresh_ones(workspace: Path, monkeypatch: Any
     q.fresh()
     assert not q._definitions().get("RM-777")
     q.close()
+
+
+@pytest.fixture
+def built(workspace: Path) -> Iterator[tuple[Settings, UdmIndex]]:
+    """Settings over the workspace and an index fully built from it (closed afterwards)."""
+    settings = load_settings(workspace)
+    index = UdmIndex(settings)
+    index.refresh(full=True)
+    yield settings, index
+    index.close()
+
+
+def test_a_small_refresh_clears_the_tables_a_file_held_and_fills_new_ones(
+    workspace: Path, built: tuple[Settings, UdmIndex]
+) -> None:
+    settings, index = built
+    modes = settings.udm_root / "04-modes.md"
+    with index.connect() as con:
+        held = con.execute("SELECT tables FROM files WHERE path = '04-modes.md'").fetchone()
+        assert held is not None and "modes" in held[0] and "tasks" not in held[0]
+        count = con.execute("SELECT count(*) FROM modes WHERE file = '04-modes.md'").fetchone()
+        assert count is not None and count[0] > 0
+    # Every mode definition goes; a task block arrives in a file that had none.
+    modes.write_text(
+        "# Modes\n\nNo modes any more.\n\n```yaml\ntask_id: TASK-P9-M9.9-T999\ntitle: New task\n"
+        "status: todo\n```\n",
+        encoding="utf-8",
+    )
+    stats = index.refresh()
+    assert stats.parsed == 1
+    with index.connect() as con:
+        assert con.execute("SELECT count(*) FROM modes WHERE file = '04-modes.md'").fetchone() == (0,)
+        assert con.execute("SELECT id FROM tasks WHERE file = '04-modes.md'").fetchall() == [
+            ("TASK-P9-M9.9-T999",)
+        ]
+        held = con.execute("SELECT tables FROM files WHERE path = '04-modes.md'").fetchone()
+        assert held is not None and "modes" not in held[0] and "tasks" in held[0]
+    assert _tables(index) == _full_build(workspace, "state-full")
+
+
+def test_a_reopened_writer_uses_the_files_parsed_while_it_opened(
+    workspace: Path, built: tuple[Settings, UdmIndex], monkeypatch: Any
+) -> None:
+    settings, index = built
+    index.refresh()  # a small refresh: the process now knows the files table
+    calls: list[list[str]] = []
+    real = index_module._parse_in_memory
+
+    def counting(root: str, relpaths: list[str], patterns: list[str]) -> Any:
+        calls.append(list(relpaths))
+        return real(root, relpaths, patterns)
+
+    monkeypatch.setattr(index_module, "_parse_in_memory", counting)
+    path = settings.udm_root / "01-introduction.md"
+    path.write_text(path.read_text(encoding="utf-8") + "\n## Added\n\nMentions COMP-001.\n", encoding="utf-8")
+    index._drop_ro()  # as when another process came in between
+    stats = index.refresh()
+    # Parsed once, ahead, while the connection was being made; the refresh took that parse.
+    assert calls == [["01-introduction.md"]] and stats.parsed == 1
+    assert _tables(index) == _full_build(workspace, "state-full-1")
+
+    # A guess that turns out wrong (same bytes, new mtime: nothing to parse) is dropped, not loaded.
+    calls.clear()
+    index._drop_ro()
+    time.sleep(0.01)
+    path.touch()
+    stats = index.refresh()
+    assert calls[0] == ["01-introduction.md"] and not any(calls[1:])
+    assert stats.parsed == 0 and stats.touched == 1
+    assert _tables(index) == _full_build(workspace, "state-full-2")
+
+
+def test_a_refresh_in_another_thread_waits_for_the_mutex(
+    workspace: Path, built: tuple[Settings, UdmIndex]
+) -> None:
+    settings, index = built
+    path = settings.udm_root / "01-introduction.md"
+    errors: list[BaseException] = []
+
+    def edit_and_refresh(n: int) -> None:
+        try:
+            index.refresh()
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    for n in range(3):
+        path.write_text(path.read_text(encoding="utf-8") + f"\nLine {n}.\n", encoding="utf-8")
+        threads = [threading.Thread(target=edit_and_refresh, args=(n,)) for _ in range(2)]
+        for t in threads:
+            t.start()
+        with index.connect() as con:
+            con.execute("SELECT count(*) FROM sections").fetchone()
+        for t in threads:
+            t.join()
+    assert not errors
+    assert _tables(index) == _full_build(workspace, "state-full")
