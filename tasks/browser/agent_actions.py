@@ -79,12 +79,13 @@ class LaunchBrowserTool(BrowserTool):
     async def act(self, call: Call) -> dict[str, Any]:
         """Open a tab, size it, navigate and screenshot."""
         data = call.data
+        url = normalize_url(data.url, call.ctx.settings)
         tab_id = await call.session.new_tab()
         call.tab_id, call.page = call.session.page(tab_id)
         viewport = self.viewport_of(data)
         if viewport:
             await call.page.set_viewport_size(cast(ViewportSize, viewport))
-        response = await call.page.goto(normalize_url(data.url), timeout=call.timeout_ms)
+        response = await call.page.goto(url, timeout=call.timeout_ms)
         shot = await save_screenshot(call, return_base64=data.return_base64)
         return {
             "page_title": await call.page.title(),

@@ -70,7 +70,9 @@ class NavigateToUrlTool(BrowserTool):
         """Navigate and report."""
         page = call.require_page()
         response = await page.goto(
-            normalize_url(call.data.url), wait_until=call.data.wait_until, timeout=call.timeout_ms
+            normalize_url(call.data.url, call.ctx.settings),
+            wait_until=call.data.wait_until,
+            timeout=call.timeout_ms,
         )
         return {"page_title": await page.title(), "http_status": response.status if response else None}
 

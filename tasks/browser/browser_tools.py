@@ -159,7 +159,9 @@ class BrowserTabsTool(BrowserTool):
         data = call.data
         session = call.session
         if data.action == "create":
-            tab_id = await session.new_tab(normalize_url(data.url) if data.url else None, call.timeout_s)
+            tab_id = await session.new_tab(
+                normalize_url(data.url, call.ctx.settings) if data.url else None, call.timeout_s
+            )
             call.tab_id, call.page = session.page(tab_id)
         elif data.action in {"close", "switch"}:
             tab_id, page = session.page(data.tab_id)
@@ -307,7 +309,7 @@ class BrowserDownloadTool(BrowserTool):
             target = _sandbox_write(settings, target, Path(source).read_bytes())
             guessed = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
             return {"path": str(target), "size_bytes": target.stat().st_size, "mime_type": guessed}
-        url = normalize_url(data.url)
+        url = normalize_url(data.url, settings)
         response = await call.session.context.request.get(url, timeout=call.timeout_ms)
         if not response.ok:
             raise ActionError("ERROR_HTTP", f"GET {url} answered {response.status} {response.status_text}")

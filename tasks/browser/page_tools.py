@@ -380,9 +380,10 @@ class OpenInNewTabTool(BrowserTool):
     async def act(self, call: Call) -> dict[str, Any]:
         """Open, navigate, and restore the previous active tab unless asked to activate."""
         previous = call.session.active
+        url = normalize_url(call.data.url, call.ctx.settings)
         tab_id = await call.session.new_tab()
         call.tab_id, call.page = call.session.page(tab_id)
-        response = await call.page.goto(normalize_url(call.data.url), timeout=call.timeout_ms)
+        response = await call.page.goto(url, timeout=call.timeout_ms)
         if not call.data.activate and previous in call.session.tabs:
             call.session.active = previous
         return {

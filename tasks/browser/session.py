@@ -13,6 +13,8 @@ import asyncio
 import atexit
 import contextlib
 import itertools
+import os
+import re
 import shutil
 import time
 from collections.abc import Awaitable, Callable
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar, cast
+from urllib.parse import unquote, urlsplit
 
 from playwright.async_api import Browser, BrowserContext, Page, Playwright, ViewportSize, async_playwright
 from playwright.async_api import Error as PlaywrightError
@@ -87,12 +90,47 @@ def find_browser(settings: Settings) -> str | None:
     return None
 
 
-def normalize_url(url: str) -> str:
-    """A URL with no scheme gets https:// (about:, data:, file: and other schemes are kept)."""
+def normalize_url(url: str, settings: Settings | None = None) -> str:
+    """A URL the browser may open: no scheme gets https://; other schemes are checked (ActionError)."""
     text = url.strip()
-    if "://" in text or text.startswith(("about:", "data:", "javascript:", "blob:")):
+    match = _SCHEME.match(text)
+    if match is None or _PORT.match(text[match.end() :]):
+        # 'example.com/x' or 'localhost:8000/x': a host, not a scheme.
+        return "https://" + text
+    scheme = match.group(1).lower()
+    if scheme in {"http", "https", "data"}:
         return text
-    return "https://" + text
+    if scheme == "about" and text.lower() == "about:blank":
+        return "about:blank"
+    if scheme == "file":
+        _check_file_url(text, settings)
+        return text
+    raise ActionError(
+        "ERROR_INVALID_INPUT",
+        f"URL scheme '{scheme}:' is not allowed (use http, https, data, about:blank, "
+        "or file: inside the allowed directories)",
+    )
+
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
+_PORT = re.compile(r"^\d+(?:[/?#]|$)")
+
+
+def _check_file_url(url: str, settings: Settings | None) -> None:
+    """Refuse a file: URL whose resolved path is outside the allowed directories (links included)."""
+    parts = urlsplit(url)
+    if parts.netloc not in {"", "localhost"}:
+        raise ActionError("ERROR_INVALID_INPUT", f"file: URL '{url}' names a remote host '{parts.netloc}'")
+    roots = [Path(os.path.realpath(r)) for r in settings.allowed_roots()] if settings else []
+    try:
+        real = Path(os.path.realpath(unquote(parts.path)))
+    except (ValueError, OSError) as exc:
+        raise ActionError("ERROR_INVALID_INPUT", f"file: URL '{url}' is not a valid path: {exc}") from exc
+    if not any(real == r or real.is_relative_to(r) for r in roots):
+        allowed = ", ".join(str(r) for r in roots) or "none configured"
+        raise ActionError(
+            "ERROR_PATH_NOT_ALLOWED", f"file: URL '{url}' is outside the allowed directories ({allowed})"
+        )
 
 
 def pw_selector(value: str, selector_type: str = "css") -> str:
