@@ -78,12 +78,21 @@ def _image_from_string(key: str, value: str, roots: list[Path]) -> tuple[str, st
         if media:
             return media, value, False
     if "screenshot" in lowered or lowered.endswith("imagepath"):
-        path = Path(value)
-        suffix = _IMAGE_SUFFIXES.get(path.suffix.lower())
-        if suffix and path.is_absolute() and _inside(path, roots) and path.is_file():
-            raw = path.read_bytes()
-            if 0 < len(raw) <= MAX_IMAGE_BYTES:
-                return _sniff(raw) or suffix, base64.b64encode(raw).decode("ascii"), True
+        try:
+            return _image_file(Path(value), roots)
+        except (OSError, ValueError):
+            # A NUL byte, an over-long name or an unreadable file: the string is not an image.
+            return None
+    return None
+
+
+def _image_file(path: Path, roots: list[Path]) -> tuple[str, str, bool] | None:
+    suffix = _IMAGE_SUFFIXES.get(path.suffix.lower())
+    if suffix is None or not (path.is_absolute() and _inside(path, roots) and path.is_file()):
+        return None
+    if 0 < path.stat().st_size <= MAX_IMAGE_BYTES:
+        raw = path.read_bytes()
+        return _sniff(raw) or suffix, base64.b64encode(raw).decode("ascii"), True
     return None
 
 

@@ -14,19 +14,22 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import anyio
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from tasks.base import (
     ApprovalRequest,
     ApprovalUnavailableError,
+    Approver,
     Tool,
     ToolCallResult,
     ToolContext,
@@ -110,6 +113,15 @@ def _decision(answer: Any) -> bool:
     return action == "accept" and isinstance(content, dict) and content.get("approve") is True
 
 
+def _refuse(reason: str) -> Approver:
+    """An approver that refuses every request, saying why approval could not be obtained."""
+
+    def refuse(request: ApprovalRequest) -> bool:
+        raise ApprovalUnavailableError(f"approval not obtained for {request.tool}: {reason}")
+
+    return refuse
+
+
 def build_server(
     ctx: ToolContext | None = None,
     tools: Iterable[Tool[Any, Any]] | None = None,
@@ -131,10 +143,11 @@ def build_server(
     ) -> types.CallToolResult | types.InputRequiredResult:
         tool = by_name.get(params.name)
         if tool is None:
-            return _error(f"unknown tool '{params.name}' (see tools/list)")
+            # The MCP specification answers an unknown tool with a protocol error, not a tool result.
+            raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name} (see tools/list)")
         args: dict[str, Any] = dict(params.arguments or {})
         policy = base_ctx.settings.approval_policy
-        approver: Callable[[ApprovalRequest], bool]
+        approver: Approver
 
         def unavailable(request: ApprovalRequest) -> bool:
             raise ApprovalUnavailableError(_how_to_approve(request, policy.value))
@@ -169,12 +182,21 @@ def build_server(
                         },
                         request_state=digest,
                     )
-                reply = await rctx.session.elicit_form(message, APPROVAL_SCHEMA, rctx.request_id)
-                approved = _decision(reply)
-                approver = lambda request: approved  # noqa: E731
+                try:
+                    reply = await rctx.session.elicit_form(message, APPROVAL_SCHEMA, rctx.request_id)
+                except MCPError as exc:
+                    # The client advertised elicitation but failed to ask: no approval was obtained.
+                    reason = f"the client could not ask for approval ({exc.error.message})"
+                    approver = _refuse(reason)
+                else:
+                    approved = _decision(reply)
+                    approver = lambda request: approved  # noqa: E731
         call_ctx = dataclasses.replace(base_ctx, approver=approver)
         result = await anyio.to_thread.run_sync(lambda: call_tool(tool, args, call_ctx))
-        return _to_result(result, base_ctx)
+        try:
+            return _to_result(result, base_ctx)
+        except Exception as exc:  # the call already ran: report it rather than drop the reply
+            return _error(f"{tool.name} ran but its result could not be rendered: {exc}")
 
     return Server(
         name,
@@ -188,13 +210,35 @@ def build_server(
     )
 
 
+def stream_error(exc: Exception) -> types.JSONRPCError:
+    """The JSON-RPC error for an undecodable line: -32700 for bad JSON, -32600 for a non-message."""
+    code, message = types.INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message"
+    if isinstance(exc, ValidationError) and any(e["type"] == "json_invalid" for e in exc.errors()):
+        code, message = types.PARSE_ERROR, "Parse error: the line is not valid JSON"
+    return types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=message))
+
+
 def run_stdio(server: Server[Any]) -> None:
     """Serve over stdin/stdout until the client closes the stream."""
     from mcp.server.stdio import stdio_server
 
     async def main() -> None:
         async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+            # The SDK drops a line it cannot decode; JSON-RPC says to answer it with an error.
+            to_server, inbound = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+            async def answer_bad_lines() -> None:
+                async with to_server:
+                    async for item in read_stream:
+                        if isinstance(item, Exception):
+                            await write_stream.send(SessionMessage(stream_error(item)))
+                        else:
+                            await to_server.send(item)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(answer_bad_lines)
+                await server.run(inbound, write_stream, server.create_initialization_options())
+                tg.cancel_scope.cancel()
 
     anyio.run(main)
 

@@ -92,3 +92,10 @@ def test_split_media_leaves_plain_text_and_outside_paths_alone(tmp_path: Path) -
     data = {"title": "data:text/plain,hi", "screenshotPath": str(outside), "note": "A" * 100}
     stripped, images = split_media(data, roots=[tmp_path / "state"])
     assert stripped == data and images == []
+
+
+def test_split_media_treats_unopenable_screenshot_paths_as_text(tmp_path: Path) -> None:
+    # A NUL byte makes Path.resolve raise ValueError; a 5,000-character name makes stat raise OSError.
+    data = {"screenshot": f"{tmp_path}/a\x00b.png", "screenshotPath": f"{tmp_path}/{'x' * 5000}.png"}
+    stripped, images = split_media(data, roots=[tmp_path])
+    assert stripped == data and images == []

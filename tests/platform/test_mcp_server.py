@@ -185,3 +185,60 @@ async def test_streamable_http_server_on_loopback(workspace: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+async def test_unknown_tool_is_a_protocol_error(test_tools, settings) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    async with Client(server_for(settings)) as client:
+        with pytest.raises(MCPError) as raised:
+            await client.call_tool("noSuchTool", {})
+    assert raised.value.error.code == types.INVALID_PARAMS
+    assert "noSuchTool" in raised.value.error.message
+
+
+async def test_failed_elicitation_refuses_the_call(test_tools, settings) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    target = settings.state_path / "notes" / "n3.txt"
+
+    async def broken(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        raise MCPError(types.INTERNAL_ERROR, "form rendering failed")
+
+    async with Client(server_for(settings), mode="legacy", elicitation_callback=broken) as client:
+        refused = await client.call_tool("noteTool", {"name": "n3", "text": "hello"})
+    assert refused.is_error is True
+    assert "approval not obtained" in refused.content[0].text
+    assert not target.exists()
+
+
+def test_stdio_server_answers_undecodable_lines(workspace: Path) -> None:
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("UDM_")}
+    env["PYTHONPATH"] = str(REPO)
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    lines = [json.dumps(init), "{not json", json.dumps({"jsonrpc": "2.0", "id": 2, "method": 7})]
+    proc = subprocess.run(
+        [sys.executable, "-c", "from flows.cli import main; main()", "mcp", "--tools", "pipelineCheckTool"],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(workspace),
+        timeout=60,
+    )
+    replies = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    errors = [r["error"] for r in replies if "error" in r]
+    assert [e["code"] for e in errors] == [-32700, -32600], proc.stdout + proc.stderr
+    assert any(r.get("id") == 1 and "result" in r for r in replies)
+    assert "Traceback" not in proc.stderr
