@@ -18,6 +18,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
@@ -49,6 +50,8 @@ from tasks.prefect_task import envelope_of, tool_cache_policy, tool_task
 from tasks.web_search import WebSearchTool
 from udm.config import ApprovalPolicy, Settings, load_settings
 from udm.document import slugify
+from udm.errors import InvalidURLError
+from udm.netguard import url_port
 
 engine_patch.apply()
 
@@ -122,6 +125,10 @@ class ResearchRequest(BaseModel):
         for url in value:
             if not re.match(r"^https?://[^\s/]+", url.strip()):
                 raise ValueError(f"not an http(s) URL: {url!r}")
+            try:
+                url_port(urlsplit(url.strip()))
+            except InvalidURLError as exc:
+                raise ValueError(str(exc)) from exc
         return value
 
 

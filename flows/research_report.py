@@ -77,7 +77,10 @@ def canonical_url(url: str) -> str:
     host = (parts.hostname or "").lower().rstrip(".")
     if not scheme or not host:
         return url.strip()
-    port = parts.port
+    try:
+        port = parts.port
+    except ValueError:
+        return url.strip()  # an invalid port: the fetch names the problem, this only keeps the spelling
     netloc = host if port is None or (scheme, port) in (("http", 80), ("https", 443)) else f"{host}:{port}"
     if ":" in host and not host.startswith("["):
         netloc = f"[{host}]" + (

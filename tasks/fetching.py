@@ -28,7 +28,7 @@ import httpx
 
 from udm.config import Settings
 from udm.errors import BlockedAddressError
-from udm.netguard import AllowList, resolve_and_vet
+from udm.netguard import AllowList, resolve_and_vet, url_port
 
 __all__ = [
     "CHUNK_BYTES",
@@ -355,7 +355,7 @@ def fetch_url(url: str, settings: Settings, max_bytes: int) -> FetchedBody:
         origin = f"{parts.scheme}://{parts.netloc}"
         try:
             # Checked here for a clear error before robots.txt; the transport checks again at connect.
-            resolve_and_vet(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80), allow)
+            resolve_and_vet(parts.hostname, url_port(parts), allow)
         except BlockedAddressError as exc:
             raise FetchError(str(exc), url=current) from exc
         if settings.fetch_respect_robots:

@@ -112,6 +112,10 @@ class BlockedAddressError(UdmError):
     """A network address the SSRF guard refuses (loopback, private, metadata ...) or cannot resolve."""
 
 
+class InvalidURLError(BlockedAddressError):
+    """A URL the guard cannot vet because it is malformed (a port that is not a number in 0-65535)."""
+
+
 class GraphError(UdmError):
     """The knowledge graph cannot answer."""
 

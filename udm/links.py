@@ -27,9 +27,9 @@ from filelock import FileLock
 from pydantic import BaseModel, Field
 
 from udm.config import Settings
-from udm.errors import BlockedAddressError
+from udm.errors import BlockedAddressError, InvalidURLError
 from udm.httppool import OriginPoolTransport
-from udm.netguard import AllowList, VettedAddress, resolve_and_vet
+from udm.netguard import AllowList, VettedAddress, resolve_and_vet, url_port
 
 __all__ = [
     "LinkReport",
@@ -195,8 +195,7 @@ class _Checker:
         """
         parts = urlsplit(url)
         host = parts.hostname or ""
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        vetted = await self.vet(host, port)
+        vetted = await self.vet(host, url_port(parts))
         ip = f"[{vetted.ip}]" if ":" in vetted.ip else vetted.ip
         netloc = f"{ip}:{parts.port}" if parts.port else ip
         direct = urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, ""))
@@ -218,6 +217,8 @@ class _Checker:
         while True:
             try:
                 return await self._follow(url)
+            except InvalidURLError as exc:
+                return _Verdict("broken", reason=str(exc))
             except BlockedAddressError as exc:
                 return _Verdict("blocked", reason=str(exc))
             except _RetryLater as exc:

@@ -12,10 +12,11 @@ import ipaddress
 import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
+from urllib.parse import SplitResult
 
-from udm.errors import BlockedAddressError
+from udm.errors import BlockedAddressError, InvalidURLError
 
-__all__ = ["AllowList", "VettedAddress", "classify", "resolve_and_vet"]
+__all__ = ["AllowList", "VettedAddress", "classify", "resolve_and_vet", "url_port"]
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -28,6 +29,16 @@ _METADATA = {
     ipaddress.ip_address("fd00:ec2::254"),
 }
 _SHARED_SPACE = ipaddress.ip_network("100.64.0.0/10")  # carrier-grade NAT, not routable publicly
+
+
+def url_port(parts: SplitResult) -> int:
+    """The port a URL connects to (its own, else the scheme's default); InvalidURLError when malformed."""
+    try:
+        port = parts.port
+    except ValueError as exc:
+        # urllib says "Port out of range 0-65535" without the URL; name it for the person reading.
+        raise InvalidURLError(f"invalid port in URL '{parts.geturl()}': {exc}") from exc
+    return port or (443 if parts.scheme == "https" else 80)
 
 
 def classify(addr: IPAddress) -> str | None:

@@ -107,6 +107,13 @@ def test_ssrf_guard_blocks_loopback_unless_allowed(link_server: str, tmp_path: P
     assert result.status == "blocked" and "loopback" in (result.reason or "")
 
 
+def test_invalid_port_is_a_broken_link(tmp_path: Path) -> None:
+    settings = load_settings(cwd=tmp_path)
+    report = check_links(settings, links=[external_link("http://127.0.0.1:99999/x")], use_cache=False)
+    result = report.results[0]
+    assert result.status == "broken" and "invalid port" in (result.reason or "")
+
+
 def test_internal_links_and_anchors_from_the_index(tmp_path: Path) -> None:
     root = tmp_path / "docs" / "udm"
     root.mkdir(parents=True)

@@ -14,6 +14,9 @@ def test_invalid_request_is_a_usage_error(workspace: Path, monkeypatch: pytest.M
     monkeypatch.chdir(workspace)
     assert run(["research", "What is BM25?", "--url", "ftp://example.org/x"]) == 2
     assert "not an http(s) URL" in capsys.readouterr().err
+    assert run(["research", "What is BM25?", "--url", "http://127.0.0.1:99999/x"]) == 2
+    err = capsys.readouterr().err
+    assert "invalid port" in err and "99999" in err and "Traceback" not in err
 
 
 def test_write_without_terminal_or_yes_is_refused(

@@ -136,6 +136,11 @@ def test_redirect_limits_and_schemes(site, rctx) -> None:
     assert ftp["status"] == "ERROR_FETCH_FAILED" and "http and https" in ftp["errorDetails"]
 
 
+def test_invalid_port_is_a_failed_fetch(rctx) -> None:
+    out = fetch(rctx, url="http://127.0.0.1:99999/page")
+    assert out["status"] == "ERROR_FETCH_FAILED" and "invalid port" in out["errorDetails"]
+
+
 def test_robots_txt_honoured_and_cached(site, rctx, workspace: Path) -> None:
     out = fetch(rctx, url=site.base + "/private/page.html")
     assert out["status"] == "ERROR_FETCH_FAILED" and "robots.txt" in out["errorDetails"]
