@@ -17,6 +17,7 @@ the reason — never content a research appendix could cite.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import io
 import re
@@ -227,12 +228,42 @@ def _charset(content_type: str) -> str | None:
     return m.group(1) if m else None
 
 
-def _decode(data: bytes, content_type: str) -> str:
-    charset = _charset(content_type) or "utf-8"
+_BOMS = ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
+_META_CHARSET = re.compile(rb"<meta[^>]+charset\s*=\s*[\"']?\s*([A-Za-z0-9_.:-]+)", re.IGNORECASE)
+# As in the WHATWG Encoding Standard: pages that say Latin-1 or ASCII are decoded as windows-1252.
+_WINDOWS_1252_LABELS = {"iso-8859-1", "iso8859-1", "latin1", "latin-1", "l1", "ascii", "us-ascii"}
+
+
+def _known(label: str | None) -> str | None:
+    if not label:
+        return None
+    label = label.strip().lower()
+    if label in _WINDOWS_1252_LABELS:
+        return "cp1252"
     try:
-        return data.decode(charset, errors="replace")
+        return codecs.lookup(label).name
     except LookupError:
-        return data.decode("utf-8", errors="replace")
+        return None
+
+
+def _decode(data: bytes, content_type: str, *, html: bool = False) -> str:
+    """Bytes to text the way a browser picks the encoding: BOM, HTTP charset, <meta>, then a guess."""
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            return data.decode(encoding, errors="replace")
+    encoding = _known(_charset(content_type))
+    if encoding is None and html:
+        meta = _META_CHARSET.search(data[:1024])
+        encoding = _known(meta.group(1).decode("ascii")) if meta else None
+        # A page saved as UTF-16 cannot declare it in ASCII-compatible bytes; the meta tag is wrong then.
+        encoding = None if encoding and encoding.startswith("utf-16") else encoding
+    if encoding is not None:
+        return data.decode(encoding, errors="replace")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        # Not UTF-8 and undeclared: windows-1252 maps every byte, which is what browsers fall back to.
+        return data.decode("cp1252", errors="replace")
 
 
 def _parse_html(
@@ -241,7 +272,7 @@ def _parse_html(
     import trafilatura
     from trafilatura.metadata import extract_metadata
 
-    html = _decode(data, content_type)
+    html = _decode(data, content_type, html=True)
     text = trafilatura.extract(
         html,
         url=url,

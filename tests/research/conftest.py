@@ -182,6 +182,17 @@ def _handler(site: Site, pdf: bytes) -> type[BaseHTTPRequestHandler]:
                 self._send(200, LOGIN.encode())
             elif path == "/empty":
                 self._send(200, EMPTY.encode())
+            elif path == "/latin1.html":
+                # Declared only in <meta>, as many older pages do; the HTTP header names no charset.
+                page = ARTICLE.replace('charset="utf-8"', 'charset="ISO-8859-1"').replace(
+                    "ranks\nmatches", "ranks the café's naïve résumés\nmatches"
+                )
+                self._send(200, page.encode("latin-1"), "text/html")
+            elif path == "/cp1252.html":
+                page = ARTICLE.replace('<meta charset="utf-8">', "").replace(
+                    "ranks\nmatches", "ranks \u201csmart quotes\u201d and caf\u00e9s\nmatches"
+                )
+                self._send(200, page.encode("cp1252"), "text/html")
             else:
                 self._send(404, b"not found")
 

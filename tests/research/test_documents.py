@@ -136,6 +136,16 @@ def test_redirect_limits_and_schemes(site, rctx) -> None:
     assert ftp["status"] == "ERROR_FETCH_FAILED" and "http and https" in ftp["errorDetails"]
 
 
+def test_html_encoding_from_meta_or_windows_1252(site, rctx) -> None:
+    latin = fetch(rctx, url=site.base + "/latin1.html")
+    assert latin["status"] == "SUCCESS"
+    assert "café's naïve résumés" in latin["cleanedTextContent"]
+    undeclared = fetch(rctx, url=site.base + "/cp1252.html")
+    assert undeclared["status"] == "SUCCESS"
+    assert "\u201csmart quotes\u201d and cafés" in undeclared["cleanedTextContent"]
+    assert "\ufffd" not in undeclared["cleanedTextContent"]
+
+
 def test_invalid_port_is_a_failed_fetch(rctx) -> None:
     out = fetch(rctx, url="http://127.0.0.1:99999/page")
     assert out["status"] == "ERROR_FETCH_FAILED" and "invalid port" in out["errorDetails"]
