@@ -248,9 +248,9 @@ def _known(label: str | None) -> str | None:
 
 def _decode(data: bytes, content_type: str, *, html: bool = False) -> str:
     """Bytes to text the way a browser picks the encoding: BOM, HTTP charset, <meta>, then a guess."""
-    for bom, encoding in _BOMS:
+    for bom, bom_encoding in _BOMS:
         if data.startswith(bom):
-            return data.decode(encoding, errors="replace")
+            return data.decode(bom_encoding, errors="replace")
     encoding = _known(_charset(content_type))
     if encoding is None and html:
         meta = _META_CHARSET.search(data[:1024])
