@@ -5,10 +5,12 @@ from __future__ import annotations
 import mimetypes
 import os
 import re
+from http.cookiejar import Cookie
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
+import httpx
 import yaml
 from pydantic import Field, model_validator
 
@@ -23,8 +25,9 @@ from tasks.browser.common import (
     save_screenshot,
 )
 from tasks.browser.page_tools import tab_list
-from tasks.browser.session import ActionError, normalize_url
+from tasks.browser.session import ActionError, normalize_url, timeout_message
 from udm.config import Settings
+from udm.httppool import verified_ssl_context
 
 __all__ = [
     "BrowserCookiesTool",
@@ -33,6 +36,9 @@ __all__ = [
     "BrowserTabsTool",
     "download_target",
 ]
+
+# The whole body is held in memory before the sandbox writes it: this bounds that memory.
+MAX_DOWNLOAD_BYTES = 100 * 1024 * 1024
 
 
 class ReadPageInput(PageInput):
@@ -263,6 +269,12 @@ class DownloadInput(PageInput):
     save_path: str = Field(
         min_length=1, description="File or folder (inside an allowed directory) to save into."
     )
+    max_bytes: int = Field(
+        default=MAX_DOWNLOAD_BYTES,
+        ge=1,
+        le=1024 * 1024 * 1024,
+        description="Largest download accepted, in bytes (default 100 MB); a larger one is ERROR_TOO_LARGE.",
+    )
 
     @model_validator(mode="after")
     def _one_source(self) -> DownloadInput:
@@ -306,18 +318,93 @@ class BrowserDownloadTool(BrowserTool):
             target = download_target(settings, data.save_path, download.suggested_filename)
             # Playwright keeps the download in its own temp folder; the sandbox writes it into place.
             source = await download.path()
+            size = os.path.getsize(source)
+            if size > data.max_bytes:
+                await download.delete()
+                raise _too_large(
+                    f"the download {download.suggested_filename!r}", f"{size:,} bytes", data.max_bytes
+                )
             target = _sandbox_write(settings, target, Path(source).read_bytes())
             guessed = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
             return {"path": str(target), "size_bytes": target.stat().st_size, "mime_type": guessed}
         url = normalize_url(data.url, settings)
-        response = await call.session.context.request.get(url, timeout=call.timeout_ms)
-        if not response.ok:
-            raise ActionError("ERROR_HTTP", f"GET {url} answered {response.status} {response.status_text}")
-        body = await response.body()
-        disposition = response.headers.get("content-disposition", "")
+        body, headers, final_url = await _fetch_capped(call, url, data.max_bytes)
+        disposition = headers.get("content-disposition", "")
         match = re.search(r"filename\*?=(?:UTF-8'')?\"?([^\";]+)", disposition)
-        suggested = unquote(match.group(1)) if match else unquote(Path(urlsplit(url).path).name)
+        suggested = unquote(match.group(1)) if match else unquote(Path(urlsplit(final_url).path).name)
         target = _sandbox_write(settings, download_target(settings, data.save_path, suggested), body)
-        mime: str | None = (response.headers.get("content-type") or "").split(";")[0]
+        mime: str | None = (headers.get("content-type") or "").split(";")[0]
         mime = mime or mimetypes.guess_type(target.name)[0]
         return {"path": str(target), "size_bytes": len(body), "mime_type": mime or "application/octet-stream"}
+
+
+def _too_large(what: str, size: str, max_bytes: int) -> ActionError:
+    return ActionError("ERROR_TOO_LARGE", f"{what} is {size}, more than max_bytes ({max_bytes:,} bytes)")
+
+
+def _jar(cookies: list[Any]) -> httpx.Cookies:
+    """The session's cookies as an httpx jar (secure and path flags kept, so each goes only where it may)."""
+    jar = httpx.Cookies()
+    for c in cookies:
+        domain = str(c.get("domain") or "")
+        dotted = domain.startswith(".")
+        jar.jar.set_cookie(
+            Cookie(
+                version=0,
+                name=str(c.get("name")),
+                value=str(c.get("value")),
+                port=None,
+                port_specified=False,
+                domain=domain,
+                domain_specified=dotted,
+                domain_initial_dot=dotted,
+                path=str(c.get("path") or "/"),
+                path_specified=True,
+                secure=bool(c.get("secure")),
+                expires=None,
+                discard=True,
+                comment=None,
+                comment_url=None,
+                rest={},
+            )
+        )
+    return jar
+
+
+async def _fetch_capped(call: Call, url: str, max_bytes: int) -> tuple[bytes, httpx.Headers, str]:
+    """GET `url` with the session's cookies, refusing a body over `max_bytes` before it is all read.
+
+    Playwright's request API buffers the whole body inside its driver first, so one huge response
+    could exhaust the driver's memory; streaming here stops at the cap.
+    """
+    if urlsplit(url).scheme not in {"http", "https"}:
+        raise ActionError(
+            "ERROR_INVALID_INPUT", f"browser_download fetches only http and https URLs, not '{url}'"
+        )
+    jar = _jar(await call.session.context.cookies())
+    try:
+        async with (
+            httpx.AsyncClient(
+                cookies=jar, follow_redirects=True, timeout=call.timeout_s, verify=verified_ssl_context()
+            ) as client,
+            client.stream("GET", url) as response,
+        ):
+            if response.is_error:
+                raise ActionError(
+                    "ERROR_HTTP", f"GET {url} answered {response.status_code} {response.reason_phrase}"
+                )
+            declared = response.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > max_bytes:
+                raise _too_large(f"GET {url}", f"{int(declared):,} bytes (Content-Length)", max_bytes)
+            body = bytearray()
+            async for chunk in response.aiter_bytes():
+                body += chunk
+                if len(body) > max_bytes:
+                    raise _too_large(f"GET {url}", f"over {len(body):,} bytes", max_bytes)
+            return bytes(body), response.headers, str(response.url)
+    except httpx.TimeoutException as exc:
+        raise ActionError(
+            "ERROR_TIMEOUT", timeout_message(call.timeout_s, f"GET {url}"), transient=True
+        ) from exc
+    except httpx.HTTPError as exc:
+        raise ActionError("ERROR_NAVIGATION", f"GET {url} failed: {exc}", transient=True) from exc

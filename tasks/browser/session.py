@@ -353,14 +353,33 @@ class BrowserManager:
             self._lock, self._loop = asyncio.Lock(), loop
         return self._lock
 
+    def alive(self) -> bool:
+        """Whether the shared browser and the Playwright driver talking to it are both still there."""
+        if self._browser is None or not self._browser.is_connected():
+            return False
+        # When the driver process dies, Playwright (1.5x) keeps is_connected() True and only marks
+        # its connection closed; every later call then fails with TargetClosedError. Read that mark
+        # (absent attributes count as alive, so a Playwright upgrade cannot make this fail closed).
+        connection = getattr(getattr(self._browser, "_impl_obj", None), "_connection", None)
+        return getattr(connection, "_closed_error", None) is None
+
     async def browser(self, settings: Settings) -> Browser:
-        """The shared browser, launched on first use (and again if it died)."""
+        """The shared browser, launched on first use (and again if it or its driver died)."""
         async with self._guard():
-            if self._browser is not None and self._browser.is_connected():
+            if self._browser is not None and self.alive():
                 return self._browser
             executable = find_browser(settings)
+            if self._browser is not None:
+                # The browser died (crash, kill, or its Playwright driver went with it): a driver that
+                # lost its browser may be dead too, so both are started afresh.
+                await self._discard()
             if self._playwright is None:
-                self._playwright = await async_playwright().start()
+                try:
+                    self._playwright = await async_playwright().start()
+                except Exception as exc:
+                    raise ActionError(
+                        "ERROR_BROWSER_LAUNCH", f"could not start the Playwright driver: {exc}"
+                    ) from exc
             try:
                 self._browser = await self._playwright.chromium.launch(
                     executable_path=executable, args=CHROMIUM_ARGS, headless=True
@@ -389,14 +408,30 @@ class BrowserManager:
     ) -> Session | None:
         """The session with this ID; created (a fresh context) when missing and `create` is set."""
         existing = self.sessions.get(session_id)
-        if existing is not None and self._browser is not None and self._browser.is_connected():
+        if existing is not None and self.alive():
             return existing
         if not create:
             return None
+        options: dict[str, Any] = {
+            "viewport": cast(ViewportSize, viewport or DEFAULT_VIEWPORT),
+            "accept_downloads": accept_downloads,
+        }
         browser = await self.browser(settings)
-        context = await browser.new_context(
-            viewport=cast(ViewportSize, viewport or DEFAULT_VIEWPORT), accept_downloads=accept_downloads
-        )
+        try:
+            context = await browser.new_context(**options)
+        except PlaywrightError as exc:
+            if self.alive():
+                raise ActionError(
+                    "ERROR_BROWSER", f"could not open a browser context: {_first_line(exc.message)}"
+                ) from exc
+            # The browser went away between the check and the call: one fresh start, then give up.
+            browser = await self.browser(settings)
+            try:
+                context = await browser.new_context(**options)
+            except PlaywrightError as again:
+                raise ActionError(
+                    "ERROR_BROWSER", f"could not open a browser context: {_first_line(again.message)}"
+                ) from again
         session = Session(id=session_id, context=context)
         self.sessions[session_id] = session
         return session
@@ -409,6 +444,18 @@ class BrowserManager:
         with contextlib.suppress(PlaywrightError):
             await session.context.close()
         return True
+
+    async def _discard(self) -> None:
+        """Forget a dead browser, its sessions and its driver (closing whatever still answers)."""
+        self.sessions.clear()
+        browser, playwright = self._browser, self._playwright
+        self._browser, self._playwright = None, None
+        if browser is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(browser.close(), timeout=5)
+        if playwright is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(playwright.stop(), timeout=5)
 
     async def shutdown(self) -> None:
         """Close every session, the browser and Playwright."""

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import time
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tasks.browser.session import ActionError, normalize_url
 from udm.config import load_settings
+
+from .conftest import loopback_server
 
 pytestmark = pytest.mark.browser
 
@@ -44,3 +52,88 @@ def test_navigation_refuses_files_outside_the_allowed_dirs(call, bctx) -> None: 
     env = call("browser_tabs", {"action": "create", "url": "file:///etc/passwd"})
     assert env["data"]["status"] == "ERROR_PATH_NOT_ALLOWED"
     assert [t["tab_id"] for t in call("getTabs", {})["data"]["tabs"]] == [1]
+
+
+class BigHandler(BaseHTTPRequestHandler):
+    """/declared claims a huge Content-Length; /endless streams chunks with no length until cut off."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence the access log."""
+
+    def do_GET(self) -> None:
+        """Answer without ever holding the big body in memory."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        if self.path == "/declared":
+            self.send_header("Content-Length", str(200 * 1024 * 1024))
+            self.end_headers()
+            with contextlib.suppress(OSError):
+                self.wfile.write(b"x" * 1024)
+            return
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        chunk = b"y" * 65536
+        with contextlib.suppress(OSError):
+            for _ in range(64):  # 4 MiB at most, far above the test's cap
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            self.wfile.write(b"0\r\n\r\n")
+
+
+def test_download_stops_at_max_bytes(call, site, bctx) -> None:  # type: ignore[no-untyped-def]
+    downloads = bctx.settings.state_path / "downloads"
+    with loopback_server(BigHandler) as base:
+        env = call("browser_download", {"url": base + "/declared", "save_path": str(downloads) + "/"})
+        assert env["data"]["status"] == "ERROR_TOO_LARGE", env
+        assert "Content-Length" in env["error"] and "max_bytes" in env["error"]
+        env = call(
+            "browser_download",
+            {"url": base + "/endless", "save_path": str(downloads) + "/", "max_bytes": 100_000},
+        )
+        assert env["data"]["status"] == "ERROR_TOO_LARGE", env
+        assert "100,000 bytes" in env["error"]
+    assert not downloads.exists() or not any(downloads.iterdir())
+    call("navigate_to_url", {"url": site + "/download"})
+    env = call("browser_download", {"selector": "#dl", "save_path": str(downloads) + "/", "max_bytes": 4})
+    assert env["data"]["status"] == "ERROR_TOO_LARGE" and "report.csv" in env["error"], env
+    env = call("browser_download", {"url": site + "/files/report.csv", "save_path": "state/ok.csv"})
+    assert env["success"] and env["data"]["size_bytes"] == 8, env
+
+
+def _kill_our_playwright_driver() -> int:
+    """SIGKILL the Playwright driver this test process started; returns how many were killed."""
+    killed = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = (entry / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent == os.getpid() and b"run-driver" in cmdline:
+            os.kill(int(entry.name), signal.SIGKILL)
+            killed += 1
+    return killed
+
+
+def test_a_dead_driver_is_replaced_on_the_next_call(call, site) -> None:  # type: ignore[no-untyped-def]
+    assert call("navigate_to_url", {"url": site + "/a"})["success"]
+    assert _kill_our_playwright_driver() == 1
+    time.sleep(0.5)
+    env = call("navigate_to_url", {"url": site + "/b"})
+    assert env["success"], env
+    assert env["data"]["page_title"] == "Page B"
+
+
+def test_a_failing_new_context_is_a_browser_error(call, site, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from playwright.async_api import Browser
+    from playwright.async_api import Error as PlaywrightError
+
+    async def refuse(self: Browser, **kwargs: Any) -> None:
+        raise PlaywrightError("too many contexts")
+
+    assert call("navigate_to_url", {"url": site + "/a"})["success"]  # the browser is up
+    monkeypatch.setattr(Browser, "new_context", refuse)
+    env = call("launchBrowser", {"url": site + "/", "session_id": "fresh-context-refused"})
+    assert env["data"]["status"] == "ERROR_BROWSER", env
+    assert "could not open a browser context: too many contexts" in env["error"]
