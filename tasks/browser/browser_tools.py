@@ -223,11 +223,17 @@ class BrowserCookiesTool(BrowserTool):
 
 def download_target(settings: Settings, save_path: str, suggested: str) -> Path:
     """Where a download goes: `save_path` (a folder keeps the suggested name), inside an allowed dir."""
-    raw = Path(save_path).expanduser()
-    target = raw if raw.is_absolute() else settings.project_root / raw
-    if save_path.endswith(("/", os.sep)) or target.is_dir():
-        target = target / (_safe_name(suggested) or "download")
-    real = Path(os.path.realpath(target))
+    try:
+        raw = Path(save_path).expanduser()
+        target = raw if raw.is_absolute() else settings.project_root / raw
+        if save_path.endswith(("/", os.sep)) or target.is_dir():
+            target = target / (_safe_name(suggested) or "download")
+        real = Path(os.path.realpath(target))
+    except (ValueError, OSError) as exc:
+        # A NUL byte, an unknown ~user or a path the OS rejects outright (too long, a loop).
+        raise ActionError(
+            "ERROR_INVALID_INPUT", f"save_path {save_path!r} is not a usable path: {exc}"
+        ) from exc
     roots = [Path(os.path.realpath(r)) for r in settings.allowed_roots()]
     if not any(real == r or real.is_relative_to(r) for r in roots):
         allowed = ", ".join(str(r) for r in roots)

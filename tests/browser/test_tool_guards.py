@@ -137,3 +137,10 @@ def test_a_failing_new_context_is_a_browser_error(call, site, monkeypatch) -> No
     env = call("launchBrowser", {"url": site + "/", "session_id": "fresh-context-refused"})
     assert env["data"]["status"] == "ERROR_BROWSER", env
     assert "could not open a browser context: too many contexts" in env["error"]
+
+
+def test_download_save_path_with_a_nul_byte_is_invalid_input(call, site) -> None:  # type: ignore[no-untyped-def]
+    env = call("browser_download", {"url": site + "/files/report.csv", "save_path": "state/a\x00b.csv"})
+    assert env["data"] is not None, env  # an error result, not an internal error
+    assert env["data"]["status"] == "ERROR_INVALID_INPUT" and "save_path" in env["error"], env
+    assert "null byte" in env["error"]
