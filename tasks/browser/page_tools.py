@@ -381,14 +381,13 @@ class OpenInNewTabTool(BrowserTool):
         """Open, navigate, and restore the previous active tab unless asked to activate."""
         previous = call.session.active
         url = normalize_url(call.data.url, call.ctx.settings)
-        tab_id = await call.session.new_tab()
+        tab_id = await call.session.new_tab(url, call.timeout_s)
         call.tab_id, call.page = call.session.page(tab_id)
-        response = await call.page.goto(url, timeout=call.timeout_ms)
         if not call.data.activate and previous in call.session.tabs:
             call.session.active = previous
         return {
             "page_title": await call.page.title(),
-            "http_status": response.status if response else None,
+            "http_status": call.session.last_status.get(tab_id),
             "tabs": await tab_list(call),
             "active_tab": call.session.active,
         }

@@ -251,12 +251,26 @@ class Session:
         return None
 
     async def new_tab(self, url: str | None = None, timeout_s: float = 10.0) -> int:
-        """Open a tab (optionally navigating it), make it active and return its ID."""
+        """Open a tab (optionally navigating it), make it active and return its ID.
+
+        When the navigation fails the new tab is closed and the previously active tab is active
+        again, so a failed open leaves no blank tab behind.
+        """
+        previous = self.active
         page = await self.context.new_page()
         tab_id = self.tab_id_of(page) or self._register(page)
         self.active = tab_id
         if url:
-            response = await page.goto(url, timeout=timeout_s * 1000)
+            try:
+                response = await page.goto(url, timeout=timeout_s * 1000)
+            except BaseException:
+                # Also on cancellation (the outer timeout): restore first, then close without waiting long.
+                self._forget(tab_id)
+                self.last_status.pop(tab_id, None)
+                self.active = previous if previous in self.tabs else (max(self.tabs) if self.tabs else None)
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(page.close(), timeout=5)
+                raise
             self.last_status[tab_id] = response.status if response else None
         return tab_id
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import time
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -144,3 +145,25 @@ def test_download_save_path_with_a_nul_byte_is_invalid_input(call, site) -> None
     assert env["data"] is not None, env  # an error result, not an internal error
     assert env["data"]["status"] == "ERROR_INVALID_INPUT" and "save_path" in env["error"], env
     assert "null byte" in env["error"]
+
+
+def _closed_port_url() -> str:
+    """A loopback URL nobody listens on (connection refused at once)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/"
+
+
+def test_a_tab_that_fails_to_open_is_closed_and_the_old_one_stays_active(call, site) -> None:  # type: ignore[no-untyped-def]
+    call("navigate_to_url", {"url": site + "/a"})
+    dead = _closed_port_url()
+    env = call("openInNewTab", {"url": dead})
+    assert env["data"]["status"] == "ERROR_NAVIGATION", env
+    env = call("browser_tabs", {"action": "create", "url": dead})
+    assert env["data"]["status"] == "ERROR_NAVIGATION", env
+    tabs = call("getTabs", {})["data"]
+    assert [t["tab_id"] for t in tabs["tabs"]] == [1] and tabs["active_tab"] == 1, tabs
+    assert call("getElementText", {"selector_type": "css", "selector_value": "h1"})["data"]["text"] == "A"
+    env = call("openInNewTab", {"url": site + "/b"})
+    assert env["success"] and env["data"]["http_status"] == 200 and env["data"]["active_tab"] == 4, env
