@@ -11,13 +11,13 @@ import hashlib
 import json
 import re
 import threading
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from udm.config import Settings
 from udm.document import load_document
 from udm.graph_model import GRAPH_SCHEMA_VERSION, GraphRows, section_node_id
 from udm.graph_source import check_items, check_row, component_row, rows_from_documents
+from udm.lookup import scan_markdown
 
 if TYPE_CHECKING:
     from udm.graph import GraphSource
@@ -191,10 +191,6 @@ def _make_index_source(settings: Settings) -> GraphSource:
     return GraphSource(fingerprint=fingerprint, rows=rows)
 
 
-def _markdown_files(root: Path) -> list[str]:
-    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*.md") if p.is_file())
-
-
 def documents_source(settings: Settings) -> GraphSource:
     """A source that parses the manual's Markdown files directly, without the index."""
     from udm.graph import GraphSource
@@ -204,11 +200,14 @@ def documents_source(settings: Settings) -> GraphSource:
 
     def fingerprint() -> str:
         return _digest(
-            [(rel, hashlib.sha256((root / rel).read_bytes()).hexdigest()) for rel in _markdown_files(root)]
+            [
+                (rel, hashlib.sha256((root / rel).read_bytes()).hexdigest())
+                for rel in sorted(scan_markdown(root))
+            ]
         )
 
     def rows() -> GraphRows:
-        docs = [load_document(root, rel, settings.id_patterns) for rel in _markdown_files(root)]
+        docs = [load_document(root, rel, settings.id_patterns) for rel in sorted(scan_markdown(root))]
         return rows_from_documents(docs, pattern)
 
     return GraphSource(fingerprint=fingerprint, rows=rows)

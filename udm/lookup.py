@@ -39,12 +39,16 @@ def scan_markdown(
 ) -> dict[str, tuple[int, int]]:
     """Every Markdown file under `root` (relative posix path -> (size, mtime_ns)), hidden dirs skipped.
 
+    Symbolic links to directories are not followed, and a linked file counts only when its target
+    is inside `root` too.
+
     `dirs`, when given, receives every directory visited (the index watches them).
     """
     out: dict[str, tuple[int, int]] = {}
     skip = {str(p) for p in exclude}
     stack = [str(root)]
     base = len(str(root)) + 1
+    real_root = os.path.realpath(root)
     while stack:
         current = stack.pop()
         if dirs is not None:
@@ -62,11 +66,18 @@ def scan_markdown(
                     if entry.path not in skip:
                         stack.append(entry.path)
                 elif name.endswith(MARKDOWN_SUFFIXES) and entry.is_file():
+                    if entry.is_symlink() and not _inside(os.path.realpath(entry.path), real_root):
+                        # A link out of the manual would publish that file through every query tool.
+                        continue
                     st = entry.stat()
                     out[entry.path[base:].replace(os.sep, "/")] = (st.st_size, st.st_mtime_ns)
             except OSError:
                 continue
     return out
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def write_lookup(

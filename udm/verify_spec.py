@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from udm.config import Settings
 from udm.document import Document, load_document
 from udm.errors import DocumentError
+from udm.lookup import scan_markdown
 
 __all__ = [
     "AttributeExpect",
@@ -292,10 +293,6 @@ def load_spec_file(path: Path) -> tuple[list[Check], list[CheckProblem], VerifyS
     return checks, problems, spec
 
 
-def _markdown_files(root: Path) -> list[str]:
-    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*.md") if p.is_file())
-
-
 def _ids_in(data: Any) -> set[str]:
     """Every `id` value in a verify block's data (these are check IDs, not claims)."""
     found: set[str] = set()
@@ -354,7 +351,7 @@ def inline_checks(
     root = settings.udm_root
     docs: Iterable[Document]
     if documents is None:
-        docs = (load_document(root, rel, settings.id_patterns) for rel in _markdown_files(root))
+        docs = (load_document(root, rel, settings.id_patterns) for rel in sorted(scan_markdown(root)))
     else:
         docs = documents
     checks: list[Check] = []

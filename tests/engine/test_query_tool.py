@@ -234,3 +234,20 @@ def test_search_snippets_point_at_their_line_and_survive_a_lost_index(
     _QUERIES.clear()
     again = q(qctx, query_type="search", udm_path_or_id="symlink", limit=5)["retrievedContent"]
     assert [(h["file"], h["line"]) for h in again] == [(h["file"], h["line"]) for h in hits]
+
+
+def test_symlinks_out_of_the_root_are_not_indexed_or_served(
+    qctx: ToolContext, settings: Any, tmp_path: Any
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("# Secret\n\n- **ID:** `SECRET-001`\n", encoding="utf-8")
+    (settings.udm_root / "leak.md").symlink_to(outside / "secret.md")
+    (settings.udm_root / "leakdir").symlink_to(outside, target_is_directory=True)
+    (settings.udm_root / "alias.md").symlink_to(settings.udm_root / "04-modes.md")
+    missing = q(qctx, query_type="find_by_id", udm_path_or_id="SECRET-001")
+    assert missing["status"] == "ERROR_ID_NOT_FOUND"
+    assert q(qctx, udm_filepath="leak.md")["status"] == "ERROR_FILE_NOT_FOUND"
+    assert q(qctx, udm_filepath="leakdir/secret.md")["status"] == "ERROR_FILE_NOT_FOUND"
+    # A link that stays inside the manual is an ordinary file.
+    assert q(qctx, udm_filepath="alias.md", section_identifier="5.3")["status"] == "SUCCESS"
