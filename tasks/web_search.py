@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any, ClassVar
 
@@ -128,11 +129,24 @@ def _get(settings: Settings, url: str, params: dict[str, Any], headers: dict[str
         ) from exc
 
 
+def _add_new(out: list[SearchResult], seen: set[str], found: Iterable[SearchResult]) -> int:
+    """Append the results whose link is new; how many were. Engines repeat links across pages."""
+    added = 0
+    for result in found:
+        key = result.link.split("#", 1)[0].rstrip("/")
+        if key not in seen:
+            seen.add(key)
+            out.append(result)
+            added += 1
+    return added
+
+
 def _searxng(settings: Settings, query: str, n: int) -> list[SearchResult]:
     if not settings.searxng_url:
         raise _Failure(SearchStatus.ERROR_API_FAILURE, "the searxng provider needs UDM_SEARXNG_URL", False)
     base = settings.searxng_url.rstrip("/")
     out: list[SearchResult] = []
+    seen: set[str] = set()
     for page in range(1, 6):  # SearXNG pages hold about 20 results and take no count parameter
         params: dict[str, Any] = {"q": query, "format": "json"}
         if page > 1:
@@ -141,12 +155,18 @@ def _searxng(settings: Settings, query: str, n: int) -> list[SearchResult]:
         items = data.get("results") if isinstance(data, dict) else None
         if not items:
             break
-        out += [
-            SearchResult(title=_plain(r.get("title")), link=str(r["url"]), snippet=_plain(r.get("content")))
-            for r in items
-            if isinstance(r, dict) and r.get("url")
-        ]
-        if len(out) >= n:
+        added = _add_new(
+            out,
+            seen,
+            (
+                SearchResult(
+                    title=_plain(r.get("title")), link=str(r["url"]), snippet=_plain(r.get("content"))
+                )
+                for r in items
+                if isinstance(r, dict) and r.get("url")
+            ),
+        )
+        if len(out) >= n or not added:
             break
     return out[:n]
 
@@ -162,6 +182,7 @@ def _brave(settings: Settings, query: str, n: int) -> list[SearchResult]:
     url = settings.brave_api_url.rstrip("/") + "/res/v1/web/search"
     headers = {"X-Subscription-Token": key, "Accept": "application/json"}
     out: list[SearchResult] = []
+    seen: set[str] = set()
     offset = 0
     count = min(20, n)  # Brave: count at most 20 per page; offset counts pages of `count` (at most 9)
     while len(out) < n and offset <= 9:
@@ -172,13 +193,19 @@ def _brave(settings: Settings, query: str, n: int) -> list[SearchResult]:
         items = ((data.get("web") or {}).get("results") if isinstance(data, dict) else None) or []
         if not items:
             break
-        out += [
-            SearchResult(
-                title=_plain(r.get("title")), link=str(r["url"]), snippet=_plain(r.get("description"))
-            )
-            for r in items
-            if isinstance(r, dict) and r.get("url")
-        ]
+        added = _add_new(
+            out,
+            seen,
+            (
+                SearchResult(
+                    title=_plain(r.get("title")), link=str(r["url"]), snippet=_plain(r.get("description"))
+                )
+                for r in items
+                if isinstance(r, dict) and r.get("url")
+            ),
+        )
+        if not added:
+            break
         offset += 1
     return out[:n]
 
@@ -193,6 +220,7 @@ def _google(settings: Settings, query: str, n: int) -> list[SearchResult]:
         )
     url = settings.google_api_url.rstrip("/") + "/customsearch/v1"
     out: list[SearchResult] = []
+    seen: set[str] = set()
     start = 1
     while len(out) < n and start <= 91:  # the API serves at most 100 results
         num = min(10, n - len(out))
@@ -200,12 +228,18 @@ def _google(settings: Settings, query: str, n: int) -> list[SearchResult]:
             settings, url, {"key": key, "cx": settings.google_cx, "q": query, "num": num, "start": start}
         )
         items = (data.get("items") if isinstance(data, dict) else None) or []
-        out += [
-            SearchResult(title=_plain(r.get("title")), link=str(r["link"]), snippet=_plain(r.get("snippet")))
-            for r in items
-            if isinstance(r, dict) and r.get("link")
-        ]
-        if len(items) < num:
+        added = _add_new(
+            out,
+            seen,
+            (
+                SearchResult(
+                    title=_plain(r.get("title")), link=str(r["link"]), snippet=_plain(r.get("snippet"))
+                )
+                for r in items
+                if isinstance(r, dict) and r.get("link")
+            ),
+        )
+        if len(items) < num or not added:
             break
         start += num
     return out[:n]

@@ -336,6 +336,9 @@ def _api_handler(api: Api) -> type[BaseHTTPRequestHandler]:
                 self._json(401, {"error": "invalid key"})
                 return
             if parts.path == "/search":
+                # Pages of 8 that overlap by 2, as a metasearch engine's pages do; three pages in all.
+                page = int(q.get("pageno", "1"))
+                first = (page - 1) * 6
                 results = [
                     {
                         "title": f"SearX result {i}",
@@ -344,7 +347,7 @@ def _api_handler(api: Api) -> type[BaseHTTPRequestHandler]:
                         "engine": "duckduckgo",
                         "score": 1.0 / (i + 1),
                     }
-                    for i in range(8)
+                    for i in range(first, first + 8 if page <= 3 else first)
                 ]
                 self._json(
                     200,

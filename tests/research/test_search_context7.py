@@ -40,6 +40,16 @@ def test_searxng_format_and_site_filter(api, workspace: Path) -> None:
     assert req["path"] == "/search" and req["params"] == {"q": "duckdb fts site:duckdb.org", "format": "json"}
 
 
+def test_searxng_pages_are_merged_without_repeated_links(api, workspace: Path) -> None:
+    ctx = ctx_for(workspace, search_provider="searxng", searxng_url=api.base)
+    out = data(call_tool(SEARCH, {"query": "duckdb fts", "numResults": 30}, ctx))
+    links = [r["link"] for r in out["results"]]
+    # Three pages of 8 overlapping by 2 hold 20 distinct results, in rank order.
+    assert links == [f"https://searx{i}.example/page" for i in range(20)]
+    pages = [r["params"].get("pageno", "1") for r in api.requests if r["path"] == "/search"]
+    assert pages == ["1", "2", "3", "4"]
+
+
 def test_brave_header_key_and_plain_snippets(api, workspace: Path) -> None:
     ctx = ctx_for(
         workspace, search_provider="brave", brave_api_url=api.base, brave_api_key="brave-secret-key"
