@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 from pydantic import Field
 
 from tasks.base import Permission
@@ -17,7 +20,7 @@ from tasks.browser.common import (
     click_and_follow,
     control_value,
 )
-from tasks.browser.session import normalize_url
+from tasks.browser.session import ActionError, normalize_url
 
 __all__ = [
     "ClickTool",
@@ -276,10 +279,32 @@ class SelectOptionTool(BrowserTool):
     permission = Permission.MODERATE
 
     async def act(self, call: Call) -> dict[str, Any]:
-        """Select by value, else by label."""
+        """Select by value, else by label; a missing option is an error naming the ones there are."""
         target = call.matches().first
-        values = await target.select_option(call.data.value, timeout=call.timeout_ms)
+        await target.wait_for(state="attached", timeout=call.timeout_ms)
+        # Playwright waits the whole timeout for a missing option to appear and then reports only a
+        # timeout on the selector; the options present are read once to say what went wrong instead.
+        options = await target.evaluate(_OPTIONS_JS)
+        wanted = call.data.value
+        if options is not None and not any(wanted in (o["value"], o["label"]) for o in options):
+            listed = ", ".join(
+                o["value"] if o["value"] == o["label"] else f"{o['value']} ({o['label']})"
+                for o in options[:50]
+            )
+            more = f" and {len(options) - 50} more" if len(options) > 50 else ""
+            raise ActionError(
+                "ERROR_ELEMENT_NOT_FOUND",
+                f"no option with value or label '{wanted}' in '{call.data.selector}' "
+                f"(options: {listed or 'none'}{more})",
+            )
+        values = await target.select_option(wanted, timeout=call.timeout_ms)
         return {"values": values, "value": values[0] if values else None}
+
+
+# The options of a <select> as {value, label}; null for any other element (Playwright reports that).
+_OPTIONS_JS = (
+    "e => e instanceof HTMLSelectElement ? [...e.options].map(o => ({value: o.value, label: o.label})) : null"
+)
 
 
 class WaitElementInput(SessionInput):
@@ -361,10 +386,47 @@ class WaitForConditionTool(BrowserTool):
         return f"condition '{text}'"
 
     async def act(self, call: Call) -> dict[str, Any]:
-        """Poll the condition until truthy."""
+        """Poll the condition until truthy; a condition that throws is reported, not waited out."""
         import time
 
         started = time.perf_counter()
-        handle = await call.require_page().wait_for_function(call.data.condition, timeout=call.timeout_ms)
+        page = call.require_page()
+        condition = call.data.condition
+        # One evaluation first: a syntax or runtime error surfaces now as itself instead of depending
+        # on how Playwright's polling treats a throwing predicate (a timeout, at worst).
+        try:
+            handle = await page.evaluate_handle(condition)
+            truthy = bool(await handle.evaluate("v => !!v"))
+        except PlaywrightTimeoutError:
+            raise
+        except PlaywrightError as exc:
+            error = _condition_error(exc)
+            if error is not None:
+                raise error from exc
+            truthy = False  # e.g. the page was navigating: the wait below runs in the new document
+        if not truthy:
+            try:
+                handle = await page.wait_for_function(condition, timeout=call.timeout_ms)
+            except PlaywrightTimeoutError:
+                raise
+            except PlaywrightError as exc:
+                error = _condition_error(exc)
+                if error is not None:
+                    raise error from exc
+                raise
         value = await handle.json_value()
         return {"waited_ms": round((time.perf_counter() - started) * 1000, 1), "value": value}
+
+
+_JS_ERROR = re.compile(r"\b((?:[A-Z][A-Za-z]*)?Error): (.*)")
+
+
+def _condition_error(exc: PlaywrightError) -> ActionError | None:
+    """The ActionError for a condition that threw a JavaScript error; None for other browser errors."""
+    lines = [ln.strip() for ln in (exc.message or "").splitlines() if ln.strip()]
+    match = _JS_ERROR.search(lines[0]) if lines else None
+    if match is None:
+        return None
+    if match.group(1) == "SyntaxError":
+        return ActionError("ERROR_INVALID_INPUT", f"the condition is not valid JavaScript: {match.group(0)}")
+    return ActionError("ERROR_BROWSER", f"the condition threw {match.group(0)}")

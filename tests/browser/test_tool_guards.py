@@ -167,3 +167,22 @@ def test_a_tab_that_fails_to_open_is_closed_and_the_old_one_stays_active(call, s
     assert call("getElementText", {"selector_type": "css", "selector_value": "h1"})["data"]["text"] == "A"
     env = call("openInNewTab", {"url": site + "/b"})
     assert env["success"] and env["data"]["http_status"] == 200 and env["data"]["active_tab"] == 4, env
+
+
+def test_condition_errors_and_missing_options_are_named(call, site) -> None:  # type: ignore[no-untyped-def]
+    call("navigate_to_url", {"url": site + "/form"})
+    started = time.monotonic()
+    env = call("wait_for_condition", {"condition": "syntax error ((", "timeout": 4000})
+    assert env["data"]["status"] == "ERROR_INVALID_INPUT", env
+    assert "not valid JavaScript: SyntaxError" in env["error"] and time.monotonic() - started < 3
+    env = call("wait_for_condition", {"condition": "() => { throw new Error('boom') }", "timeout": 4000})
+    assert env["data"]["status"] == "ERROR_BROWSER" and "the condition threw Error: boom" in env["error"]
+    env = call("wait_for_condition", {"condition": "document.title === 'Sign in'", "timeout": 4000})
+    assert env["success"] and env["data"]["value"] is True, env
+    started = time.monotonic()
+    env = call("select_option", {"selector": "#country", "value": "FR", "timeout_ms": 4000})
+    assert env["data"]["status"] == "ERROR_ELEMENT_NOT_FOUND", env
+    assert "no option with value or label 'FR'" in env["error"]
+    assert "DE (Germany), US (United States)" in env["error"] and time.monotonic() - started < 3
+    env = call("select_option", {"selector": "#country", "value": "United States"})
+    assert env["success"] and env["data"]["values"] == ["US"], env
