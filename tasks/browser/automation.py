@@ -6,6 +6,7 @@ import re
 from typing import Any, Literal
 
 from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import Page
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 from pydantic import Field
 
@@ -52,7 +53,7 @@ class NavOutput(BrowserOutput):
 
     page_title: str | None = Field(default=None, description="The page's title.")
     http_status: int | None = Field(
-        default=None, description="HTTP status of the main document (null if none)."
+        default=None, description="HTTP status of the main document loaded (null if none, or nothing loaded)."
     )
     navigated: bool = Field(
         default=True, description="False when there was nowhere to go (go_back at the start)."
@@ -129,6 +130,8 @@ class _HistoryTool(BrowserTool):
         """Reload or move through the tab's history."""
         page = call.require_page()
         before = page.url
+        if self.verb == "go_back" and await _back_entry(page) is None:
+            return {"page_title": await page.title(), "http_status": None, "navigated": False}
         if self.verb == "reload":
             response = await page.reload(timeout=call.timeout_ms)
         elif self.verb == "go_back":
@@ -136,8 +139,31 @@ class _HistoryTool(BrowserTool):
         else:
             response = await page.go_forward(timeout=call.timeout_ms)
         navigated = self.verb == "reload" or response is not None or page.url != before
+        if not navigated:
+            # Nothing was loaded, so there is no status to report (the last one belongs to an older load).
+            return {"page_title": await page.title(), "http_status": None, "navigated": False}
         status = response.status if response else call.session.last_status.get(call.tab_id or 0)
         return {"page_title": await page.title(), "http_status": status, "navigated": navigated}
+
+
+async def _back_entry(page: Page) -> str | None:
+    """The URL go_back would open; '' when unknown (not Chromium); None when there is no previous page.
+
+    Every tab starts on the blank page new_page() opens, so the first page a tool loads is history
+    entry 1; going back to that blank entry is not going back to a page.
+    """
+    try:
+        cdp = await page.context.new_cdp_session(page)
+        try:
+            history = await cdp.send("Page.getNavigationHistory")
+        finally:
+            await cdp.detach()
+    except PlaywrightError:
+        return ""
+    index, entries = history.get("currentIndex", 0), history.get("entries", [])
+    if index <= 0 or (index == 1 and entries[0].get("url") == "about:blank"):
+        return None
+    return str(entries[index - 1].get("url", ""))
 
 
 class RefreshTool(_HistoryTool):

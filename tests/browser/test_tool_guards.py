@@ -186,3 +186,17 @@ def test_condition_errors_and_missing_options_are_named(call, site) -> None:  # 
     assert "DE (Germany), US (United States)" in env["error"] and time.monotonic() - started < 3
     env = call("select_option", {"selector": "#country", "value": "United States"})
     assert env["success"] and env["data"]["values"] == ["US"], env
+
+
+def test_go_back_on_the_first_page_stays_put(call, site) -> None:  # type: ignore[no-untyped-def]
+    call("navigate_to_url", {"url": site + "/a"})
+    back = call("go_back", {})
+    assert back["success"], back
+    data = back["data"]
+    assert data["navigated"] is False and data["http_status"] is None, data
+    assert data["url"].endswith("/a") and data["page_title"] == "Page A"
+    fwd = call("go_forward", {})["data"]
+    assert fwd["navigated"] is False and fwd["http_status"] is None and fwd["url"].endswith("/a"), fwd
+    call("navigate_to_url", {"url": site + "/b"})
+    back = call("go_back", {})["data"]
+    assert back["navigated"] is True and back["http_status"] == 200 and back["url"].endswith("/a"), back
