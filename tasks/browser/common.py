@@ -194,6 +194,7 @@ class BrowserTool(Tool[Any, Any]):
         sid = data.session_id
         timeout_s = resolve_timeout_s(ctx.settings, self.timeout_ms_of(data))
         params = data.model_dump(exclude={"session_id"}, exclude_none=True)
+        session: Session | None = None
         try:
             session = await MANAGER.session(
                 sid, ctx.settings, create=self.creates_session, viewport=self.viewport_of(data)
@@ -219,11 +220,29 @@ class BrowserTool(Tool[Any, Any]):
 
             fields = await session.perform(self.name, params, work, timeout_s, self.waiting_for(data))
         except ActionError as exc:
-            out = self.Output(status=exc.status, errorDetails=exc.message, session_id=sid)
+            out = self.Output(
+                status=exc.status,
+                errorDetails=exc.message,
+                session_id=sid,
+                **self._failure_fields(session, data),
+            )
             if exc.transient:
                 raise TransientToolError(exc.message, result=out) from exc
             return out
         return self.Output(session_id=sid, **fields)
+
+    def _failure_fields(self, session: Session | None, data: Any) -> dict[str, Any]:
+        """Where a failed call left things: the tab asked for (else the active one) and its URL."""
+        fields: dict[str, Any] = {}
+        if "navigated" in self.Output.model_fields:
+            fields["navigated"] = False  # a failed action is never reported as having navigated
+        if session is None:
+            return fields
+        with contextlib.suppress(ActionError):
+            tab_id, page = session.page(getattr(data, "tab_id", None))
+            if not page.is_closed():
+                fields.update(tab_id=tab_id, url=page.url)
+        return fields
 
 
 _OPENS_TAB_JS = "e => { const a = e.closest('a, area'); return !!(a && a.target && !['_self', '_parent', '_top'].includes(a.target)); }"

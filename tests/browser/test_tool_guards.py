@@ -200,3 +200,15 @@ def test_go_back_on_the_first_page_stays_put(call, site) -> None:  # type: ignor
     call("navigate_to_url", {"url": site + "/b"})
     back = call("go_back", {})["data"]
     assert back["navigated"] is True and back["http_status"] == 200 and back["url"].endswith("/a"), back
+
+
+def test_failed_calls_report_the_tab_and_url_and_no_navigation(call, site) -> None:  # type: ignore[no-untyped-def]
+    call("navigate_to_url", {"url": site + "/a"})
+    env = call("click", {"selector": "#missing", "timeout_ms": 300})
+    assert env["data"]["status"] == "ERROR_TIMEOUT", env
+    assert env["data"]["tab_id"] == 1 and env["data"]["url"].endswith("/a") and not env["data"]["navigated"]
+    env = call("navigate_to_url", {"url": _closed_port_url()})
+    assert env["data"]["status"] == "ERROR_NAVIGATION", env
+    assert env["data"]["navigated"] is False and env["data"]["tab_id"] == 1 and env["data"]["url"], env
+    env = call("refresh", {"tab_id": 7})
+    assert env["data"]["status"] == "ERROR_TAB_NOT_FOUND" and env["data"]["navigated"] is False, env
