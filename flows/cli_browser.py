@@ -266,8 +266,14 @@ def browser_run(
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
         raise fail(f"{steps_file} is not valid YAML/JSON: {exc}", 2) from exc
     steps = raw.get("steps") if isinstance(raw, dict) else raw
-    if not isinstance(steps, list) or not all(isinstance(s, dict) and s.get("tool") for s in steps):
+    if not isinstance(steps, list):
         raise fail(f"{steps_file}: expected a list of {{tool, input}} steps", 2)
+    # The whole file is checked before the first step runs, so a typo in step 5 does not leave a
+    # half-driven browser session behind.
+    for n, step in enumerate(steps, 1):
+        problem = _step_problem(step, browser_tool)
+        if problem:
+            raise fail(f"{steps_file}: step {n}: {problem}", 2)
     sid = session or (raw.get("session") if isinstance(raw, dict) else None) or "cli"
     ctx = ToolContext(settings=settings(), approver=cli_approver(yes))
     failed = 0
@@ -300,6 +306,26 @@ def browser_run(
     if failed:
         sys.stdout.flush()
         raise typer.Exit(1)
+
+
+def _step_problem(step: Any, find_tool: Any) -> str | None:
+    """What is wrong with one step of `udm browser run` (None when it is a runnable {tool, input})."""
+    if not isinstance(step, dict):
+        return f"expected a mapping with 'tool' and 'input', got {_kind(step)}"
+    if not step.get("tool"):
+        return "has no 'tool'"
+    if find_tool(str(step["tool"])) is None:
+        return f"unknown browser tool '{step['tool']}'"
+    data = step.get("input")
+    if data is not None and not isinstance(data, dict):
+        return f"'input' of {step['tool']} must be a mapping of field names to values, got {_kind(data)}"
+    return None
+
+
+def _kind(value: Any) -> str:
+    return {list: "a list", str: "a string", bool: "a boolean", int: "a number", float: "a number"}.get(
+        type(value), type(value).__name__
+    )
 
 
 def serve_site(directory: Path | None = None) -> tuple[Any, str]:

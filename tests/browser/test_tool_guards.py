@@ -212,3 +212,33 @@ def test_failed_calls_report_the_tab_and_url_and_no_navigation(call, site) -> No
     assert env["data"]["navigated"] is False and env["data"]["tab_id"] == 1 and env["data"]["url"], env
     env = call("refresh", {"tab_id": 7})
     assert env["data"]["status"] == "ERROR_TAB_NOT_FOUND" and env["data"]["navigated"] is False, env
+
+
+@pytest.mark.parametrize(
+    ("steps", "expected"),
+    [
+        ("- {tool: getTabs, input: [1, 2]}\n", "step 1: 'input' of getTabs must be a mapping"),
+        ("- {tool: getTabs}\n- {tool: getTabs, input: just text}\n", "step 2: 'input' of getTabs"),
+        (
+            "- {tool: getTabs}\n- [getTabs]\n",
+            "step 2: expected a mapping with 'tool' and 'input', got a list",
+        ),
+        ("- {tool: noSuchTool}\n", "step 1: unknown browser tool 'noSuchTool'"),
+    ],
+)
+def test_browser_run_names_the_bad_step(
+    steps: str,
+    expected: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from flows.cli import run
+
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "steps.yaml"
+    path.write_text(steps, encoding="utf-8")
+    assert run(["browser", "run", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert expected in captured.err and "Traceback" not in captured.err + captured.out
+    assert "[1]" not in captured.out  # nothing ran
