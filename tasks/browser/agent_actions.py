@@ -40,9 +40,11 @@ class LaunchInput(PageInput):
     """Input of launchBrowser."""
 
     url: str = Field(min_length=1, description="URL to open; https:// is added when no scheme is given.")
-    viewport_width: int | None = Field(default=None, ge=100, le=7680, description="Viewport width in pixels.")
+    viewport_width: int | None = Field(
+        strict=True, default=None, ge=100, le=7680, description="Viewport width in pixels."
+    )
     viewport_height: int | None = Field(
-        default=None, ge=100, le=4320, description="Viewport height in pixels."
+        strict=True, default=None, ge=100, le=4320, description="Viewport height in pixels."
     )
     return_base64: bool = Field(default=False, description="Also return the screenshot as base64.")
 
@@ -106,7 +108,11 @@ class ClickInput(SelectorInput):
     """Input of clickElement."""
 
     wait_for_navigation_timeout_ms: int = Field(
-        default=5000, ge=0, le=600_000, description="How long to wait for a navigation the click starts."
+        strict=True,
+        default=5000,
+        ge=0,
+        le=600_000,
+        description="How long to wait for a navigation the click starts.",
     )
 
 
@@ -189,7 +195,9 @@ class ScrollPageInput(PageInput):
     direction: Literal["up", "down", "to_element"] = Field(
         default="down", description="up, down or to_element."
     )
-    pages: int = Field(default=1, ge=1, le=1000, description="Screen heights to scroll (up/down).")
+    pages: int = Field(
+        strict=True, default=1, ge=1, le=1000, description="Screen heights to scroll (up/down)."
+    )
     selector_type: SelectorType = Field(default="css", description="css or xpath (to_element).")
     selector_value: str | None = Field(default=None, min_length=1, description="The element (to_element).")
 
@@ -244,7 +252,7 @@ class CaptureInput(PageInput):
     selector_type: SelectorType = Field(default="css", description="css or xpath (element).")
     selector_value: str | None = Field(default=None, min_length=1, description="The element (element).")
     image_format: Literal["png", "jpeg"] = Field(default="png", description="png or jpeg.")
-    quality: int = Field(default=75, ge=1, le=100, description="JPEG quality, 1-100.")
+    quality: int = Field(strict=True, default=75, ge=1, le=100, description="JPEG quality, 1-100.")
     return_base64: bool = Field(default=False, description="Also return the image as base64.")
 
     @model_validator(mode="after")
@@ -326,7 +334,11 @@ class ExistsInput(SelectorInput):
     """Input of checkElementExists."""
 
     wait_ms: int = Field(
-        default=0, ge=0, le=600_000, description="Wait up to this long for the element to appear."
+        strict=True,
+        default=0,
+        ge=0,
+        le=600_000,
+        description="Wait up to this long for the element to appear.",
     )
 
 

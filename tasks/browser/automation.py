@@ -84,8 +84,8 @@ class NavigateToUrlTool(BrowserTool):
 class ScrollInput(PageInput):
     """Input of scroll."""
 
-    x: float = Field(ge=0, le=10_000_000, description="Horizontal scroll position, pixels.")
-    y: float = Field(ge=0, le=10_000_000, description="Vertical scroll position, pixels.")
+    x: float = Field(strict=True, ge=0, le=10_000_000, description="Horizontal scroll position, pixels.")
+    y: float = Field(strict=True, ge=0, le=10_000_000, description="Vertical scroll position, pixels.")
 
 
 class PositionOutput(BrowserOutput):
@@ -336,13 +336,15 @@ _OPTIONS_JS = (
 class WaitElementInput(SessionInput):
     """Input of wait_for_element."""
 
-    tab_id: int | None = Field(default=None, ge=1, description="Tab to act on; default the active tab.")
+    tab_id: int | None = Field(
+        strict=True, default=None, ge=1, description="Tab to act on; default the active tab."
+    )
     selector: str = Field(min_length=1, description="CSS selector (or XPath) to wait for.")
     selector_type: SelectorType = Field(default="css", description="css or xpath.")
     state: Literal["attached", "visible", "hidden", "detached"] = Field(
         default="visible", description="What to wait for."
     )
-    timeout: int = Field(default=5000, ge=1, le=600_000, description="Timeout in milliseconds.")
+    timeout: int = Field(strict=True, default=5000, ge=1, le=600_000, description="Timeout in milliseconds.")
 
 
 class WaitOutput(BrowserOutput):
@@ -384,11 +386,13 @@ class WaitForElementTool(BrowserTool):
 class WaitConditionInput(SessionInput):
     """Input of wait_for_condition."""
 
-    tab_id: int | None = Field(default=None, ge=1, description="Tab to act on; default the active tab.")
+    tab_id: int | None = Field(
+        strict=True, default=None, ge=1, description="Tab to act on; default the active tab."
+    )
     condition: str = Field(
         min_length=1, description="A JavaScript expression; the wait ends when it is truthy."
     )
-    timeout: int = Field(default=5000, ge=1, le=600_000, description="Timeout in milliseconds.")
+    timeout: int = Field(strict=True, default=5000, ge=1, le=600_000, description="Timeout in milliseconds.")
 
 
 class WaitForConditionTool(BrowserTool):

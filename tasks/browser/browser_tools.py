@@ -52,7 +52,7 @@ class ReadPageInput(PageInput):
     )
     selector_type: SelectorType = Field(default="css", description="css or xpath.")
     max_chars: int = Field(
-        default=200_000, ge=100, le=10_000_000, description="Cut text/html at this length."
+        strict=True, default=200_000, ge=100, le=10_000_000, description="Cut text/html at this length."
     )
     return_base64: bool = Field(default=False, description="screenshot mode: also return base64.")
 
@@ -276,6 +276,7 @@ class DownloadInput(PageInput):
         min_length=1, description="File or folder (inside an allowed directory) to save into."
     )
     max_bytes: int = Field(
+        strict=True,
         default=MAX_DOWNLOAD_BYTES,
         ge=1,
         le=1024 * 1024 * 1024,

@@ -55,8 +55,11 @@ class SessionInput(ToolInput):
 class PageInput(SessionInput):
     """Input of tools acting on a page: optional tab and per-call timeout."""
 
-    tab_id: int | None = Field(default=None, ge=1, description="Tab to act on; default the active tab.")
+    tab_id: int | None = Field(
+        strict=True, default=None, ge=1, description="Tab to act on; default the active tab."
+    )
     timeout_ms: int | None = Field(
+        strict=True,
         default=None,
         ge=1,
         le=600_000,

@@ -154,7 +154,9 @@ class HistoryInput(ToolInput):
         pattern=SESSION_ID,
         description="Session whose history to use.",
     )
-    limit: int | None = Field(default=None, ge=1, le=10_000, description="Only the last N events.")
+    limit: int | None = Field(
+        strict=True, default=None, ge=1, le=10_000, description="Only the last N events."
+    )
 
 
 class HistoryOutput(BaseModel):

@@ -62,7 +62,9 @@ async def page_markdown(call: Call) -> tuple[str, str]:
 class PageTextInput(PageInput):
     """Input of getPageText."""
 
-    max_chars: int = Field(default=100_000, ge=100, le=5_000_000, description="Cut the text at this length.")
+    max_chars: int = Field(
+        strict=True, default=100_000, ge=100, le=5_000_000, description="Cut the text at this length."
+    )
 
 
 class PageTextOutput(BrowserOutput):
@@ -105,8 +107,10 @@ class SearchInput(PageInput):
     query: str = Field(min_length=1, description="Text (or a regular expression with regex=true) to find.")
     regex: bool = Field(default=False, description="Treat the query as a regular expression.")
     case_sensitive: bool = Field(default=False, description="Match case.")
-    context_chars: int = Field(default=80, ge=0, le=2000, description="Characters of context on each side.")
-    max_results: int = Field(default=20, ge=1, le=1000, description="Most matches returned.")
+    context_chars: int = Field(
+        strict=True, default=80, ge=0, le=2000, description="Characters of context on each side."
+    )
+    max_results: int = Field(strict=True, default=20, ge=1, le=1000, description="Most matches returned.")
 
 
 class SearchOutput(BrowserOutput):
@@ -280,7 +284,7 @@ class GetLinksInput(PageInput):
     scope: Literal["all", "internal", "external"] = Field(
         default="all", description="All links, or only same-host / other-host ones."
     )
-    max_links: int = Field(default=500, ge=1, le=20_000, description="Most links returned.")
+    max_links: int = Field(strict=True, default=500, ge=1, le=20_000, description="Most links returned.")
 
 
 class GetLinksOutput(BrowserOutput):

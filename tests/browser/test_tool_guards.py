@@ -242,3 +242,15 @@ def test_browser_run_names_the_bad_step(
     captured = capsys.readouterr()
     assert expected in captured.err and "Traceback" not in captured.err + captured.out
     assert "[1]" not in captured.out  # nothing ran
+
+
+def test_numbers_given_as_strings_are_refused(call, site) -> None:  # type: ignore[no-untyped-def]
+    call("navigate_to_url", {"url": site + "/tall"})
+    env = call("scroll", {"x": "10", "y": 0})
+    assert not env["success"] and env["data"] is None and "x" in env["error"], env
+    env = call("getPageText", {"tab_id": "1"})
+    assert not env["success"] and "tab_id" in env["error"], env
+    env = call("wait_for_element", {"selector": "#bottom", "timeout": "5000"})
+    assert not env["success"] and "timeout" in env["error"], env
+    env = call("scroll", {"x": 0, "y": 200.5, "timeout_ms": 5000})
+    assert env["success"] and env["data"]["scroll_y"] > 0, env
