@@ -82,7 +82,12 @@ class YamlEditorOutput(BaseModel):
         default=None, description="The whole text after the edit; null for get_value or on error."
     )
     extractedValue: Any = Field(
-        default=None, description="get_value: the value at the key path, as JSON data."
+        default=None,
+        description=(
+            "get_value: the value at the key path, as JSON data. Infinities and NaN, which JSON lacks, are "
+            "strings: '.inf', '-.inf', '.nan' from YAML, 'Infinity', '-Infinity', 'NaN' from JSON/JSON5; "
+            "YAML !!binary is its base64 text."
+        ),
     )
     errorDetails: str | None = Field(default=None, description="What went wrong; null on success.")
 
@@ -126,7 +131,11 @@ class YamlJsonParserEditorTool(Tool[YamlEditorInput, YamlEditorOutput]):
         "Reads or edits YAML, JSON or JSON5 text by key path ('server.port', 'tasks[0].status'): get_value, "
         "set_value, add_item (append to a list), delete_key. YAML comments, key order, quotes and indentation "
         "survive and only the edited lines change; JSON keeps its indentation; JSON5 is rewritten only on the "
-        "edited lines (a comment on such a line is lost)."
+        "edited lines (a comment on such a line is lost). get_value returns JSON data: infinities and NaN come "
+        "back as strings ('.inf', '-.inf', '.nan' for YAML; 'Infinity', '-Infinity', 'NaN' for JSON/JSON5) and "
+        "YAML !!binary as base64 text. YAML whose aliases expand past 1,000,000 values (or its length in "
+        "characters, if larger) and text nested deeper than the parser's recursion limit are refused as "
+        "ERROR_PARSING."
     )
     Input: ClassVar[type[BaseModel]] = YamlEditorInput
     Output: ClassVar[type[BaseModel]] = YamlEditorOutput

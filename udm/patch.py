@@ -11,7 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
-from udm.errors import PatchError
+from udm.errors import DocumentError, PatchError
+from udm.structured import check_alias_expansion
 
 __all__ = [
     "DESTRUCTIVE_OPS",
@@ -391,14 +392,23 @@ def loads_patch(text: str, origin: str = "patch") -> Patch:
             raise PatchError(
                 f"{origin} is not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"
             ) from exc
+        except RecursionError as exc:
+            raise PatchError(f"{origin} is nested too deeply to read") from exc
     else:
         try:
             data = yaml.safe_load(text)
+            # Aliases load as shared objects; the patch's values are later written out whole
+            # (JSON edits, the patch record), which would expand a "billion laughs" for real.
+            check_alias_expansion(data, len(text))
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f"line {mark.line + 1} column {mark.column + 1}: " if mark is not None else ""
             problem = getattr(exc, "problem", None) or str(exc)
             raise PatchError(f"{origin} is not valid YAML: {where}{problem}") from exc
+        except DocumentError as exc:
+            raise PatchError(f"{origin}: {exc}") from exc
+        except RecursionError as exc:
+            raise PatchError(f"{origin} is nested too deeply to read") from exc
     return parse_patch(data, origin)
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import io
 import itertools
 import json
+import math
 import re
 import threading
 from collections.abc import Callable
@@ -18,6 +20,7 @@ __all__ = [
     "Format",
     "KeyPath",
     "SerializationError",
+    "check_alias_expansion",
     "detect_json_style",
     "detect_yaml_indent",
     "edit_text",
@@ -177,6 +180,55 @@ def _apply(data: Any, tokens: KeyPath, action: Action, value: Any, wrap: Callabl
     )
 
 
+# The parsers recurse once (or more) per nesting level, so a text like "[" * 100000 exhausts the stack.
+_TOO_DEEP = "{what} is nested too deeply to read (more levels than the parser's recursion limit)"
+
+# A text without aliases holds fewer values than characters; only aliases can push a document past
+# this many values, and a YAML "billion laughs" of a few hundred bytes names a billion of them.
+_EXPANSION_FLOOR = 1_000_000
+
+
+def _children(node: Any) -> list[Any] | None:
+    if isinstance(node, dict):
+        return [*node.keys(), *node.values()]
+    if isinstance(node, list | tuple | set | frozenset):
+        return list(node)
+    return None
+
+
+def check_alias_expansion(data: Any, text_size: int) -> None:
+    """DocumentError when shared (aliased) values would expand past max(1,000,000, text size) values or loop."""
+    limit = max(_EXPANSION_FLOOR, text_size)
+    # Sizes are counted once per container (by identity), so the count itself never expands anything;
+    # the walk uses its own stack because the data may be nested as deeply as the parser allowed.
+    sizes: dict[int, int] = {}
+    open_: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(data, False)]
+    while stack:
+        node, done = stack.pop()
+        children = _children(node)
+        if children is None:
+            continue
+        key = id(node)
+        if done:
+            open_.discard(key)
+            sizes[key] = 1 + sum(sizes.get(id(child), 1) for child in children)
+            if sizes[key] > limit:
+                raise DocumentError(
+                    f"alias expansion exceeded the limit: the aliases expand to more than {limit:,} values"
+                )
+            continue
+        if key in sizes:
+            continue
+        if key in open_:
+            raise DocumentError(
+                "alias expansion exceeded the limit: an alias refers to a value that contains it"
+            )
+        open_.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in children)
+
+
 # ---------------------------------------------------------------- YAML
 
 
@@ -249,14 +301,31 @@ def _yaml_load(text: str, yaml: Any) -> Any:
         docs = list(yaml.load_all(text))
     except YAMLError as exc:
         raise DocumentError(f"YAML does not parse: {' '.join(str(exc).split())}") from exc
+    except RecursionError as exc:
+        _forget_yaml(yaml)  # as in `_yaml_dump`: never reuse an instance stopped midway
+        raise DocumentError(_TOO_DEEP.format(what="YAML")) from exc
     if len(docs) > 1:
         raise DocumentError("YAML text holds several documents; key edits need exactly one")
-    return docs[0] if docs else None
+    data = docs[0] if docs else None
+    check_alias_expansion(data, len(text))
+    return data
+
+
+def _forget_yaml(yaml: Any) -> None:
+    cache: dict[tuple[int, int, int, bool], Any] = _LOCAL.__dict__.get("yaml", {})
+    for key in [k for k, v in cache.items() if v is yaml]:
+        del cache[key]
 
 
 def _yaml_dump(data: Any, yaml: Any) -> str:
     buf = io.StringIO()
-    yaml.dump(data, buf)
+    try:
+        yaml.dump(data, buf)
+    except BaseException:
+        # A dump stopped midway (a RecursionError, say) leaves the instance's serializer mid-document,
+        # and the next dump would then write nothing new; the next call builds a fresh instance.
+        _forget_yaml(yaml)
+        raise
     return buf.getvalue()
 
 
@@ -407,10 +476,14 @@ def _json_load(text: str, fmt: Format) -> Any:
             return json5.loads(text, object_pairs_hook=dict)
         except ValueError as exc:
             raise DocumentError(f"JSON5 does not parse: {exc}") from exc
+        except RecursionError as exc:
+            raise DocumentError(_TOO_DEEP.format(what="JSON5")) from exc
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise DocumentError(f"JSON does not parse: line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
+    except RecursionError as exc:
+        raise DocumentError(_TOO_DEEP.format(what="JSON")) from exc
 
 
 def _json_dump(
@@ -463,31 +536,54 @@ def _edit_json(text: str, tokens: KeyPath, action: Action, value: Any, fmt: Form
 
 
 def get_value(text: str, fmt: Format, path: str | KeyPath) -> Any:
-    """The value at a key path, as plain JSON-able data."""
+    """The value at a key path, as JSON-safe data (see `_plain` for infinities, NaN and binary)."""
     tokens = parse_key_path(path) if isinstance(path, str) else path
     data = _yaml_load(text, _yaml(text)) if fmt == "yaml" else _json_load(text, fmt)
-    return _plain(_walk(data, tokens))
+    try:
+        return _plain(_walk(data, tokens), fmt)
+    except RecursionError as exc:
+        raise DocumentError(_TOO_DEEP.format(what=fmt.upper())) from exc
 
 
-def _plain(value: Any) -> Any:
+# How infinities and NaN read back: JSON has no such numbers, so they become the text's own spelling
+# (YAML's canonical one, or JSON5's) rather than the null a JSON encoder would silently write.
+_NON_FINITE = {
+    "yaml": (".inf", "-.inf", ".nan"),
+    "json": ("Infinity", "-Infinity", "NaN"),
+    "json5": ("Infinity", "-Infinity", "NaN"),
+}
+
+
+def _plain(value: Any, fmt: Format) -> Any:
     if isinstance(value, dict):
         return {
-            str(k) if not isinstance(k, str | int | float | bool) else k: _plain(v) for k, v in value.items()
+            str(k) if not isinstance(k, str | int | float | bool) else k: _plain(v, fmt)
+            for k, v in value.items()
         }
     if isinstance(value, list):
-        return [_plain(v) for v in value]
+        return [_plain(v, fmt) for v in value]
     if isinstance(value, str):
         return str(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        pos, neg, nan = _NON_FINITE[fmt]
+        return nan if math.isnan(value) else (pos if value > 0 else neg)
     if isinstance(value, bool | int | float) or value is None:
         return value
+    if isinstance(value, bytes | bytearray):
+        # YAML's !!binary: the base64 text, as the YAML spells it minus its line breaks.
+        return base64.b64encode(value).decode("ascii")
     return str(value)
 
 
 def edit_text(text: str, fmt: Format, action: Action, path: str | KeyPath, value: Any = None) -> str:
     """The text after one key edit (`set`, `delete`, `append`), with every other line left as it was."""
     tokens = parse_key_path(path) if isinstance(path, str) else path
-    if fmt == "yaml":
-        return _edit_yaml(text, tokens, action, value)
-    if fmt in ("json", "json5"):
+    if fmt not in ("yaml", "json", "json5"):
+        raise PatchError(f"unknown format {fmt!r} (expected yaml, json or json5)")
+    try:
+        if fmt == "yaml":
+            return _edit_yaml(text, tokens, action, value)
         return _edit_json(text, tokens, action, value, fmt)
-    raise PatchError(f"unknown format {fmt!r} (expected yaml, json or json5)")
+    except RecursionError as exc:
+        # Reading is guarded where the text is parsed; what is left is writing a deeply nested value.
+        raise SerializationError(f"value is nested too deeply to write as {fmt.upper()}") from exc

@@ -2,17 +2,35 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from flows.cli import run
+from tasks.base import ToolContext, always_approve, call_tool
 from udm.config import Settings
 from udm.errors import PatchError
-from udm.patch import load_patch
+from udm.patch import load_patch, loads_patch
+from udm.structured import SerializationError, edit_text
 
 from .conftest import snapshot
+
+
+def alias_levels(levels: int = 9, width: int = 10) -> list[str]:
+    """Flow lists of a YAML "billion laughs": each lists the one before `width` times (width**levels in all)."""
+    items = [f"&l0 [{', '.join(['lol'] * width)}]"]
+    items += [f"&l{i} [{', '.join([f'*l{i - 1}'] * width)}]" for i in range(1, levels)]
+    return items
+
+
+def alias_bomb(levels: int = 9, width: int = 10) -> str:
+    """A YAML mapping whose key `l<i>` holds level i of `alias_levels`."""
+    return "".join(f"l{i}: {item}\n" for i, item in enumerate(alias_levels(levels, width)))
+
 
 CASES = {
     "unknown operation": (
@@ -60,6 +78,12 @@ CASES = {
         "is not valid YAML",
     ),
     "patch that is a list": ("- op: delete_file\n  file: roadmap.md\n", "a patch is a mapping"),
+    "YAML alias bomb in a patch": (
+        "operations: [{op: set_yaml_key, file: config.md, section: HTTP, key: http.timeout, "
+        f"value: [{', '.join(alias_levels())}]}}]",
+        "alias expansion exceeded the limit",
+    ),
+    "patch nested too deeply": ("operations: " + "[" * 100_000, "nested too deeply"),
     "second operation fails": (
         "operations:\n  - {op: replace_text, file: config.md, old: 'timeout: 10', new: 'timeout: 20'}\n"
         "  - {op: delete_section, file: roadmap.md, section: Nowhere}",
@@ -108,3 +132,100 @@ def test_not_utf8_patch_file(tmp_path: Path) -> None:
     bad.write_bytes(b"operations: [\xff]")
     with pytest.raises(PatchError, match="not UTF-8"):
         load_patch(bad)
+
+
+# ---------------------------------------------------------------- hostile structured text
+
+
+def yaml_tool(**fields: Any) -> dict[str, Any]:
+    """The yamlJsonParserEditorTool's envelope data for one call (it must not be an internal error)."""
+    res = call_tool("yamlJsonParserEditorTool", fields)
+    assert res.envelope.data is not None, res.envelope.error
+    return res.envelope.data
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    "action", [{"action": "get_value"}, {"action": "set_value", "keyPath": "x", "newValue": 1}]
+)
+def test_yaml_alias_bomb_is_a_parse_error(action: dict[str, Any]) -> None:
+    data = yaml_tool(textContent=alias_bomb(), format="yaml", **action)
+    assert data["status"] == "ERROR_PARSING"
+    assert "alias expansion exceeded the limit" in data["errorDetails"]
+
+
+@pytest.mark.timeout(30)
+def test_yaml_alias_bomb_through_the_updater_changes_nothing(small: Settings) -> None:
+    bomb = small.udm_root / "bomb.yaml"
+    bomb.write_text(alias_bomb(), encoding="utf-8")
+    before = snapshot(small.udm_root)
+    res = call_tool(
+        "udmUpdaterTool",
+        {
+            "udm_updates_list": [
+                {"target_file": "bomb.yaml", "operation": "set_yaml_key", "key": "x", "value": 1}
+            ]
+        },
+        ToolContext(settings=small, approver=always_approve),
+    )
+    assert res.envelope.data is not None, res.envelope.error
+    assert res.envelope.data["status"] != "SUCCESS"
+    assert "alias expansion exceeded the limit" in res.envelope.data["errorDetails"]
+    assert snapshot(small.udm_root) == before
+
+
+def test_aliases_below_the_limit_still_read() -> None:
+    data = yaml_tool(textContent=alias_bomb(levels=3), format="yaml", action="get_value", keyPath="l2[9][9]")
+    assert data["status"] == "SUCCESS" and data["extractedValue"] == ["lol"] * 10
+
+
+@pytest.mark.parametrize("fmt", ["yaml", "json", "json5"])
+@pytest.mark.parametrize(
+    "action", [{"action": "get_value"}, {"action": "set_value", "keyPath": "x", "newValue": 1}]
+)
+def test_deep_nesting_is_a_parse_error(fmt: str, action: dict[str, Any]) -> None:
+    data = yaml_tool(textContent="[" * 100_000, format=fmt, **action)
+    assert data["status"] == "ERROR_PARSING"
+    assert "nested too deeply" in data["errorDetails"]
+
+
+def test_deeply_nested_value_is_a_serialization_error() -> None:
+    value: list[Any] = []
+    for _ in range(5_000):
+        value = [value]
+    for fmt, text in (("yaml", "a: 1\n"), ("json", '{"a": 1}')):
+        with pytest.raises(SerializationError, match="nested too deeply"):
+            edit_text(text, fmt, "set", "a", value)  # type: ignore[arg-type]
+    # The YAML instance that failed midway is not reused: a later round trip still writes its edit.
+    assert edit_text("a: 1\n", "yaml", "set", "a", None) == "a:\n"
+
+
+def test_patch_json_nested_too_deeply() -> None:
+    with pytest.raises(PatchError, match="nested too deeply"):
+        loads_patch('{"operations": ' + "[" * 100_000)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "text", "expected"),
+    [
+        ("yaml", "a: .inf\nb: -.Inf\nc: .NaN\nd: 1.5\n", [".inf", "-.inf", ".nan", 1.5]),
+        (
+            "json",
+            '{"a": Infinity, "b": -Infinity, "c": NaN, "d": 1.5}',
+            ["Infinity", "-Infinity", "NaN", 1.5],
+        ),
+        ("json5", "{a: Infinity, b: -Infinity, c: NaN, d: 1.5}", ["Infinity", "-Infinity", "NaN", 1.5]),
+    ],
+)
+def test_get_value_spells_infinities_and_nan(fmt: str, text: str, expected: list[Any]) -> None:
+    data = yaml_tool(textContent=text, format=fmt, action="get_value")
+    assert data["status"] == "SUCCESS"
+    assert list(data["extractedValue"].values()) == expected
+    json.dumps(data, allow_nan=False)
+
+
+def test_get_value_gives_binary_as_base64() -> None:
+    text = "blob: !!binary |\n  aGVsbG8g\n  d29ybGQ=\n"
+    data = yaml_tool(textContent=text, format="yaml", action="get_value", keyPath="blob")
+    assert data["status"] == "SUCCESS"
+    assert base64.b64decode(data["extractedValue"]) == b"hello world"
