@@ -12,7 +12,8 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from tasks.base import Permission, Tool, ToolContext, ToolInput
 from udm.errors import DocumentError, PatchError, TargetError, UdmError
@@ -73,6 +74,17 @@ class YamlEditorInput(ToolInput):
     def _lower(cls, value: Any) -> Any:
         return value.lower() if isinstance(value, str) else value
 
+    @model_validator(mode="after")
+    def _needs_new_value(self) -> YamlEditorInput:
+        # null is a value one may set, so only an absent newValue is missing; the check lives here,
+        # with the other input rules, so it is reported as invalid input rather than as a tool status.
+        writes = self.action not in (YamlJsonAction.GET_VALUE, YamlJsonAction.DELETE_KEY)
+        if writes and "newValue" not in self.model_fields_set:
+            raise PydanticCustomError(
+                "missing", "{action} needs newValue (the value to write)", {"action": self.action.value}
+            )
+        return self
+
 
 class YamlEditorOutput(BaseModel):
     """The edited text or the extracted value, with a status."""
@@ -107,10 +119,6 @@ def edit_structured(data: YamlEditorInput) -> YamlEditorOutput:
         if data.action is YamlJsonAction.GET_VALUE:
             value = get_value(data.textContent, fmt, data.keyPath)  # type: ignore[arg-type]
             return YamlEditorOutput(status=YamlEditorStatus.SUCCESS, extractedValue=value)
-        if data.action is not YamlJsonAction.DELETE_KEY and "newValue" not in data.model_fields_set:
-            return YamlEditorOutput(
-                status=YamlEditorStatus.ERROR_SERIALIZING, errorDetails=f"{data.action.value} needs newValue"
-            )
         text = edit_text(data.textContent, fmt, _ACTIONS[data.action], data.keyPath, data.newValue)  # type: ignore[arg-type]
         return YamlEditorOutput(status=YamlEditorStatus.SUCCESS, modifiedTextContent=text)
     except DocumentError as exc:

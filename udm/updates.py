@@ -17,8 +17,10 @@ from udm.config import Settings
 from udm.errors import (
     AmbiguousTargetError,
     ConflictError,
+    InvalidPathError,
     LockTimeoutError,
     PatchError,
+    PathOutsideError,
     TargetError,
     TransactionError,
     UdmError,
@@ -163,7 +165,8 @@ def _result_for_error(
         status = "lock_timeout"
     elif isinstance(exc, ValidationFailedError):
         status, problems = "invalid", exc.problems
-    elif isinstance(exc, PatchError | TargetError):
+    elif isinstance(exc, PatchError | TargetError | PathOutsideError | InvalidPathError):
+        # A path that leaves the root (or can never exist) is a bad instruction, not a failed commit.
         status = "invalid"
         if isinstance(exc, AmbiguousTargetError):
             problems = list(exc.candidates)

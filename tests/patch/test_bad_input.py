@@ -229,3 +229,44 @@ def test_get_value_gives_binary_as_base64() -> None:
     data = yaml_tool(textContent=text, format="yaml", action="get_value", keyPath="blob")
     assert data["status"] == "SUCCESS"
     assert base64.b64decode(data["extractedValue"]) == b"hello world"
+
+
+# ---------------------------------------------------------------- statuses
+
+
+@pytest.mark.parametrize("action", ["set_value", "modifyKeyValue", "add_item"])
+def test_yaml_editor_missing_new_value_is_invalid_input(action: str) -> None:
+    res = call_tool(
+        "yamlJsonParserEditorTool",
+        {"textContent": "a: [1]\n", "format": "yaml", "action": action, "keyPath": "a"},
+    )
+    assert not res.envelope.success and res.envelope.data is None
+    assert (res.envelope.error or "").startswith("invalid input") and "needs newValue" in (
+        res.envelope.error or ""
+    )
+
+
+def test_yaml_editor_null_new_value_is_a_value() -> None:
+    data = yaml_tool(textContent="a: 1\n", format="yaml", action="set_value", keyPath="a", newValue=None)
+    assert data["status"] == "SUCCESS"
+    assert data["modifiedTextContent"] is not None and "a: 1" not in data["modifiedTextContent"]
+
+
+@pytest.mark.parametrize(
+    ("target", "needle"),
+    [("../../escape.md", "leaves the UDM root"), ("/etc/hostname", "must be relative to the UDM root")],
+)
+def test_updater_path_outside_the_root_is_an_invalid_update(
+    small: Settings, target: str, needle: str
+) -> None:
+    outside = (small.udm_root / target).resolve()
+    before = snapshot(small.udm_root), outside.read_bytes() if outside.exists() else None
+    res = call_tool(
+        "udmUpdaterTool",
+        {"udm_updates_list": [{"target_file": target, "operation": "create_file", "content": "x"}]},
+        ToolContext(settings=small, approver=always_approve),
+    )
+    assert res.envelope.data is not None, res.envelope.error
+    assert res.envelope.data["status"] == "ERROR_INVALID_UPDATE"
+    assert needle in res.envelope.data["errorDetails"]
+    assert (snapshot(small.udm_root), outside.read_bytes() if outside.exists() else None) == before
