@@ -82,12 +82,18 @@ class LaunchBrowserTool(BrowserTool):
         """Open a tab, size it, navigate and screenshot."""
         data = call.data
         url = normalize_url(data.url, call.ctx.settings)
+        previous = call.session.active
         tab_id = await call.session.new_tab()
         call.tab_id, call.page = call.session.page(tab_id)
-        viewport = self.viewport_of(data)
-        if viewport:
-            await call.page.set_viewport_size(cast(ViewportSize, viewport))
-        response = await call.page.goto(url, timeout=call.timeout_ms)
+        try:
+            viewport = self.viewport_of(data)
+            if viewport:
+                await call.page.set_viewport_size(cast(ViewportSize, viewport))
+            response = await call.page.goto(url, timeout=call.timeout_ms)
+        except BaseException:
+            # The viewport must be set before the first load, so the tab cannot open through new_tab(url).
+            await call.session.abandon_tab(tab_id, previous)
+            raise
         shot = await save_screenshot(call, return_base64=data.return_base64)
         return {
             "page_title": await call.page.title(),

@@ -264,15 +264,21 @@ class Session:
             try:
                 response = await page.goto(url, timeout=timeout_s * 1000)
             except BaseException:
-                # Also on cancellation (the outer timeout): restore first, then close without waiting long.
-                self._forget(tab_id)
-                self.last_status.pop(tab_id, None)
-                self.active = previous if previous in self.tabs else (max(self.tabs) if self.tabs else None)
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(page.close(), timeout=5)
+                await self.abandon_tab(tab_id, previous)
                 raise
             self.last_status[tab_id] = response.status if response else None
         return tab_id
+
+    async def abandon_tab(self, tab_id: int, previous: int | None) -> None:
+        """Close a tab that failed to open and make `previous` (else the newest tab) active again."""
+        page = self.tabs.get(tab_id)
+        # Also on cancellation (the outer timeout): restore first, then close without waiting long.
+        self._forget(tab_id)
+        self.last_status.pop(tab_id, None)
+        self.active = previous if previous in self.tabs else (max(self.tabs) if self.tabs else None)
+        if page is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(page.close(), timeout=5)
 
     def page(self, tab_id: int | None = None) -> tuple[int, Page]:
         """The tab with this ID, or the active one; ActionError when there is none."""

@@ -165,8 +165,12 @@ def test_a_tab_that_fails_to_open_is_closed_and_the_old_one_stays_active(call, s
     tabs = call("getTabs", {})["data"]
     assert [t["tab_id"] for t in tabs["tabs"]] == [1] and tabs["active_tab"] == 1, tabs
     assert call("getElementText", {"selector_type": "css", "selector_value": "h1"})["data"]["text"] == "A"
+    env = call("launchBrowser", {"url": dead, "viewport_width": 800})
+    assert env["data"]["status"] == "ERROR_NAVIGATION", env
+    tabs = call("getTabs", {})["data"]
+    assert [t["tab_id"] for t in tabs["tabs"]] == [1] and tabs["active_tab"] == 1, tabs
     env = call("openInNewTab", {"url": site + "/b"})
-    assert env["success"] and env["data"]["http_status"] == 200 and env["data"]["active_tab"] == 4, env
+    assert env["success"] and env["data"]["http_status"] == 200 and env["data"]["active_tab"] == 5, env
 
 
 def test_condition_errors_and_missing_options_are_named(call, site) -> None:  # type: ignore[no-untyped-def]
