@@ -9,7 +9,7 @@ from pydantic import AliasChoices, BaseModel, Field
 
 from tasks.base import Permission, Tool, ToolContext, ToolInput
 from udm.errors import UdmError
-from udm.patch import DESTRUCTIVE_OPS, OPERATION_TYPES, parse_patch
+from udm.patch import DESTRUCTIVE_OPS, OperationType, parse_patch
 from udm.updates import FileResult, OperationResult, apply_patch
 
 __all__ = [
@@ -29,9 +29,9 @@ class UdmUpdateInstruction(ToolInput):
         validation_alias=AliasChoices("target_file", "file", "udm_filepath"),
         description="File relative to the UDM root, e.g. '05-roadmap.md'.",
     )
-    operation: str = Field(
+    operation: OperationType = Field(
         validation_alias=AliasChoices("operation", "op", "action"),
-        description=f"One of: {', '.join(OPERATION_TYPES)}.",
+        description="The operation to apply.",
     )
     section: str | None = Field(
         default=None,

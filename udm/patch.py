@@ -7,7 +7,7 @@ import re
 import secrets
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
@@ -28,6 +28,7 @@ __all__ = [
     "InsertSection",
     "MoveSection",
     "Operation",
+    "OperationType",
     "Patch",
     "PrependToSection",
     "RenameFile",
@@ -267,7 +268,7 @@ Operation = Annotated[
     Field(discriminator="op"),
 ]
 
-OPERATION_TYPES: tuple[str, ...] = (
+OperationType = Literal[
     "replace_section",
     "append_to_section",
     "prepend_to_section",
@@ -287,7 +288,9 @@ OPERATION_TYPES: tuple[str, ...] = (
     "create_file",
     "rename_file",
     "delete_file",
-)
+]
+# Spelled once as a Literal so tool input schemas can offer the names as an enum.
+OPERATION_TYPES: tuple[str, ...] = get_args(OperationType)
 
 # Operations that throw content away wholesale; they need approval under the smart_auto policy.
 DESTRUCTIVE_OPS: frozenset[str] = frozenset({"delete_section", "delete_file"})

@@ -6,15 +6,16 @@ import base64
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 
 from flows.cli import run
-from tasks.base import ToolContext, always_approve, call_tool
+from tasks.base import ToolContext, always_approve, call_tool, export_schema
+from tasks.registry import get_tool
 from udm.config import Settings
 from udm.errors import PatchError
-from udm.patch import load_patch, loads_patch
+from udm.patch import OPERATION_TYPES, Operation, load_patch, loads_patch
 from udm.structured import SerializationError, edit_text
 
 from .conftest import snapshot
@@ -231,7 +232,7 @@ def test_get_value_gives_binary_as_base64() -> None:
     assert base64.b64decode(data["extractedValue"]) == b"hello world"
 
 
-# ---------------------------------------------------------------- statuses
+# ---------------------------------------------------------------- statuses and schema
 
 
 @pytest.mark.parametrize("action", ["set_value", "modifyKeyValue", "add_item"])
@@ -270,3 +271,27 @@ def test_updater_path_outside_the_root_is_an_invalid_update(
     assert res.envelope.data["status"] == "ERROR_INVALID_UPDATE"
     assert needle in res.envelope.data["errorDetails"]
     assert (snapshot(small.udm_root), outside.read_bytes() if outside.exists() else None) == before
+
+
+@pytest.mark.parametrize("fmt", ["jsonschema", "mcp", "anthropic", "openai"])
+def test_updater_operation_schema_lists_the_operations(fmt: str) -> None:
+    tool = get_tool("udmUpdaterTool")
+    assert tool is not None
+    text = json.dumps(export_schema(tool, fmt))  # type: ignore[arg-type]
+    assert json.dumps({"enum": list(OPERATION_TYPES)})[1:-1] in text
+
+
+def test_operation_enum_matches_the_patch_models() -> None:
+    union = get_args(Operation)[0]
+    tags = [get_args(model.model_fields["op"].annotation)[0] for model in get_args(union)]
+    assert tags == list(OPERATION_TYPES)
+
+
+def test_updater_unknown_operation_is_invalid_input(small: Settings) -> None:
+    res = call_tool(
+        "udmUpdaterTool",
+        {"udm_updates_list": [{"target_file": "roadmap.md", "operation": "frobnicate"}]},
+        ToolContext(settings=small, approver=always_approve),
+    )
+    assert not res.envelope.success
+    assert "invalid input" in (res.envelope.error or "") and "delete_file" in (res.envelope.error or "")
