@@ -7,7 +7,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from tasks.base import Permission, Tool, ToolContext, ToolInput
 from udm import patch as P
@@ -88,6 +89,27 @@ class MarkdownEditorInput(ToolInput):
             return "".join("_" + c.lower() if c.isupper() else c for c in value)
         return value
 
+    @model_validator(mode="after")
+    def _needs_its_fields(self) -> MarkdownEditorInput:
+        # A missing field is the caller's mistake: reported as invalid input naming it, not as a status.
+        required = {
+            MarkdownAction.REPLACE_SECTION: "newSectionContent",
+            MarkdownAction.APPEND_TO_SECTION: "newSectionContent",
+            MarkdownAction.PREPEND_TO_SECTION: "newSectionContent",
+            MarkdownAction.INSERT_SECTION: "newSectionContent",
+            MarkdownAction.RENAME_HEADING: "newHeading",
+            MarkdownAction.MOVE_SECTION: "targetSection",
+        }.get(self.action)
+        if required is None:
+            return self
+        value = getattr(self, required)
+        # Empty content is a real edit (it clears a section); an empty heading or target is not.
+        if value is None or (required != "newSectionContent" and not str(value).strip()):
+            raise PydanticCustomError(
+                "missing", "{action} needs {field}", {"action": self.action.value, "field": required}
+            )
+        return self
+
 
 class MarkdownEditorOutput(BaseModel):
     """The edited text, or the extracted section, with a status."""
@@ -126,8 +148,6 @@ def _operation(data: MarkdownEditorInput) -> dict[str, Any]:
         MarkdownAction.INSERT_SECTION,
     )
     if needs_content:
-        if data.newSectionContent is None:
-            raise PatchError(f"{action.value} needs newSectionContent")
         op["content"] = data.newSectionContent
         op["format"] = data.formatContent
     if action is MarkdownAction.REPLACE_SECTION:
@@ -135,12 +155,8 @@ def _operation(data: MarkdownEditorInput) -> dict[str, Any]:
     if action is MarkdownAction.INSERT_SECTION:
         op.update(position=data.position, level=data.level, heading=data.newHeading)
     if action is MarkdownAction.RENAME_HEADING:
-        if not data.newHeading:
-            raise PatchError("rename_heading needs newHeading")
         op["to"] = data.newHeading
     if action is MarkdownAction.MOVE_SECTION:
-        if not data.targetSection:
-            raise PatchError("move_section needs targetSection")
         op.update(to=data.targetSection, position=data.position, level=data.level)
     return op
 

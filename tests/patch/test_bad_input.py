@@ -247,6 +247,39 @@ def test_yaml_editor_missing_new_value_is_invalid_input(action: str) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("action", "field"),
+    [
+        ("rename_heading", "newHeading"),
+        ("move_section", "targetSection"),
+        ("replace_section", "newSectionContent"),
+        ("insertSection", "newSectionContent"),
+    ],
+)
+def test_markdown_editor_missing_field_is_invalid_input(action: str, field: str) -> None:
+    res = call_tool(
+        "markdownParserEditorTool",
+        {"markdownContent": "# A\n\ntext\n", "action": action, "sectionHeader": "A"},
+    )
+    assert not res.envelope.success and res.envelope.data is None
+    error = res.envelope.error or ""
+    assert error.startswith("invalid input") and f"needs {field}" in error
+
+
+def test_markdown_editor_empty_content_clears_a_section() -> None:
+    res = call_tool(
+        "markdownParserEditorTool",
+        {
+            "markdownContent": "# A\n\ntext\n\n# B\n",
+            "action": "replace_section",
+            "sectionHeader": "A",
+            "newSectionContent": "",
+        },
+    )
+    data = res.envelope.data or {}
+    assert data.get("status") == "SUCCESS" and "text" not in data["modifiedMarkdownContent"]
+
+
 def test_yaml_editor_null_new_value_is_a_value() -> None:
     data = yaml_tool(textContent="a: 1\n", format="yaml", action="set_value", keyPath="a", newValue=None)
     assert data["status"] == "SUCCESS"
