@@ -27,6 +27,8 @@ from udm.errors import (
 )
 from udm.splice import (
     changed_line_count,
+    disk_form,
+    edit_form,
     ensure_newline,
     format_markdown_fragment,
     merge_minimal,
@@ -88,6 +90,7 @@ class Workspace:
     original: dict[str, str | None] = field(default_factory=dict)
     current: dict[str, str | None] = field(default_factory=dict)
     _docs: dict[str, tuple[str, Document]] = field(default_factory=dict)
+    _edit: dict[str, tuple[str, str]] = field(default_factory=dict)
     _sandbox: Any = None
 
     def __post_init__(self) -> None:
@@ -99,7 +102,19 @@ class Workspace:
 
         if self._sandbox is None:
             self._sandbox = Sandbox([self.root], project_root=self.root)
-        return Path(self._sandbox.resolve(check_relpath(rel)))
+        rel = check_relpath(rel)
+        try:
+            return Path(self._sandbox.resolve(rel))
+        except OSError as exc:
+            # A parent that is a file, a name too long, a folder we may not enter: the path is
+            # unusable, which is the patch's fault, not the program's.
+            if isinstance(exc, NotADirectoryError) and exc.filename:
+                reason = f"{exc.filename} is a file, not a folder"
+            elif exc.filename and exc.strerror:
+                reason = f"{exc.filename}: {exc.strerror}"
+            else:
+                reason = exc.strerror or str(exc)
+            raise InvalidPathError(f"cannot use path {rel!r}: {reason}") from exc
 
     def _read_disk(self, rel: str) -> str | None:
         if self.reader is not None:
@@ -154,9 +169,23 @@ class Workspace:
         self.read(rel)
         self.current[rel] = text
 
-    def doc(self, rel: str) -> Document:
-        """The parsed Markdown document of the file's current text (cached per text)."""
+    def text(self, rel: str) -> str:
+        """The file's current text in edit form: no byte-order mark, LF line ends (see `edit_form`)."""
         text = self.require(rel)
+        cached = self._edit.get(rel)
+        if cached is None or cached[0] is not text:
+            cached = (text, edit_form(text))
+            self._edit[rel] = cached
+        return cached[1]
+
+    def put(self, rel: str, text: str) -> None:
+        """Set the file's new text from its edit form, restoring the old text's BOM and CRLF line ends."""
+        rel = check_relpath(rel)
+        self.write(rel, disk_form(text, self.read(rel)))
+
+    def doc(self, rel: str) -> Document:
+        """The parsed Markdown document of the file's current text in edit form (cached per text)."""
+        text = self.text(rel)
         cached = self._docs.get(rel)
         if cached is None or cached[0] is not text:
             cached = (text, cached_parse(text, rel, self.id_patterns))
@@ -187,8 +216,37 @@ class OpReport:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
+_PROBE = "# udm-probe-0f3c9a"
+
+
+def _check_closed(fragment: str) -> None:
+    """Refuse Markdown that ends inside a fence or an HTML block: it would swallow what follows it."""
+    if not fragment.strip():
+        return
+    body = ensure_newline(fragment)
+    # A heading after a blank line is a heading unless something still open swallows it.
+    probe = parse_document(f"{body}\n{_PROBE}\n")
+    for b in probe.blocks:
+        if b.content_end == b.end:
+            raise PatchError(
+                f"the content's code fence at its line {b.start + 1} ({b.fence.strip()}) is never closed; "
+                f"end it with a {b.fence.strip()} line, or everything after it would become code"
+            )
+    at = len(split_lines(body)) + 1
+    if not probe.sections or probe.sections[-1].heading_start != at:
+        raise PatchError(
+            "the content ends inside an HTML block or comment that is never closed (such as <!--, <pre>, "
+            "<script>, <style> or <textarea>); close it, or everything after it would become part of it"
+        )
+
+
 def _fragment(content: str, fmt: bool) -> str:
-    text = format_markdown_fragment(content) if fmt else ensure_newline(content.strip("\n"))
+    raw = ensure_newline(content.strip("\n"))
+    _check_closed(raw)
+    if not fmt:
+        return raw.lstrip("\n")
+    text = format_markdown_fragment(content)
+    _check_closed(text)
     return text.lstrip("\n")
 
 
@@ -304,14 +362,33 @@ def _block(doc: Document, sec: Section | None, selector: int | str | None, kind:
     return found
 
 
+_LIST_MARKER = re.compile(r"[-*+]|\d{1,9}[.)]")
+
+
+def _content_prefix(doc: Document, block: Block) -> str:
+    """What each content line of the block starts with: its fence's indent and container markers.
+
+    A fence inside a block quote or list item (`> ```yaml`, `- ```yaml`) has content lines that
+    repeat the quote markers and indent under the list marker; a line without them would end the
+    container and break the file.
+    """
+    opening = doc.lines[block.start]
+    lead = opening[: opening.find(block.fence)] if block.fence in opening else " " * block.indent
+    return _LIST_MARKER.sub(lambda m: " " * len(m.group()), lead.replace("\t", "    "))
+
+
+def _prefixed(text: str, prefix: str) -> str:
+    blank = prefix.rstrip()
+    return "".join(prefix + ln if ln.strip() else blank + ln.lstrip(" \t") for ln in split_lines(text))
+
+
 def _replace_block_content(doc: Document, block: Block, new_text: str) -> str:
     lines = doc.lines
     original = "".join(lines[block.content_start : block.content_end])
     new_text = ensure_newline(new_text)
-    if block.indent:
-        pad = " " * block.indent
-        reindented = "".join(pad + ln if ln.strip() else ln for ln in split_lines(new_text))
-        new_body = merge_minimal(original, block.text, reindented) if original != block.text else reindented
+    prefix = _content_prefix(doc, block)
+    if prefix:
+        new_body = merge_minimal(original, _prefixed(block.text, prefix), _prefixed(new_text, prefix))
     else:
         new_body = new_text
     return "".join([*lines[: block.content_start], new_body, *lines[block.content_end :]])
@@ -402,7 +479,7 @@ class _Applier:
             new = self._move(doc, sec, op)
         else:  # pragma: no cover - the model's discriminator lists every kind handled above
             raise PatchError(f"unknown section operation {kind!r}")
-        self.ws.write(op.file, "".join(new))
+        self.ws.put(op.file, "".join(new))
         return f"section '{sec.path}' (line {sec.start + 1})"
 
     def _move(self, doc: Document, sec: Section, op: P.MoveSection) -> list[str]:
@@ -423,7 +500,7 @@ class _Applier:
 
     def replace_text(self, op: P.ReplaceText, expect_check: Callable[[str, str], None]) -> str:
         """Replace exact text that must occur exactly `count` times."""
-        text = self.ws.require(op.file)
+        text = self.ws.text(op.file)
         start, end, where = 0, len(text), op.file
         if op.section is not None:
             doc = self._md(op.file)
@@ -446,7 +523,7 @@ class _Applier:
             raise TargetNotFoundError(
                 f"{op.old!r} occurs {found} time(s) in {where}, expected {op.count} (lines: {at})"
             )
-        self.ws.write(op.file, text[:start] + scope.replace(op.old, op.new) + text[end:])
+        self.ws.put(op.file, text[:start] + scope.replace(op.old, op.new) + text[end:])
         return f"{found} occurrence(s) in {where} (lines {', '.join(str(i + 1) for i in matched_lines[:10])})"
 
     def key_op(self, op: Any, expect_check: Callable[[str, str], None]) -> str:
@@ -463,10 +540,10 @@ class _Applier:
                 raise PatchError(
                     f"{op.file} is a {fmt.upper()} file; 'section' and 'block' apply to Markdown files"
                 )
-            text = self.ws.require(op.file)
+            text = self.ws.text(op.file)
             expect_check(sha256_text(text), f"file {op.file}")
             try:
-                self.ws.write(op.file, edit_text(text, fmt, action, op.key, value))
+                self.ws.put(op.file, edit_text(text, fmt, action, op.key, value))
             except DocumentError as exc:
                 raise DocumentError(f"{op.file}: {exc}") from exc
             return f"key '{op.key}' of {op.file}"
@@ -488,7 +565,7 @@ class _Applier:
             raise DocumentError(f"{op.file} {where}: {exc}") from exc
         except TargetError as exc:
             raise type(exc)(f"{op.file} {where}: {exc}") from exc
-        self.ws.write(op.file, _replace_block_content(doc, block, new_text))
+        self.ws.put(op.file, _replace_block_content(doc, block, new_text))
         return f"key '{op.key}' of the {where}"
 
     def front_matter(self, op: P.SetFrontMatter, expect_check: Callable[[str, str], None]) -> str:
@@ -514,7 +591,7 @@ class _Applier:
                 *(["\n"] if lines and not _blank(lines[0]) else []),
                 *lines,
             ]
-        self.ws.write(op.file, "".join(new))
+        self.ws.put(op.file, "".join(new))
         return f"front matter key '{op.key}' of {op.file}"
 
     def code_block(self, op: P.ReplaceCodeBlock, expect_check: Callable[[str, str], None]) -> str:
@@ -525,11 +602,20 @@ class _Applier:
             raise PatchError("replace_code_block needs 'section' and/or 'block'")
         if op.block is None and sec is not None:
             own = [b for b in doc.blocks if b.section == sec.index]
-            block = own[0] if len(own) == 1 else _block(doc, sec, None, "any")
+            if not own:
+                raise TargetNotFoundError(f"no fenced code block in {op.file} section '{sec.path}'")
+            try:
+                block = own[0] if len(own) == 1 else _block(doc, sec, None, "any")
+            except TargetNotFoundError:
+                # Several blocks and none of them data: the data-block default cannot choose.
+                raise AmbiguousTargetError(
+                    f"{len(own)} code blocks in {op.file} section '{sec.path}'; name one by index or ID",
+                    [f"block {k} '{b.lang or 'code'}' (line {b.start + 1})" for k, b in enumerate(own)],
+                ) from None
         else:
             block = _block(doc, sec, op.block, "any")
         expect_check(sha256_text(block.text), f"block at line {block.start + 1} of {op.file}")
-        self.ws.write(op.file, _replace_block_content(doc, block, op.content))
+        self.ws.put(op.file, _replace_block_content(doc, block, op.content))
         return f"{block.lang or 'code'} block at line {block.start + 1} of {op.file}"
 
     # -- file operations ---------------------------------------------------------------------------
@@ -542,8 +628,10 @@ class _Applier:
                 raise PatchError(f"cannot create {rel}: it exists")
             expect_check(sha256_text(""), f"absence of {rel}")
             content = op.content
-            if op.format and rel.lower().endswith(MARKDOWN_SUFFIXES):
-                content = format_markdown_fragment(content)
+            if rel.lower().endswith(MARKDOWN_SUFFIXES):
+                _check_closed(content)
+                if op.format:
+                    content = format_markdown_fragment(content)
             self.ws.write(rel, content)
             return f"new file {rel}"
         text = self.ws.require(rel)

@@ -6,10 +6,14 @@ import difflib
 import hashlib
 import itertools
 import operator
+import re
 from collections.abc import Sequence
 
 __all__ = [
+    "BOM",
     "changed_line_count",
+    "disk_form",
+    "edit_form",
     "ensure_newline",
     "format_markdown_fragment",
     "line_opcodes",
@@ -34,6 +38,38 @@ def split_lines(text: str) -> list[str]:
 def ensure_newline(text: str) -> str:
     """The text with a final newline (empty text stays empty)."""
     return text if not text or text.endswith("\n") else text + "\n"
+
+
+BOM = "\ufeff"
+_LONE_LF = re.compile(r"(?<!\r)\n")
+
+
+def _all_crlf(text: str) -> bool:
+    # "\r\r\n" would not come back from its LF form, so such a file keeps its bytes as they are.
+    return "\r\n" in text and text.count("\n") == text.count("\r\n") and "\r\r\n" not in text
+
+
+def edit_form(text: str) -> str:
+    """The text as edits see it: no leading byte-order mark, and LF line ends when every line ends in CRLF.
+
+    `disk_form(edit_form(t), t) == t` for every text, so an edit round-trips the bytes it does not touch.
+    A file mixing LF and CRLF is left as it is: there is no one style to restore.
+    """
+    if text.startswith(BOM):
+        text = text[1:]
+    return text.replace("\r\n", "\n") if _all_crlf(text) else text
+
+
+def disk_form(text: str, like: str | None) -> str:
+    """An edited text given back the byte-order mark and CRLF line ends that `like` (its old text) had."""
+    if like is None:
+        return text
+    if _all_crlf(like[1:] if like.startswith(BOM) else like):
+        # The edit form holds no CRLF, so only lines an edit brought in with CRLF keep it.
+        text = _LONE_LF.sub("\r\n", text)
+    if like.startswith(BOM):
+        text = BOM + text
+    return text
 
 
 def splice(lines: Sequence[str], start: int, end: int, new_text: str) -> list[str]:

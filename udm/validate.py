@@ -10,6 +10,7 @@ from pathlib import Path
 from udm.document import Document
 from udm.errors import DocumentError, PatchError, UdmError
 from udm.patch_apply import MARKDOWN_SUFFIXES, Workspace, cached_parse
+from udm.splice import edit_form, line_opcodes
 
 __all__ = ["ValidationFailedError", "validate_workspace"]
 
@@ -59,12 +60,15 @@ class _Resolver:
 
     def text(self, rel: str) -> str | None:
         """The file's text before or after the patch (None when absent)."""
+        # Edit form: a byte-order mark would hide a first heading, and JSON parsers refuse it.
         if rel in self.ws.current:
-            return self.ws.current[rel] if self.after else self.ws.original[rel]
-        try:
-            return self.ws.read(rel)
-        except UdmError:
-            return None
+            text = self.ws.current[rel] if self.after else self.ws.original[rel]
+        else:
+            try:
+                text = self.ws.read(rel)
+            except UdmError:
+                return None
+        return None if text is None else edit_form(text)
 
     def exists(self, rel: str) -> bool:
         """Whether the file exists before or after the patch."""
@@ -119,6 +123,36 @@ def _all_markdown(root: Path) -> list[str]:
     )
 
 
+def _swallowed(path: str, old: Document, new: Document) -> list[str]:
+    """Headings and ID definitions on lines the patch left alone that no longer count as such.
+
+    A line that did not change but stopped being a heading (or defining its ID) was swallowed by
+    something opened above it: an unclosed fence or HTML block, a fence closed early. Deleting or
+    rewriting a section changes its lines, so it is not reported here.
+    """
+    kept: dict[int, int] = {}
+    for tag, i1, i2, j1, j2 in line_opcodes(old.lines, new.lines):
+        if tag == "equal":
+            kept.update(zip(range(i1, i2), range(j1, j2), strict=True))
+    problems: list[str] = []
+    headings = {s.heading_start for s in new.sections}
+    for sec in old.sections:
+        unchanged = all(k in kept for k in range(sec.heading_start, sec.heading_end))
+        if unchanged and kept[sec.heading_start] not in headings:
+            problems.append(
+                f"{path}: section '{sec.path}' (line {sec.heading_start + 1}) would vanish: its heading "
+                "is unchanged but no longer a heading (an unclosed code fence or HTML block above it?)"
+            )
+    defined = {d.id for d in new.id_defs}
+    for d in old.id_defs:
+        if d.line in kept and d.id not in defined:
+            problems.append(
+                f"{path}: ID {d.id} (line {d.line + 1}) would no longer be defined although its line is "
+                "unchanged (an unclosed code fence or HTML block above it?)"
+            )
+    return problems
+
+
 def validate_workspace(ws: Workspace) -> None:
     """Raise ValidationFailedError if the workspace's changes would break the manual."""
     problems: list[str] = []
@@ -130,6 +164,8 @@ def validate_workspace(ws: Workspace) -> None:
     for path, (before, after) in sorted(changed.items()):
         if after is None:
             continue
+        before = None if before is None else edit_form(before)
+        after = edit_form(after)
         if not path.lower().endswith(MARKDOWN_SUFFIXES):
             error = _structured_error(path, after)
             if error and (before is None or _structured_error(path, before) is None):
@@ -163,6 +199,8 @@ def validate_workspace(ws: Workspace) -> None:
                 )
             if old_counts[ident] == 0:
                 new_ids[ident] = path
+        if old_doc:
+            problems += _swallowed(path, old_doc, new_doc)
         old_broken = before_r.broken(old_doc) if old_doc else set()
         for target, reason in sorted(after_r.broken(new_doc) - old_broken):
             problems.append(f"{path}: link to {target} would break ({reason})")
