@@ -378,6 +378,8 @@ def _content_prefix(doc: Document, block: Block) -> str:
 
 
 def _prefixed(text: str, prefix: str) -> str:
+    if not prefix:
+        return text
     blank = prefix.rstrip()
     return "".join(prefix + ln if ln.strip() else blank + ln.lstrip(" \t") for ln in split_lines(text))
 
@@ -387,10 +389,10 @@ def _replace_block_content(doc: Document, block: Block, new_text: str) -> str:
     original = "".join(lines[block.content_start : block.content_end])
     new_text = ensure_newline(new_text)
     prefix = _content_prefix(doc, block)
-    if prefix:
-        new_body = merge_minimal(original, _prefixed(block.text, prefix), _prefixed(new_text, prefix))
-    else:
-        new_body = new_text
+    # A CRLF block in a file that mixes line ends was not turned to LF with the file: give the
+    # block's CRLF back here, so only the edited lines differ.
+    roundtrip = disk_form(_prefixed(block.text, prefix), original)
+    new_body = merge_minimal(original, roundtrip, disk_form(_prefixed(new_text, prefix), original))
     return "".join([*lines[: block.content_start], new_body, *lines[block.content_end :]])
 
 

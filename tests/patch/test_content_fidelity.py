@@ -187,6 +187,19 @@ def test_crlf_yaml_file_key_edit_changes_one_line(small: Settings) -> None:
     assert path.read_bytes() == b"a: 1\r\nb:\r\n  - 5\r\n  - 2\r\n"
 
 
+@pytest.mark.parametrize("quote", ["", "> "])
+def test_crlf_block_in_a_mixed_file_keeps_crlf(quote: str) -> None:
+    block = f"{quote}```yaml\r\n{quote}k: 1\r\n{quote}m: [1, 2]\r\n{quote}```\r\n"
+    got = edit(f"# A\n\ntext\n\n{block}", {"op": "set_yaml_key", "section": "A", "key": "k", "value": 2})
+    assert got == f"# A\n\ntext\n\n{block.replace('k: 1', 'k: 2')}"
+
+
+def test_replace_code_block_in_a_crlf_file_stays_crlf() -> None:
+    before = "# A\r\n\r\n```sh\r\necho 1\r\n```\r\n"
+    got = edit(before, {"op": "replace_code_block", "section": "A", "content": "echo 2\necho 3\n"})
+    assert got == "# A\r\n\r\n```sh\r\necho 2\r\necho 3\r\n```\r\n"
+
+
 @given(st.text(alphabet="ab\r\n\ufeff", max_size=30))
 def test_edit_form_round_trips_every_text(text: str) -> None:
     assert disk_form(edit_form(text), text) == text
