@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import json
 import posixpath
 from collections import Counter
@@ -130,22 +131,28 @@ def _swallowed(path: str, old: Document, new: Document) -> list[str]:
     something opened above it: an unclosed fence or HTML block, a fence closed early. Deleting or
     rewriting a section changes its lines, so it is not reported here.
     """
-    kept: dict[int, int] = {}
-    for tag, i1, i2, j1, j2 in line_opcodes(old.lines, new.lines):
-        if tag == "equal":
-            kept.update(zip(range(i1, i2), range(j1, j2), strict=True))
+    equal = [(i1, i2, j1) for tag, i1, i2, j1, _ in line_opcodes(old.lines, new.lines) if tag == "equal"]
+    starts = [e[0] for e in equal]
+
+    def kept(line: int) -> int | None:
+        """Where an unchanged old line sits in the new text (None when the patch changed it)."""
+        k = bisect.bisect_right(starts, line) - 1
+        if k >= 0 and line < equal[k][1]:
+            return equal[k][2] + line - equal[k][0]
+        return None
+
     problems: list[str] = []
     headings = {s.heading_start for s in new.sections}
     for sec in old.sections:
-        unchanged = all(k in kept for k in range(sec.heading_start, sec.heading_end))
-        if unchanged and kept[sec.heading_start] not in headings:
+        unchanged = all(kept(k) is not None for k in range(sec.heading_start, sec.heading_end))
+        if unchanged and kept(sec.heading_start) not in headings:
             problems.append(
                 f"{path}: section '{sec.path}' (line {sec.heading_start + 1}) would vanish: its heading "
                 "is unchanged but no longer a heading (an unclosed code fence or HTML block above it?)"
             )
     defined = {d.id for d in new.id_defs}
     for d in old.id_defs:
-        if d.line in kept and d.id not in defined:
+        if d.id not in defined and kept(d.line) is not None:
             problems.append(
                 f"{path}: ID {d.id} (line {d.line + 1}) would no longer be defined although its line is "
                 "unchanged (an unclosed code fence or HTML block above it?)"
