@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, Field, model_validator
 
 from tasks.base import Permission, Tool, ToolContext, ToolInput, TransientToolError
+from udm.document import split_lines
 from udm.errors import (
     AmbiguousTargetError,
     ConfigError,
@@ -22,7 +23,7 @@ from udm.errors import (
     TargetNotFoundError,
     UdmError,
 )
-from udm.query import UdmQuery, get_query
+from udm.query import UdmQuery, definition_places, get_query
 from udm.verifications import last_verified
 
 __all__ = ["QueryType", "ReturnFormat", "UdmQueryInput", "UdmQueryOutput", "UdmQueryStatus", "UdmQueryTool"]
@@ -41,6 +42,10 @@ class QueryType(StrEnum):
     REFERENCES = "references"
     # Extension beside the specification's types: verification results from the index.
     LAST_VERIFIED = "last_verified"
+
+
+# Far above any heading path in a manual; bounds the work one identifier can cost.
+MAX_TARGET_CHARS = 2000
 
 
 class ReturnFormat(StrEnum):
@@ -79,16 +84,19 @@ class UdmQueryInput(ToolInput):
     udm_path_or_id: str | None = Field(
         default=None,
         min_length=1,
+        max_length=MAX_TARGET_CHARS,
         description="For query_type: a UDM file path with an optional '#section' (heading text, anchor or ID), "
         "an ID such as 'TASK-P0-M0.1-T001', a tool name, a dotted config key, or search words.",
     )
     udm_filepath: str | None = Field(
         default=None,
         min_length=1,
+        max_length=MAX_TARGET_CHARS,
         description="The UDM Markdown file to read, relative to the UDM root (e.g. '04-modes.md').",
     )
     section_identifier: str | None = Field(
         default=None,
+        max_length=MAX_TARGET_CHARS,
         description="Optional: heading text ('## 5.3 Mode: ROO-MODE-PLAN-STRATEGIC' or without the hashes), "
         "heading path ('A > B'), anchor ('#x' or 'x') or an ID the section defines. Omitted: the whole file.",
     )
@@ -317,22 +325,22 @@ class UdmQueryTool(Tool[UdmQueryInput, UdmQueryOutput]):
                 queryPerformed=performed,
                 errorDetails=f"no definition of '{ident}' in the UDM{hint}",
             )
-        places = list(dict.fromkeys((d.file, d.section) for d in defs))
+        places = definition_places(defs)
         if len(places) > 1:
-            candidates = [f"{d.file}:{d.line} {d.section_path or ''}".strip() for d in defs]
+            candidates = [f"{d.file}:{d.line} {d.section_path or ''}".strip() for d in places]
             return UdmQueryOutput(
                 status=UdmQueryStatus.ERROR_AMBIGUOUS_QUERY,
                 queryPerformed=performed,
                 candidates=candidates,
                 errorDetails=f"'{ident}' is defined in {len(places)} places: {'; '.join(candidates)}",
             )
-        first = defs[0]
+        first = places[0]
         doc = q.document(first.file)
         sec = doc.sections[first.section] if first.section is not None else None
         if sec is not None:
             markdown = q.markdown(doc, sec)
         else:
-            markdown = "".join(q.read_text(first.file).splitlines(keepends=True)[first.line - 1 : first.line])
+            markdown = "".join(split_lines(q.read_text(first.file))[first.line - 1 : first.line])
         source = SourceRef(
             file=first.file, line=(sec.start + 1) if sec else first.line, section_path=first.section_path
         )
@@ -464,13 +472,26 @@ class UdmQueryTool(Tool[UdmQueryInput, UdmQueryOutput]):
         out.source = SourceRef(
             file=file, line=sec.start + 1 if sec else 1, section_path=sec.path if sec else None
         )
-        markdown = q.markdown(doc, sec)
+        try:
+            markdown = q.markdown(doc, sec)
+            blocks = (
+                [b for b in q.section_blocks(file, sec) if b["lang"] in ("yaml", "yml", "json")]
+                if data.return_format is ReturnFormat.JSON_PARSED_SECTION
+                else []
+            )
+        except (TargetNotFoundError, OSError) as exc:
+            # The file went away between the lookup and the read (an editor saving, say).
+            out.status = UdmQueryStatus.ERROR_FILE_NOT_FOUND
+            out.errorDetails = f"{file} changed while it was read: {exc}"
+            return out
+        except DocumentError as exc:
+            out.status, out.errorDetails = UdmQueryStatus.ERROR_PARSE_FAILED, str(exc)
+            return out
         if data.return_format is ReturnFormat.MARKDOWN:
             out.content = markdown
         elif data.return_format is ReturnFormat.RAW_TEXT:
             out.content = plain_text(markdown)
         else:
-            blocks = [b for b in q.section_blocks(file, sec) if b["lang"] in ("yaml", "yml", "json")]
             bad = [b for b in blocks if b["error"]]
             if bad:
                 out.status, out.errorDetails = UdmQueryStatus.ERROR_PARSE_FAILED, bad[0]["error"]

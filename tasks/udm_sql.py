@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, Field
 
 from tasks.base import Permission, Tool, ToolContext, ToolInput, TransientToolError
-from udm.errors import IndexBusyError
+from udm.errors import ConfigError, IndexBusyError
 from udm.query import get_query
 from udm.sql import SqlRefusedError, SqlTimeoutError, run_readonly_sql
 
@@ -23,6 +23,7 @@ class UdmSqlStatus(StrEnum):
     ERROR_QUERY_FAILED = "ERROR_QUERY_FAILED"
     ERROR_TIMEOUT = "ERROR_TIMEOUT"
     ERROR_INDEX_BUSY = "ERROR_INDEX_BUSY"
+    ERROR_NO_INDEX = "ERROR_NO_INDEX"
 
 
 class UdmSqlInput(ToolInput):
@@ -80,6 +81,9 @@ class UdmSqlQueryTool(Tool[UdmSqlInput, UdmSqlOutput]):
                 else UdmSqlStatus.ERROR_REFUSED
             )
             return UdmSqlOutput(status=status, errorDetails=str(exc))
+        except ConfigError as exc:
+            # No UDM root to index: nothing to query, and nothing the SQL text could change.
+            return UdmSqlOutput(status=UdmSqlStatus.ERROR_NO_INDEX, errorDetails=str(exc))
         except IndexBusyError as exc:
             result_out = UdmSqlOutput(status=UdmSqlStatus.ERROR_INDEX_BUSY, errorDetails=str(exc))
             raise TransientToolError(str(exc), result=result_out, retry_after=1.0) from exc

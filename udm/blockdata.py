@@ -64,8 +64,8 @@ def parse_front_matter(
             body = "".join(lines[1:j])
             data, error = parse_data("yaml", body, path, 1)
             if error is None and data is not None and not isinstance(data, dict):
-                error = f"{path or '<string>'}:1: front matter is not a mapping"
-                data = None
+                # `---` then prose then `---` is two thematic breaks around Markdown, not front matter.
+                return None, None, None
             return (data or None) if error is None else None, (0, j + 1), error
     return None, None, None
 

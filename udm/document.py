@@ -29,8 +29,10 @@ from udm.blockdata import parse_data as _parse_data
 from udm.blockdata import parse_front_matter as _front_matter
 from udm.errors import AmbiguousTargetError, DocumentError, TargetNotFoundError
 from udm.ids import DEFINING_KEYS, IdMatcher, id_matcher
+from udm.scanner import ATX_HEADING as _ATX_HEADING
 from udm.scanner import Fence as _Fence
 from udm.scanner import Heading as _Heading
+from udm.scanner import atx_title as _atx_title
 from udm.scanner import scan_fast as _scan_fast
 from udm.scanner import scan_markdown_it as _scan_markdown_it
 from udm.simple_yaml import simple_yaml_ids
@@ -42,12 +44,14 @@ __all__ = [
     "Link",
     "Section",
     "block_ids",
+    "definition_line",
     "find_block",
     "find_section",
     "load_document",
     "parse_document",
     "section_text",
     "slugify",
+    "split_lines",
 ]
 
 
@@ -442,7 +446,12 @@ def slugify(title: str) -> str:
     return text.replace(" ", "-")
 
 
-_LINK = re.compile(r"(?<!!)\[([^\]\n]*)\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+# Link text may hold one level of brackets; excluding '[' elsewhere keeps a line of many '[' linear.
+# The destination is <anything but <>> or a run without blanks; the title may be "", '' or ().
+_LINK = re.compile(
+    r"(?<!!)\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]\(\s*(?:<([^<>\n]+)>|([^)\s]+))"
+    r"(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^)\n]*\)))?\s*\)"
+)
 _CODE_SPAN = re.compile(r"`+[^`\n]*`+")
 _LINK_HINT = re.compile(r"\]\(")
 _FIELD_ANY = re.compile(
@@ -484,6 +493,18 @@ def _cheap_block_ids(block: Block) -> list[str] | None:
     return simple_yaml_ids(text, DEFINING_KEYS)
 
 
+# str.splitlines also breaks at these; CommonMark, editors and grep only at \n, \r\n and \r.
+_OTHER_BREAKS = ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
+_LINE = re.compile(r"[^\n\r]*(?:\r\n|\n|\r)|[^\n\r]+\Z")
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines with their endings, broken only at \\n, \\r\\n and \\r (as CommonMark and grep count them)."""
+    if any(ch in text for ch in _OTHER_BREAKS):
+        return _LINE.findall(text)
+    return text.splitlines(keepends=True)
+
+
 def parse_document(text: str, path: str = "", id_patterns: Iterable[str] | None = None) -> Document:
     """Parse Markdown text; bad blocks become `errors`, never exceptions.
 
@@ -491,19 +512,21 @@ def parse_document(text: str, path: str = "", id_patterns: Iterable[str] | None 
     on first use of their `data`/`error`; the IDs they define, when `sections` or `id_defs` are
     first used, by a grammar-checked scan of flat blocks or by parsing the others.
     """
-    lines = text.splitlines(keepends=True)
+    lines = split_lines(text)
     matcher = id_matcher(id_patterns)
+    # A byte-order mark stays in the text (byte offsets are the file's), but the parse must not see it.
+    seen = [lines[0][1:], *lines[1:]] if text.startswith("\ufeff") else lines
 
-    front, fm_range, fm_error = _front_matter(lines, path)
+    front, fm_range, fm_error = _front_matter(seen, path)
     first = fm_range[1] if fm_range else 0
 
-    scanned = _scan_fast(lines, first)
+    scanned = _scan_fast(seen, first)
     parser = "scanner"
     if scanned is None:
         parser = "markdown-it"
         # Blank the front matter so markdown-it keeps line numbers but does not see a heading in it.
-        md_text = text if not fm_range else "\n" * first + "".join(lines[first:])
-        scanned = _scan_markdown_it(lines, md_text)
+        md_text = "".join(seen) if not fm_range else "\n" * first + "".join(seen[first:])
+        scanned = _scan_markdown_it(seen, md_text)
     headings, fences = scanned
 
     # Sections: ranges, parents, paths, anchors.
@@ -559,9 +582,16 @@ def _field_defs(doc: Document, outline: _Outline) -> list[tuple[int, str]]:
             line_at = _line_finder(doc.lines)
             fence_lines = _fence_lines(outline.fences, len(doc.lines))
             heading_lines = {h.start for h in outline.headings}
+            is_id = outline.matcher.is_id
             for fm in _FIELD_ANY.finditer(doc.text):
                 i = line_at(fm.start())
-                if i >= outline.first and not fence_lines[i] and i not in heading_lines:
+                # `- **ID:** TBD` is a placeholder, not a definition: only tokens shaped like IDs count.
+                if (
+                    i >= outline.first
+                    and not fence_lines[i]
+                    and i not in heading_lines
+                    and is_id(fm.group(1))
+                ):
                     found.append((i, fm.group(1)))
         outline.fields = found
     return outline.fields
@@ -707,17 +737,58 @@ def _find_links(doc: Document) -> list[Link]:
         src = lines[i]
         plain = _CODE_SPAN.sub("", src) if "`" in src else src
         for lm in _LINK.finditer(plain):
-            target = lm.group(2)
+            target = lm.group(2) or lm.group(3)
             links.append(Link(i, lm.group(1), target, _link_kind(target), section_of(i)))
     return links
 
 
 def _line_of(lines: list[str], needle: str, start: int, end: int) -> int:
-    """The first line in [start, end) containing `needle`, else `start` (or the line before it)."""
-    for i in range(start, min(end, len(lines))):
-        if needle in lines[i]:
-            return i
+    """The line in [start, end) defining `needle` (see definition_line), else `start` (or the one before)."""
+    found = definition_line(lines, needle, start, end)
+    if found is not None:
+        return found
     return max(0, start - 1) if start >= len(lines) else start
+
+
+_DEFINING_KEY = re.compile(r"(?:^|[\s{,\-])[\"']?(?:" + "|".join(DEFINING_KEYS) + r")[\"']?[ \t]*:")
+
+
+def _whole_token(line: str, ident: str) -> bool:
+    """Whether `ident` occurs in `line` as a whole ID, not inside a longer one (COMP-001 in COMP-0011)."""
+    pos = line.find(ident)
+    while pos >= 0:
+        before = line[pos - 1] if pos else " "
+        after = line[pos + len(ident) : pos + len(ident) + 2]
+        inside_before = before.isalnum() or before in "-_."
+        inside_after = bool(after) and (
+            after[0].isalnum() or after[0] in "-_" or (after[0] == "." and after[1:2].isalnum())
+        )
+        if not inside_before and not inside_after:
+            return True
+        pos = line.find(ident, pos + 1)
+    return False
+
+
+def definition_line(lines: list[str], ident: str, start: int, end: int) -> int | None:
+    """The line in [start, end) of a data block or front matter that defines `ident`.
+
+    Best: an `id`/`task_id`/`mode_id`/`tool_id` key with the ID as a whole token; then any line with
+    the whole token; then any line holding it at all (an escaped spelling); None when none does.
+    """
+    token_line: int | None = None
+    text_line: int | None = None
+    for i in range(start, min(end, len(lines))):
+        line = lines[i]
+        if ident not in line:
+            continue
+        if text_line is None:
+            text_line = i
+        if _whole_token(line, ident):
+            if _DEFINING_KEY.search(line):
+                return i
+            if token_line is None:
+                token_line = i
+    return token_line if token_line is not None else text_line
 
 
 def load_document(root: Path, relpath: str, id_patterns: Iterable[str] | None = None) -> Document:
@@ -750,7 +821,6 @@ def _candidates(doc: Document, found: list[Section]) -> list[str]:
     return [f"{s.path} (line {s.start + 1})" for s in found]
 
 
-_HEADING_ID = re.compile(r"(#{1,6})\s+(.*?)\s*#*\s*$")
 _NUMBER_PREFIX = re.compile(r"(?:\d+(?:\.[0-9A-Za-z]+)*\.?|[A-Z](?:\.\d+)*\.?)\s+")
 
 
@@ -766,10 +836,14 @@ def find_section(doc: Document, identifier: str) -> Section:
     if not ident:
         raise TargetNotFoundError("empty section identifier")
     level: int | None = None
-    m = _HEADING_ID.fullmatch(ident)
-    if m:
+    m = _ATX_HEADING.match(ident)
+    if m and m.group(2) is not None:
         level = len(m.group(1))
-        ident = m.group(2).strip()
+        ident = _atx_title(m.group(2))
+    if not ident or set(ident) == {"#"}:
+        raise TargetNotFoundError(
+            f"'{identifier.strip()}' names no section: give heading text, an anchor or an ID"
+        )
     # Work from the parse's outline while the sections (and so every block's IDs) are not built.
     outline = doc._outline if doc._sections is None else None
     if outline is not None:

@@ -12,10 +12,18 @@ import posixpath
 import re
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import unquote
 
-from udm.document import Block, Document, Section, block_ids
+from udm.document import Block, Document, Section, block_ids, definition_line
 
-__all__ = ["TABLE_COLUMNS", "document_rows", "is_config_file", "json_safe", "split_link_target"]
+__all__ = [
+    "TABLE_COLUMNS",
+    "document_rows",
+    "is_config_file",
+    "json_safe",
+    "outside_root",
+    "split_link_target",
+]
 
 # Column order of every row table (the NDJSON files the workers write follow it).
 TABLE_COLUMNS: dict[str, list[tuple[str, str]]] = {
@@ -146,11 +154,17 @@ def is_config_file(path: str) -> bool:
 def split_link_target(source_file: str, target: str) -> tuple[str | None, str | None]:
     """(target file relative to the UDM root, fragment) of a link; file None for a same-file anchor."""
     path, _, fragment = target.partition("#")
+    fragment = unquote(fragment)
     if not path:
         return None, fragment or None
-    path = path.split("?", 1)[0]
+    path = unquote(path.split("?", 1)[0])
     joined = posixpath.normpath(posixpath.join(posixpath.dirname(source_file), path))
     return joined, fragment or None
+
+
+def outside_root(target_file: str) -> bool:
+    """Whether a link's normalised target leaves the UDM root (absolute, or above it)."""
+    return target_file.startswith("/") or target_file == ".." or target_file.startswith("../")
 
 
 def _str_list(value: Any) -> list[str]:
@@ -198,10 +212,8 @@ def _is_mode(d: dict[str, Any], section: Section | None) -> bool:
 
 
 def _line_in(doc: Document, needle: str, start: int, end: int) -> int:
-    for i in range(start, min(end, len(doc.lines))):
-        if needle in doc.lines[i]:
-            return i + 1
-    return start + 1
+    found = definition_line(doc.lines, needle, start, end)
+    return (found if found is not None else start) + 1
 
 
 def _starred_lines(doc: Document) -> list[int]:
@@ -471,14 +483,17 @@ def document_rows(doc: Document, *, exists: Any = None) -> dict[str, list[dict[s
         )
     for link in doc.links:
         target_file, fragment = (
-            (None, link.target[1:] or None)
+            (None, unquote(link.target[1:]) or None)
             if link.kind == "anchor"
             else split_link_target(path, link.target)
             if link.kind == "internal"
             else (None, None)
         )
         resolved: bool | None = None
-        if link.kind == "internal" and target_file is not None and not target_file.endswith(".md"):
+        if link.kind == "internal" and target_file is not None and outside_root(target_file):
+            # A link out of the manual is broken for its readers, whatever this machine holds there.
+            resolved = False
+        elif link.kind == "internal" and target_file is not None and not target_file.endswith(".md"):
             resolved = bool(exists(target_file)) if exists is not None else None
         rows["links"].append(
             {

@@ -7,8 +7,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from udm.config import Settings
+from udm.extract import outside_root
 from udm.ids import id_family
-from udm.query import UdmQuery, get_query
+from udm.query import Definition, UdmQuery, definition_places, get_query
 
 __all__ = ["RULES", "Finding", "find_cycles", "lint"]
 
@@ -21,6 +22,10 @@ RULES: dict[str, tuple[str, str]] = {
     "broken-link": ("error", "an internal link to a missing file"),
     "broken-anchor": ("error", "a link to a heading anchor that does not exist"),
     "bad-block": ("error", "a YAML/JSON block (or front matter) that does not parse"),
+    "unreadable-file": (
+        "error",
+        "a Markdown file that cannot be read or is not UTF-8 (nothing in it is indexed)",
+    ),
     "heading-skip": ("warning", "a heading more than one level below the previous one"),
 }
 
@@ -124,21 +129,26 @@ def lint(settings: Settings, query: UdmQuery | None = None) -> list[Finding]:
         # Duplicate definitions: the same ID defined in two sections (a heading plus its own YAML
         # block is one definition place).
         rows = con.execute(
-            """
-            WITH places AS (
-                SELECT id, file, coalesce(section, -1) AS section, min(line) AS line
-                FROM ids WHERE kind = 'def' GROUP BY id, file, coalesce(section, -1))
-            SELECT id, file, line, count(*) OVER (PARTITION BY id) AS n,
-                   string_agg(file || ':' || line, ', ') OVER (PARTITION BY id) AS places,
-                   row_number() OVER (PARTITION BY id ORDER BY file, line) AS k
-            FROM places QUALIFY n > 1
-            """
+            "SELECT id, file, line, how, section, section_path FROM ids WHERE kind = 'def' AND id IN "
+            "(SELECT id FROM ids WHERE kind = 'def' GROUP BY id HAVING count(DISTINCT (file, section)) > 1) "
+            "ORDER BY id, file, line"
         ).fetchall()
-        for ident, file, line, n, places, k in rows:
-            if k > 1:
-                findings.append(
-                    _finding(file, line, "duplicate-id", f"{ident} is defined {n} times ({places})")
-                )
+        by_id: dict[str, list[Definition]] = {}
+        for ident, file, line, how, section, section_path in rows:
+            by_id.setdefault(ident, []).append(Definition(ident, file, line, how, section, section_path))
+        for ident, defs in by_id.items():
+            places = sorted(definition_places(defs), key=lambda d: (d.file, d.line))
+            if len(places) > 1:
+                listed = ", ".join(d.location() for d in places)
+                for d in places[1:]:
+                    findings.append(
+                        _finding(
+                            d.file,
+                            d.line,
+                            "duplicate-id",
+                            f"{ident} is defined {len(places)} times ({listed})",
+                        )
+                    )
 
         defined = {r[0] for r in con.execute("SELECT DISTINCT id FROM ids WHERE kind = 'def'").fetchall()}
         families = {id_family(i) for i in defined}
@@ -173,6 +183,11 @@ def lint(settings: Settings, query: UdmQuery | None = None) -> list[Finding]:
         for file, line, target, kind, target_file, fragment, resolved in con.execute(
             "SELECT file, line, target, kind, target_file, fragment, resolved FROM links WHERE kind <> 'external'"
         ).fetchall():
+            if kind == "internal" and target_file and outside_root(target_file):
+                findings.append(
+                    _finding(file, line, "broken-link", f"link target {target} is outside the UDM root")
+                )
+                continue
             if kind == "internal" and target_file and not target_file.endswith((".md", ".markdown")):
                 resolved = os.path.exists(settings.udm_root / target_file)
             if resolved:
@@ -192,6 +207,13 @@ def lint(settings: Settings, query: UdmQuery | None = None) -> list[Finding]:
 
         for file, line, message in con.execute("SELECT file, line, message FROM problems").fetchall():
             findings.append(_finding(file, line, "bad-block", message))
+        for file, error in con.execute(
+            "SELECT path, error FROM files WHERE parser = 'none' AND error IS NOT NULL"
+        ).fetchall():
+            # Files that could not be decoded (parser 'none'): their error reads "file:line: reason".
+            located, _, reason = error.partition(": ")
+            at = located.rsplit(":", 1)[-1]
+            findings.append(_finding(file, int(at) if at.isdigit() else 1, "unreadable-file", reason or error))
 
         prev: dict[str, int] = {}
         for file, level, title, line in con.execute(

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from udm.config import Settings
-from udm.document import Document, Section, find_section
+from udm.document import Document, Section, find_section, split_lines
 from udm.errors import AmbiguousTargetError, DocumentError, TargetNotFoundError
 from udm.index import UdmIndex
 from udm.search import SearchHit, SearchIndex
@@ -37,6 +37,21 @@ class Definition:
     def location(self) -> str:
         """'file:line'."""
         return f"{self.file}:{self.line}"
+
+
+def definition_places(defs: list[Definition]) -> list[Definition]:
+    """One definition per place (file and section), in order; the place where an ID is defined.
+
+    Front matter names the document it heads, so a front-matter definition in a file that also
+    defines the ID elsewhere (its title heading, say) is the same place, not a second one.
+    """
+    elsewhere = {d.file for d in defs if d.how != "front_matter"}
+    out: dict[tuple[str, int | None], Definition] = {}
+    for d in defs:
+        if d.how == "front_matter" and d.file in elsewhere:
+            continue
+        out.setdefault((d.file, d.section), d)
+    return list(out.values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,9 +293,7 @@ class UdmQuery:
         offsets = self._bytes.get(doc.path)
         if not offsets or section.index >= len(offsets):
             text = self.read_text(doc.path)
-            return "".join(
-                text.splitlines(keepends=True)[section.start : section.own_end if own else section.end]
-            )
+            return "".join(split_lines(text)[section.start : section.own_end if own else section.end])
         start, end, own_end = offsets[section.index]
         stop = own_end if own else end
         try:
@@ -393,7 +406,7 @@ class UdmQuery:
             lines = lines_cache.get(r[1])
             if lines is None:
                 try:
-                    lines = (self.settings.udm_root / r[1]).read_text(encoding="utf-8").splitlines()
+                    lines = split_lines((self.settings.udm_root / r[1]).read_text(encoding="utf-8"))
                 except (OSError, UnicodeDecodeError):
                     lines = []
                 lines_cache[r[1]] = lines

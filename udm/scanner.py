@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from markdown_it import MarkdownIt
 from markdown_it.rules_block.html_block import HTML_SEQUENCES
 
-__all__ = ["Fence", "Heading", "scan_fast", "scan_markdown_it"]
+__all__ = ["ATX_HEADING", "Fence", "Heading", "atx_title", "scan_fast", "scan_markdown_it"]
 
 
 @dataclass(slots=True)
@@ -51,7 +51,8 @@ def _md() -> MarkdownIt:
     return _MD
 
 
-_ATX = re.compile(r"(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
+# Greedy title, trimmed by atx_title: a lazy title before optional blanks is quadratic on long lines.
+ATX_HEADING = re.compile(r"(#{1,6})(?:[ \t]+(.*))?$")
 _FENCE_OPEN = re.compile(r"(`{3,}|~{3,})(.*)$")
 _ORDERED = re.compile(r"\d{1,9}[.)](?:[ \t]|$)")
 _THEMATIC = re.compile(r" {0,3}(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
@@ -62,13 +63,15 @@ _HARD_QUOTE = re.compile(r" {0,3}>.*(?:#|```|~~~)")
 _FENCE_CLOSE_CACHE: dict[tuple[str, int], re.Pattern[str]] = {}
 
 
-def _atx_title(rest: str | None) -> str:
+def atx_title(rest: str | None) -> str:
+    """An ATX heading's text: trimmed, without a closing `#` sequence (which needs a blank before it)."""
     text = (rest or "").strip()
     if not text.endswith("#"):
         return text
-    if set(text) == {"#"}:
+    bare = text.rstrip("#")
+    if not bare:
         return ""
-    return re.sub(r"[ \t]+#+$", "", text).strip()
+    return bare.rstrip() if bare[-1] in " \t" else text
 
 
 _STRICT_CLOSERS: dict[str, re.Pattern[str]] = {}  # by fence markup, e.g. "```"
@@ -142,9 +145,9 @@ def scan_fast(lines: list[str], first: int) -> tuple[list[Heading], list[Fence]]
         if c not in _NOT_BLANK_START and not raw.strip():
             continue
         if c == "#":
-            m = _ATX.match(raw)
+            m = ATX_HEADING.match(raw)
             if m:
-                headings.append(Heading(len(m.group(1)), _atx_title(m.group(2)), k, k + 1))
+                headings.append(Heading(len(m.group(1)), atx_title(m.group(2)), k, k + 1))
                 brk = k + 1
                 continue
         elif c in "`~":

@@ -8,7 +8,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from udm.scanner import (
-    _ATX,
     _FENCE_OPEN,
     _HARD_INDENTED,
     _HARD_LIST,
@@ -21,6 +20,9 @@ from udm.scanner import (
     _closer,
     _html_block_end,
     scan_fast,
+)
+from udm.scanner import (
+    ATX_HEADING as _ATX,
 )
 
 
