@@ -46,7 +46,7 @@ __all__ = [
     "patch_json_schema",
 ]
 
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
 class _Op(BaseModel):
@@ -319,7 +319,8 @@ class Patch(BaseModel):
     @field_validator("id")
     @classmethod
     def _check_id(cls, value: str) -> str:
-        if value and not _ID.match(value):
+        # fullmatch, not `$`: `$` also matches before a final newline, and "abc\n" names a record file.
+        if value and not _ID.fullmatch(value):
             raise ValueError("id may only hold letters, digits, '.', '_' and '-' (at most 100 characters)")
         return value
 

@@ -6,27 +6,35 @@ Protocol of one commit (every step durable before the next):
    holder dies, so a crash never leaves a held lock), waiting at most `lock_timeout_s`;
 2. recover any interrupted transaction (below);
 3. `<state>/journal/<txid>/`: a backup of every file that will change, then `journal.json` listing
-   each file (path, hashes before/after, backup and temp names), written via temp + rename;
-4. every new content into a temp file beside its target (`.<name>.udm-<txid>.tmp`), fsynced;
-5. rename each temp over its target (or unlink a deleted file), fsync the directories;
+   each file (path, hashes before/after, permission bits, backup and temp names) and the folders the
+   commit will create, written via temp + rename; a file whose bytes are not the ones the change was
+   computed from (`Change.before_sha`) stops the commit with ConflictError before anything is written;
+4. the missing folders, then every new content into a temp file beside its target
+   (`.udm-<txid>-<k>.tmp`: short, so a long file name never makes it too long), fsynced and given the
+   target's permission bits;
+5. rename each temp over its target (or unlink a deleted file), fsync the directories; each file is
+   compared with `before_sha` again right before its rename, and a difference rolls back (ConflictError);
 6. write the `COMMITTED` marker — the commit point;
 7. remove the journal directory.
 
-Recovery: a journal without `COMMITTED` is rolled back (backups restored where a file already
-changed, created files removed, temps deleted); one with `COMMITTED` is rolled forward (any rename
-left undone is finished) and cleaned up. Recovery is idempotent, so a crash during recovery is
-recovered by the next writer. `UDM_FAULT_INJECT=<step>` makes the process `os._exit(137)` right after
-that named step (the crash tests use it); `UDM_FAULT_SLOW_S` sleeps after every step so a test can
-kill a commit at random moments inside it.
+Recovery: a journal without `COMMITTED` is rolled back (backups restored where a file holds the new
+content, created files and then empty created folders removed, temps deleted; a file that holds
+neither the old nor the new content was edited by someone else and is left alone); one with
+`COMMITTED` is rolled forward (any rename left undone is finished) and cleaned up. Recovery is
+idempotent, so a crash during recovery is recovered by the next writer. `UDM_FAULT_INJECT=<step>`
+makes the process `os._exit(137)` right after that named step (the crash tests use it);
+`UDM_FAULT_SLOW_S` sleeps after every step so a test can kill a commit at random moments inside it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
 import secrets
+import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -34,7 +42,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from udm.errors import LockTimeoutError, TransactionError
+from udm.errors import ConflictError, LockTimeoutError, TransactionError
 
 __all__ = [
     "FAULT_ENV",
@@ -112,6 +120,10 @@ class Change:
 
     path: Path
     after: bytes | None
+    # `sha256:<hex>` of the bytes the new content was computed from (None: the file did not exist);
+    # checked only when `check_before` is set.
+    before_sha: str | None = None
+    check_before: bool = False
 
 
 def _sha(data: bytes | None) -> str | None:
@@ -133,26 +145,53 @@ def _write_durable(path: Path, data: bytes) -> None:
         os.fsync(fh.fileno())
 
 
+# Errors that mean "there is no such file" (a name too long or under a file cannot exist either).
+_ABSENT = (errno.ENOENT, errno.ENAMETOOLONG, errno.ENOTDIR)
+
+
 def _read_or_none(path: Path) -> bytes | None:
     try:
         return path.read_bytes()
-    except FileNotFoundError:
+    except OSError as exc:
+        if exc.errno in _ABSENT:
+            return None
+        raise
+
+
+def _mode_or_none(path: Path) -> int | None:
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
         return None
 
 
-def _temp_name(target: Path, txid: str) -> Path:
-    return target.with_name(f".{target.name}.udm-{txid}.tmp")
+def _temp_name(target: Path, txid: str, k: int) -> Path:
+    # Not derived from the target's name: `.<name>.udm-<txid>.tmp` overflows NAME_MAX for long names.
+    return target.with_name(f".udm-{txid}-{k}.tmp")
+
+
+def _missing_dirs(path: Path) -> list[Path]:
+    """The folders to create, outermost first, for `path` to exist as a folder."""
+    missing = []
+    p = path
+    while not p.exists() and p != p.parent:
+        missing.append(p)
+        p = p.parent
+    return missing[::-1]
 
 
 def _mkdirs(path: Path) -> None:
-    missing = []
-    p = path
-    while not p.exists():
-        missing.append(p)
-        p = p.parent
-    for d in reversed(missing):
+    for d in _missing_dirs(path):
         d.mkdir(exist_ok=True)
         _fsync_dir(d.parent)
+
+
+def _check_before(change: Change, current: bytes | None, *, stage: str) -> None:
+    if change.check_before and _sha(current) != change.before_sha:
+        raise ConflictError(
+            f"{change.path} was changed by someone else while this commit ran ({stage}); "
+            "their edit is kept and this commit was not applied — plan it again"
+        )
 
 
 def commit_files(state: Path, changes: list[Change], *, label: str = "") -> str:
@@ -169,23 +208,39 @@ def commit_files(state: Path, changes: list[Change], *, label: str = "") -> str:
     jdir.mkdir()
     _fsync_dir(jroot)
     entries: list[dict[str, Any]] = []
-    for k, change in enumerate(changes):
-        before = _read_or_none(change.path)
-        backup = None
-        if before is not None:
-            backup = f"backup-{k}"
-            _write_durable(jdir / backup, before)
-        entries.append(
-            {
-                "path": str(change.path),
-                "before_sha": _sha(before),
-                "after_sha": _sha(change.after),
-                "backup": backup,
-                "temp": str(_temp_name(change.path, txid)) if change.after is not None else None,
-            }
-        )
+    new_dirs: list[Path] = []
+    try:
+        for k, change in enumerate(changes):
+            before = _read_or_none(change.path)
+            _check_before(change, before, stage="found before the backup")
+            backup = None
+            if before is not None:
+                backup = f"backup-{k}"
+                _write_durable(jdir / backup, before)
+            if change.after is not None:
+                new_dirs += [d for d in _missing_dirs(change.path.parent) if d not in new_dirs]
+            entries.append(
+                {
+                    "path": str(change.path),
+                    "before_sha": _sha(before),
+                    "after_sha": _sha(change.after),
+                    "mode": _mode_or_none(change.path),
+                    "backup": backup,
+                    "temp": str(_temp_name(change.path, txid, k)) if change.after is not None else None,
+                }
+            )
+    except (OSError, ConflictError):
+        # Nothing outside the journal was touched yet: dropping the backups undoes everything.
+        _clean(jdir)
+        raise
     fault_point("backups_written")
-    record = {"txid": txid, "label": label, "started": datetime.now(UTC).isoformat(), "files": entries}
+    record = {
+        "txid": txid,
+        "label": label,
+        "started": datetime.now(UTC).isoformat(),
+        "files": entries,
+        "created_dirs": [str(d) for d in new_dirs],
+    }
     tmp = jdir / (_JOURNAL + ".tmp")
     _write_durable(tmp, json.dumps(record, indent=1).encode())
     os.replace(tmp, jdir / _JOURNAL)
@@ -195,10 +250,15 @@ def commit_files(state: Path, changes: list[Change], *, label: str = "") -> str:
         for change, entry in zip(changes, entries, strict=True):
             if change.after is not None:
                 _mkdirs(change.path.parent)
-                _write_durable(Path(entry["temp"]), change.after)
+                temp = Path(entry["temp"])
+                _write_durable(temp, change.after)
+                if entry["mode"] is not None:
+                    os.chmod(temp, entry["mode"])
         fault_point("temps_written")
         dirs: set[Path] = set()
         for n, (change, entry) in enumerate(zip(changes, entries, strict=True)):
+            # The last look before the rename: an editor may have saved the file while we validated.
+            _check_before(change, _read_or_none(change.path), stage="found just before the rename")
             if change.after is not None:
                 os.replace(entry["temp"], change.path)
             else:
@@ -210,10 +270,15 @@ def commit_files(state: Path, changes: list[Change], *, label: str = "") -> str:
         for d in dirs:
             _fsync_dir(d)
         fault_point("renamed")
+    except ConflictError as exc:
+        undone, notes = _undo_now(jdir)
+        if not undone:
+            raise ConflictError(f"{exc}; {'; '.join(notes)}") from exc
+        raise
     except OSError as exc:
-        # Not committed: undo what was done so far, from the journal, before reporting.
-        _roll_back(jdir, _load_journal(jdir))
-        raise TransactionError(f"commit failed and was rolled back: {exc}") from exc
+        undone, notes = _undo_now(jdir)
+        outcome = "and was rolled back" if undone else "and could not be rolled back yet"
+        raise TransactionError(f"commit failed {outcome}: {exc}{_joined(notes)}") from exc
     _write_durable(jdir / _MARKER, txid.encode())
     _fsync_dir(jdir)
     fault_point("committed")
@@ -239,30 +304,62 @@ def _clean(jdir: Path) -> None:
     _fsync_dir(jdir.parent)
 
 
-def _restore(path: Path, data: bytes, txid: str) -> None:
-    tmp = path.with_name(f".{path.name}.udm-{txid}.restore.tmp")
+def _joined(notes: list[str]) -> str:
+    return "" if not notes else " (" + "; ".join(notes) + ")"
+
+
+def _undo_now(jdir: Path) -> tuple[bool, list[str]]:
+    """Roll back a commit that failed before its commit point; a failing rollback is left to `recover`."""
+    try:
+        return True, _roll_back(jdir, _load_journal(jdir))
+    except (OSError, TransactionError) as exc:
+        return False, [f"rollback: {exc}; the next write or `udm recover` finishes it"]
+
+
+def _restore(path: Path, data: bytes, tmp: Path, mode: int | None) -> None:
     _mkdirs(path.parent)
     _write_durable(tmp, data)
+    if mode is not None:
+        os.chmod(tmp, mode)
     os.replace(tmp, path)
     _fsync_dir(path.parent)
 
 
-def _roll_back(jdir: Path, journal: dict[str, Any] | None) -> None:
+def _unlink_quietly(path: Path, notes: list[str]) -> None:
+    """Remove a temp file of ours; one that was never created (or cannot be) is no reason to stop."""
+    try:
+        os.unlink(path)
+    except OSError as exc:
+        if exc.errno not in _ABSENT:
+            notes.append(f"could not remove {path}: {exc.strerror or exc}")
+
+
+def _roll_back(jdir: Path, journal: dict[str, Any] | None) -> list[str]:
+    notes: list[str] = []
     if journal is not None:
-        txid = journal["txid"]
-        for entry in journal["files"]:
+        for k, entry in enumerate(journal["files"]):
             path = Path(entry["path"])
-            current = _read_or_none(path)
-            if entry["before_sha"] is None:
-                if current is not None and _sha(current) == entry["after_sha"]:
-                    path.unlink()
-                    _fsync_dir(path.parent)
-            elif _sha(current) != entry["before_sha"]:
-                _restore(path, (jdir / entry["backup"]).read_bytes(), txid)
+            current = _sha(_read_or_none(path))
+            restore_tmp = path.with_name(f".udm-{journal['txid']}-{k}.restore.tmp")
+            if current == entry["before_sha"]:
+                pass
+            elif current != entry["after_sha"]:
+                # Neither our old nor our new bytes: someone else's edit, which a restore would destroy.
+                notes.append(f"{path} was edited by someone else meanwhile and is left as it is")
+            elif entry["before_sha"] is None:
+                path.unlink()
+                _fsync_dir(path.parent)
+            else:
+                _restore(path, (jdir / entry["backup"]).read_bytes(), restore_tmp, entry.get("mode"))
             if entry["temp"]:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(entry["temp"])
+                _unlink_quietly(Path(entry["temp"]), notes)
+            _unlink_quietly(restore_tmp, notes)
+        for d in reversed(journal.get("created_dirs", [])):
+            # Only when empty: someone else may have put a file in a folder this commit created.
+            with contextlib.suppress(OSError):
+                os.rmdir(d)
     _clean(jdir)
+    return notes
 
 
 def _roll_forward(jdir: Path, journal: dict[str, Any]) -> None:
@@ -288,11 +385,17 @@ def recover(state: Path) -> list[str]:
     done: list[str] = []
     for jdir in sorted(p for p in jroot.iterdir() if p.is_dir()):
         journal = _load_journal(jdir)
-        if journal is not None and (jdir / _MARKER).exists():
-            _roll_forward(jdir, journal)
-            done.append(f"rolled forward {jdir.name} ({len(journal['files'])} files, it was committed)")
-        else:
-            _roll_back(jdir, journal)
-            n = len(journal["files"]) if journal else 0
-            done.append(f"rolled back {jdir.name} ({n} files, it was not committed)")
+        try:
+            if journal is not None and (jdir / _MARKER).exists():
+                _roll_forward(jdir, journal)
+                done.append(f"rolled forward {jdir.name} ({len(journal['files'])} files, it was committed)")
+            else:
+                notes = _roll_back(jdir, journal)
+                n = len(journal["files"]) if journal else 0
+                done.append(f"rolled back {jdir.name} ({n} files, it was not committed){_joined(notes)}")
+        except OSError as exc:
+            raise TransactionError(
+                f"cannot recover the interrupted transaction {jdir}: {exc}; fix the cause "
+                "(disk space, permissions) and run `udm recover`"
+            ) from exc
     return done
