@@ -99,6 +99,7 @@ _LIST_HEADS = re.compile(r"[+0-9]")
 _HARD_LIST_AT_LINE_START = re.compile(rf"^(?:{_HARD_LIST.pattern})", re.MULTILINE)
 _CLOSE_CANDIDATE = {"`": re.compile("[ `]"), "~": re.compile("[ ~]")}
 _NOT_BLANK_START = frozenset("#`~<>=-*_")
+_LINK_DEFINITION = re.compile(r" {0,3}\[[^\]]+\]:")
 
 
 def _plain_line(line: str) -> bool:
@@ -177,6 +178,13 @@ def scan_fast(lines: list[str], first: int) -> tuple[list[Heading], list[Fence]]
                 consumed.append((k, end))
                 continue
         elif c == "<":
+            above = lines[k - 1] if k - 1 >= brk else ""
+            if above.strip() and (
+                above[:1] == "\t" or above.startswith("    ") or _LINK_DEFINITION.match(above)
+            ):
+                # Indented code or a link reference definition is not a paragraph, so whether this
+                # line starts an HTML block depends on what that line is: markdown-it decides.
+                return None
             end_html = _html_block_end(lines, k, _in_paragraph(lines, k, brk))
             if end_html is None:
                 return None

@@ -147,7 +147,9 @@ def test_query_tool_answers_when_the_file_goes_away_mid_query(
 
 
 def test_overlong_identifiers_are_invalid_input(qctx: ToolContext) -> None:
-    result = call_tool(UdmQueryTool(), {"udm_filepath": "04-modes.md", "section_identifier": "x" * 5000}, qctx)
+    result = call_tool(
+        UdmQueryTool(), {"udm_filepath": "04-modes.md", "section_identifier": "x" * 5000}, qctx
+    )
     assert not result.envelope.success and "section_identifier" in (result.envelope.error or "")
 
 
@@ -156,3 +158,18 @@ def test_sql_without_a_udm_root_is_a_status(tmp_path: Path) -> None:
     result = call_tool(UdmSqlQueryTool(), {"sql": "SELECT 1"}, ToolContext(settings=settings, log=False))
     data = result.envelope.data or {}
     assert data.get("status") == "ERROR_NO_INDEX" and "missing" in (data.get("errorDetails") or "")
+
+
+@pytest.mark.parametrize(
+    ("text", "titles"),
+    [
+        (
+            "# Intro\n\n    $ make\n<custom-tag>\n```\n\n## Install\n\nSteps.\n\n## Usage\n",
+            ["Intro", "Install", "Usage"],
+        ),
+        ("# A\n\n[x]: https://example.com\n<custom-tag>\n```\n\n## B\n```\n", ["A", "B"]),
+    ],
+)
+def test_html_line_after_indented_code_or_link_definition(text: str, titles: list[str]) -> None:
+    # What markdown-it (CommonMark) makes of them; the fast scanner used to decide these wrongly.
+    assert [s.title for s in parse_document(text, "x.md").sections] == titles
