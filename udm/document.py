@@ -429,6 +429,10 @@ class _Outline:
 _SLUG_DROP = bytes(c for c in range(128) if not (chr(c).isalnum() or chr(c) in "_- "))
 
 
+def _slug_keeps(category: str) -> bool:
+    return category[0] in "LMN" or category == "Pc"
+
+
 def slugify(title: str) -> str:
     """GitHub-style anchor: lower case, punctuation dropped, spaces to hyphens."""
     if title.isascii():
@@ -441,9 +445,11 @@ def slugify(title: str) -> str:
             .decode("ascii")
             .replace(" ", "-")
         )
-    text = unicodedata.normalize("NFKC", title).strip().lower()
-    text = re.sub(r"[^\w\- ]", "", text)
-    return text.replace(" ", "-")
+    # As github-slugger: no normalisation; letters, marks, numbers and connector punctuation stay
+    # (combining marks too: Devanagari vowel signs, accents typed as two code points).
+    text = title.strip().lower()
+    kept = "".join(ch for ch in text if ch in "- " or _slug_keeps(unicodedata.category(ch)))
+    return kept.replace(" ", "-")
 
 
 # Link text may hold one level of brackets; excluding '[' elsewhere keeps a line of many '[' linear.

@@ -173,3 +173,12 @@ def test_sql_without_a_udm_root_is_a_status(tmp_path: Path) -> None:
 def test_html_line_after_indented_code_or_link_definition(text: str, titles: list[str]) -> None:
     # What markdown-it (CommonMark) makes of them; the fast scanner used to decide these wrongly.
     assert [s.title for s in parse_document(text, "x.md").sections] == titles
+
+
+@pytest.mark.parametrize(
+    ("title", "anchor"),
+    [("हिन्दी भाषा", "हिन्दी-भाषा"), ("x²", "x²"), ("Chapter Ⅻ", "chapter-ⅻ"), ("Été — résumé", "été--résumé")],
+)
+def test_non_ascii_anchors_match_github(title: str, anchor: str) -> None:
+    doc = parse_document(f"# {title}\n", "x.md")
+    assert doc.sections[0].anchor == anchor
