@@ -7,6 +7,7 @@ into the manual: it runs this flow and returns an UpdateResult.
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -42,6 +43,8 @@ __all__ = [
 _PASSED_SETTINGS = ("project_root", "root", "state_dir", "logs_dir", "id_patterns", "lock_timeout_s")
 # The largest diff put into one markdown artifact; the rest is cut with a note.
 MAX_ARTIFACT_DIFF = 60_000
+# Where the rollback hook leaves the revert's outcome for update_steps (a dict: status, error, revert_id).
+_REVERT_KEY = "udm_revert_outcome"
 
 
 class Approval(RunInput):
@@ -110,14 +113,23 @@ def commit_patch_task(planned: Patch, settings: Settings) -> PatchResult:
 
 @commit_patch_task.on_rollback
 def _undo_commit(txn: Transaction) -> None:
-    """A later step failed: revert the committed patch (itself a transaction)."""
+    """A later step failed: revert the committed patch (itself a transaction) and record how that went."""
     patch_id = txn.get("patch_id", None)
     if not patch_id:
         return
-    result = revert_patch(patch_id, _settings(txn.get("settings")))
-    if result.status != "committed":
+    outcome: dict[str, str | None]
+    try:
+        result = revert_patch(patch_id, _settings(txn.get("settings")))
+        outcome = {"status": result.status, "error": result.error or "", "revert_id": result.patch_id}
+    except Exception as exc:  # a raising hook would leave the flow nothing to report
+        outcome = {"status": "error", "error": f"{type(exc).__name__}: {exc}", "revert_id": None}
+    # The hook gets the task's own transaction; update_steps holds the enclosing one.
+    for holder in (txn, txn.get_parent()):
+        if holder is not None:
+            holder.set(_REVERT_KEY, outcome)
+    if outcome["status"] != "committed":
         # The hook cannot fail the flow again; say loudly what is left to do by hand.
-        get_run_logger().error("could not revert patch %s: %s", patch_id, result.error)
+        get_run_logger().error("could not revert patch %s: %s", patch_id, outcome["error"])
 
 
 @task(name="reindex", cache_policy=NO_CACHE)
@@ -145,7 +157,20 @@ def artifact_key(patch_id: str) -> str:
     return "udm-patch-" + hashlib.sha1(patch_id.encode()).hexdigest()[:12]
 
 
-def _publish(plan: PatchResult, patch: Patch) -> list[str]:
+def _plain(text: str) -> str:
+    """Text shown literally in Markdown: one line, every ASCII punctuation mark backslash-escaped."""
+    return re.sub(r"([!-/:-@\[-`{-~])", r"\\\1", " ".join(text.split()))
+
+
+def _code(text: str) -> str:
+    """An inline code span holding `text` as is, whatever backticks it contains."""
+    ticks = "`" * (max(map(len, re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def _diff_markdown(plan: PatchResult, patch: Patch) -> str:
+    """The diff artifact's Markdown: the patch's id, description, files and its diff in a fence."""
     diff = plan.diff
     if len(diff) > MAX_ARTIFACT_DIFF:
         diff = (
@@ -153,16 +178,21 @@ def _publish(plan: PatchResult, patch: Patch) -> list[str]:
             + f"\n... ({len(plan.diff) - MAX_ARTIFACT_DIFF} more characters; see `udm patch check`)\n"
         )
     files = (
-        "\n".join(f"- `{f.path}` {f.action} (+{f.added} -{f.removed})" for f in plan.files)
+        "\n".join(f"- {_code(f.path)} {f.action} (+{f.added} -{f.removed})" for f in plan.files)
         or "- no file changes"
     )
-    fence = "````" if "```" in diff else "```"
-    markdown = (
-        f"# Patch `{patch.id}`\n\n{patch.description or '(no description)'}\n\n"
-        f"Author: {patch.author or '-'} · source: {patch.source or '-'} · "
+    # A fence ends at the first line of as many backticks, so it must outrun every run in the diff.
+    fence = "`" * max(3, max(map(len, re.findall(r"`+", diff)), default=0) + 1)
+    return (
+        f"# Patch {_code(patch.id)}\n\n{_plain(patch.description) or '(no description)'}\n\n"
+        f"Author: {_plain(patch.author or '') or '-'} · source: {_plain(patch.source or '') or '-'} · "
         f"{'**destructive**' if patch.destructive else 'moderate'}\n\n## Files\n\n{files}\n\n"
         f"## Diff\n\n{fence}diff\n{diff}{fence}\n"
     )
+
+
+def _publish(plan: PatchResult, patch: Patch) -> list[str]:
+    markdown = _diff_markdown(plan, patch)
     key = artifact_key(patch.id)
     ids = [
         create_markdown_artifact(
@@ -252,19 +282,33 @@ def update_steps(patch: Patch, options: UpdateOptions, settings: Settings) -> Up
     approval = answer.model_dump(include={"approve", "reviewer", "comment"}) if answer else None
 
     planned = Patch.model_validate(plan.planned_patch)
+    txn: Transaction | None = None
+    committed: PatchResult | None = None
     try:
-        with transaction():
+        with transaction() as txn:
             committed = commit_patch_task(planned, settings)
             if not committed.committed:
                 return done(committed.status, committed.error or "", patch=committed, approval=approval)
             reindexed = (
                 reindex_task(settings, [f.path for f in committed.files]) if options.reindex else False
             )
-    except Exception as exc:  # the transaction rolled back (the hook reverted the commit); report it
+    except Exception as exc:  # the transaction rolled back; the hook recorded whether its revert committed
+        outcome = txn.get(_REVERT_KEY, None) if txn is not None else None
+        if outcome is not None and outcome["status"] == "committed":
+            return done(
+                "rolled_back",
+                f"a step after the commit failed, so it was reverted by {outcome['revert_id']}: {exc}",
+                patch=plan,
+                approval=approval,
+            )
+        if committed is None or not committed.committed:
+            return done("error", f"the commit step failed: {exc}", patch=plan, approval=approval)
+        why = outcome["error"] if outcome is not None else "the rollback hook did not run"
         return done(
-            "rolled_back",
-            f"a step after the commit failed, so it was reverted: {exc}",
-            patch=plan,
+            "error",
+            f"committed, revert failed: {why}; patch {patch.id} stays applied "
+            f"(a step after the commit failed: {exc})",
+            patch=committed,
             approval=approval,
         )
     return done(

@@ -28,7 +28,7 @@ _NAME = "content.md"
 
 
 class MarkdownAction(StrEnum):
-    """What to do with the section (camelCase spellings such as `replaceSection` are accepted too)."""
+    """What to do with the section (`replaceSection` and `REPLACE_SECTION` spellings are accepted too)."""
 
     GET_SECTION = "get_section"
     REPLACE_SECTION = "replace_section"
@@ -84,10 +84,13 @@ class MarkdownEditorInput(ToolInput):
     @field_validator("action", mode="before")
     @classmethod
     def _snake(cls, value: Any) -> Any:
-        # The earlier specification spells actions in camelCase ("replaceSection").
-        if isinstance(value, str) and any(c.isupper() for c in value):
-            return "".join("_" + c.lower() if c.isupper() else c for c in value)
-        return value
+        # The earlier specification spells actions in camelCase ("replaceSection"); a value without a
+        # lower-case letter ("REPLACE_SECTION") is a constant's spelling, whose capitals mark no words.
+        if not isinstance(value, str) or not any(c.isupper() for c in value):
+            return value
+        if not any(c.islower() for c in value):
+            return value.lower()
+        return "".join("_" + c.lower() if c.isupper() else c for c in value)
 
     @model_validator(mode="after")
     def _needs_its_fields(self) -> MarkdownEditorInput:
