@@ -19,6 +19,13 @@ from typer.exceptions import TyperException
 from udm.config import Settings, load_settings
 from udm.errors import UdmError
 
+if __name__ == "__main__":
+    # `python -m flows.cli`: the command modules import `flows.cli`, a second copy of this file that
+    # this half-run `__main__` would race; run the console script's entry point instead.
+    from flows.entry import main as _entry_main
+
+    _entry_main()
+
 __all__ = ["app", "emit_json", "fail", "main", "run", "settings"]
 
 app = typer.Typer(
@@ -126,7 +133,3 @@ def run(argv: list[str] | None = None) -> int:
 def main() -> None:
     """Console-script entry point."""
     sys.exit(run())
-
-
-if __name__ == "__main__":
-    main()

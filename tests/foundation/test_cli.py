@@ -239,3 +239,15 @@ def test_tools_list_with_no_tools(
     code, out, _ = call(capsys, "tools", "list")
     assert code == 0
     assert out is None
+
+
+def test_python_dash_m_flows_cli_runs(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run(
+        [sys.executable, "-m", "flows.cli", "--help"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0 and "Traceback" not in done.stderr and "query" in done.stdout
