@@ -723,6 +723,23 @@ def _find_refs(doc: Document) -> list[IdOccurrence]:
     return refs
 
 
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+
+
+def _blank_spans(line: str, offset: int, spans: list[tuple[int, int]]) -> str:
+    """`line` (starting at text offset `offset`) with the parts inside `spans` turned into blanks."""
+    end = offset + len(line)
+    k = bisect.bisect_right(spans, (offset, end)) - 1
+    k = max(k, 0)
+    out = line
+    while k < len(spans) and spans[k][0] < end:
+        a, b = max(spans[k][0], offset) - offset, min(spans[k][1], end) - offset
+        if a < b:
+            out = out[:a] + " " * (b - a) + out[b:]
+        k += 1
+    return out
+
+
 def _find_links(doc: Document) -> list[Link]:
     """Links outside fences and code spans."""
     text, lines = doc.text, doc.lines
@@ -735,12 +752,17 @@ def _find_links(doc: Document) -> list[Link]:
     fence_lines = _fence_lines(doc._outline.fences if doc._outline else doc.blocks, len(lines))
     first = doc._outline.first if doc._outline else 0
     seen_lines: set[int] = set()
+    # A link inside <!-- --> is no link: blank comment spans out of the lines (only when there are any).
+    spans = [(cm.start(), cm.end()) for cm in _COMMENT.finditer(text)] if "<!--" in text else []
+    line_starts = [0, *itertools.accumulate(map(len, lines))] if spans else []
     for hit in _LINK_HINT.finditer(text):
         i = line_at(hit.start())
         if i < first or fence_lines[i] or i in seen_lines:
             continue
         seen_lines.add(i)
         src = lines[i]
+        if spans:
+            src = _blank_spans(src, line_starts[i], spans)
         plain = _CODE_SPAN.sub("", src) if "`" in src else src
         for lm in _LINK.finditer(plain):
             target = lm.group(2) or lm.group(3)

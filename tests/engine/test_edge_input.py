@@ -182,3 +182,8 @@ def test_html_line_after_indented_code_or_link_definition(text: str, titles: lis
 def test_non_ascii_anchors_match_github(title: str, anchor: str) -> None:
     doc = parse_document(f"# {title}\n", "x.md")
     assert doc.sections[0].anchor == anchor
+
+
+def test_links_inside_html_comments_are_not_links() -> None:
+    text = "# A\n\n<!-- [c](gone.md) -->\n[ok](a.md) <!-- [d](x.md)\n[e](y.md) --> [f](z.md)\n<!-- x -->[g](g.md)\n"
+    assert [link.target for link in parse_document(text, "x.md").links] == ["a.md", "z.md", "g.md"]
