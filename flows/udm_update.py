@@ -120,7 +120,8 @@ def _undo_commit(txn: Transaction) -> None:
     outcome: dict[str, str | None]
     try:
         result = revert_patch(patch_id, _settings(txn.get("settings")))
-        outcome = {"status": result.status, "error": result.error or "", "revert_id": result.patch_id}
+        why = result.error or f"the revert ended {result.status}"
+        outcome = {"status": result.status, "error": why, "revert_id": result.patch_id}
     except Exception as exc:  # a raising hook would leave the flow nothing to report
         outcome = {"status": "error", "error": f"{type(exc).__name__}: {exc}", "revert_id": None}
     # The hook gets the task's own transaction; update_steps holds the enclosing one.
