@@ -26,7 +26,7 @@ from udm.errors import (
     UdmError,
 )
 from udm.patch import Patch
-from udm.patch_apply import OpReport, Workspace, apply_operations
+from udm.patch_apply import MARKDOWN_SUFFIXES, OpReport, Workspace, apply_operations
 from udm.splice import changed_line_count, line_opcodes, sha256_text, split_lines, unified_diff
 from udm.transaction import Change, commit_files, recover, write_lock
 from udm.validate import ValidationFailedError, validate_workspace
@@ -303,6 +303,25 @@ def _find_hunk(lines: list[str], hunk: dict[str, Any]) -> int | None:
     return found[0] + len(hunk["ctx_before"]) if len(found) == 1 else None
 
 
+def _undo_hunks(lines: list[str], hunks: list[dict[str, Any]]) -> tuple[list[str], dict[str, Any] | None]:
+    """The lines with every hunk undone, or (the lines, the first hunk that no longer reads as left)."""
+    # Locate every hunk before changing a line: undoing one rewrites lines that a neighbour up to two
+    # lines away holds as its context, so a hunk-by-hunk undo would call a fresh patch changed.
+    spots: list[int] = []
+    end = 0
+    for hunk in hunks:
+        at = _find_hunk(lines, hunk)
+        # A match that starts inside the previous hunk was found elsewhere: the text moved on.
+        if at is None or at < end:
+            return lines, hunk
+        spots.append(at)
+        end = at + len(hunk["after"])
+    out = list(lines)
+    for hunk, at in reversed(list(zip(hunks, spots, strict=True))):
+        out[at : at + len(hunk["after"])] = hunk["before"]
+    return out, None
+
+
 def revert_patch(patch_id: str, settings: Settings) -> PatchResult:
     """Undo an applied patch as a new transaction; a conflict (and no change) if its lines moved on."""
     recovered: list[str] = []
@@ -328,19 +347,15 @@ def revert_patch(patch_id: str, settings: Settings) -> PatchResult:
                 if current is None:
                     problems.append(f"{path} no longer exists")
                     continue
-                lines = split_lines(current)
-                for hunk in reversed(entry["hunks"]):
-                    at = _find_hunk(lines, hunk)
-                    if at is None:
-                        first = hunk["at"] + 1
-                        problems.append(
-                            f"{path} changed since: lines {first}-{first + max(len(hunk['after']), 1) - 1} "
-                            f"no longer read as patch {patch_id} left them"
-                        )
-                        break
-                    lines[at : at + len(hunk["after"])] = hunk["before"]
-                else:
-                    ws.write(path, "".join(lines))
+                reverted, moved = _undo_hunks(split_lines(current), entry["hunks"])
+                if moved is not None:
+                    first = moved["at"] + 1
+                    problems.append(
+                        f"{path} changed since: lines {first}-{first + max(len(moved['after']), 1) - 1} "
+                        f"no longer read as patch {patch_id} left them"
+                    )
+                    continue
+                ws.write(path, "".join(reverted))
             if problems:
                 raise ConflictError(f"cannot revert {patch_id}: " + "; ".join(problems))
             validate_workspace(ws)
@@ -443,20 +458,33 @@ def format_files(settings: Settings, paths: list[str] | None = None, *, dry_run:
             ws = Workspace(settings.udm_root, list(settings.id_patterns))
             root = ws.root
             targets: list[str] = []
+            not_markdown: list[str] = []
             for given in paths or ["."]:
                 rel = "." if given in ("", ".") else given
                 real = root if rel == "." else ws.real_path(rel)
                 if real.is_dir():
                     targets += sorted(
                         p.relative_to(root).as_posix()
-                        for p in real.rglob("*.md")
-                        if p.is_file() and not p.is_symlink() and not p.name.startswith(".")
+                        for p in real.rglob("*")
+                        if p.name.lower().endswith(MARKDOWN_SUFFIXES)
+                        and p.is_file()
+                        and not p.is_symlink()
+                        and not p.name.startswith(".")
                     )
-                else:
+                elif real.name.lower().endswith(MARKDOWN_SUFFIXES):
                     targets.append(real.relative_to(root).as_posix())
+                else:
+                    not_markdown.append(given)
+            if not_markdown:
+                # mdformat reads YAML or JSON as paragraphs and escapes it into something else entirely.
+                raise PatchError(
+                    "udm fmt formats Markdown files only (.md, .markdown); not: " + ", ".join(not_markdown)
+                )
             for rel in targets:
                 text = ws.require(rel)
                 ws.write(rel, mdformat.text(text, extensions={"gfm", "frontmatter"}))
+            # mdformat can change what a file means (an escaped marker, a renumbered list, a moved anchor).
+            validate_workspace(ws)
             changed = ws.changed()
             files, diff = _files(changed)
             result = PatchResult(
