@@ -193,9 +193,16 @@ def _commit(
     records: dict[Path, dict[str, Any]],
     label: str,
 ) -> str:
+    # Each file carries the sha of the bytes the workspace read, so commit_files refuses to overwrite
+    # an edit saved meanwhile (validation of a large manual takes a while).
     changes = [
-        Change(ws.real_path(p), None if after is None else after.encode("utf-8"))
-        for p, (_, after) in sorted(changed.items())
+        Change(
+            ws.real_path(p),
+            None if after is None else after.encode("utf-8"),
+            before_sha=None if before is None else sha256_text(before),
+            check_before=True,
+        )
+        for p, (before, after) in sorted(changed.items())
     ]
     for path, record in records.items():
         changes.append(
@@ -205,7 +212,10 @@ def _commit(
         return commit_files(settings.state_path, changes, label=label)
     except OSError as exc:
         # A disk error before the commit point: undo from the journal now rather than at the next write.
-        recover(settings.state_path)
+        try:
+            recover(settings.state_path)
+        except TransactionError as again:
+            raise TransactionError(f"commit failed: {exc}; {again}") from exc
         raise TransactionError(f"commit failed and was rolled back: {exc}") from exc
 
 
