@@ -213,7 +213,9 @@ def lint(settings: Settings, query: UdmQuery | None = None) -> list[Finding]:
             # Files that could not be decoded (parser 'none'): their error reads "file:line: reason".
             located, _, reason = error.partition(": ")
             at = located.rsplit(":", 1)[-1]
-            findings.append(_finding(file, int(at) if at.isdigit() else 1, "unreadable-file", reason or error))
+            findings.append(
+                _finding(file, int(at) if at.isdigit() else 1, "unreadable-file", reason or error)
+            )
 
         prev: dict[str, int] = {}
         for file, level, title, line in con.execute(
