@@ -491,8 +491,8 @@ def format_files(settings: Settings, paths: list[str] | None = None, *, dry_run:
                     "udm fmt formats Markdown files only (.md, .markdown); not: " + ", ".join(not_markdown)
                 )
             for rel in targets:
-                text = ws.require(rel)
-                ws.write(rel, mdformat.text(text, extensions={"gfm", "frontmatter"}))
+                # Formatted in edit form, so a byte-order mark and CRLF line ends come back as they were.
+                ws.put(rel, mdformat.text(ws.text(rel), extensions={"gfm", "frontmatter"}))
             # mdformat can change what a file means (an escaped marker, a renumbered list, a moved anchor).
             validate_workspace(ws)
             changed = ws.changed()

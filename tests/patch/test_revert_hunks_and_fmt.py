@@ -85,3 +85,11 @@ def test_fmt_validates_before_committing(small: Settings, monkeypatch: pytest.Mo
     assert any("phase-1" in p for p in res.problems), res.problems
     assert snapshot(small.udm_root) == before
     assert not list(small.state_path.glob("patches/*.json"))
+
+
+def test_fmt_keeps_a_byte_order_mark_and_crlf_line_ends(small: Settings) -> None:
+    doc = small.udm_root / "bom.md"
+    doc.write_bytes("\ufeff# Bom\r\n\r\n* a\r\n* b\r\n".encode())
+    res = format_files(small, ["bom.md"])
+    assert res.status == "committed", res.error
+    assert doc.read_bytes() == "\ufeff# Bom\r\n\r\n- a\r\n- b\r\n".encode()
