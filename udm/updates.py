@@ -153,10 +153,15 @@ def _result_for_error(
     patch_id: str,
     description: str,
     destructive: bool,
-    exc: UdmError,
+    exc: UdmError | OSError,
     reports: list[OpReport],
     recovered: list[str],
 ) -> PatchResult:
+    if isinstance(exc, OSError):
+        # The transaction layer turns its own disk errors into statuses; this is anything else (the
+        # state folder unusable, say): nothing was committed, and the person needs the OS's reason.
+        where = f" ({exc.filename})" if exc.filename else ""
+        exc = TransactionError(f"disk error, nothing changed: {exc.strerror or exc}{where}")
     status: Status = "error"
     problems: list[str] = []
     if isinstance(exc, ConflictError):
@@ -271,7 +276,7 @@ def apply_patch(
                 settings, ws, changed, {_record_path(settings, patch.id): record}, f"patch {patch.id}"
             )
             return result.model_copy(update={"status": "committed", "committed": True, "txid": txid})
-    except UdmError as exc:
+    except (UdmError, OSError) as exc:
         reports = reports or [
             OpReport(index=i, op=op.op, file=op.file) for i, op in enumerate(patch.operations)
         ]
@@ -404,7 +409,7 @@ def revert_patch(patch_id: str, settings: Settings) -> PatchResult:
             }
             txid = _commit(settings, ws, changed, records, f"revert {patch_id}")
             return result.model_copy(update={"status": "committed", "committed": True, "txid": txid})
-    except UdmError as exc:
+    except (UdmError, OSError) as exc:
         return _result_for_error(patch_id, f"revert of {patch_id}", False, exc, [], recovered)
 
 
@@ -523,5 +528,5 @@ def format_files(settings: Settings, paths: list[str] | None = None, *, dry_run:
             }
             txid = _commit(settings, ws, changed, {_record_path(settings, patch_id): record}, "fmt")
             return result.model_copy(update={"status": "committed", "committed": True, "txid": txid})
-    except UdmError as exc:
+    except (UdmError, OSError) as exc:
         return _result_for_error(patch_id, "mdformat", False, exc, [], recovered)

@@ -93,3 +93,17 @@ def test_fmt_keeps_a_byte_order_mark_and_crlf_line_ends(small: Settings) -> None
     res = format_files(small, ["bom.md"])
     assert res.status == "committed", res.error
     assert doc.read_bytes() == "\ufeff# Bom\r\n\r\n- a\r\n- b\r\n".encode()
+
+
+def test_an_unusable_state_folder_is_an_error_status(small: Settings) -> None:
+    import shutil
+
+    shutil.rmtree(small.state_path, ignore_errors=True)
+    small.state_path.write_text("a file where the state folder should be", encoding="utf-8")
+    before = snapshot(small.udm_root)
+    op = {"op": "append_to_section", "file": "roadmap.md", "section": "Phase 1", "content": "More."}
+    res = apply(small, op, patch_id="state")
+    assert res.status == "error" and "disk error, nothing changed: Not a directory" in (res.error or "")
+    assert format_files(small, ["roadmap.md"]).status == "error"
+    assert revert_patch("state", small).status == "error"
+    assert snapshot(small.udm_root) == before
