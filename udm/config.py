@@ -26,7 +26,7 @@ from pydantic_settings import (
 
 from udm.errors import ConfigError
 
-__all__ = ["DEFAULT_ID_PATTERNS", "ApprovalPolicy", "Settings", "load_settings"]
+__all__ = ["DEFAULT_ID_PATTERNS", "ApprovalPolicy", "Settings", "ensure_folder", "load_settings"]
 
 
 class ApprovalPolicy(StrEnum):
@@ -253,6 +253,17 @@ class Settings(BaseSettings):
         data["logs_path"] = str(self.logs_path)
         data["allowed_roots"] = [str(p) for p in self.allowed_roots()]
         return data
+
+
+def ensure_folder(path: Path) -> Path:
+    """Create `path` (a state or cache folder) if needed; ConfigError naming it when that cannot be."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot use {path} as a state folder: {exc.strerror or exc} (set UDM_STATE_DIR or --state-dir)"
+        ) from exc
+    return path
 
 
 def load_settings(cwd: Path | str | None = None, **overrides: Any) -> Settings:

@@ -23,7 +23,7 @@ from typing import Any
 from filelock import FileLock
 
 from udm import graph_ops as ops
-from udm.config import Settings
+from udm.config import Settings, ensure_folder
 from udm.errors import GraphQueryError, GraphTimeoutError, GraphUnavailableError
 from udm.graph_cypher import CypherStore, QueryResult, build_cypher_store
 from udm.graph_model import GraphRows, KnowledgeGraph, build_graph
@@ -72,7 +72,7 @@ class GraphHandle:
     def _build_once(self, target: Path, builder: Callable[[KnowledgeGraph, Path], Any]) -> None:
         if target.exists():
             return
-        self.folder.mkdir(parents=True, exist_ok=True)
+        ensure_folder(self.folder)
         # Several processes may want the same store at once: one builds, the others wait and reuse it.
         with FileLock(str(self.folder / ".build.lock"), timeout=120):
             if not target.exists():
@@ -241,7 +241,7 @@ def _load_or_build(
             pass  # a damaged cache is rebuilt below
     kg = build_graph(rows())
     kg.fingerprint = fingerprint
-    folder.mkdir(parents=True, exist_ok=True)
+    ensure_folder(folder)
     fd, tmp = tempfile.mkstemp(prefix=".graph-", suffix=".pickle", dir=folder)
     try:
         with os.fdopen(fd, "wb") as fh:

@@ -40,7 +40,7 @@ import duckdb
 import orjson
 from filelock import FileLock, Timeout
 
-from udm.config import Settings
+from udm.config import Settings, ensure_folder
 from udm.document import parse_document
 from udm.errors import ConfigError, IndexBusyError
 from udm.extract import TABLE_COLUMNS, document_rows
@@ -799,7 +799,7 @@ class UdmIndex:
     def refresh(self, full: bool = False, disk: dict[str, tuple[int, int]] | None = None) -> RefreshStats:
         """Bring the index up to date with the files: only changed files are parsed (all when `full`)."""
         started = time.perf_counter()
-        self.state.mkdir(parents=True, exist_ok=True)
+        ensure_folder(self.state)
         lock = FileLock(str(self._write_lock_path))
         try:
             try:

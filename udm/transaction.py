@@ -42,6 +42,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from udm.config import ensure_folder
 from udm.errors import ConflictError, LockTimeoutError, TransactionError
 
 __all__ = [
@@ -98,7 +99,7 @@ def write_lock(state: Path, timeout_s: float) -> Iterator[None]:
     from filelock import FileLock, Timeout
 
     path = lock_path(state)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    ensure_folder(path.parent)
     lock = FileLock(str(path), timeout=timeout_s)
     try:
         lock.acquire()

@@ -14,7 +14,7 @@ from typing import Any
 import duckdb
 from filelock import FileLock, Timeout
 
-from udm.config import Settings
+from udm.config import Settings, ensure_folder
 from udm.errors import IndexBusyError
 from udm.index import UdmIndex
 
@@ -67,7 +67,7 @@ def record_verifications(settings: Settings, run_id: str, results: Iterable[dict
     if not rows:
         return 0
     index = UdmIndex(settings)
-    settings.state_path.mkdir(parents=True, exist_ok=True)
+    ensure_folder(settings.state_path)
     lock = FileLock(str(settings.state_path / "index.write.lock"))
     try:
         lock.acquire(timeout=settings.index_busy_timeout_s)

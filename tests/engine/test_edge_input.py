@@ -187,3 +187,19 @@ def test_non_ascii_anchors_match_github(title: str, anchor: str) -> None:
 def test_links_inside_html_comments_are_not_links() -> None:
     text = "# A\n\n<!-- [c](gone.md) -->\n[ok](a.md) <!-- [d](x.md)\n[e](y.md) --> [f](z.md)\n<!-- x -->[g](g.md)\n"
     assert [link.target for link in parse_document(text, "x.md").links] == ["a.md", "z.md", "g.md"]
+
+
+def test_an_unusable_state_folder_is_a_clear_error(tmp_path: Path) -> None:
+    from flows.cli import run
+
+    settings = _workspace(tmp_path, {"a.md": "# A\n"})
+    settings.state_path.write_text("a file where the state folder should be", encoding="utf-8")
+    ctx = ToolContext(settings=settings, log=False)
+    found = q(ctx, query_type="find_by_id", udm_path_or_id="A-1")
+    assert "as a state folder" in (found["errorDetails"] or ""), found
+    sql = call_tool(UdmSqlQueryTool(), {"sql": "SELECT 1"}, ctx).envelope.data or {}
+    assert sql.get("status") == "ERROR_NO_INDEX" and "as a state folder" in (sql.get("errorDetails") or "")
+    with pytest.raises(Exception, match="as a state folder"):
+        lint(settings)
+    code = run(["--root", str(settings.udm_root), "--state-dir", str(settings.state_path), "index"])
+    assert code == 1

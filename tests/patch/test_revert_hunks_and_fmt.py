@@ -103,7 +103,7 @@ def test_an_unusable_state_folder_is_an_error_status(small: Settings) -> None:
     before = snapshot(small.udm_root)
     op = {"op": "append_to_section", "file": "roadmap.md", "section": "Phase 1", "content": "More."}
     res = apply(small, op, patch_id="state")
-    assert res.status == "error" and "disk error, nothing changed: Not a directory" in (res.error or "")
+    assert res.status == "error" and "as a state folder: Not a directory" in (res.error or "")
     assert format_files(small, ["roadmap.md"]).status == "error"
     assert revert_patch("state", small).status == "error"
     assert snapshot(small.udm_root) == before
