@@ -29,6 +29,7 @@ from udm.blockdata import parse_data as _parse_data
 from udm.blockdata import parse_front_matter as _front_matter
 from udm.errors import AmbiguousTargetError, DocumentError, TargetNotFoundError
 from udm.ids import DEFINING_KEYS, IdMatcher, id_matcher
+from udm.lines import split_lines
 from udm.scanner import ATX_HEADING as _ATX_HEADING
 from udm.scanner import Fence as _Fence
 from udm.scanner import Heading as _Heading
@@ -453,9 +454,10 @@ def slugify(title: str) -> str:
 
 
 # Link text may hold one level of brackets; excluding '[' elsewhere keeps a line of many '[' linear.
-# The destination is <anything but <>> or a run without blanks; the title may be "", '' or ().
+# The destination is <anything but <>> or a run without blanks or brackets (one level of balanced
+# parentheses allowed), so it cannot run on into the next link; the title may be "", '' or ().
 _LINK = re.compile(
-    r"(?<!!)\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]\(\s*(?:<([^<>\n]+)>|([^)\s]+))"
+    r"(?<!!)\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]\(\s*(?:<([^<>\n]+)>|((?:[^()\s\[\]]|\([^()\s]*\))+))"
     r"(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^)\n]*\)))?\s*\)"
 )
 _CODE_SPAN = re.compile(r"`+[^`\n]*`+")
@@ -497,18 +499,6 @@ def _cheap_block_ids(block: Block) -> list[str] | None:
     if block.lang == "json":
         return None
     return simple_yaml_ids(text, DEFINING_KEYS)
-
-
-# str.splitlines also breaks at these; CommonMark, editors and grep only at \n, \r\n and \r.
-_OTHER_BREAKS = ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
-_LINE = re.compile(r"[^\n\r]*(?:\r\n|\n|\r)|[^\n\r]+\Z")
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines with their endings, broken only at \\n, \\r\\n and \\r (as CommonMark and grep count them)."""
-    if any(ch in text for ch in _OTHER_BREAKS):
-        return _LINE.findall(text)
-    return text.splitlines(keepends=True)
 
 
 def parse_document(text: str, path: str = "", id_patterns: Iterable[str] | None = None) -> Document:
@@ -723,7 +713,29 @@ def _find_refs(doc: Document) -> list[IdOccurrence]:
     return refs
 
 
-_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+def _comment_spans(
+    text: str,
+    lines: list[str],
+    line_starts: list[int],
+    line_at: Callable[[int], int],
+    fence_lines: bytearray,
+) -> list[tuple[int, int]]:
+    """Text offsets of HTML comments, not counting a `<!--` in a fenced block or a code span."""
+    spans: list[tuple[int, int]] = []
+    pos = text.find("<!--")
+    while pos >= 0:
+        i = line_at(pos)
+        col = pos - line_starts[i]
+        in_code = fence_lines[i] or any(m.start() <= col < m.end() for m in _CODE_SPAN.finditer(lines[i]))
+        if in_code:
+            # Writing about `<!--` is prose in a manual that documents HTML, not a comment.
+            pos = text.find("<!--", pos + 4)
+            continue
+        end = text.find("-->", pos + 4)
+        end = len(text) if end < 0 else end + 3
+        spans.append((pos, end))
+        pos = text.find("<!--", end)
+    return spans
 
 
 def _blank_spans(line: str, offset: int, spans: list[tuple[int, int]]) -> str:
@@ -753,8 +765,8 @@ def _find_links(doc: Document) -> list[Link]:
     first = doc._outline.first if doc._outline else 0
     seen_lines: set[int] = set()
     # A link inside <!-- --> is no link: blank comment spans out of the lines (only when there are any).
-    spans = [(cm.start(), cm.end()) for cm in _COMMENT.finditer(text)] if "<!--" in text else []
-    line_starts = [0, *itertools.accumulate(map(len, lines))] if spans else []
+    line_starts = [0, *itertools.accumulate(map(len, lines))] if "<!--" in text else []
+    spans = _comment_spans(text, lines, line_starts, line_at, fence_lines) if line_starts else []
     for hit in _LINK_HINT.finditer(text):
         i = line_at(hit.start())
         if i < first or fence_lines[i] or i in seen_lines:

@@ -9,6 +9,8 @@ import operator
 import re
 from collections.abc import Sequence
 
+from udm.lines import split_lines
+
 __all__ = [
     "BOM",
     "changed_line_count",
@@ -28,11 +30,6 @@ __all__ = [
 def sha256_text(text: str) -> str:
     """A `sha256:<hex>` digest of a text's UTF-8 bytes (preconditions and journal entries use it)."""
     return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def split_lines(text: str) -> list[str]:
-    """The text as lines that keep their line endings, so `"".join(...)` gives it back exactly."""
-    return text.splitlines(keepends=True)
 
 
 def ensure_newline(text: str) -> str:

@@ -37,7 +37,17 @@ def test_crafted_heading_identifiers_are_answered_at_once() -> None:
 
 
 def test_long_crafted_lines_parse_in_linear_time() -> None:
-    text = "# a" + " " * 40000 + "b\n\n" + "[" * 40000 + "]x](y)\n\n# a" + " " * 20000 + "b #\n"
+    text = (
+        "# a"
+        + " " * 40000
+        + "b\n\n"
+        + "[" * 40000
+        + "]x](y)\n\n"
+        + "[a](b" * 20000
+        + "\n\n# a"
+        + " " * 20000
+        + "b #\n"
+    )
     started = time.perf_counter()
     doc = parse_document(text, "x.md")
     assert [s.title for s in doc.sections] == ["a" + " " * 40000 + "b", "a" + " " * 20000 + "b"]
@@ -203,3 +213,15 @@ def test_an_unusable_state_folder_is_a_clear_error(tmp_path: Path) -> None:
         lint(settings)
     code = run(["--root", str(settings.udm_root), "--state-dir", str(settings.state_path), "index"])
     assert code == 1
+
+
+def test_comment_markers_in_code_are_prose_and_links_may_hold_parentheses() -> None:
+    text = (
+        "# T\n\nStart a comment with `<!--`.\n\nSee [setup](missing.md) and [wiki](https://w.org/Foo_(bar)).\n\n"
+        "```html\n<!--\n```\n\n[after](a.md) ends it with `-->`.\n"
+    )
+    assert [link.target for link in parse_document(text, "x.md").links] == [
+        "missing.md",
+        "https://w.org/Foo_(bar)",
+        "a.md",
+    ]

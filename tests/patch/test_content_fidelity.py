@@ -247,3 +247,10 @@ def test_replace_code_block_with_several_plain_blocks_lists_them(small: Settings
     res = apply(small, {"op": "replace_code_block", "file": "a.md", "section": "A", "content": "x"})
     assert res.status != "committed"
     assert res.error is not None and "2 code blocks in a.md section 'A'" in res.error
+
+
+@pytest.mark.parametrize("content", ["one\u2028two", "page\x0cbreak", "next\x85line"])
+def test_content_with_other_line_separators_is_inserted(content: str) -> None:
+    # Lines break only at \n, \r\n and \r in the parser; the closed-block check must count the same.
+    after = edit(DOC, {"op": "append_to_section", "section": "A", "content": content, "format": False})
+    assert content in after and after.index(content) < after.index("## B")
