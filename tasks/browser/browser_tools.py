@@ -5,7 +5,7 @@ from __future__ import annotations
 import mimetypes
 import os
 import re
-from http.cookiejar import Cookie
+from http.cookiejar import Cookie, CookieJar, DefaultCookiePolicy
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
@@ -349,13 +349,15 @@ def _too_large(what: str, size: str, max_bytes: int) -> ActionError:
     return ActionError("ERROR_TOO_LARGE", f"{what} is {size}, more than max_bytes ({max_bytes:,} bytes)")
 
 
-def _jar(cookies: list[Any]) -> httpx.Cookies:
-    """The session's cookies as an httpx jar (secure and path flags kept, so each goes only where it may)."""
-    jar = httpx.Cookies()
+def _fill_jar(jar: CookieJar, cookies: list[Any]) -> None:
+    """Put the session's cookies in `jar` (secure, path and host-only kept, so each goes only where it may)."""
+    # A cookie set without a leading-dot domain belongs to that host alone (RFC 6265's host-only
+    # flag); the lenient default policy would send it to every subdomain too.
+    jar.set_policy(DefaultCookiePolicy(strict_ns_domain=DefaultCookiePolicy.DomainStrictNonDomain))
     for c in cookies:
         domain = str(c.get("domain") or "")
         dotted = domain.startswith(".")
-        jar.jar.set_cookie(
+        jar.set_cookie(
             Cookie(
                 version=0,
                 name=str(c.get("name")),
@@ -375,7 +377,6 @@ def _jar(cookies: list[Any]) -> httpx.Cookies:
                 rest={},
             )
         )
-    return jar
 
 
 async def _fetch_capped(call: Call, url: str, max_bytes: int) -> tuple[bytes, httpx.Headers, str]:
@@ -388,27 +389,27 @@ async def _fetch_capped(call: Call, url: str, max_bytes: int) -> tuple[bytes, ht
         raise ActionError(
             "ERROR_INVALID_INPUT", f"browser_download fetches only http and https URLs, not '{url}'"
         )
-    jar = _jar(await call.session.context.cookies())
+    cookies = await call.session.context.cookies()
     try:
-        async with (
-            httpx.AsyncClient(
-                cookies=jar, follow_redirects=True, timeout=call.timeout_s, verify=verified_ssl_context()
-            ) as client,
-            client.stream("GET", url) as response,
-        ):
-            if response.is_error:
-                raise ActionError(
-                    "ERROR_HTTP", f"GET {url} answered {response.status_code} {response.reason_phrase}"
-                )
-            declared = response.headers.get("content-length", "")
-            if declared.isdigit() and int(declared) > max_bytes:
-                raise _too_large(f"GET {url}", f"{int(declared):,} bytes (Content-Length)", max_bytes)
-            body = bytearray()
-            async for chunk in response.aiter_bytes():
-                body += chunk
-                if len(body) > max_bytes:
-                    raise _too_large(f"GET {url}", f"over {len(body):,} bytes", max_bytes)
-            return bytes(body), response.headers, str(response.url)
+        async with httpx.AsyncClient(
+            follow_redirects=True, timeout=call.timeout_s, verify=verified_ssl_context(), trust_env=False
+        ) as client:
+            # Filled in place: httpx copies a jar passed to the client into one with the default policy.
+            _fill_jar(client.cookies.jar, cookies)
+            async with client.stream("GET", url) as response:
+                if response.is_error:
+                    raise ActionError(
+                        "ERROR_HTTP", f"GET {url} answered {response.status_code} {response.reason_phrase}"
+                    )
+                declared = response.headers.get("content-length", "")
+                if declared.isdigit() and int(declared) > max_bytes:
+                    raise _too_large(f"GET {url}", f"{int(declared):,} bytes (Content-Length)", max_bytes)
+                body = bytearray()
+                async for chunk in response.aiter_bytes():
+                    body += chunk
+                    if len(body) > max_bytes:
+                        raise _too_large(f"GET {url}", f"over {len(body):,} bytes", max_bytes)
+                return bytes(body), response.headers, str(response.url)
     except httpx.TimeoutException as exc:
         raise ActionError(
             "ERROR_TIMEOUT", timeout_message(call.timeout_s, f"GET {url}"), transient=True

@@ -121,9 +121,17 @@ def _check_file_url(url: str, settings: Settings | None) -> None:
     parts = urlsplit(url)
     if parts.netloc not in {"", "localhost"}:
         raise ActionError("ERROR_INVALID_INPUT", f"file: URL '{url}' names a remote host '{parts.netloc}'")
+    path = unquote(parts.path)
+    # Chromium reads '\' as '/' and 'file:etc/x' as '/etc/x', where Python sees other paths: only an
+    # absolute path without backslashes means the same file to both.
+    if not url.lower().startswith(("file:///", "file://localhost/")) or "\\" in path or "\\" in url:
+        raise ActionError(
+            "ERROR_INVALID_INPUT",
+            f"file: URL '{url}' must be absolute (file:///path) and use '/' only",
+        )
     roots = [Path(os.path.realpath(r)) for r in settings.allowed_roots()] if settings else []
     try:
-        real = Path(os.path.realpath(unquote(parts.path)))
+        real = Path(os.path.realpath(path))
     except (ValueError, OSError) as exc:
         raise ActionError("ERROR_INVALID_INPUT", f"file: URL '{url}' is not a valid path: {exc}") from exc
     if not any(real == r or real.is_relative_to(r) for r in roots):

@@ -37,6 +37,17 @@ def test_normalize_url_allows_only_safe_schemes(tmp_path: Path) -> None:
     with pytest.raises(ActionError) as info:
         normalize_url("file:///etc/passwd", settings)
     assert info.value.status == "ERROR_PATH_NOT_ALLOWED" and "/etc/passwd" in info.value.message
+    # Spellings Chromium reads as another file than Python does: refused before any check of the path.
+    escapes = [
+        inside.parent.as_uri() + "/..\\..\\..\\..\\etc\\passwd",
+        inside.parent.as_uri() + "/..%5C..%5C..%5Cetc%5Cpasswd",
+        "file:etc/passwd",
+        "file:/etc/passwd",
+    ]
+    for url in escapes:
+        with pytest.raises(ActionError) as info:
+            normalize_url(url, settings)
+        assert info.value.status in ("ERROR_INVALID_INPUT", "ERROR_PATH_NOT_ALLOWED"), url
 
 
 def test_navigation_refuses_files_outside_the_allowed_dirs(call, bctx) -> None:  # type: ignore[no-untyped-def]
@@ -258,3 +269,28 @@ def test_numbers_given_as_strings_are_refused(call, site) -> None:  # type: igno
     assert not env["success"] and "timeout" in env["error"], env
     env = call("scroll", {"x": 0, "y": 200.5, "timeout_ms": 5000})
     assert env["success"] and env["data"]["scroll_y"] > 0, env
+
+
+def test_download_cookies_go_only_where_the_browser_would_send_them() -> None:
+    import urllib.request
+    from http.cookiejar import CookieJar
+
+    from tasks.browser.browser_tools import _fill_jar
+
+    jar = CookieJar()
+    _fill_jar(
+        jar,
+        [
+            {"name": "sid", "value": "host-only", "domain": "example.com", "path": "/"},
+            {"name": "pref", "value": "shared", "domain": ".example.com", "path": "/"},
+        ],
+    )
+
+    def sent(url: str) -> str:
+        request = urllib.request.Request(url)
+        jar.add_cookie_header(request)
+        return request.get_header("Cookie") or ""
+
+    assert "sid=host-only" in sent("http://example.com/") and "pref=shared" in sent("http://example.com/")
+    assert sent("http://evil.sub.example.com/") == "pref=shared"
+    assert sent("http://notexample.com/") == ""
