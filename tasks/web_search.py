@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from enum import StrEnum
 from typing import Any, ClassVar
 
@@ -129,6 +129,15 @@ def _get(settings: Settings, url: str, params: dict[str, Any], headers: dict[str
         ) from exc
 
 
+def _results(items: Iterable[Any], link_key: str, snippet_key: str) -> Iterator[SearchResult]:
+    """Results from an engine's items, which differ only in the names of the link and snippet fields."""
+    for r in items:
+        if isinstance(r, dict) and r.get(link_key):
+            yield SearchResult(
+                title=_plain(r.get("title")), link=str(r[link_key]), snippet=_plain(r.get(snippet_key))
+            )
+
+
 def _add_new(out: list[SearchResult], seen: set[str], found: Iterable[SearchResult]) -> int:
     """Append the results whose link is new; how many were. Engines repeat links across pages."""
     added = 0
@@ -155,17 +164,7 @@ def _searxng(settings: Settings, query: str, n: int) -> list[SearchResult]:
         items = data.get("results") if isinstance(data, dict) else None
         if not items:
             break
-        added = _add_new(
-            out,
-            seen,
-            (
-                SearchResult(
-                    title=_plain(r.get("title")), link=str(r["url"]), snippet=_plain(r.get("content"))
-                )
-                for r in items
-                if isinstance(r, dict) and r.get("url")
-            ),
-        )
+        added = _add_new(out, seen, _results(items, "url", "content"))
         if len(out) >= n or not added:
             break
     return out[:n]
@@ -193,17 +192,7 @@ def _brave(settings: Settings, query: str, n: int) -> list[SearchResult]:
         items = ((data.get("web") or {}).get("results") if isinstance(data, dict) else None) or []
         if not items:
             break
-        added = _add_new(
-            out,
-            seen,
-            (
-                SearchResult(
-                    title=_plain(r.get("title")), link=str(r["url"]), snippet=_plain(r.get("description"))
-                )
-                for r in items
-                if isinstance(r, dict) and r.get("url")
-            ),
-        )
+        added = _add_new(out, seen, _results(items, "url", "description"))
         if not added:
             break
         offset += 1
@@ -228,17 +217,7 @@ def _google(settings: Settings, query: str, n: int) -> list[SearchResult]:
             settings, url, {"key": key, "cx": settings.google_cx, "q": query, "num": num, "start": start}
         )
         items = (data.get("items") if isinstance(data, dict) else None) or []
-        added = _add_new(
-            out,
-            seen,
-            (
-                SearchResult(
-                    title=_plain(r.get("title")), link=str(r["link"]), snippet=_plain(r.get("snippet"))
-                )
-                for r in items
-                if isinstance(r, dict) and r.get("link")
-            ),
-        )
+        added = _add_new(out, seen, _results(items, "link", "snippet"))
         if len(items) < num or not added:
             break
         start += num
