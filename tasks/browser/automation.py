@@ -430,9 +430,7 @@ class WaitForConditionTool(BrowserTool):
         except PlaywrightTimeoutError:
             raise
         except PlaywrightError as exc:
-            error = _condition_error(exc)
-            if error is not None:
-                raise error from exc
+            _raise_condition_error(exc)
             truthy = False  # e.g. the page was navigating: the wait below runs in the new document
         if not truthy:
             try:
@@ -440,9 +438,7 @@ class WaitForConditionTool(BrowserTool):
             except PlaywrightTimeoutError:
                 raise
             except PlaywrightError as exc:
-                error = _condition_error(exc)
-                if error is not None:
-                    raise error from exc
+                _raise_condition_error(exc)
                 raise
         value = await handle.json_value()
         return {"waited_ms": round((time.perf_counter() - started) * 1000, 1), "value": value}
@@ -451,12 +447,14 @@ class WaitForConditionTool(BrowserTool):
 _JS_ERROR = re.compile(r"\b((?:[A-Z][A-Za-z]*)?Error): (.*)")
 
 
-def _condition_error(exc: PlaywrightError) -> ActionError | None:
-    """The ActionError for a condition that threw a JavaScript error; None for other browser errors."""
+def _raise_condition_error(exc: PlaywrightError) -> None:
+    """Raise the ActionError for a condition that threw a JavaScript error; return for other errors."""
     lines = [ln.strip() for ln in (exc.message or "").splitlines() if ln.strip()]
     match = _JS_ERROR.search(lines[0]) if lines else None
     if match is None:
-        return None
+        return
     if match.group(1) == "SyntaxError":
-        return ActionError("ERROR_INVALID_INPUT", f"the condition is not valid JavaScript: {match.group(0)}")
-    return ActionError("ERROR_BROWSER", f"the condition threw {match.group(0)}")
+        raise ActionError(
+            "ERROR_INVALID_INPUT", f"the condition is not valid JavaScript: {match.group(0)}"
+        ) from exc
+    raise ActionError("ERROR_BROWSER", f"the condition threw {match.group(0)}") from exc

@@ -25,7 +25,7 @@ from tasks.browser.common import (
     save_screenshot,
 )
 from tasks.browser.page_tools import tab_list
-from tasks.browser.session import ActionError, normalize_url, timeout_message
+from tasks.browser.session import ActionError, normalize_url, require_allowed, timeout_message
 from udm.config import Settings
 from udm.httppool import verified_ssl_context
 
@@ -234,12 +234,7 @@ def download_target(settings: Settings, save_path: str, suggested: str) -> Path:
         raise ActionError(
             "ERROR_INVALID_INPUT", f"save_path {save_path!r} is not a usable path: {exc}"
         ) from exc
-    roots = [Path(os.path.realpath(r)) for r in settings.allowed_roots()]
-    if not any(real == r or real.is_relative_to(r) for r in roots):
-        allowed = ", ".join(str(r) for r in roots)
-        raise ActionError(
-            "ERROR_PATH_NOT_ALLOWED", f"'{save_path}' is outside the allowed directories ({allowed})"
-        )
+    require_allowed(real, settings, f"'{save_path}'")
     return real
 
 

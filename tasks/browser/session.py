@@ -129,16 +129,19 @@ def _check_file_url(url: str, settings: Settings | None) -> None:
             "ERROR_INVALID_INPUT",
             f"file: URL '{url}' must be absolute (file:///path) and use '/' only",
         )
-    roots = [Path(os.path.realpath(r)) for r in settings.allowed_roots()] if settings else []
     try:
         real = Path(os.path.realpath(path))
     except (ValueError, OSError) as exc:
         raise ActionError("ERROR_INVALID_INPUT", f"file: URL '{url}' is not a valid path: {exc}") from exc
+    require_allowed(real, settings, f"file: URL '{url}'")
+
+
+def require_allowed(real: Path, settings: Settings | None, what: str) -> None:
+    """Refuse (ERROR_PATH_NOT_ALLOWED) a real path outside the allowed directories; `what` names it."""
+    roots = [Path(os.path.realpath(r)) for r in settings.allowed_roots()] if settings else []
     if not any(real == r or real.is_relative_to(r) for r in roots):
         allowed = ", ".join(str(r) for r in roots) or "none configured"
-        raise ActionError(
-            "ERROR_PATH_NOT_ALLOWED", f"file: URL '{url}' is outside the allowed directories ({allowed})"
-        )
+        raise ActionError("ERROR_PATH_NOT_ALLOWED", f"{what} is outside the allowed directories ({allowed})")
 
 
 def pw_selector(value: str, selector_type: str = "css") -> str:
