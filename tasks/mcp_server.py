@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import anyio
@@ -113,11 +113,11 @@ def _decision(answer: Any) -> bool:
     return action == "accept" and isinstance(content, dict) and content.get("approve") is True
 
 
-def _refuse(reason: str) -> Approver:
-    """An approver that refuses every request, saying why approval could not be obtained."""
+def _refuse(explain: Callable[[ApprovalRequest], str]) -> Approver:
+    """An approver that refuses every request, saying (through `explain`) why nobody can approve it."""
 
     def refuse(request: ApprovalRequest) -> bool:
-        raise ApprovalUnavailableError(f"approval not obtained for {request.tool}: {reason}")
+        raise ApprovalUnavailableError(explain(request))
 
     return refuse
 
@@ -147,12 +147,7 @@ def build_server(
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name} (see tools/list)")
         args: dict[str, Any] = dict(params.arguments or {})
         policy = base_ctx.settings.approval_policy
-        approver: Approver
-
-        def unavailable(request: ApprovalRequest) -> bool:
-            raise ApprovalUnavailableError(_how_to_approve(request, policy.value))
-
-        approver = unavailable
+        approver: Approver = _refuse(lambda request: _how_to_approve(request, policy.value))
         try:
             data = tool.Input.model_validate(args)
         except ValidationError:
@@ -187,7 +182,7 @@ def build_server(
                 except MCPError as exc:
                     # The client advertised elicitation but failed to ask: no approval was obtained.
                     reason = f"the client could not ask for approval ({exc.error.message})"
-                    approver = _refuse(reason)
+                    approver = _refuse(lambda request: f"approval not obtained for {request.tool}: {reason}")
                 else:
                     approved = _decision(reply)
                     approver = lambda request: approved  # noqa: E731
