@@ -47,7 +47,12 @@ def test_a_link_broken_before_does_not_block_an_unrelated_edit(manual: Settings)
 def test_a_link_the_patch_writes_must_resolve(manual: Settings) -> None:
     res = _apply(
         manual,
-        {"op": "append_to_section", "file": "guide.md", "section": "Usage", "content": "[x](nowhere.md)"},
+        {
+            "op": "append_to_section",
+            "file": "guide.md",
+            "section": "Usage",
+            "content": "See [x](nowhere.md).",
+        },
     )
     assert res.status == "invalid"
     assert "link to nowhere.md would break (nowhere.md does not exist)" in (res.error or "")
@@ -161,7 +166,7 @@ def test_a_correct_site_route_link_is_accepted(tmp_path: Path) -> None:
             "op": "append_to_section",
             "file": "intro.md",
             "section": "Next",
-            "content": "[install](/docs/guide/install#linux) and [again](guide/install)",
+            "content": "See [install](/docs/guide/install#linux) and [again](guide/install).",
         },
     )
     assert ok.status == "committed", ok.error
@@ -171,7 +176,7 @@ def test_a_correct_site_route_link_is_accepted(tmp_path: Path) -> None:
             "op": "append_to_section",
             "file": "intro.md",
             "section": "Next",
-            "content": "[x](/docs/guide/nope)",
+            "content": "See [x](/docs/guide/nope).",
         },
     )
     assert bad.status == "invalid" and "link to /docs/guide/nope would break" in (bad.error or "")
@@ -181,7 +186,7 @@ def test_a_correct_site_route_link_is_accepted(tmp_path: Path) -> None:
             "op": "append_to_section",
             "file": "intro.md",
             "section": "Next",
-            "content": "[x](/docs/guide/install#mac)",
+            "content": "See [x](/docs/guide/install#mac).",
         },
     )
     assert anchor.status == "invalid" and "no heading #mac in guide/01-install.md" in (anchor.error or "")
