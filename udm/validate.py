@@ -8,6 +8,7 @@ import posixpath
 from collections import Counter
 from pathlib import Path
 
+from udm.datalimits import check_text
 from udm.document import Document
 from udm.errors import DocumentError, PatchError, UdmError
 from udm.patch_apply import MARKDOWN_SUFFIXES, Workspace, cached_parse
@@ -27,6 +28,8 @@ class ValidationFailedError(PatchError):
 def _structured_error(path: str, text: str) -> str | None:
     suffix = Path(path).suffix.lower()
     try:
+        if suffix in (".yaml", ".yml", ".json", ".json5"):
+            check_text(text, "yaml" if suffix in (".yaml", ".yml") else suffix[1:])  # type: ignore[arg-type]
         if suffix in (".yaml", ".yml"):
             import yaml
 
