@@ -260,10 +260,14 @@ def browser_run(
     from flows.cli import fail, settings
     from tasks.base import ToolContext, call_tool, cli_approver
     from tasks.browser.catalog import browser_tool
+    from udm.datalimits import DataLimitError, check_text
 
     try:
         text = steps_file.read_text(encoding="utf-8")
+        check_text(text, "json" if steps_file.suffix == ".json" else "yaml", what=str(steps_file))
         raw = json.loads(text) if steps_file.suffix == ".json" else yaml.safe_load(text)
+    except DataLimitError as exc:
+        raise fail(f"{steps_file} is refused: {exc}", 2) from exc
     except OSError as exc:
         raise fail(f"cannot read {steps_file}: {exc.strerror or exc}", 2) from exc
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
