@@ -36,7 +36,9 @@ def test_deployment_run_with_a_lower_policy_parameter_still_pauses(
     patch = {
         "id": "deploy-low-policy",
         "description": "a triggered run asking for full_auto",
-        "operations": [{"op": "replace_text", "file": "06-config.md", "old": "timeout: 10", "new": "timeout: 20"}],
+        "operations": [
+            {"op": "replace_text", "file": "06-config.md", "old": "timeout: 10", "new": "timeout: 20"}
+        ],
     }
     before = (settings.udm_root / "06-config.md").read_bytes()
     flow_run = run_deployment(
