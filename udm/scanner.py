@@ -296,6 +296,8 @@ def parse_markdown(lines: list[str], first: int = 0, *, mdx: bool = False) -> Pa
                 else:
                     form = "bare"
                 found.append((span[0], _text_of(node), url, form))
+            if name == "image":
+                continue  # an image's description is its alt text: nothing in it is clickable
         elif name == "fence":
             span = node.srcmap
             if span is not None:
@@ -453,7 +455,7 @@ def _mask_mdx(src: str, first: int) -> tuple[str, list[Opaque], list[tuple[int, 
             continue
         jm = _JSX_LINE.match(line)
         if jm:
-            pos = offsets[i] + jm.end() - 1 if line.lstrip(" \t")[0] != "{" else offsets[i] + line.index("{")
+            pos = offsets[i] + len(line) - len(line.lstrip(" \t"))
             end = _mask_line_tags(src, pos, spans)
             if end is not None:
                 last = line_at(max(end - 1, pos))
