@@ -185,7 +185,9 @@ def _attr_links(content: str, base: int, form: str, out: list[tuple[int, str, st
             done_bytes += len(content[done_chars : m.start()].encode("utf-8"))
             done_chars = at = m.start()
             at = done_bytes
-        out.append((base + at, unescape(value).strip(), form))
+        target = unescape(value).strip()
+        if target:
+            out.append((base + at, target, form))
 
 
 def _text_of(node: Node) -> str:
@@ -459,7 +461,10 @@ def _mask_mdx(src: str, first: int) -> tuple[str, list[Opaque], list[tuple[int, 
             end = _mask_line_tags(src, pos, spans)
             if end is not None:
                 last = line_at(max(end - 1, pos))
-                opaque.append(Opaque("jsx", i, last + 1))
+                if opaque and opaque[-1].kind == "jsx" and opaque[-1].end == i:
+                    opaque[-1].end = last + 1  # one block for a run of JSX lines
+                else:
+                    opaque.append(Opaque("jsx", i, last + 1))
                 # Text after the tags on their last line stays Markdown; the next line starts fresh.
                 i = last + 1
                 prev_blank = False
