@@ -149,7 +149,9 @@ PIECES = st.sampled_from(
         "\n    ",
         "\n```\n[f](f.md)\n```\n",
         "\n<div>\n[h](html.md)\n</div>\n",
-        "\n| a | [t](t.md) |\n|---|---|\n| [u](u.md) | b |\n",
+        # A blank line ends the table: a following line without '|' is a row for GFM (and
+        # markdown-it-pyrs) but ends the table for markdown-it-py; the test keeps to what both agree on.
+        "\n| a | [t](t.md) |\n|---|---|\n| [u](u.md) | b |\n\n",
         "\n[r]: r.md\n",
         "\n# [Heading link](hl.md)\n",
         "\nSetext [s](s.md)\n---\n",
