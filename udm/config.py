@@ -24,6 +24,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from udm.datalimits import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, DEPTH_CEILING, apply_settings
 from udm.errors import ConfigError
 
 __all__ = ["DEFAULT_ID_PATTERNS", "ApprovalPolicy", "Settings", "ensure_folder", "load_settings"]
@@ -183,6 +184,16 @@ class Settings(BaseSettings):
     sql_timeout_s: float = Field(
         default=5.0, gt=0, description="Time limit of one read-only SQL query, seconds."
     )
+    data_max_depth: int = Field(
+        default=DEFAULT_MAX_DEPTH,
+        ge=1,
+        le=DEPTH_CEILING,
+        description="Most nesting levels (lists and mappings) of one JSON/YAML text: data blocks, front "
+        "matter, data files, patch files, editor inputs. Checked before parsing.",
+    )
+    data_max_bytes: int = Field(
+        default=DEFAULT_MAX_BYTES, ge=1024, description="Largest JSON/YAML text parsed, in UTF-8 bytes."
+    )
 
     # Site conventions and lint (see the README's "Links and site routes" and "Lint" sections)
     site_generator: str = Field(
@@ -335,7 +346,10 @@ def load_settings(cwd: Path | str | None = None, **overrides: Any) -> Settings:
     os.chdir(base)
     try:
         overrides.setdefault("project_root", base)
-        return Settings(**overrides)
+        settings = Settings(**overrides)
+        # Parsers without a settings object at hand (the document model) follow the last settings loaded.
+        apply_settings(settings)
+        return settings
     except ValidationError as exc:
         problems = "; ".join(
             f"'{'.'.join(str(x) for x in err['loc']) or '(settings)'}': {err['msg']}" for err in exc.errors()

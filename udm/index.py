@@ -49,7 +49,7 @@ from udm.site import LinkResolver, Routes, resolve_links, route_meta, settings_s
 
 __all__ = ["IDLE_RELEASE_S", "RELEASE_POLL_S", "SCHEMA_VERSION", "RefreshStats", "UdmIndex", "scan_root"]
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8  # 7: links.form (how a link is written); 8: files.site (route front matter)
 # ID definitions with their section's line range: the rows of the SQLite lookup mirror.
 _DEFS_SQL = (
     "SELECT i.id, i.file, i.line, i.how, i.section, i.section_path, s.start_line, s.end_line "

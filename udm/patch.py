@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
+from udm.datalimits import DataLimitError, check_text
 from udm.errors import DocumentError, PatchError
 from udm.structured import check_alias_expansion
 
@@ -404,6 +405,11 @@ def loads_patch(text: str, origin: str = "patch") -> Patch:
     """A Patch from YAML or JSON text."""
     import yaml
 
+    # The patch file's nesting and size are measured before any parser (all of them recurse) sees it.
+    try:
+        check_text(text, "json" if text.lstrip().startswith("{") else "yaml", what="the patch file")
+    except DataLimitError as exc:
+        raise PatchError(f"{origin} is refused: {exc}") from exc
     if text.lstrip().startswith("{"):
         try:
             data = json.loads(text)

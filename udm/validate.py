@@ -11,6 +11,7 @@ from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
 
+from udm.datalimits import check_text
 from udm.document import Document
 from udm.errors import DocumentError, PatchError, UdmError
 from udm.patch_apply import Workspace, cached_parse
@@ -42,6 +43,8 @@ class ValidationFailedError(PatchError):
 def _structured_error(path: str, text: str) -> str | None:
     suffix = Path(path).suffix.lower()
     try:
+        if suffix in (".yaml", ".yml", ".json", ".json5"):
+            check_text(text, "yaml" if suffix in (".yaml", ".yml") else suffix[1:])  # type: ignore[arg-type]
         if suffix in (".yaml", ".yml"):
             import yaml
 
