@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -359,12 +360,20 @@ def step_verify_inline(ws: Any) -> None:
     from udm.verifications import last_verified
 
     server, base = serve_site()
-    ws.say(f"   serving examples/site at {base}")
+    ws.say(f"   serving examples/site at {base} (allow-listed for the browser's SSRF guard: 127.0.0.1 only)")
+    # The flow reads its settings where it runs; the guard refuses loopback unless allow-listed, so
+    # the demo allow-lists its own server's address for this run only.
+    previous = os.environ.get("UDM_FETCH_ALLOW")
+    os.environ["UDM_FETCH_ALLOW"] = ",".join(filter(None, [previous, "127.0.0.1"]))
     try:
         summary = browser_verification_flow(
             base_url=base, root=str(ws.settings.udm_root), state_dir=str(ws.settings.state_path)
         )
     finally:
+        if previous is None:
+            os.environ.pop("UDM_FETCH_ALLOW", None)
+        else:
+            os.environ["UDM_FETCH_ALLOW"] = previous
         server.shutdown()
         server.server_close()
     for r in summary["results"]:

@@ -162,9 +162,10 @@ def shared_browser() -> Iterator[None]:
 
 @pytest.fixture
 def bctx(tmp_path: Path, shared_browser: None) -> ToolContext:
-    """A tool context whose state folder is this test's tmp dir (screenshots, cache, downloads)."""
+    """A tool context whose state folder is this test's tmp dir; the loopback test site is allow-listed."""
     (tmp_path / "docs" / "udm").mkdir(parents=True, exist_ok=True)
-    settings = load_settings(cwd=tmp_path)
+    # The SSRF guard refuses loopback by default: the tests allow the test site's address explicitly.
+    settings = load_settings(cwd=tmp_path, fetch_allow=["127.0.0.1"])
     return ToolContext(settings=settings, approver=always_approve)
 
 

@@ -239,6 +239,9 @@ def test_flow_runs_inline_and_spec_checks_and_records_them(
     from flows.browser_verify import browser_verification_flow
     from udm.verifications import last_verified, verification_history
 
+    # The flow reads its settings where it runs (environment, udm.toml): allow the loopback test site there.
+    monkeypatch.setenv("UDM_FETCH_ALLOW", "127.0.0.1")
+
     spec = _spec(
         tmp_path,
         "checks:\n  - {id: CHK-EXTRA, udm_refs: [RM-001], url: /b, expect: [{text: {selector: h1, equals: A}}]}\n",
@@ -272,6 +275,7 @@ def test_cli_verify_json_and_browser_run(site, workspace, tmp_path, capsys, monk
     from flows.cli import run
 
     monkeypatch.chdir(workspace)
+    monkeypatch.setenv("UDM_FETCH_ALLOW", "127.0.0.1")
     spec = _spec(
         tmp_path,
         "checks:\n  - {id: CHK-A, url: /a, expect: [{title: Page A}]}\n  - {id: CHK-B, url: /b, expect: [{title: Page A}]}\n",
@@ -316,7 +320,7 @@ def test_sample_udm_inline_checks_pass_against_the_demo_site(workspace, bctx) ->
     from flows.cli_browser import serve_site
     from udm.verify_spec import gather_checks
 
-    settings = load_settings(cwd=workspace)
+    settings = load_settings(cwd=workspace, fetch_allow=["127.0.0.1"])
     checks, problems = gather_checks(settings)
     assert not problems
     assert {c.id for c in checks} >= {"CHK-CONSOLE-HOME", "CHK-CONSOLE-ASK", "CHK-CONSOLE-SOURCES"}
