@@ -330,7 +330,7 @@ def _kind(value: Any) -> str:
 
 
 def serve_site(directory: Path | None = None) -> tuple[Any, str]:
-    """Serve a folder (default examples/site) on 127.0.0.1 in a thread; /x also finds x.html."""
+    """Serve a folder (default examples/site) on 127.0.0.1 in a thread, as any static server would."""
     import functools
     import http.server
     import threading
@@ -338,13 +338,6 @@ def serve_site(directory: Path | None = None) -> tuple[Any, str]:
     site = directory or Path(__file__).resolve().parent.parent / "examples" / "site"
 
     class Quiet(http.server.SimpleHTTPRequestHandler):
-        def translate_path(self, path: str) -> str:
-            """Serve /sources from sources.html, as the console's routes are written."""
-            found = super().translate_path(path)
-            if not Path(found).exists() and Path(found + ".html").is_file():
-                return found + ".html"
-            return found
-
         def log_message(self, format: str, *args: Any) -> None:
             """No access log."""
 

@@ -58,16 +58,20 @@ class ResourcePolicy:
     """What a verification check does not need: resource types, and subresources from other hosts."""
 
     block_types: frozenset[str] = frozenset()
-    # None: any host; otherwise the hosts a page's subresources may come from (navigations may go anywhere).
+    # None: any host; otherwise the hosts besides the page's own that its subresources may come from.
+    # Navigations are never skipped (the guard alone decides where a tab may go).
     hosts: frozenset[str] | None = None
 
-    def skips(self, resource_type: str, host: str, navigation: bool) -> bool:
-        """Whether a request of this type to this host is left out."""
+    def skips(self, resource_type: str, host: str, page_host: str | None, navigation: bool) -> bool:
+        """Whether a request of this type to `host`, made by a page on `page_host`, is left out."""
         if navigation:
             return False
         if resource_type in self.block_types:
             return True
-        return self.hosts is not None and host.lower() not in self.hosts
+        if self.hosts is None or page_host is None:
+            return False
+        host = host.lower()
+        return host != page_host.lower() and host not in self.hosts
 
 
 @dataclass
@@ -167,8 +171,11 @@ class Guard:
                 self.refusals.append(Refusal(url, reason, navigation=navigation))
                 await route.abort("blockedbyclient")
                 return
+            policy = self.policy
             host = urlsplit(url).hostname or ""
-            if self.policy is not None and self.policy.skips(request.resource_type, host, navigation):
+            if policy is not None and policy.skips(
+                request.resource_type, host, _page_host(route), navigation
+            ):
                 self.skipped += 1
                 await route.abort("blockedbyclient")
                 return
@@ -254,6 +261,14 @@ class Guard:
                 upstream.cancel()
         finally:
             up_writer.close()
+
+
+def _page_host(route: Route) -> str | None:
+    """The host of the document that made the request (None when unknown: a worker's request)."""
+    try:
+        return urlsplit(route.request.frame.url).hostname
+    except PlaywrightError:
+        return None
 
 
 def _is_literal(host: str) -> bool:

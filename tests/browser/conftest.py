@@ -46,6 +46,13 @@ PAGES: dict[str, str] = {
 <table id="nohead"><tr><td>x</td><td>y</td></tr></table>""",
     "/delayed": """<title>Delayed</title><div id="box"></div>
 <script>setTimeout(() => { document.getElementById('box').innerHTML = '<p class="late">arrived</p>'; }, 1500);</script>""",
+    "/late": """<title>Loading</title><p id="status">loading</p><ul id="items"></ul>
+<script>setTimeout(() => {
+  const p = document.getElementById('status');
+  p.textContent = 'ready'; p.dataset.state = 'done'; document.title = 'Ready';
+  document.getElementById('items').innerHTML = '<li>a</li><li>b</li><li>c</li>';
+  history.pushState({}, '', '/late?done=1');
+}, 500);</script>""",
     "/a": "<title>Page A</title><h1>A</h1><a id='to-b' href='/b'>to b</a>",
     "/b": "<title>Page B</title><h1>B</h1><a href='/a'>back to a</a>",
     "/tabs": "<title>Tabs</title><a id='newtab' href='/b' target='_blank'>open b in a new tab</a>",

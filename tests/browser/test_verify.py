@@ -167,6 +167,10 @@ checks:
   - id: CHK-SKIP
     url: /a
     skip: not today
+  - id: CHK-EVIDENCE
+    url: /a
+    evidence: always
+    expect: [{title: Page A}]
   - id: CHK-CRITICAL
     url: /a
     steps: [{tool: wait_for_condition, input: {condition: "true"}}]
@@ -178,10 +182,15 @@ checks:
     assert not problems
     results = {r.id: r for r in run_checks_sync(checks, bctx.settings, base_url=site, concurrency=3)}
     assert results["CHK-SIGNIN"].status == "PASS", results["CHK-SIGNIN"].reason
-    assert Path(results["CHK-SIGNIN"].screenshot or "").is_file()
+    # Screenshots only where a check asks for one or fails.
+    assert results["CHK-SIGNIN"].screenshot is None
+    assert Path(results["CHK-EVIDENCE"].screenshot or "").is_file()
     wrong = results["CHK-WRONG"]
-    assert wrong.status == "FAIL" and wrong.attempts == 2
-    assert wrong.failures[0] == "expect[1] text: text of 'th' is 'Name', expected it equals \"Nope\""
+    assert wrong.status == "FAIL" and wrong.attempts == 2 and Path(wrong.screenshot or "").is_file()
+    assert wrong.failures[0] == (
+        "expect[1] text: text of 'th' is 'Name', expected it equals \"Nope\" "
+        "(last value seen, after waiting 1.5 s)"
+    )
     assert (
         len(wrong.failures) == 2
         and "Timed out after 1.5 s waiting for selector '.missing'" in wrong.failures[1]
@@ -244,7 +253,7 @@ def test_flow_runs_inline_and_spec_checks_and_records_them(
 
     spec = _spec(
         tmp_path,
-        "checks:\n  - {id: CHK-EXTRA, udm_refs: [RM-001], url: /b, expect: [{text: {selector: h1, equals: A}}]}\n",
+        "checks:\n  - {id: CHK-EXTRA, udm_refs: [RM-001], url: /b, timeout: 1, expect: [{text: {selector: h1, equals: A}}]}\n",
     )
     settings = load_settings(cwd=workspace)
     summary = browser_verification_flow(
@@ -278,7 +287,7 @@ def test_cli_verify_json_and_browser_run(site, workspace, tmp_path, capsys, monk
     monkeypatch.setenv("UDM_FETCH_ALLOW", "127.0.0.1")
     spec = _spec(
         tmp_path,
-        "checks:\n  - {id: CHK-A, url: /a, expect: [{title: Page A}]}\n  - {id: CHK-B, url: /b, expect: [{title: Page A}]}\n",
+        "checks:\n  - {id: CHK-A, url: /a, expect: [{title: Page A}]}\n  - {id: CHK-B, url: /b, timeout: 1, expect: [{title: Page A}]}\n",
     )
     code = run(["verify", str(spec), "--no-inline", "--base-url", site, "--json"])
     out = json.loads(capsys.readouterr().out)
