@@ -85,8 +85,9 @@ def verify(
     cfg = settings(**overrides)
     if use_flow:
         from flows.browser_verify import browser_verification_flow
+        from flows.states import state_result
 
-        summary = browser_verification_flow(
+        state = browser_verification_flow(
             specs=[str(s) for s in specs or []],
             inline=inline,
             only=only or [],
@@ -99,7 +100,9 @@ def verify(
             propose_review=propose_review,
             root=str(cfg.udm_root),
             state_dir=str(cfg.state_path),
+            return_state=True,
         )
+        summary = state_result(state)
         rows = summary["results"]
         run_id = summary["run_id"]
         if summary.get("review"):
@@ -258,10 +261,14 @@ def browser_run(
     from flows.cli import fail, settings
     from tasks.base import ToolContext, call_tool, cli_approver
     from tasks.browser.catalog import browser_tool
+    from udm.datalimits import DataLimitError, check_text
 
     try:
         text = steps_file.read_text(encoding="utf-8")
+        check_text(text, "json" if steps_file.suffix == ".json" else "yaml", what=str(steps_file))
         raw = json.loads(text) if steps_file.suffix == ".json" else yaml.safe_load(text)
+    except DataLimitError as exc:
+        raise fail(f"{steps_file} is refused: {exc}", 2) from exc
     except OSError as exc:
         raise fail(f"cannot read {steps_file}: {exc.strerror or exc}", 2) from exc
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
@@ -350,6 +357,7 @@ def serve_site(directory: Path | None = None) -> tuple[Any, str]:
 def step_verify_inline(ws: Any) -> None:
     """Demo: serve the sample site on 127.0.0.1, run the UDM's inline checks as the Prefect flow."""
     from flows.browser_verify import browser_verification_flow
+    from flows.states import state_result
     from udm.verifications import last_verified
 
     server, base = serve_site()
@@ -359,8 +367,13 @@ def step_verify_inline(ws: Any) -> None:
     previous = os.environ.get("UDM_FETCH_ALLOW")
     os.environ["UDM_FETCH_ALLOW"] = ",".join(filter(None, [previous, "127.0.0.1"]))
     try:
-        summary = browser_verification_flow(
-            base_url=base, root=str(ws.settings.udm_root), state_dir=str(ws.settings.state_path)
+        summary = state_result(
+            browser_verification_flow(
+                base_url=base,
+                root=str(ws.settings.udm_root),
+                state_dir=str(ws.settings.state_path),
+                return_state=True,
+            )
         )
     finally:
         if previous is None:

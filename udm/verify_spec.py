@@ -21,6 +21,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from udm.config import Settings
+from udm.datalimits import check_text
 from udm.document import Document, load_document
 from udm.errors import DocumentError
 from udm.lookup import scan_markdown
@@ -320,6 +321,7 @@ def load_spec_file(path: Path) -> tuple[list[Check], list[CheckProblem], VerifyS
     except OSError as exc:
         raise DocumentError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     try:
+        check_text(text, "json" if path.suffix.lower() == ".json" else "yaml", what=str(path))
         raw = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
         raise DocumentError(f"{path}: not valid YAML/JSON: {exc}") from exc

@@ -27,6 +27,7 @@ from tasks.browser.common import (
 from tasks.browser.page_tools import tab_list
 from tasks.browser.session import ActionError, normalize_url, require_allowed, timeout_message
 from udm.config import Settings
+from udm.datalimits import DataLimitError, check_yaml
 from udm.httppool import verified_ssl_context
 
 __all__ = [
@@ -105,8 +106,10 @@ class BrowserReadPageTool(BrowserTool):
         else:
             content = await target.aria_snapshot(timeout=call.timeout_ms)
             try:
+                # A page can nest elements as deeply as it likes; the parser recurses per level.
+                check_yaml(content, what="the accessibility tree")
                 tree = yaml.safe_load(content)
-            except yaml.YAMLError:
+            except (yaml.YAMLError, DataLimitError):
                 tree = None  # the YAML text in `content` is still the answer
         return {
             "mode": data.mode,
