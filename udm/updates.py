@@ -43,6 +43,7 @@ __all__ = [
     "patches_dir",
     "recover_root",
     "revert_patch",
+    "transaction_roots",
 ]
 
 Status = Literal["committed", "planned", "unchanged", "conflict", "invalid", "error", "lock_timeout"]
@@ -102,6 +103,15 @@ class PatchResult(BaseModel):
 def patches_dir(settings: Settings) -> Path:
     """Where applied patches are recorded."""
     return settings.state_path / "patches"
+
+
+def transaction_roots(settings: Settings) -> dict[str, Path]:
+    """The roots a patch transaction may touch: the manual and the patch store (nothing else in state/)."""
+    return {"udm": settings.udm_root, "patches": patches_dir(settings)}
+
+
+def _recover(settings: Settings) -> list[str]:
+    return recover(settings.state_path, transaction_roots(settings))
 
 
 def _ops(reports: list[OpReport]) -> list[OperationResult]:
@@ -220,11 +230,11 @@ def _commit(
             Change(path, (json.dumps(record, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
         )
     try:
-        return commit_files(settings.state_path, changes, label=label)
+        return commit_files(settings.state_path, changes, roots=transaction_roots(settings), label=label)
     except OSError as exc:
         # A disk error before the commit point: undo from the journal now rather than at the next write.
         try:
-            recover(settings.state_path)
+            _recover(settings)
         except TransactionError as again:
             raise TransactionError(f"commit failed: {exc}; {again}") from exc
         raise TransactionError(f"commit failed and was rolled back: {exc}") from exc
@@ -246,7 +256,7 @@ def apply_patch(
     _warm_up(patch)
     try:
         with _writer_or_reader(settings, dry_run):
-            recovered = recover(settings.state_path) if not dry_run or _interrupted(settings) else []
+            recovered = _recover(settings) if not dry_run or _interrupted(settings) else []
             ws = Workspace(settings.udm_root, list(settings.id_patterns))
             if _record_path(settings, patch.id).exists():
                 raise PatchError(f"patch {patch.id} was already applied (see `udm patch show {patch.id}`)")
@@ -360,7 +370,7 @@ def revert_patch(patch_id: str, settings: Settings) -> PatchResult:
     recovered: list[str] = []
     try:
         with write_lock(settings.state_path, settings.lock_timeout_s):
-            recovered = recover(settings.state_path)
+            recovered = _recover(settings)
             record = load_record(settings, patch_id)
             if record.get("reverted_by"):
                 raise PatchError(f"patch {patch_id} was already reverted by {record['reverted_by']}")
@@ -478,7 +488,7 @@ def list_records(settings: Settings) -> list[dict[str, Any]]:
 def recover_root(settings: Settings) -> list[str]:
     """Take the write lock and recover interrupted transactions; what was done."""
     with write_lock(settings.state_path, settings.lock_timeout_s):
-        return recover(settings.state_path)
+        return _recover(settings)
 
 
 def format_files(settings: Settings, paths: list[str] | None = None, *, dry_run: bool = False) -> PatchResult:
@@ -489,7 +499,7 @@ def format_files(settings: Settings, paths: list[str] | None = None, *, dry_run:
     recovered: list[str] = []
     try:
         with write_lock(settings.state_path, settings.lock_timeout_s):
-            recovered = recover(settings.state_path)
+            recovered = _recover(settings)
             ws = Workspace(settings.udm_root, list(settings.id_patterns))
             root = ws.root
             targets: list[str] = []
