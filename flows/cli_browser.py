@@ -84,8 +84,9 @@ def verify(
     cfg = settings(**overrides)
     if use_flow:
         from flows.browser_verify import browser_verification_flow
+        from flows.states import state_result
 
-        summary = browser_verification_flow(
+        state = browser_verification_flow(
             specs=[str(s) for s in specs or []],
             inline=inline,
             only=only or [],
@@ -98,7 +99,9 @@ def verify(
             propose_review=propose_review,
             root=str(cfg.udm_root),
             state_dir=str(cfg.state_path),
+            return_state=True,
         )
+        summary = state_result(state)
         rows = summary["results"]
         run_id = summary["run_id"]
         if summary.get("review"):
@@ -360,13 +363,19 @@ def serve_site(directory: Path | None = None) -> tuple[Any, str]:
 def step_verify_inline(ws: Any) -> None:
     """Demo: serve the sample site on 127.0.0.1, run the UDM's inline checks as the Prefect flow."""
     from flows.browser_verify import browser_verification_flow
+    from flows.states import state_result
     from udm.verifications import last_verified
 
     server, base = serve_site()
     ws.say(f"   serving examples/site at {base}")
     try:
-        summary = browser_verification_flow(
-            base_url=base, root=str(ws.settings.udm_root), state_dir=str(ws.settings.state_path)
+        summary = state_result(
+            browser_verification_flow(
+                base_url=base,
+                root=str(ws.settings.udm_root),
+                state_dir=str(ws.settings.state_path),
+                return_state=True,
+            )
         )
     finally:
         server.shutdown()

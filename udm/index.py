@@ -48,7 +48,7 @@ from udm.lookup import MARKDOWN_SUFFIXES, scan_markdown, write_lookup
 
 __all__ = ["IDLE_RELEASE_S", "RELEASE_POLL_S", "SCHEMA_VERSION", "RefreshStats", "UdmIndex", "scan_root"]
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7  # 7: links.form (how a link is written)
 # ID definitions with their section's line range: the rows of the SQLite lookup mirror.
 _DEFS_SQL = (
     "SELECT i.id, i.file, i.line, i.how, i.section, i.section_path, s.start_line, s.end_line "

@@ -335,11 +335,21 @@ def _yaml_dump(data: Any, yaml: Any) -> str:
 
 
 def _yaml_wrap(old: Any, value: Any) -> Any:
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
     from ruamel.yaml.scalarstring import ScalarString
 
     # A new string keeps the quoting style of the string it replaces.
     if isinstance(old, ScalarString) and isinstance(value, str) and not isinstance(value, ScalarString):
         return type(old)(value)
+    # A new list or mapping keeps the flow style (`[a, b]`, `{k: v}`) of the one it replaces: the
+    # author wrote it on one line, and a block form would turn a one-line edit into many.
+    if isinstance(old, CommentedSeq | CommentedMap) and old.fa.flow_style():
+        if isinstance(value, list) and not isinstance(value, CommentedSeq):
+            value = CommentedSeq(value)
+            value.fa.set_flow_style()
+        elif isinstance(value, dict) and not isinstance(value, CommentedMap):
+            value = CommentedMap(value)
+            value.fa.set_flow_style()
     return value
 
 

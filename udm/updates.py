@@ -231,9 +231,16 @@ def _commit(
 
 
 def apply_patch(
-    patch: Patch, settings: Settings, *, dry_run: bool = False, check_expect: bool = True
+    patch: Patch,
+    settings: Settings,
+    *,
+    dry_run: bool = False,
+    check_expect: bool = True,
+    review: dict[str, Any] | None = None,
 ) -> PatchResult:
-    """Plan (dry run) or apply a patch as one transaction; never raises for expected failures."""
+    """Plan (dry run) or apply a patch as one transaction; never raises for expected failures.
+
+    `review` (who approved, when, their comment, the flow run) is stored in the patch record."""
     reports: list[OpReport] = []
     recovered: list[str] = []
     _warm_up(patch)
@@ -278,6 +285,7 @@ def apply_patch(
                 "diff": diff,
                 "inverse": _inverse(changed),
                 "reverted_by": None,
+                "review": review,
             }
             if patch.override is not None:
                 # Who forced it and why, with what the validator would have refused.
@@ -461,6 +469,7 @@ def list_records(settings: Settings) -> list[dict[str, Any]]:
                 "author": data.get("author"),
                 "files": [f["path"] for f in data.get("files", [])],
                 "reverted_by": data.get("reverted_by"),
+                "reviewer": (data.get("review") or {}).get("reviewer"),
             }
         )
     return sorted(out, key=lambda r: (r["applied_at"] or "", r["id"]))

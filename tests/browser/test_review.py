@@ -80,7 +80,7 @@ def test_flow_proposes_the_patch_and_writes_only_after_approval(
         while_paused.append((settings.udm_root / "02-system-architecture.md").read_text(encoding="utf-8"))
 
     thread, _seen = reviewer({"approve": True, "reviewer": "ann"}, on_paused=read_while_paused)
-    summary = browser_verification_flow(
+    state = browser_verification_flow(
         specs=[str(spec)],
         inline=False,
         base_url=site,
@@ -90,7 +90,11 @@ def test_flow_proposes_the_patch_and_writes_only_after_approval(
         review_poll_interval_s=1,
         root=str(settings.udm_root),
         state_dir=str(settings.state_path),
+        return_state=True,
     )
+    # A failing check fails the run; the summary is still its data.
+    assert state.is_failed() and "1 check(s) failed" in (state.message or "")
+    summary = state.result(raise_on_failure=False)
     thread.join(5)
     assert summary["counts"]["FAIL"] == 1
     review = summary["review"]

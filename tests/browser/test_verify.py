@@ -244,13 +244,17 @@ def test_flow_runs_inline_and_spec_checks_and_records_them(
         "checks:\n  - {id: CHK-EXTRA, udm_refs: [RM-001], url: /b, expect: [{text: {selector: h1, equals: A}}]}\n",
     )
     settings = load_settings(cwd=workspace)
-    summary = browser_verification_flow(
+    state = browser_verification_flow(
         specs=[str(spec)],
         refs=["RM-001"],
         base_url=site,
         root=str(settings.udm_root),
         state_dir=str(settings.state_path),
+        return_state=True,
     )
+    # A failing check fails the run; the summary is still its data.
+    assert state.is_failed() and "1 check(s) failed" in (state.message or "")
+    summary = state.result(raise_on_failure=False)
     assert [r["id"] for r in summary["results"]] == ["CHK-EXTRA"]
     assert summary["counts"]["FAIL"] == 1 and summary["recorded"] == 1
     rows = last_verified(settings, "RM-001")
