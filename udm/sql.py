@@ -219,9 +219,11 @@ class SqlRunner:
         if not self._lock.acquire(timeout=timeout_s):
             raise SqlTimeoutError(f"the SQL worker stayed busy past the {timeout_s:g} s time limit")
         try:
+            starting = time.monotonic()
             proc = self._start()
-            # The limit counts from the call; waiting for the worker to be free is part of it.
-            deadline = started + timeout_s
+            # The limit counts from the call (waiting for the worker to be free is part of it), but
+            # not the start of a fresh worker.
+            deadline = started + timeout_s + (time.monotonic() - starting)
             assert proc.stdin is not None
             try:
                 proc.stdin.write(json.dumps(request).encode("utf-8") + b"\n")
