@@ -151,6 +151,27 @@ def corpus_rows(files: int, state: Path) -> tuple[GraphRows, dict[str, float]]:
     return source.rows(), notes
 
 
+def _peak_rss_mb() -> float:
+    """This process's peak resident memory so far, in MB (Linux reports kilobytes)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _worker_peak_mb() -> float | None:
+    """The SPARQL worker process's peak resident memory in MB (from /proc; None where there is none)."""
+    from udm.graph_sparql import shared_runner
+
+    proc = shared_runner()._proc
+    if proc is None:
+        return None
+    try:
+        with open(f"/proc/{proc.pid}/status", encoding="ascii") as fh:
+            return next(int(ln.split()[1]) for ln in fh if ln.startswith("VmHWM")) / 1024
+    except (OSError, StopIteration):
+        return None
+
+
 def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, float]:
     """p50 and p99 in milliseconds."""
     samples = []
@@ -267,9 +288,13 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         handle.cypher_store()
         cypher_build_s = time.perf_counter() - started
+        # The RDF build is the memory peak of a first SPARQL query: its growth of this process's peak
+        # RSS is the loader's own cost (the graph and the rows are already in memory).
+        peak_before = _peak_rss_mb()
         started = time.perf_counter()
         handle.rdf_store()
         rdf_build_s = time.perf_counter() - started
+        rdf_peak_growth = _peak_rss_mb() - peak_before
         stats = kg.stats()
         print(f"graph: {stats['nodes']:,} nodes, {stats['edges']:,} edges; kinds {stats['kinds']}")
         print("\nbuild")
@@ -280,6 +305,11 @@ def main(argv: list[str] | None = None) -> int:
         line("graph + JSON cache written", f"{handle_s:.2f} s")
         line("Cypher store (ladybug, CSV + COPY)", f"{cypher_build_s:.2f} s")
         line("RDF store (pyoxigraph bulk load)", f"{rdf_build_s:.2f} s")
+        line(
+            "peak RSS growth while the RDF store loads",
+            f"{rdf_peak_growth:.0f} MB",
+            f"(process peak {_peak_rss_mb():.0f} MB)",
+        )
         from udm.graph import _load_or_build
 
         started = time.perf_counter()
@@ -308,6 +338,9 @@ def main(argv: list[str] | None = None) -> int:
             lambda: handle.sparql(sparql_q, {"x": {"type": "literal", "value": next(it)}}), args.repeat
         )
         line("prepared SPARQL, bound id via worker (target <= 1 ms)", f"{p50:.2f} / {p99:.2f}")
+        worker_mb = _worker_peak_mb()
+        if worker_mb is not None:
+            line("SPARQL worker peak RSS", f"{worker_mb:.0f} MB")
         sparql_p50 = p50
         rit = iter(picks * 10)
         p50, p99 = timed(lambda: graph_ops.dependents(handle.kg, next(rit)), args.repeat)

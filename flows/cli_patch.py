@@ -16,7 +16,7 @@ import typer
 from flows.cli import emit_json, fail, settings
 from tasks.base import ApprovalRequest, ApprovalUnavailableError, Permission, cli_approver, needs_approval
 from udm.errors import UdmError
-from udm.patch import load_patch, patch_json_schema
+from udm.patch import Override, load_patch, patch_json_schema
 from udm.updates import (
     PatchResult,
     apply_patch,
@@ -96,16 +96,33 @@ def apply(
     file: Path = typer.Argument(..., help="The patch file (YAML or JSON)."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Approve without asking."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    override_by: str | None = typer.Option(
+        None, "--override-by", help="Apply although links/anchors/IDs would break: who forces it."
+    ),
+    override_reason: str | None = typer.Option(
+        None, "--override-reason", help="Why (with --override-by; both go into the patch record)."
+    ),
 ) -> None:
     """Apply a patch as one transaction (all files or none), directly, without Prefect."""
     patch = _load(file)
+    if (override_by is None) != (override_reason is None):
+        raise fail("--override-by and --override-reason go together (who forces the patch, and why)")
+    if override_by is not None and override_reason is not None:
+        if not override_by.strip() or not override_reason.strip():
+            raise fail("--override-by and --override-reason must not be empty")
+        patch = patch.model_copy(update={"override": Override(by=override_by, reason=override_reason)})
     s = settings()
     plan = apply_patch(patch, s, dry_run=True)
     if not plan.ok:
         _print_result(plan, as_json)
         raise typer.Exit(1)
     if plan.files:
-        _approve(f"apply patch {patch.id}: {patch.description}\n\n{plan.diff}", patch.destructive, yes)
+        # An override is asked for as a destructive change is: it lets something that resolved break.
+        _approve(
+            f"apply patch {patch.id}: {patch.description}\n\n{plan.diff}",
+            patch.destructive or patch.override is not None,
+            yes,
+        )
     # Commit exactly what was reviewed: the planned preconditions make any change since a conflict.
     planned = type(patch).model_validate(plan.planned_patch)
     result = apply_patch(planned, s)
@@ -147,6 +164,17 @@ def show(
     typer.echo(f"description: {record.get('description', '')}")
     typer.echo(f"author:      {record.get('author') or '-'}   source: {record.get('source') or '-'}")
     typer.echo(f"applied at:  {record.get('applied_at')}")
+    review = record.get("review") or {}
+    if review:
+        who = review.get("reviewer") or "-"
+        when = review.get("decided_at") or "-"
+        typer.echo(
+            f"review:      {review.get('decision')} by {who} at {when} (policy {review.get('policy')})"
+        )
+        if review.get("comment"):
+            typer.echo(f"comment:     {review['comment']}")
+        if review.get("flow_run_url") or review.get("flow_run_id"):
+            typer.echo(f"flow run:    {review.get('flow_run_url') or review.get('flow_run_id')}")
     if record.get("reverted_by"):
         typer.echo(f"reverted by: {record['reverted_by']}")
     for f in record.get("files", []):
@@ -211,18 +239,23 @@ def run_update_cmd(
 ) -> None:
     """Apply a patch through the Prefect flow: diff artifact, approval per policy, commit, re-index."""
     patch = _load(file)
-    from flows.udm_update import UpdateOptions, udm_update_flow
+    from flows.udm_update import UpdateOptions, state_result, udm_update_flow
 
     s = settings()
-    result = udm_update_flow(
-        patch=patch, options=UpdateOptions(approval_timeout_s=timeout_s), settings_overrides=_overrides(s)
+    state = udm_update_flow(
+        patch=patch,
+        options=UpdateOptions(approval_timeout_s=timeout_s),
+        settings_overrides=_overrides(s),
+        return_state=True,
     )
+    result = state_result(state)
     if as_json:
         emit_json(result)
     else:
-        typer.echo(f"update flow: {result.status}  {result.message}")
+        typer.echo(f"update flow: {result.status} ({state.name})  {result.message}")
         if result.patch:
-            _print_result(result.patch, False, show_diff=False)
+            # The plan's own status ("planned") would read as the outcome: show only what it touched.
+            _print_result(result.patch.model_copy(update={"status": result.status}), False, show_diff=False)
     if result.status != "committed" and result.status != "unchanged":
         raise typer.Exit(1)
 

@@ -9,6 +9,7 @@ import typer
 
 from tasks.base import SCHEMA_FORMATS, ToolContext, call_tool, cli_approver, export_schema
 from tasks.registry import all_tools, get_tool
+from udm.datalimits import DataLimitError, check_json
 
 __all__ = ["register"]
 
@@ -65,7 +66,10 @@ def tools_call(
         raise fail(f"unknown tool '{name}' (see 'udm tools list')", 2)
     text = sys.stdin.read() if json_input == "-" else json_input
     try:
+        check_json(text, what="--json")
         raw = json.loads(text)
+    except DataLimitError as exc:
+        raise fail(f"--json is refused: {exc}", 2) from exc
     except json.JSONDecodeError as exc:
         raise fail(f"--json is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", 2) from exc
     ctx = ToolContext(settings=settings(), approver=cli_approver(yes))

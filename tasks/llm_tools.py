@@ -20,6 +20,7 @@ from typing import Any
 
 from tasks.base import Envelope, ToolContext, call_tool
 from tasks.registry import get_tool
+from udm.datalimits import DataLimitError, check_json
 
 __all__ = [
     "ExtractedImage",
@@ -202,7 +203,11 @@ class ToolUseExecutor:
             name = str(function.get("name", ""))
             raw_args = function.get("arguments", "{}")
             try:
+                if isinstance(raw_args, str):
+                    check_json(raw_args, what="the arguments JSON")
                 arguments = json.loads(raw_args) if isinstance(raw_args, str) else raw_args
+            except DataLimitError as exc:
+                envelope = Envelope(success=False, error=f"invalid input: {exc.reason}")
             except json.JSONDecodeError as exc:
                 envelope = Envelope(
                     success=False, error=f"invalid input: the arguments are not valid JSON ({exc.msg})"

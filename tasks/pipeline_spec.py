@@ -24,6 +24,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from tasks.registry import get_tool
+from udm.datalimits import DataLimitError, check_yaml
 
 __all__ = [
     "BUILTIN_FLOWS",
@@ -177,7 +178,10 @@ def load_spec(source: str | Path | Mapping[str, Any]) -> PipelineSpec:
             except OSError as exc:
                 raise PipelineCheckError([f"cannot read {source}: {exc.strerror}"]) from exc
         try:
+            check_yaml(str(text), what="the pipeline spec")
             raw = yaml.safe_load(str(text))
+        except DataLimitError as exc:
+            raise PipelineCheckError([str(exc)]) from exc
         except yaml.YAMLError as exc:
             raise PipelineCheckError([f"not valid YAML: {exc}"]) from exc
     if not isinstance(raw, dict):

@@ -9,7 +9,7 @@ from pydantic import AliasChoices, BaseModel, Field
 
 from tasks.base import Permission, Tool, ToolContext, ToolInput
 from udm.errors import UdmError
-from udm.patch import DESTRUCTIVE_OPS, OperationType, parse_patch
+from udm.patch import DESTRUCTIVE_OPS, OperationType, Override, parse_patch
 from udm.updates import FileResult, OperationResult, apply_patch
 
 __all__ = [
@@ -75,6 +75,11 @@ class UdmUpdaterInput(ToolInput):
     source: str | None = Field(default=None, description="Where it comes from, e.g. a task ID.")
     patch_id: str | None = Field(default=None, description="An id for the patch (generated when absent).")
     dry_run: bool = Field(default=False, description="Plan and diff only; change nothing.")
+    override: Override | None = Field(
+        default=None,
+        description="Apply even though links, anchors or IDs that resolved would break: who forces it and "
+        "why (kept in the patch record). Needs the destructive level's approval.",
+    )
 
 
 class UdmUpdaterStatus(StrEnum):
@@ -161,10 +166,12 @@ class UdmUpdaterTool(Tool[UdmUpdaterInput, UdmUpdaterOutput]):
     ok_statuses: ClassVar[frozenset[str]] = frozenset({"SUCCESS", "NO_CHANGES"})
 
     def permission_for(self, data: UdmUpdaterInput) -> Permission:
-        """Deleting sections or files is destructive; every other update is moderate; a dry run is safe."""
+        """Deleting sections or files, or an override, is destructive; other updates moderate; a dry run safe."""
         if data.dry_run:
             return Permission.SAFE
-        if any(item.operation in DESTRUCTIVE_OPS for item in data.udm_updates_list):
+        if data.override is not None or any(
+            item.operation in DESTRUCTIVE_OPS for item in data.udm_updates_list
+        ):
             return Permission.DESTRUCTIVE
         return Permission.MODERATE
 
@@ -187,6 +194,8 @@ class UdmUpdaterTool(Tool[UdmUpdaterInput, UdmUpdaterOutput]):
         }
         if data.patch_id:
             raw["id"] = data.patch_id
+        if data.override is not None:
+            raw["override"] = data.override.model_dump()
         try:
             patch = parse_patch(raw, "udm_updates_list")
         except UdmError as exc:

@@ -7,8 +7,11 @@ from typing import Any
 
 import yaml
 
+from udm.datalimits import DataLimitError, check_json, check_size, check_yaml
+from udm.errors import DocumentError
 from udm.ids import DEFINING_KEYS
 from udm.simple_yaml import NOT_SIMPLE, parse_simple_yaml
+from udm.structured import check_alias_expansion
 
 __all__ = ["DATA_LANGS", "collect_ids", "front_ids", "parse_data", "parse_front_matter"]
 
@@ -31,21 +34,36 @@ def collect_ids(data: Any, out: list[str]) -> None:
             collect_ids(item, out)
 
 
-def parse_data(lang: str, text: str, path: str, first_line: int) -> tuple[Any, str | None]:
+def parse_data(
+    lang: str, text: str, path: str, first_line: int, what: str | None = None
+) -> tuple[Any, str | None]:
     """Parse a data block; errors are 'path:line: message' with the 1-based file line."""
     where = path or "<string>"
     # Parsers report end-of-input problems one line past the text; keep the line inside the block.
     last = first_line + max(1, text.count("\n"))
     if lang == "json":
         try:
+            check_json(text, what=what or "JSON block")
             return json.loads(text), None
+        except DataLimitError as exc:
+            return None, f"{where}:{min(first_line + exc.line, last)}: {exc.reason}"
         except json.JSONDecodeError as exc:
             return None, f"{where}:{min(first_line + exc.lineno, last)}: invalid JSON: {exc.msg}"
-    simple = parse_simple_yaml(text)
-    if simple is not NOT_SIMPLE:
-        return simple, None
     try:
-        return yaml.load(text, Loader=_YamlLoader), None
+        check_size(text, what=what or "YAML block")
+        simple = parse_simple_yaml(text)
+        if simple is not NOT_SIMPLE:
+            return simple, None
+        check_yaml(text, what=what or "YAML block")
+        data = yaml.load(text, Loader=_YamlLoader)
+        if "*" in text:
+            # Aliases load as shared values; ID collection and the index's rows would walk them expanded.
+            check_alias_expansion(data, len(text))
+        return data, None
+    except DataLimitError as exc:
+        return None, f"{where}:{min(first_line + exc.line, last)}: {exc.reason}"
+    except DocumentError as exc:
+        return None, f"{where}:{first_line + 1}: {exc}"
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = min(first_line + (mark.line + 1 if mark is not None else 1), last)
@@ -62,7 +80,7 @@ def parse_front_matter(
     for j in range(1, len(lines)):
         if lines[j].rstrip("\r\n") in ("---", "..."):
             body = "".join(lines[1:j])
-            data, error = parse_data("yaml", body, path, 1)
+            data, error = parse_data("yaml", body, path, 1, "front matter")
             if error is None and data is not None and not isinstance(data, dict):
                 # `---` then prose then `---` is two thematic breaks around Markdown, not front matter.
                 return None, None, None

@@ -25,6 +25,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from udm.datalimits import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, DEPTH_CEILING, apply_settings
 from udm.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -194,6 +195,77 @@ class Settings(BaseSettings):
     sql_timeout_s: float = Field(
         default=5.0, gt=0, description="Time limit of one read-only SQL query, seconds."
     )
+    data_max_depth: int = Field(
+        default=DEFAULT_MAX_DEPTH,
+        ge=1,
+        le=DEPTH_CEILING,
+        description="Most nesting levels (lists and mappings) of one JSON/YAML text: data blocks, front "
+        "matter, data files, patch files, editor inputs. Checked before parsing.",
+    )
+    data_max_bytes: int = Field(
+        default=DEFAULT_MAX_BYTES, ge=1024, description="Largest JSON/YAML text parsed, in UTF-8 bytes."
+    )
+
+    # Site conventions and lint (see the README's "Links and site routes" and "Lint" sections)
+    site_generator: str = Field(
+        default="auto",
+        description="How links resolve as site routes: auto (detect from docusaurus.config.*, docs.json, "
+        "mint.json, mkdocs.yml, book.toml or hugo.toml at or above the root) | none | docusaurus | mintlify "
+        "| mkdocs | mdbook | hugo.",
+    )
+    site_base_path: str | None = Field(
+        default=None, description="The path the site is served under (e.g. /docs); default from its config."
+    )
+    lint_rules: dict[str, str] = Field(
+        default_factory=dict,
+        description="Severity per lint rule: error | warning | off (UDM_LINT_RULES as a JSON object).",
+    )
+    lint_ignore: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Path globs (relative to the root) -> lint rules not reported there ('*' for all); "
+        "a list of globs ignores every rule there.",
+    )
+    lint_fail_on: str = Field(
+        default="error", description="What makes `udm lint` exit 1: error | warning | never."
+    )
+    lint_max_warnings: int = Field(
+        default=-1, ge=-1, description="`udm lint` exits 1 past this many warnings (-1: no cap)."
+    )
+
+    @field_validator("site_generator")
+    @classmethod
+    def _check_generator(cls, value: str) -> str:
+        allowed = ("auto", "none", "docusaurus", "mintlify", "mkdocs", "mdbook", "hugo")
+        if value not in allowed:
+            raise ValueError(f"expected one of {', '.join(allowed)}")
+        return value
+
+    @field_validator("lint_rules")
+    @classmethod
+    def _check_severities(cls, value: dict[str, str]) -> dict[str, str]:
+        for rule, severity in value.items():
+            if severity not in ("error", "warning", "off"):
+                raise ValueError(f"rule {rule}: severity {severity!r} is not error, warning or off")
+        return value
+
+    @field_validator("lint_ignore", mode="before")
+    @classmethod
+    def _globs_ignore_all(cls, value: Any) -> Any:
+        # A plain list of globs (or one comma-separated string) ignores every rule in those paths.
+        if isinstance(value, str) and not value.strip().startswith(("{", "[")):
+            value = [part.strip() for part in value.split(",") if part.strip()]
+        if isinstance(value, str):
+            value = json.loads(value)
+        if isinstance(value, list):
+            return {str(glob): ["*"] for glob in value}
+        return value
+
+    @field_validator("lint_fail_on")
+    @classmethod
+    def _check_fail_on(cls, value: str) -> str:
+        if value not in ("error", "warning", "never"):
+            raise ValueError("expected error, warning or never")
+        return value
 
     @field_validator("allowed_dirs", "fetch_allow", "id_patterns", mode="before")
     @classmethod
@@ -330,7 +402,10 @@ def load_settings(cwd: Path | str | None = None, **overrides: Any) -> Settings:
     os.chdir(base)
     try:
         overrides.setdefault("project_root", base)
-        return Settings(**overrides)
+        settings = Settings(**overrides)
+        # Parsers without a settings object at hand (the document model) follow the last settings loaded.
+        apply_settings(settings)
+        return settings
     except ValidationError as exc:
         problems = "; ".join(
             f"'{'.'.join(str(x) for x in err['loc']) or '(settings)'}': {err['msg']}" for err in exc.errors()

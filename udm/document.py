@@ -1,9 +1,9 @@
 """Markdown -> sections, fenced blocks, front matter, links and IDs, with exact 0-based line ranges.
 
 Headings are what CommonMark says they are, and only top-level ones start sections: a `#` line
-inside a fence, an HTML block, a list item or a block quote does not. `udm.scanner` finds them:
-a fence-aware line scanner for the common easy files, markdown-it-py (block-only) for the rest.
-Data blocks are parsed on first use; links, ID references and errors are worked out on first use.
+inside a fence, an HTML block, a list item or a block quote does not. `udm.scanner` finds them,
+with fences and links, in one CommonMark/GFM parse (markdown-it-pyrs) with source positions.
+Data blocks are parsed on first use; ID references and errors are worked out on first use.
 
 Line numbers are 0-based and ranges half-open over `Document.lines` (keepends), so
 `"".join(doc.lines[a:b])` is the exact text. Messages shown to people use 1-based `file:line`.
@@ -31,11 +31,12 @@ from udm.errors import AmbiguousTargetError, DocumentError, TargetNotFoundError
 from udm.ids import DEFINING_KEYS, IdMatcher, id_matcher
 from udm.lines import split_lines
 from udm.scanner import ATX_HEADING as _ATX_HEADING
+from udm.scanner import PARSER_NAME, Opaque
 from udm.scanner import Fence as _Fence
 from udm.scanner import Heading as _Heading
+from udm.scanner import RawLink as _RawLink
 from udm.scanner import atx_title as _atx_title
-from udm.scanner import scan_fast as _scan_fast
-from udm.scanner import scan_markdown_it as _scan_markdown_it
+from udm.scanner import parse_markdown as _parse_markdown
 from udm.simple_yaml import simple_yaml_ids
 
 __all__ = [
@@ -115,13 +116,19 @@ class Block:
 
 @dataclass(frozen=True, slots=True)
 class Link:
-    """A Markdown link `[text](target)`; kind is 'internal', 'external' or 'anchor'."""
+    """A link a reader can click; kind is 'internal', 'external' or 'anchor'.
+
+    form says how it is written: 'inline' `[t](x)`, 'reference' `[t][r]` / `[t][]` / `[t]`,
+    'autolink' `<https://x>`, 'bare' (a GFM extended autolink: `www.x.org`, `https://x`),
+    'image' `![alt](x)`, 'html' (href/src of an HTML tag), 'jsx' (href/src of an MDX/JSX tag).
+    """
 
     line: int
     text: str
     target: str
     kind: str
     section: int | None
+    form: str = "inline"
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +181,7 @@ class Document:
         id_refs: list[IdOccurrence] | None,
         errors: list[str] | None,
         content_hash: str,
-        parser: str = "markdown-it",
+        parser: str = PARSER_NAME,
     ) -> None:
         self.path = path
         self.text = text
@@ -338,6 +345,8 @@ class _Outline:
     starts: list[int] = field(default_factory=list)
     built: dict[int, Section] = field(default_factory=dict)
     built_blocks: dict[int, Block] = field(default_factory=dict)
+    raw_links: list[_RawLink] = field(default_factory=list)
+    opaque: list[Opaque] = field(default_factory=list)  # MDX ESM/JSX blocks, never read as Markdown
     fields: list[tuple[int, str]] | None = None  # `**ID:**` field definitions: (line, ID)
     anchors: list[str] = field(default_factory=list)  # the first len(anchors) ones, worked out on demand
     seen_anchors: dict[str, int] = field(default_factory=dict)
@@ -453,25 +462,20 @@ def slugify(title: str) -> str:
     return kept.replace(" ", "-")
 
 
-# Link text may hold one level of brackets; excluding '[' elsewhere keeps a line of many '[' linear.
-# The destination is <anything but <>> or a run without blanks or brackets (one level of balanced
-# parentheses allowed), so it cannot run on into the next link; the title may be "", '' or ().
-_LINK = re.compile(
-    r"(?<!!)\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]\(\s*(?:<([^<>\n]+)>|((?:[^()\s\[\]]|\([^()\s]*\))+))"
-    r"(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^)\n]*\)))?\s*\)"
-)
-_CODE_SPAN = re.compile(r"`+[^`\n]*`+")
-_LINK_HINT = re.compile(r"\]\(")
 _FIELD_ANY = re.compile(
     r"^[ \t]*(?:[-*+][ \t]+)?\*\*(?:[A-Za-z]+ )?ID:?\*\*:?[ \t]*`?([A-Za-z0-9][A-Za-z0-9_.\-]*)`?",
     re.MULTILINE,
 )
 
 
+_SCHEME = re.compile(r"[a-zA-Z][a-zA-Z0-9+.\-]*:")
+
+
 def _link_kind(target: str) -> str:
     if target.startswith("#"):
         return "anchor"
-    if re.match(r"[a-zA-Z][a-zA-Z0-9+.\-]*:", target):
+    if _SCHEME.match(target) or target.startswith("//"):
+        # A scheme (https:, mailto:) or a protocol-relative URL leaves the manual.
         return "external"
     return "internal"
 
@@ -516,14 +520,8 @@ def parse_document(text: str, path: str = "", id_patterns: Iterable[str] | None 
     front, fm_range, fm_error = _front_matter(seen, path)
     first = fm_range[1] if fm_range else 0
 
-    scanned = _scan_fast(seen, first)
-    parser = "scanner"
-    if scanned is None:
-        parser = "markdown-it"
-        # Blank the front matter so markdown-it keeps line numbers but does not see a heading in it.
-        md_text = "".join(seen) if not fm_range else "\n" * first + "".join(seen[first:])
-        scanned = _scan_markdown_it(seen, md_text)
-    headings, fences = scanned
+    parsed = _parse_markdown(seen, first, mdx=path.lower().endswith(".mdx"))
+    headings, fences = parsed.headings, parsed.fences
 
     # Sections: ranges, parents, paths, anchors.
     n = len(lines)
@@ -562,10 +560,22 @@ def parse_document(text: str, path: str = "", id_patterns: Iterable[str] | None 
         id_refs=None,
         errors=None,
         content_hash=hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
-        parser=parser,
+        parser=PARSER_NAME,
     )
     doc._outline = _Outline(
-        headings, ends, own_ends, parents, paths, fences, sections_of, path, matcher, first, fm_error
+        headings,
+        ends,
+        own_ends,
+        parents,
+        paths,
+        fences,
+        sections_of,
+        path,
+        matcher,
+        first,
+        fm_error,
+        raw_links=parsed.links,
+        opaque=parsed.opaque,
     )
     return doc
 
@@ -713,73 +723,16 @@ def _find_refs(doc: Document) -> list[IdOccurrence]:
     return refs
 
 
-def _comment_spans(
-    text: str,
-    lines: list[str],
-    line_starts: list[int],
-    line_at: Callable[[int], int],
-    fence_lines: bytearray,
-) -> list[tuple[int, int]]:
-    """Text offsets of HTML comments, not counting a `<!--` in a fenced block or a code span."""
-    spans: list[tuple[int, int]] = []
-    pos = text.find("<!--")
-    while pos >= 0:
-        i = line_at(pos)
-        col = pos - line_starts[i]
-        in_code = fence_lines[i] or any(m.start() <= col < m.end() for m in _CODE_SPAN.finditer(lines[i]))
-        if in_code:
-            # Writing about `<!--` is prose in a manual that documents HTML, not a comment.
-            pos = text.find("<!--", pos + 4)
-            continue
-        end = text.find("-->", pos + 4)
-        end = len(text) if end < 0 else end + 3
-        spans.append((pos, end))
-        pos = text.find("<!--", end)
-    return spans
-
-
-def _blank_spans(line: str, offset: int, spans: list[tuple[int, int]]) -> str:
-    """`line` (starting at text offset `offset`) with the parts inside `spans` turned into blanks."""
-    end = offset + len(line)
-    k = bisect.bisect_right(spans, (offset, end)) - 1
-    k = max(k, 0)
-    out = line
-    while k < len(spans) and spans[k][0] < end:
-        a, b = max(spans[k][0], offset) - offset, min(spans[k][1], end) - offset
-        if a < b:
-            out = out[:a] + " " * (b - a) + out[b:]
-        k += 1
-    return out
-
-
 def _find_links(doc: Document) -> list[Link]:
-    """Links outside fences and code spans."""
-    text, lines = doc.text, doc.lines
-    links: list[Link] = []
-    if "](" not in text:
-        return links
-    line_at = _line_finder(lines)
-    starts = doc._outline.starts if doc._outline else [s.start for s in doc.sections]
-    section_of = _section_finder(starts)
-    fence_lines = _fence_lines(doc._outline.fences if doc._outline else doc.blocks, len(lines))
-    first = doc._outline.first if doc._outline else 0
-    seen_lines: set[int] = set()
-    # A link inside <!-- --> is no link: blank comment spans out of the lines (only when there are any).
-    line_starts = [0, *itertools.accumulate(map(len, lines))] if "<!--" in text else []
-    spans = _comment_spans(text, lines, line_starts, line_at, fence_lines) if line_starts else []
-    for hit in _LINK_HINT.finditer(text):
-        i = line_at(hit.start())
-        if i < first or fence_lines[i] or i in seen_lines:
-            continue
-        seen_lines.add(i)
-        src = lines[i]
-        if spans:
-            src = _blank_spans(src, line_starts[i], spans)
-        plain = _CODE_SPAN.sub("", src) if "`" in src else src
-        for lm in _LINK.finditer(plain):
-            target = lm.group(2) or lm.group(3)
-            links.append(Link(i, lm.group(1), target, _link_kind(target), section_of(i)))
-    return links
+    """Every link of the parse, with its section, in text order."""
+    outline = doc._outline
+    if outline is None:
+        return []
+    section_of = outline.section_of
+    return [
+        Link(r.line, r.text, r.target, _link_kind(r.target), section_of(r.line), r.form)
+        for r in outline.raw_links
+    ]
 
 
 def _line_of(lines: list[str], needle: str, start: int, end: int) -> int:

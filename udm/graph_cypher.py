@@ -9,13 +9,13 @@ query inside the engine); the connection stays usable afterwards.
 
 from __future__ import annotations
 
-import csv
+import contextlib
 import os
 import re
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ __all__ = [
     "check_reading_query",
     "label_anchors",
     "lift_literals",
+    "remembered_failure",
 ]
 
 # ladybug reserves memory up front from its buffer pool; the graph of a 2,000-file manual needs far less.
@@ -50,27 +51,90 @@ class QueryResult:
         return [dict(zip(self.columns, row, strict=False)) for row in self.rows]
 
 
-def _csv_value(value: Any) -> Any:
+# Every CSV is read exactly as it is written: no sniffing. ladybug's sniffer guessed the quote and
+# escape characters from the first rows and then split a quoted field holding a comma (a file named
+# `common/,.md`) into two columns ("Could not convert ... to INT64"). PARALLEL=false because a quoted
+# field may hold a newline, which a parallel reader splitting the file by bytes cannot see.
+_CSV_OPTIONS = "HEADER=false, PARALLEL=false, AUTO_DETECT=false, DELIM=',', QUOTE='\"', ESCAPE='\"'"
+# Bumped whenever the store's layout or loading changes, so a remembered failure of an older build is retried.
+STORE_FORMAT = "cypher-2"
+
+
+def _csv_field(value: Any) -> str:
+    # Text is always quoted (quotes doubled) and NULL is the one unquoted empty field, so an empty
+    # string and a missing value stay apart and no text can look like a delimiter or a number.
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    return value
+    if isinstance(value, int):
+        return str(value)
+    return '"' + str(value).replace('"', '""') + '"'
+
+
+def _write_csv(target: Path, rows: Iterable[Iterable[Any]]) -> None:
+    with open(target, "w", encoding="utf-8", newline="") as fh:
+        fh.writelines(",".join(map(_csv_field, row)) + "\n" for row in rows)
+
+
+def _cypher_path(path: Path) -> str:
+    # The path goes into a Cypher string literal: a quote or backslash in the state folder's name
+    # must not end it.
+    return str(path).replace("\\", "\\\\").replace("'", "\\'")
+
+
+def _failure_marker(path: Path) -> Path:
+    return path.with_name(path.name + ".failed")
+
+
+def remembered_failure(path: Path) -> str | None:
+    """The error of an earlier failed build of the store at `path` (same store format), or None."""
+    try:
+        raw = _failure_marker(path).read_text(encoding="utf-8", errors="replace")[:4000]
+    except OSError:
+        return None
+    version, _, message = raw.partition("\n")
+    return message if version == STORE_FORMAT else None
 
 
 def build_cypher_store(kg: KnowledgeGraph, path: Path) -> None:
-    """Write the graph into a new ladybug database at `path` (via a temporary file renamed into place)."""
+    """Write the graph into a new ladybug database at `path` (via a temporary file renamed into place).
+
+    A failed build is remembered next to `path` (this graph's fingerprint folder), so later calls
+    report the same error at once instead of spending the build time again on the same graph.
+    """
+    failed = remembered_failure(path)
+    if failed is not None:
+        raise GraphUnavailableError(
+            f"{failed} (remembered from an earlier try on this version of the manual: the build is tried "
+            f"again when a file of the manual changes, or after deleting {_failure_marker(path)})"
+        )
+    try:
+        _build(kg, path)
+    except Exception as exc:
+        message = f"could not build the Cypher store at {path}: {exc}"
+        with contextlib.suppress(OSError):
+            _failure_marker(path).write_text(f"{STORE_FORMAT}\n{message}", encoding="utf-8")
+        raise GraphUnavailableError(message) from exc
+
+
+def _build(kg: KnowledgeGraph, path: Path) -> None:
     import ladybug
 
     path.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".cypher-build-", dir=path.parent))
+    stack = contextlib.ExitStack()
     try:
         db_file = work / "graph.lbug"
         # One checkpoint at the end instead of one after every statement (about 40% faster here).
         db = ladybug.Database(
             str(db_file), buffer_pool_size=BUFFER_POOL_BYTES, max_num_threads=2, auto_checkpoint=False
         )
+        # Closed on failure too: an open database holds a large address-space reservation, and a
+        # few failed builds left to the garbage collector exhaust it ("Mmap ... failed").
+        stack.callback(db.close)
         conn = ladybug.Connection(db)
+        stack.callback(conn.close)
         columns = ", ".join(f"{name} {typ}" for name, typ in NODE_PROPERTIES)
         for kind in NODE_KINDS:
             conn.execute(f"CREATE NODE TABLE {kind}({columns}, PRIMARY KEY(id))")
@@ -87,30 +151,25 @@ def build_cypher_store(kg: KnowledgeGraph, path: Path) -> None:
             spec = ", ".join(f"FROM {a} TO {b}" for a, b in found)
             conn.execute(f"CREATE REL TABLE {edge_type}({spec})")
         names = [name for name, _ in NODE_PROPERTIES]
+        assert names[0] == "id"
         for kind, nodes in by_kind.items():
             if not nodes:
                 continue
             target = work / f"node-{kind}.csv"
-            with open(target, "w", newline="", encoding="utf-8") as fh:
-                writer = csv.writer(fh, lineterminator="\n")
-                for node in nodes:
-                    attrs = kg.g.nodes[node]
-                    writer.writerow([_csv_value(attrs.get(n)) for n in names])
-            conn.execute(f"COPY {kind} FROM '{target}' (HEADER=false, PARALLEL=false)")
+            # The id column is the node's key itself, whatever its attributes say.
+            _write_csv(target, ([node, *(kg.g.nodes[node].get(n) for n in names[1:])] for node in nodes))
+            conn.execute(f"COPY {kind} FROM '{_cypher_path(target)}' ({_CSV_OPTIONS})")
         for edge_type, by_pair in pairs.items():
             for (a, b), edges in sorted(by_pair.items()):
                 target = work / f"rel-{edge_type}-{a}-{b}.csv"
-                with open(target, "w", newline="", encoding="utf-8") as fh:
-                    csv.writer(fh, lineterminator="\n").writerows(edges)
-                options = "HEADER=false" + (f", from='{a}', to='{b}'" if len(by_pair) > 1 else "")
-                conn.execute(f"COPY {edge_type} FROM '{target}' ({options})")
+                _write_csv(target, edges)
+                options = _CSV_OPTIONS + (f", from='{a}', to='{b}'" if len(by_pair) > 1 else "")
+                conn.execute(f"COPY {edge_type} FROM '{_cypher_path(target)}' ({options})")
         conn.execute("CHECKPOINT")
-        conn.close()
-        db.close()
+        stack.close()
         os.replace(db_file, path)
-    except Exception as exc:
-        raise GraphUnavailableError(f"could not build the Cypher store at {path}: {exc}") from exc
     finally:
+        stack.close()
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -10,6 +9,7 @@ from udm.config import Settings
 from udm.extract import outside_root
 from udm.ids import id_family
 from udm.query import Definition, UdmQuery, definition_places, get_query
+from udm.site import display_target
 
 __all__ = ["RULES", "Finding", "find_cycles", "lint"]
 
@@ -180,27 +180,19 @@ def lint(settings: Settings, query: UdmQuery | None = None) -> list[Finding]:
                 _finding(file, line, "dependency-cycle", f"dependency cycle: {' -> '.join(path)}")
             )
 
-        for file, line, target, kind, target_file, fragment, resolved in con.execute(
-            "SELECT file, line, target, kind, target_file, fragment, resolved FROM links WHERE kind <> 'external'"
+        # The index resolved every link with the site's rules (udm.site): lint only reports verdicts.
+        for file, line, target, target_file, fragment in con.execute(
+            "SELECT file, line, target, target_file, fragment FROM links "
+            "WHERE kind <> 'external' AND resolved = false ORDER BY file, line"
         ).fetchall():
-            if kind == "internal" and target_file and outside_root(target_file):
+            if target_file is not None:
+                where = file if target_file == file else target_file
+                findings.append(
+                    _finding(file, line, "broken-anchor", f"no heading with anchor #{fragment} in {where}")
+                )
+            elif not target.startswith("/") and outside_root(display_target(file, target)):
                 findings.append(
                     _finding(file, line, "broken-link", f"link target {target} is outside the UDM root")
-                )
-                continue
-            if kind == "internal" and target_file and not target_file.endswith((".md", ".markdown")):
-                resolved = os.path.exists(settings.udm_root / target_file)
-            if resolved:
-                continue
-            if kind == "anchor":
-                findings.append(
-                    _finding(file, line, "broken-anchor", f"no heading with anchor #{fragment} in {file}")
-                )
-            elif target_file and con.execute("SELECT 1 FROM files WHERE path = ?", [target_file]).fetchone():
-                findings.append(
-                    _finding(
-                        file, line, "broken-anchor", f"no heading with anchor #{fragment} in {target_file}"
-                    )
                 )
             else:
                 findings.append(_finding(file, line, "broken-link", f"link target {target} does not exist"))

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
+from udm.datalimits import DataLimitError, check_text
 from udm.errors import DocumentError, PatchError
 from udm.structured import check_alias_expansion
 
@@ -29,6 +30,7 @@ __all__ = [
     "MoveSection",
     "Operation",
     "OperationType",
+    "Override",
     "Patch",
     "PrependToSection",
     "RenameFile",
@@ -302,6 +304,15 @@ def _new_id(description: str) -> str:
     return f"{stamp}-{slug + '-' if slug else ''}{secrets.token_hex(3)}"
 
 
+class Override(BaseModel):
+    """Who forces a patch past the validator's link, anchor and ID findings, and why."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    by: str = Field(min_length=1, max_length=200, description="Who forces it (a person or a mode).")
+    reason: str = Field(min_length=1, max_length=2000, description="Why the findings do not matter here.")
+
+
 class Patch(BaseModel):
     """An ordered list of operations that commit together or not at all."""
 
@@ -315,6 +326,11 @@ class Patch(BaseModel):
     author: str | None = Field(default=None, description="Who wrote it (a person or a mode).")
     source: str | None = Field(default=None, description="Where it comes from, e.g. a task ID or a run.")
     operations: list[Operation] = Field(min_length=1, description="The operations, applied in order.")
+    override: Override | None = Field(
+        default=None,
+        description="Apply even though links, anchors or IDs that resolved would no longer resolve; "
+        "who and why go into the patch record with the findings overridden (parse errors still refuse).",
+    )
 
     @field_validator("id")
     @classmethod
@@ -389,6 +405,11 @@ def loads_patch(text: str, origin: str = "patch") -> Patch:
     """A Patch from YAML or JSON text."""
     import yaml
 
+    # The patch file's nesting and size are measured before any parser (all of them recurse) sees it.
+    try:
+        check_text(text, "json" if text.lstrip().startswith("{") else "yaml", what="the patch file")
+    except DataLimitError as exc:
+        raise PatchError(f"{origin} is refused: {exc}") from exc
     if text.lstrip().startswith("{"):
         try:
             data = json.loads(text)

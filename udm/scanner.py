@@ -1,21 +1,45 @@
-"""Headings and fences of Markdown text: a fence-aware line scanner, with markdown-it for what it cannot decide.
+"""One CommonMark/GFM parse of a Markdown (or MDX) file: headings, fences, links, HTML and MDX blocks.
 
-The scanner handles the common easy files about 20x faster than markdown-it and returns None as
-soon as it meets anything it cannot decide alone (setext underline candidates under non-plain
-text, HTML blocks it does not know, indented or container lines that could hold a heading or a
-fence); `udm.document` then asks markdown-it. Line numbers are 0-based over `splitlines(keepends=True)`.
+markdown-it-pyrs (the Rust port of markdown-it) parses the whole file once with source maps; this
+module turns its tree into the document model's parts with 0-based line numbers over
+`split_lines(text)`. Source maps are UTF-8 byte offsets into the text the parser saw; that text has
+exactly the lines of the file (front matter blanked, line endings made `\\n`, NUL made U+FFFD as
+CommonMark asks), so a byte offset maps to a line through one table of line-start offsets.
+
+MDX: ESM `import`/`export` paragraphs and JSX tags/expressions are blanked out of the text the
+parser sees (their lines are kept as opaque blocks), so they are never read as Markdown; what sits
+between a JSX opening and closing tag stays Markdown, as MDX renders it. Indented code does not
+exist in MDX, so the MDX parser has that rule off.
 """
 
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from html import unescape
+from typing import Any
 
-from markdown_it import MarkdownIt
-from markdown_it.rules_block.html_block import HTML_SEQUENCES
+from markdown_it_pyrs import MarkdownIt, Node
+from mdurl import decode as _url_decode
 
-__all__ = ["ATX_HEADING", "Fence", "Heading", "atx_title", "scan_fast", "scan_markdown_it"]
+from udm.lines import split_lines
+
+__all__ = [
+    "ATX_HEADING",
+    "PARSER_NAME",
+    "Fence",
+    "Heading",
+    "Opaque",
+    "Parsed",
+    "RawLink",
+    "atx_title",
+    "parse_markdown",
+]
+
+PARSER_NAME = "markdown-it-pyrs"
 
 
 @dataclass(slots=True)
@@ -41,25 +65,79 @@ class Fence:
     text: str
 
 
-_MD: MarkdownIt | None = None
+@dataclass(slots=True)
+class RawLink:
+    """A link as parsed: 0-based line, text, target (decoded), form and byte offset (for ordering)."""
+
+    line: int
+    text: str
+    target: str
+    form: str
+    offset: int
 
 
-def _md() -> MarkdownIt:
-    global _MD
-    if _MD is None:
-        _MD = MarkdownIt("commonmark").enable("table").disable("inline")
-    return _MD
+@dataclass(slots=True)
+class Opaque:
+    """An MDX block kept out of the Markdown parse: kind 'esm' or 'jsx', lines [start, end)."""
+
+    kind: str
+    start: int
+    end: int
+
+
+@dataclass(slots=True)
+class Parsed:
+    """What one parse found."""
+
+    headings: list[Heading]
+    fences: list[Fence]
+    links: list[RawLink]
+    opaque: list[Opaque] = field(default_factory=list)
+
+
+# GFM as GitHub renders it: tables, strikethrough, task lists, extended autolinks (www., http://,
+# e-mail), footnotes; front matter is read apart (udm.blockdata) and blanked before the parse.
+_GFM: list[Any] = ["table", "strikethrough", "tasklist", "autolink_ext", "footnote"]
+_COMMONMARK_RULES: list[Any] = [
+    "blockquote",
+    "code",
+    "fence",
+    "heading",
+    "hr",
+    "lheading",
+    "list",
+    "paragraph",
+    "reference",
+    "autolink",
+    "backticks",
+    "emphasis",
+    "entity",
+    "escape",
+    "image",
+    "link",
+    "newline",
+    "html_block",
+    "html_inline",
+]
+_PARSERS: dict[bool, MarkdownIt] = {}
+_LINKISH = re.compile(r"[\[<:@]|www\.", re.IGNORECASE)
+_INLINE_HOLDERS = frozenset({"paragraph", "heading", "lheading", "tcell"})
+
+
+def _parser(mdx: bool) -> MarkdownIt:
+    found = _PARSERS.get(mdx)
+    if found is None:
+        if mdx:
+            # No indented code in MDX: JSX children are indented and stay Markdown.
+            found = MarkdownIt("zero").enable_many([r for r in _COMMONMARK_RULES if r != "code"] + _GFM)
+        else:
+            found = MarkdownIt("commonmark").enable_many(_GFM)
+        _PARSERS[mdx] = found
+    return found
 
 
 # Greedy title, trimmed by atx_title: a lazy title before optional blanks is quadratic on long lines.
 ATX_HEADING = re.compile(r"(#{1,6})(?:[ \t]+(.*))?$")
-_FENCE_OPEN = re.compile(r"(`{3,}|~{3,})(.*)$")
-_ORDERED = re.compile(r"\d{1,9}[.)](?:[ \t]|$)")
-_THEMATIC = re.compile(r" {0,3}(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
-_SETEXT = re.compile(r" {0,3}(?:=+|-+)[ \t]*$")
-_HARD_INDENTED = re.compile(r"[ \t]+(?:#|```|~~~|<)")
-_HARD_LIST = re.compile(r"(?:[-*+]|\d{1,9}[.)])[ \t]+(?:#|```|~~~|<|>)")
-_HARD_QUOTE = re.compile(r" {0,3}>.*(?:#|```|~~~)")
 _FENCE_CLOSE_CACHE: dict[tuple[str, int], re.Pattern[str]] = {}
 
 
@@ -74,199 +152,362 @@ def atx_title(rest: str | None) -> str:
     return bare.rstrip() if bare[-1] in " \t" else text
 
 
-_STRICT_CLOSERS: dict[str, re.Pattern[str]] = {}  # by fence markup, e.g. "```"
-
-
-def _closer(markup: str, strict: bool = False) -> re.Pattern[str]:
-    # strict: a top-level closing fence (CommonMark: up to 3 spaces); otherwise any container prefix.
-    key = (markup[0] + ("s" if strict else ""), len(markup))
+def _closer(markup: str) -> re.Pattern[str]:
+    # A closing fence may sit behind container markers ('> ', list indentation).
+    key = (markup[0], len(markup))
     pat = _FENCE_CLOSE_CACHE.get(key)
     if pat is None:
         ch = re.escape(markup[0])
-        prefix = " {0,3}" if strict else r"[ \t>]*"
-        pat = re.compile(rf"{prefix}{ch}{{{len(markup)},}}[ \t]*$")
+        pat = re.compile(rf"[ \t>]*{ch}{{{len(markup)},}}[ \t]*$")
         _FENCE_CLOSE_CACHE[key] = pat
-    if strict:
-        _STRICT_CLOSERS[markup] = pat
     return pat
 
 
-# Over the string of every line's first character: the lines the scanner must look at. A line
-# starting with anything else (a letter, most punctuation) is paragraph text and needs no work.
-_NOTABLE = re.compile(r"[#`~<>=\-*_]|[^\S\n\r]")
-# Lines starting with a digit or '+' (ordered lists, text) are checked apart, after the main pass.
-_LIST_HEADS = re.compile(r"[+0-9]")
-_HARD_LIST_AT_LINE_START = re.compile(rf"^(?:{_HARD_LIST.pattern})", re.MULTILINE)
-_CLOSE_CANDIDATE = {"`": re.compile("[ `]"), "~": re.compile("[ ~]")}
-_NOT_BLANK_START = frozenset("#`~<>=-*_")
-_LINK_DEFINITION = re.compile(r" {0,3}\[[^\]]+\]:")
+# href/src attributes of HTML and JSX tags: "x", 'x', or a JSX string expression {"x"} / {'x'} / {`x`}.
+_ATTR = re.compile(
+    r"""(?<![\w-])(href|src)[ \t\r\n]*=[ \t\r\n]*(?:"([^"]*)"|'([^']*)'|\{[ \t]*(?:"([^"]*)"|'([^']*)'|`([^`$]*)`)[ \t]*\}|([^\s"'=<>`{}]+))""",
+    re.IGNORECASE,
+)
+_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 
 
-def _plain_line(line: str) -> bool:
-    """Whether a paragraph line is plain prose (setext titles are only trusted under such lines)."""
-    raw = line.rstrip("\r\n")
-    c = raw[0]
-    return (c.isalpha() or (c.isdigit() and not _ORDERED.match(raw))) and "|" not in raw
+def _attr_links(content: str, base: int, form: str, out: list[tuple[int, str, str]]) -> None:
+    """(byte offset, target, form) of each href/src attribute in HTML or JSX text starting at byte `base`."""
+    if "<!--" in content:
+        content = _COMMENT.sub(lambda m: " " * len(m.group(0).encode("utf-8")), content)
+    ascii_text = content.isascii()
+    done_chars = done_bytes = 0  # counted on from the last match: linear on large blocks
+    for m in _ATTR.finditer(content):
+        value = next(g for g in m.groups()[1:] if g is not None)
+        if ascii_text:
+            at = m.start()
+        else:
+            done_bytes += len(content[done_chars : m.start()].encode("utf-8"))
+            done_chars = at = m.start()
+            at = done_bytes
+        target = unescape(value).strip()
+        if target:
+            out.append((base + at, target, form))
 
 
-def _in_paragraph(lines: list[str], k: int, brk: int) -> bool:
-    """Whether line k continues a paragraph: the line above is text, not blank nor part of a construct."""
-    return k - 1 >= brk and bool(lines[k - 1].strip())
+def _text_of(node: Node) -> str:
+    """The plain text of an inline node's children (soft and hard breaks as spaces)."""
+    parts: list[str] = []
+    stack = list(reversed(node.children))
+    while stack:
+        child = stack.pop()
+        name = child.name
+        if name in ("text", "text_special", "code_inline"):
+            parts.append(child.meta.get("content", "") if name != "code_inline" else _text_of(child))
+        elif name in ("softbreak", "hardbreak"):
+            parts.append(" ")
+        elif child.children:
+            stack.extend(reversed(child.children))
+    return "".join(parts)
 
 
-def scan_fast(lines: list[str], first: int) -> tuple[list[Heading], list[Fence]] | None:
-    """Headings and fences of an easy file, or None when markdown-it must decide.
+def _normalise(lines: list[str], first: int) -> str:
+    """The text the parser sees: the same lines, front matter blanked, `\\n` endings, NUL as U+FFFD."""
+    body = "".join(lines[first:])
+    if "\r" in body:
+        body = body.replace("\r\n", "\n").replace("\r", "\n")
+    if "\x00" in body:
+        body = body.replace("\x00", "\ufffd")
+    if body and not body.endswith("\n"):
+        body += "\n"
+    return "\n" * first + body
 
-    Handles ATX headings, fences, setext headings under plain paragraphs (lines starting with a
-    letter), and HTML blocks the way CommonMark delimits them; anything else that could hide or
-    make a heading (indented or container lines with '#', fences or '<', odd underlines) bails out.
-    Only lines whose first character could matter are visited; paragraph lines are looked at only
-    behind a setext underline or an HTML line, to find the paragraph they belong to.
+
+def parse_markdown(lines: list[str], first: int = 0, *, mdx: bool = False) -> Parsed:
+    """Headings (top level only), fences (any depth), links and MDX blocks of a file's lines.
+
+    `first` is the first line after the front matter (the lines before it are blanked).
     """
+    src = _normalise(lines, first)
+    opaque: list[Opaque] = []
+    jsx_links: list[tuple[int, str, str]] = []
+    if mdx:
+        src, opaque, jsx_links = _mask_mdx(src, first)
+    fed = split_lines(src)
+    if src.isascii():
+        starts = [0, *itertools.accumulate(map(len, fed))]
+    else:
+        starts = [0, *itertools.accumulate(len(line.encode("utf-8")) for line in fed)]
+    count = len(fed)
+
+    def line_of(byte: int) -> int:
+        return min(bisect.bisect_right(starts, byte) - 1, max(count - 1, 0))
+
+    encoded: dict[int, bytes] = {}
+
+    def char_at(byte: int) -> str:
+        k = line_of(byte)
+        if k >= count:
+            return ""
+        line = fed[k]
+        if line.isascii():
+            return line[byte - starts[k] : byte - starts[k] + 1]
+        raw = encoded.get(k)
+        if raw is None:
+            raw = encoded[k] = line.encode("utf-8")
+        return raw[byte - starts[k] : byte - starts[k] + 1].decode("ascii", "replace")
+
+    root = _parser(mdx).tree(src)
     headings: list[Heading] = []
     fences: list[Fence] = []
+    found: list[tuple[int, str, str, str]] = []  # (byte offset, text, url, form)
+    html: list[tuple[int, str, str]] = list(jsx_links)
+    for node in root.children:
+        name = node.name
+        if name == "heading" or name == "lheading":
+            span = node.srcmap
+            if span is None:
+                continue
+            start, end = line_of(span[0]), line_of(max(span[1], span[0])) + 1
+            level = int(node.meta.get("level", 1))
+            if name == "heading":
+                m = ATX_HEADING.match(lines[start].strip()) if start < len(lines) else None
+                title = atx_title(m.group(2)) if m else _text_of(node).strip()
+            else:
+                title = " ".join(part.strip() for part in lines[start : end - 1]).strip()
+            headings.append(Heading(level, title, start, end))
+    # Everything else, at any depth, in one walk. In ASCII text an inline run without '[', '<', ':'
+    # or '@' (every link, autolink, image and HTML tag needs one) is not walked into: most prose.
+    skip_plain = src.isascii()
+    search = _LINKISH.search
+    stack: list[Node] = list(reversed(root.children))
+    while stack:
+        node = stack.pop()
+        name = node.name
+        if name == "text" or name == "softbreak" or name == "code_inline" or name == "code_block":
+            continue
+        if skip_plain and name in _INLINE_HOLDERS:
+            span = node.srcmap
+            if span is not None and search(src, span[0], span[1]) is None:
+                continue
+        if name == "link" or name == "image" or name == "autolink" or name == "linkify":
+            span = node.srcmap
+            url = node.meta.get("url", "")
+            if span is not None:
+                if name == "link":
+                    form = "inline" if char_at(span[1] - 1) == ")" else "reference"
+                elif name == "image":
+                    form = "image"
+                elif name == "autolink":
+                    form = "autolink" if char_at(span[0]) == "<" else "bare"
+                else:
+                    form = "bare"
+                found.append((span[0], _text_of(node), url, form))
+            if name == "image":
+                continue  # an image's description is its alt text: nothing in it is clickable
+        elif name == "fence":
+            span = node.srcmap
+            if span is not None:
+                fences.append(_fence(node, span, lines, line_of))
+            continue
+        elif name == "html_block" or name == "html_inline":
+            span = node.srcmap
+            content = node.meta.get("content", "")
+            if span is not None and ("href" in content.lower() or "src" in content.lower()):
+                _attr_links(content, span[0], "html", html)
+            continue
+        children = node.children
+        if children:
+            stack.extend(reversed(children))
+    links = [RawLink(line_of(at), text, _decode(url), form, at) for at, text, url, form in found] + [
+        RawLink(line_of(at), "", target, form, at) for at, target, form in html
+    ]
+    links.sort(key=lambda link: link.offset)
+    return Parsed(headings, fences, links, opaque)
+
+
+def _decode(url: str) -> str:
+    """A link target as a reader sees it: the parser's percent-encoding undone, reserved characters kept."""
+    if "%" not in url:
+        return url
+    try:
+        return _url_decode(url)
+    except (ValueError, UnicodeError):
+        return url
+
+
+def _fence(node: Node, span: tuple[int, int], lines: list[str], line_of: Callable[[int], int]) -> Fence:
+    """A fence node as the document model's Fence."""
+    start = line_of(span[0])
+    end = line_of(max(span[1], span[0])) + 1
+    meta = node.meta
+    markup = str(meta.get("marker", "`")) * int(meta.get("marker_len", 3))
+    line = lines[start] if start < len(lines) else ""
+    indent = len(line) - len(line.lstrip(" "))
+    closed = (
+        end - 1 > start
+        and end - 1 < len(lines)
+        and bool(_closer(markup).match(lines[end - 1].rstrip("\r\n")))
+    )
+    return Fence(
+        start,
+        end,
+        end - 1 if closed else end,
+        str(meta.get("info", "")).strip(),
+        markup,
+        indent,
+        meta.get("content", ""),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# MDX
+
+_ESM_START = re.compile(r"(?:import|export)(?=[\s{*])")
+_FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})")
+_JSX_LINE = re.compile(r"[ \t]*(?:<(?:[A-Za-z_$][\w.:$-]*|/|>)|\{)")
+_NAME_CHARS = re.compile(r"[\w.:$-]*")
+
+
+def _skip_braces(src: str, q: int) -> int | None:
+    """The offset after the `}` balancing the `{` at q (strings and template literals skipped), or None."""
+    depth = 0
+    n = len(src)
+    while q < n:
+        c = src[q]
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                return q + 1
+        elif c in "\"'`":
+            end = src.find(c, q + 1)
+            if end < 0:
+                return None
+            q = end
+        q += 1
+    return None
+
+
+def _scan_tag(src: str, p: int) -> int | None:
+    """The offset after a JSX tag starting with `<` at p (attributes may span lines), or None."""
+    n = len(src)
+    q = p + 1
+    if q < n and src[q] == "/":
+        q += 1
+    q = _NAME_CHARS.match(src, q).end()  # type: ignore[union-attr]
+    while q < n:
+        c = src[q]
+        if c == ">":
+            return q + 1
+        if c == "/" and src.startswith("/>", q):
+            return q + 2
+        if c == "\n" and src.startswith("\n\n", q):
+            return None  # a blank line ends any tag: this was text
+        if c in "\"'":
+            end = src.find(c, q + 1)
+            if end < 0:
+                return None
+            q = end + 1
+            continue
+        if c == "{":
+            end2 = _skip_braces(src, q)
+            if end2 is None:
+                return None
+            q = end2
+            continue
+        if c == "<":
+            return None
+        q += 1
+    return None
+
+
+def _mask_mdx(src: str, first: int) -> tuple[str, list[Opaque], list[tuple[int, str, str]]]:
+    """The text with ESM and JSX blanked (newlines kept), the opaque blocks, and JSX href/src links."""
+    lines = split_lines(src)
+    offsets = [0, *itertools.accumulate(map(len, lines))]
+    spans: list[tuple[int, int]] = []
+    opaque: list[Opaque] = []
+    fence: tuple[str, int] | None = None
+    i = first
     n = len(lines)
-    heads = "".join([ln[:1] for ln in lines])
-    # Lines starting with a digit or '+' are text unless they hide a heading or fence in a list
-    # item; such a line outside the fences and HTML blocks found below sends the file to markdown-it.
-    listish = [hit.start() for hit in _LIST_HEADS.finditer(heads, first)]
-    hard_lists: list[int] = []
-    # One search over those lines, each starting after a '\n', before looking at them one by one.
-    if listish and _HARD_LIST_AT_LINE_START.search("\n".join([lines[k] for k in listish])):
-        hard_lists = [k for k in listish if _HARD_LIST.match(lines[k])]
-    consumed: list[tuple[int, int]] = []
-    i = first  # lines before i belong to a fence or an HTML block already read
-    brk = first  # a paragraph cannot start before this line (the end of the last construct)
-    for hit in _NOTABLE.finditer(heads, first):
-        k = hit.start()
-        if k < i:
-            continue
-        c = heads[k]
-        raw = lines[k].rstrip("\r\n")
-        if c not in _NOT_BLANK_START and not raw.strip():
-            continue
-        if c == "#":
-            m = ATX_HEADING.match(raw)
-            if m:
-                headings.append(Heading(len(m.group(1)), atx_title(m.group(2)), k, k + 1))
-                brk = k + 1
-                continue
-        elif c in "`~":
-            m = _FENCE_OPEN.match(raw)
-            if m and not (c == "`" and "`" in m.group(2)):
-                markup = m.group(1)
-                close = _STRICT_CLOSERS.get(markup) or _closer(markup, strict=True)
-                candidate = _CLOSE_CANDIDATE[c]
-                j = k + 1
-                while True:
-                    found = candidate.search(heads, j)
-                    if found is None:
-                        j = n
-                        break
-                    j = found.start()
-                    if close.match(lines[j].rstrip("\r\n")):
-                        break
-                    j += 1
-                closed = j < n
-                end = j + 1 if closed else n
-                fences.append(
-                    Fence(
-                        k, end, j if closed else n, m.group(2).strip(), markup, 0, "".join(lines[k + 1 : j])
-                    )
-                )
-                i = brk = end
-                consumed.append((k, end))
-                continue
-        elif c == "<":
-            above = lines[k - 1] if k - 1 >= brk else ""
-            if above.strip() and (
-                above[:1] == "\t" or above.startswith("    ") or _LINK_DEFINITION.match(above)
-            ):
-                # Indented code or a link reference definition is not a paragraph, so whether this
-                # line starts an HTML block depends on what that line is: markdown-it decides.
-                return None
-            end_html = _html_block_end(lines, k, _in_paragraph(lines, k, brk))
-            if end_html is None:
-                return None
-            if end_html > k:
-                i = brk = end_html
-                consumed.append((k, end_html))
-                continue
-        elif c in " \t":
-            if _HARD_INDENTED.match(raw) or _SETEXT.match(raw):
-                return None
-        elif c == ">":
-            if _HARD_QUOTE.match(raw):
-                return None
-        elif c in "-*" and _HARD_LIST.match(raw):
-            return None
-        if (c == "=" or c == "-") and _SETEXT.match(raw):
-            if _in_paragraph(lines, k, brk):
-                run_start = k - 1
-                while run_start > brk and lines[run_start - 1].strip():
-                    run_start -= 1
-                if not all(_plain_line(ln) for ln in lines[run_start:k]):
-                    return None
-                title = " ".join(part.strip() for part in lines[run_start:k])
-                headings.append(Heading(1 if c == "=" else 2, title.strip(), run_start, k + 1))
-                brk = k + 1
-                continue
-            if c == "-":
-                if len(raw.strip()) < 3:
-                    return None  # '-' is an empty list item, '--' text: leave it to markdown-it
-                brk = k + 1  # a thematic break
-                continue
-        if c in "*-_" and _THEMATIC.match(raw):
-            brk = k + 1  # a thematic break ends the paragraph
-    for k in hard_lists:
-        at = bisect.bisect_right(consumed, (k, n + 1)) - 1
-        if at < 0 or not consumed[at][0] <= k < consumed[at][1]:
-            return None
-    return headings, fences
+    prev_blank = True
 
+    def line_at(pos: int) -> int:
+        return bisect.bisect_right(offsets, pos) - 1
 
-def _html_block_end(lines: list[str], i: int, in_paragraph: bool) -> int | None:
-    """End (exclusive) of a CommonMark HTML block starting at line i; i when the line is text; None: unsure."""
-    text = lines[i].rstrip("\r\n")
-    for k, (opener, closer, can_interrupt) in enumerate(HTML_SEQUENCES):
-        if not opener.search(text):
+    while i < n:
+        line = lines[i]
+        if fence is not None:
+            stripped = line.strip()
+            if stripped.startswith(fence[0] * fence[1]) and not stripped.strip(fence[0]):
+                fence = None
+            i += 1
+            prev_blank = False
             continue
-        if k == 0:
-            return None  # <script>/<pre>/<style>/<textarea>: rare, leave them to markdown-it
-        if in_paragraph and not can_interrupt:
-            return i
-        if closer.pattern == "^$":
-            j = i + 1
-            while j < len(lines) and lines[j].strip():
+        fm = _FENCE_OPEN.match(line)
+        if fm:
+            fence = (fm.group(1)[0], len(fm.group(1)))
+            i += 1
+            prev_blank = False
+            continue
+        if prev_blank and _ESM_START.match(line):
+            j = i
+            while j < n and lines[j].strip():
                 j += 1
-            return j
-        if closer.search(text):
-            return i + 1
-        j = i + 1
-        while j < len(lines) and not closer.search(lines[j]):
-            j += 1
-        return min(j + 1, len(lines))
-    return i
+            spans.append((offsets[i], offsets[j]))
+            opaque.append(Opaque("esm", i, j))
+            i, prev_blank = j, False
+            continue
+        jm = _JSX_LINE.match(line)
+        if jm:
+            pos = offsets[i] + len(line) - len(line.lstrip(" \t"))
+            end = _mask_line_tags(src, pos, spans)
+            if end is not None:
+                last = line_at(max(end - 1, pos))
+                if opaque and opaque[-1].kind == "jsx" and opaque[-1].end == i:
+                    opaque[-1].end = last + 1  # one block for a run of JSX lines
+                else:
+                    opaque.append(Opaque("jsx", i, last + 1))
+                # Text after the tags on their last line stays Markdown; the next line starts fresh.
+                i = last + 1
+                prev_blank = False
+                continue
+        prev_blank = not line.strip()
+        i += 1
+    links: list[tuple[int, str, str]] = []
+    if not spans:
+        return src, opaque, links
+    out: list[str] = []
+    at = 0
+    ascii_src = src.isascii()
+    done_bytes = 0  # the byte offset of `at`, counted on span by span
+    for a, b in spans:
+        out.append(src[at:a])
+        chunk = src[a:b]
+        if not ascii_src:
+            done_bytes += len(src[at:a].encode("utf-8"))
+        base = a if ascii_src else done_bytes
+        if not ascii_src:
+            done_bytes += len(chunk.encode("utf-8"))
+        if chunk.lstrip().startswith("<"):
+            _attr_links(chunk, base, "jsx", links)
+        out.append(re.sub(r"[^\n]", " ", chunk))
+        at = b
+    out.append(src[at:])
+    return "".join(out), opaque, links
 
 
-def scan_markdown_it(lines: list[str], text: str) -> tuple[list[Heading], list[Fence]]:
-    """Headings (top level only) and fences (any depth) as markdown-it sees them."""
-    headings: list[Heading] = []
-    fences: list[Fence] = []
-    tokens = _md().parse(text)
-    for k, tok in enumerate(tokens):
-        if tok.type == "heading_open" and tok.level == 0 and tok.map:
-            inline = tokens[k + 1]
-            title = " ".join(part.strip() for part in inline.content.split("\n")).strip()
-            headings.append(Heading(int(tok.tag[1]), title, tok.map[0], tok.map[1]))
-        elif tok.type == "fence" and tok.map:
-            start, end = tok.map
-            line = lines[start] if start < len(lines) else ""
-            indent = len(line) - len(line.lstrip(" "))
-            closed = end - 1 > start and bool(_closer(tok.markup).match(lines[end - 1].rstrip("\r\n")))
-            fences.append(
-                Fence(
-                    start, end, end - 1 if closed else end, tok.info.strip(), tok.markup, indent, tok.content
-                )
-            )
-    return headings, fences
+def _mask_line_tags(src: str, pos: int, spans: list[tuple[int, int]]) -> int | None:
+    """Blank the JSX tags and expressions from `pos` on while they follow each other on a line; their end."""
+    end: int | None = None
+    n = len(src)
+    while pos < n:
+        c = src[pos]
+        stop = _scan_tag(src, pos) if c == "<" else _skip_braces(src, pos) if c == "{" else None
+        if stop is None:
+            break
+        spans.append((pos, stop))
+        end = stop
+        pos = stop
+        while pos < n and src[pos] in " \t":
+            pos += 1
+        if pos >= n or src[pos] == "\n":
+            break
+    return end

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import itertools
 import json
 import math
 import re
+import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
+from udm.datalimits import check_json, check_yaml, current_limits
 from udm.errors import DocumentError, PatchError, TargetNotFoundError, UdmError
 from udm.splice import merge_minimal
 
@@ -297,6 +300,8 @@ def _yaml(text: str) -> Any:
 def _yaml_load(text: str, yaml: Any) -> Any:
     from ruamel.yaml.error import YAMLError
 
+    # ruamel's composer recurses per level: the depth is measured first, without recursion.
+    check_yaml(text, what="YAML", ruamel=True)
     try:
         docs = list(yaml.load_all(text))
     except YAMLError as exc:
@@ -330,11 +335,21 @@ def _yaml_dump(data: Any, yaml: Any) -> str:
 
 
 def _yaml_wrap(old: Any, value: Any) -> Any:
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
     from ruamel.yaml.scalarstring import ScalarString
 
     # A new string keeps the quoting style of the string it replaces.
     if isinstance(old, ScalarString) and isinstance(value, str) and not isinstance(value, ScalarString):
         return type(old)(value)
+    # A new list or mapping keeps the flow style (`[a, b]`, `{k: v}`) of the one it replaces: the
+    # author wrote it on one line, and a block form would turn a one-line edit into many.
+    if isinstance(old, CommentedSeq | CommentedMap) and old.fa.flow_style():
+        if isinstance(value, list) and not isinstance(value, CommentedSeq):
+            value = CommentedSeq(value)
+            value.fa.set_flow_style()
+        elif isinstance(value, dict) and not isinstance(value, CommentedMap):
+            value = CommentedMap(value)
+            value.fa.set_flow_style()
     return value
 
 
@@ -468,12 +483,42 @@ def detect_json_style(text: str) -> tuple[int | str | None, tuple[str, str]]:
     return indent, (comma, colon)
 
 
+# json5's parser spends about 23 Python frames per nesting level, so Python's default limit stops
+# it near 40 levels; within the depth limit it gets the room it needs (Python-to-Python calls do not
+# grow the C stack).
+_JSON5_FRAMES_PER_LEVEL = 30
+_ROOM_LOCK = threading.Lock()
+
+
+def _stack_depth() -> int:
+    frame: Any = sys._getframe()
+    depth = 0
+    while frame is not None:
+        depth += 1
+        frame = frame.f_back
+    return depth
+
+
+@contextlib.contextmanager
+def _recursion_room(frames: int) -> Iterator[None]:
+    """Run with at least `frames` more Python frames allowed than are in use now (one caller at a time)."""
+    with _ROOM_LOCK:
+        before = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(before, _stack_depth() + frames + 100))
+        try:
+            yield
+        finally:
+            sys.setrecursionlimit(before)
+
+
 def _json_load(text: str, fmt: Format) -> Any:
+    check_json(text, what=fmt.upper(), json5=fmt == "json5")
     if fmt == "json5":
         import json5
 
         try:
-            return json5.loads(text, object_pairs_hook=dict)
+            with _recursion_room(_JSON5_FRAMES_PER_LEVEL * current_limits().max_depth):
+                return json5.loads(text, object_pairs_hook=dict)
         except ValueError as exc:
             raise DocumentError(f"JSON5 does not parse: {exc}") from exc
         except RecursionError as exc:

@@ -27,6 +27,7 @@ from udm.errors import (
 )
 from udm.patch import Patch
 from udm.patch_apply import MARKDOWN_SUFFIXES, OpReport, Workspace, apply_operations
+from udm.site import settings_site as _site
 from udm.splice import changed_line_count, line_opcodes, sha256_text, split_lines, unified_diff
 from udm.transaction import Change, commit_files, recover, write_lock
 from udm.validate import ValidationFailedError, validate_workspace
@@ -170,6 +171,11 @@ def _result_for_error(
         status = "lock_timeout"
     elif isinstance(exc, ValidationFailedError):
         status, problems = "invalid", exc.problems
+        if exc.overridable:
+            exc = ValidationFailedError(
+                [*exc.problems, "only links, anchors or IDs: an override (who and why) may apply it"],
+                overridable=True,
+            )
     elif isinstance(exc, PatchError | TargetError | PathOutsideError | InvalidPathError):
         # A path that leaves the root (or can never exist) is a bad instruction, not a failed commit.
         status = "invalid"
@@ -225,9 +231,16 @@ def _commit(
 
 
 def apply_patch(
-    patch: Patch, settings: Settings, *, dry_run: bool = False, check_expect: bool = True
+    patch: Patch,
+    settings: Settings,
+    *,
+    dry_run: bool = False,
+    check_expect: bool = True,
+    review: dict[str, Any] | None = None,
 ) -> PatchResult:
-    """Plan (dry run) or apply a patch as one transaction; never raises for expected failures."""
+    """Plan (dry run) or apply a patch as one transaction; never raises for expected failures.
+
+    `review` (who approved, when, their comment, the flow run) is stored in the patch record."""
     reports: list[OpReport] = []
     recovered: list[str] = []
     _warm_up(patch)
@@ -240,7 +253,7 @@ def apply_patch(
             if _record_path(settings, patch.id).exists():
                 raise PatchError(f"patch {patch.id} was already applied (see `udm patch show {patch.id}`)")
             reports, hashes = apply_operations(patch, ws, check_expect=check_expect, reports=reports)
-            validate_workspace(ws)
+            overridden = validate_workspace(ws, site=_site(settings), override=patch.override is not None)
             changed = ws.changed()
             planned = patch.model_copy(deep=True)
             for op, h in zip(planned.operations, hashes, strict=True):
@@ -256,6 +269,7 @@ def apply_patch(
                 files=files,
                 diff=diff,
                 recovered=recovered,
+                problems=overridden,
                 planned_patch=planned.model_dump(mode="json", exclude_unset=True),
             )
             if dry_run or not changed:
@@ -273,7 +287,11 @@ def apply_patch(
                 "diff": diff,
                 "inverse": _inverse(changed),
                 "reverted_by": None,
+                "review": review,
             }
+            if patch.override is not None:
+                # Who forced it and why, with what the validator would have refused.
+                record["override"] = {**patch.override.model_dump(), "problems": overridden}
             txid = _commit(
                 settings, ws, changed, {_record_path(settings, patch.id): record}, f"patch {patch.id}"
             )
@@ -377,7 +395,8 @@ def revert_patch(patch_id: str, settings: Settings) -> PatchResult:
                 ws.write(path, "".join(reverted))
             if problems:
                 raise ConflictError(f"cannot revert {patch_id}: " + "; ".join(problems))
-            validate_workspace(ws)
+            # Restoring the previous text is never refused for its links (they were as the manual had them).
+            validate_workspace(ws, site=_site(settings), revert=True)
             changed = ws.changed()
             files, diff = _files(changed)
             revert_id = f"revert-{patch_id[:80]}-{secrets.token_hex(2)}"
@@ -454,6 +473,7 @@ def list_records(settings: Settings) -> list[dict[str, Any]]:
                 "author": data.get("author"),
                 "files": [f["path"] for f in data.get("files", [])],
                 "reverted_by": data.get("reverted_by"),
+                "reviewer": (data.get("review") or {}).get("reviewer"),
             }
         )
     return sorted(out, key=lambda r: (r["applied_at"] or "", r["id"]))
@@ -505,7 +525,7 @@ def format_files(settings: Settings, paths: list[str] | None = None, *, dry_run:
                 # Formatted in edit form, so a byte-order mark and CRLF line ends come back as they were.
                 ws.put(rel, mdformat.text(ws.text(rel), extensions={"gfm", "frontmatter"}))
             # mdformat can change what a file means (an escaped marker, a renumbered list, a moved anchor).
-            validate_workspace(ws)
+            validate_workspace(ws, site=_site(settings))
             changed = ws.changed()
             files, diff = _files(changed)
             result = PatchResult(

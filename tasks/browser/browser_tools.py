@@ -27,6 +27,7 @@ from tasks.browser.common import (
 from tasks.browser.page_tools import tab_list
 from tasks.browser.session import ActionError, normalize_url, require_allowed, timeout_message
 from udm.config import Settings
+from udm.datalimits import DataLimitError, check_yaml
 from udm.httppool import verified_ssl_context
 
 __all__ = [
@@ -105,8 +106,10 @@ class BrowserReadPageTool(BrowserTool):
         else:
             content = await target.aria_snapshot(timeout=call.timeout_ms)
             try:
+                # A page can nest elements as deeply as it likes; the parser recurses per level.
+                check_yaml(content, what="the accessibility tree")
                 tree = yaml.safe_load(content)
-            except yaml.YAMLError:
+            except (yaml.YAMLError, DataLimitError):
                 tree = None  # the YAML text in `content` is still the answer
         return {
             "mode": data.mode,
@@ -389,10 +392,22 @@ async def _fetch_capped(call: Call, url: str, max_bytes: int) -> tuple[bytes, ht
         raise ActionError(
             "ERROR_INVALID_INPUT", f"browser_download fetches only http and https URLs, not '{url}'"
         )
+    guard = call.session.guard
+    if guard is None:
+        raise ActionError("ERROR_BROWSER", f"session '{call.session.id}' has no SSRF guard")
+    reason = await guard.verdict(url)
+    if reason is not None:
+        raise ActionError("ERROR_URL_BLOCKED", f"refused {url}: {reason}")
     cookies = await call.session.context.cookies()
     try:
+        # Through the session's guard proxy, like the browser itself: every redirect hop is vetted
+        # and connected to the address that was checked.
         async with httpx.AsyncClient(
-            follow_redirects=True, timeout=call.timeout_s, verify=verified_ssl_context(), trust_env=False
+            follow_redirects=True,
+            timeout=call.timeout_s,
+            verify=verified_ssl_context(),
+            trust_env=False,
+            proxy=guard.proxy_url,
         ) as client:
             # Filled in place: httpx copies a jar passed to the client into one with the default policy.
             _fill_jar(client.cookies.jar, cookies)

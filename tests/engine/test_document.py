@@ -1,14 +1,15 @@
-"""Document model: sections, blocks, front matter, links, IDs, lookups, and the fast-scanner fallback."""
+"""Document model: sections, blocks, front matter, links, IDs, lookups; the parse checked against markdown-it-py."""
 
 from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from udm.document import (
-    _scan_fast,
-    _scan_markdown_it,
     find_block,
     find_section,
     load_document,
@@ -18,6 +19,15 @@ from udm.document import (
     split_lines,
 )
 from udm.errors import AmbiguousTargetError, DocumentError, TargetNotFoundError
+
+# The markdown-it-py reference, loaded by path (the tests are imported with --import-mode=importlib).
+_SPEC = importlib.util.spec_from_file_location(
+    "mdit_reference", Path(__file__).with_name("mdit_reference.py")
+)
+assert _SPEC is not None and _SPEC.loader is not None
+mdit_reference = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(mdit_reference)
+reference = mdit_reference.reference
 
 SAMPLE = """\
 ---
@@ -74,7 +84,7 @@ def test_sections_ranges_paths_and_anchors() -> None:
     assert [bad1.anchor, bad2.anchor] == ["26-bad-block", "26-bad-block-1"]
     assert setext.level == 2 and setext.heading_end == setext.heading_start + 2
     assert setext.parent == 0 and setext.path == "2 Architecture > Setext Title"
-    assert doc.parser == "scanner"  # setext under a plain paragraph is within the scanner's reach
+    assert doc.parser == "markdown-it-pyrs"
     assert section_text(doc, tool).startswith("### 2.5.1 Tool")
     assert section_text(doc, core, own=True) == "## 2.5 Core Tools\n\n- **ID:** `COMP-001`\n\n"
 
@@ -113,7 +123,10 @@ def test_heading_defines_id_and_links() -> None:
     doc = parse_document("# RM-001: Roadmap\n\nSee [x](a.md) `[no](b.md)` ![img](c.png)\n", "r.md")
     assert [(d.id, d.kind, d.line) for d in doc.id_defs] == [("RM-001", "heading", 0)]
     assert doc.sections[0].ids == ("RM-001",)
-    assert [(link.target, link.kind) for link in doc.links] == [("a.md", "internal")]
+    assert [(link.target, link.kind, link.form) for link in doc.links] == [
+        ("a.md", "internal", "inline"),
+        ("c.png", "internal", "image"),
+    ]
     links = parse_document(SAMPLE, "02.md").links
     assert [(link.target, link.kind) for link in links] == [
         ("05-roadmap.md#tasks", "internal"),
@@ -129,7 +142,6 @@ def test_headings_in_containers_do_not_start_sections() -> None:
     )
     doc = parse_document(text)
     assert [s.title for s in doc.sections] == ["Top", "still html? no: blank line ends the html block"]
-    assert doc.parser == "markdown-it"  # the list-item heading sends it to the full parser
 
 
 def test_unclosed_fence_runs_to_eof() -> None:
@@ -200,7 +212,6 @@ def test_load_document_errors(tmp_path) -> None:
 def test_crlf_and_closing_hashes() -> None:
     doc = parse_document("# Title ##\r\nbody\r\n## Sub #\r\n")
     assert [s.title for s in doc.sections] == ["Title", "Sub"]
-    assert doc.parser == "scanner"
     assert section_text(doc, doc.sections[0]) == "# Title ##\r\nbody\r\n## Sub #\r\n"
 
 
@@ -224,6 +235,13 @@ LINE = st.sampled_from(
         "```` ",
         "a: 1",
         "- item",
+        "see [a](b.md) and [ref][r] or [r]",
+        "[r]: r.md 'T'",
+        "[Wrapped",
+        "over lines](w.md) ![i](i.png) <https://x.y/z>",
+        "`[no](x.md)` [x](#) [e](https\\://x) [p](<my file.md>)",
+        '[collapsed][] <a href="h.md">h</a>',
+        "[collapsed]: c%20d.md",
         "- # list heading",
         "  # indented heading",
         "    # code",
@@ -273,21 +291,16 @@ LINE = st.sampled_from(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(st.lists(LINE, max_size=40))
-def test_fast_scanner_agrees_with_markdown_it(lines_: list[str]) -> None:
+def test_parse_agrees_with_markdown_it_py(lines_: list[str]) -> None:
     text = "\n".join(lines_) + "\n"
-    lines = split_lines(text)
-    fast = _scan_fast(lines, 0)
-    if fast is None:
-        return
-    full = _scan_markdown_it(lines, text)
-    assert [(h.level, h.title, h.start, h.end) for h in fast[0]] == [
-        (h.level, h.title, h.start, h.end) for h in full[0]
-    ]
-    assert [(f.start, f.end, f.info, f.text) for f in fast[1]] == [
-        (f.start, f.end, f.info, f.text) for f in full[1]
-    ]
+    doc = parse_document(text)
+    headings, fences, links = reference(text, doc.front_matter_range[1] if doc.front_matter_range else 0)
+    assert [(s.level, s.title, s.start, s.heading_end) for s in doc.sections] == headings
+    assert [(b.start, b.end, b.info, b.text) for b in doc.blocks] == fences
+    ours = [(link.line, link.target) for link in doc.links if link.form not in ("bare", "html")]
+    assert ours == [(line, target) for line, target, _ in links]
 
 
 @settings(max_examples=200, deadline=None)

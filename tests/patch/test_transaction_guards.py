@@ -141,9 +141,9 @@ def test_an_edit_saved_during_validation_is_kept_and_reported(
     theirs = SMALL_DOC + "\nTheir edit.\n"
     real_validate = updates.validate_workspace
 
-    def validate_while_someone_saves(ws: Any) -> None:
+    def validate_while_someone_saves(ws: Any, **options: Any) -> list[str]:
         (small.udm_root / "roadmap.md").write_text(theirs, encoding="utf-8")
-        real_validate(ws)
+        return real_validate(ws, **options)
 
     monkeypatch.setattr(updates, "validate_workspace", validate_while_someone_saves)
     res = apply(small, *both_files())
@@ -178,9 +178,9 @@ def test_an_edit_saved_just_before_the_rename_is_kept_and_the_rest_rolled_back(
 def test_a_file_created_meanwhile_is_a_conflict(small: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
     real_validate = updates.validate_workspace
 
-    def validate_while_someone_creates(ws: Any) -> None:
+    def validate_while_someone_creates(ws: Any, **options: Any) -> list[str]:
         (small.udm_root / "new.md").write_text("# Mine\n", encoding="utf-8")
-        real_validate(ws)
+        return real_validate(ws, **options)
 
     monkeypatch.setattr(updates, "validate_workspace", validate_while_someone_creates)
     res = apply(small, {"op": "create_file", "file": "new.md", "content": "# New\n"})

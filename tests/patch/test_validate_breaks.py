@@ -1,0 +1,192 @@
+"""The validator refuses what a patch breaks, not what was broken; reverts and overrides (issue 18.7)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flows.cli import run
+from udm.config import Settings, load_settings
+from udm.patch import parse_patch
+from udm.updates import PatchResult, apply_patch, revert_patch
+
+
+def _root(tmp_path: Path, files: dict[str, str]) -> Settings:
+    root = tmp_path / "docs" / "udm"
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    for sub in ("state", "logs"):
+        (tmp_path / sub).mkdir()
+    return load_settings(cwd=tmp_path)
+
+
+def _apply(settings: Settings, *ops: dict[str, Any], **fields: Any) -> PatchResult:
+    return apply_patch(parse_patch({"description": "test", "operations": list(ops), **fields}), settings)
+
+
+GUIDE = "# Guide\n\nSee [a missing part](#missing) and [setup](setup.md).\n\n## Usage\n\nUse it.\n"
+SETUP = "# Setup\n\n## Install\n\nRun it.\n"
+
+
+@pytest.fixture
+def manual(tmp_path: Path) -> Settings:
+    return _root(tmp_path, {"guide.md": GUIDE, "setup.md": SETUP})
+
+
+def test_a_link_broken_before_does_not_block_an_unrelated_edit(manual: Settings) -> None:
+    res = _apply(
+        manual, {"op": "append_to_section", "file": "guide.md", "section": "Usage", "content": "More."}
+    )
+    assert res.status == "committed", res.error
+
+
+def test_a_link_the_patch_writes_must_resolve(manual: Settings) -> None:
+    res = _apply(
+        manual,
+        {
+            "op": "append_to_section",
+            "file": "guide.md",
+            "section": "Usage",
+            "content": "See [x](nowhere.md).",
+        },
+    )
+    assert res.status == "invalid"
+    assert "link to nowhere.md would break (nowhere.md does not exist)" in (res.error or "")
+
+
+def test_removing_an_anchor_another_file_links_to_is_refused(tmp_path: Path) -> None:
+    s = _root(tmp_path, {"guide.md": "# Guide\n\n[install](setup.md#install)\n", "setup.md": SETUP})
+    res = _apply(s, {"op": "rename_heading", "file": "setup.md", "section": "Install", "to": "Installing"})
+    assert res.status == "invalid"
+    assert "guide.md: link to setup.md#install would break (no heading #install in setup.md)" in (
+        res.error or ""
+    )
+
+
+def test_revert_of_a_patch_that_fixed_a_broken_anchor_is_accepted(manual: Settings) -> None:
+    fixed = _apply(manual, {"op": "replace_text", "file": "guide.md", "old": "(#missing)", "new": "(#usage)"})
+    assert fixed.status == "committed", fixed.error
+    undone = revert_patch(fixed.patch_id, manual)
+    assert undone.status == "committed", undone.error
+    assert (manual.udm_root / "guide.md").read_text(encoding="utf-8") == GUIDE
+
+
+def test_removing_a_referenced_id_is_refused(tmp_path: Path) -> None:
+    s = _root(
+        tmp_path,
+        {
+            "tasks.md": "# Tasks\n\n## One\n\n- **ID:** `REQ-1`\n\nText.\n\n## Two\n\nOther.\n",
+            "plan.md": "# Plan\n\nThis satisfies REQ-1.\n",
+        },
+    )
+    res = _apply(s, {"op": "delete_section", "file": "tasks.md", "section": "One"})
+    assert res.status == "invalid"
+    assert "ID REQ-1 would no longer be defined, but plan.md:3 refers to it" in (res.error or "")
+
+
+def test_override_records_who_and_why_and_the_findings(manual: Settings) -> None:
+    op = {"op": "delete_file", "file": "setup.md"}
+    refused = _apply(manual, op)
+    assert refused.status == "invalid"
+    assert "an override (who and why) may apply it" in (refused.error or "")
+    forced = _apply(manual, op, override={"by": "ann", "reason": "setup moves to the wiki"})
+    assert forced.status == "committed", forced.error
+    assert forced.problems == ["guide.md: link to setup.md would break (setup.md does not exist)"]
+    record = json.loads((manual.state_path / "patches" / f"{forced.patch_id}.json").read_text())
+    assert record["override"] == {
+        "by": "ann",
+        "reason": "setup moves to the wiki",
+        "problems": forced.problems,
+    }
+
+
+def test_override_does_not_pass_a_block_that_stops_parsing(tmp_path: Path) -> None:
+    s = _root(tmp_path, {"c.md": "# C\n\n```yaml\na: 1\n```\n"})
+    res = _apply(
+        s,
+        {"op": "replace_text", "file": "c.md", "old": "a: 1", "new": "a: [1"},
+        override={"by": "ann", "reason": "try"},
+    )
+    assert res.status == "invalid" and "does not parse" in (res.error or "")
+    assert "override" not in (res.error or "")
+
+
+def test_override_needs_who_and_why(manual: Settings) -> None:
+    with pytest.raises(Exception, match="by"):
+        parse_patch({"operations": [{"op": "delete_file", "file": "setup.md"}], "override": {"reason": "x"}})
+
+
+def test_cli_apply_override_options(
+    manual: Settings, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    patch = tmp_path / "p.json"
+    patch.write_text(
+        json.dumps({"id": "drop-setup", "operations": [{"op": "delete_file", "file": "setup.md"}]})
+    )
+    base = [
+        "--root",
+        str(manual.udm_root),
+        "--state-dir",
+        str(manual.state_path),
+        "patch",
+        "apply",
+        str(patch),
+    ]
+    assert run([*base, "--yes"]) == 1
+    assert run([*base, "--yes", "--override-by", "ann"]) == 1
+    assert "go together" in capsys.readouterr().err
+    assert run([*base, "--yes", "--override-by", "ann", "--override-reason", "moved", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["status"] == "committed"
+    record = json.loads((manual.state_path / "patches" / "drop-setup.json").read_text())
+    assert record["override"]["by"] == "ann" and record["override"]["reason"] == "moved"
+
+
+DOCUSAURUS = (
+    "module.exports = {\n  baseUrl: '/',\n  presets: [['classic', {docs: {routeBasePath: 'docs'}}]],\n};\n"
+)
+
+
+def test_a_correct_site_route_link_is_accepted(tmp_path: Path) -> None:
+    (tmp_path / "website" / "docs" / "guide").mkdir(parents=True)
+    (tmp_path / "website" / "docusaurus.config.js").write_text(DOCUSAURUS)
+    docs = tmp_path / "website" / "docs"
+    (docs / "intro.md").write_text("# Intro\n\n## Next\n\nText.\n")
+    (docs / "guide" / "01-install.md").write_text("# Install\n\n## Linux\n\nText.\n")
+    for sub in ("state", "logs"):
+        (tmp_path / sub).mkdir()
+    s = load_settings(cwd=tmp_path, root=docs)
+    ok = _apply(
+        s,
+        {
+            "op": "append_to_section",
+            "file": "intro.md",
+            "section": "Next",
+            "content": "See [install](/docs/guide/install#linux) and [again](guide/install).",
+        },
+    )
+    assert ok.status == "committed", ok.error
+    bad = _apply(
+        s,
+        {
+            "op": "append_to_section",
+            "file": "intro.md",
+            "section": "Next",
+            "content": "See [x](/docs/guide/nope).",
+        },
+    )
+    assert bad.status == "invalid" and "link to /docs/guide/nope would break" in (bad.error or "")
+    anchor = _apply(
+        s,
+        {
+            "op": "append_to_section",
+            "file": "intro.md",
+            "section": "Next",
+            "content": "See [x](/docs/guide/install#mac).",
+        },
+    )
+    assert anchor.status == "invalid" and "no heading #mac in guide/01-install.md" in (anchor.error or "")
