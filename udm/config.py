@@ -180,6 +180,16 @@ class Settings(BaseSettings):
         "udm-context7-api-key.",
     )
 
+    # Git: a committed patch becomes one commit when the manual lives in a git work tree
+    git_commit: bool = Field(
+        default=True,
+        description="Commit each committed patch, revert and fmt to git when the manual is in a work tree.",
+    )
+    git_branch_per_patch: bool = Field(
+        default=False,
+        description="Commit each patch on a new branch udm/patch-<id> (left checked out) for a pull request.",
+    )
+
     # Engine
     index_busy_timeout_s: float = Field(
         default=10.0, gt=0, description="How long a query waits for a busy index, seconds."

@@ -165,15 +165,21 @@ class Sandbox(PathGuard):
                 "folder for scratch files)"
             )
 
-    def _walk(self, path: str | Path, *, follow_final: bool, create_dirs: bool = False) -> _Walk:
+    def _walk(
+        self, path: str | Path, *, follow_final: bool, create_dirs: bool = False, follow_links: bool = True
+    ) -> _Walk:
         if not self._protected:
-            return super()._walk(path, follow_final=follow_final, create_dirs=create_dirs)
+            return super()._walk(
+                path, follow_final=follow_final, create_dirs=create_dirs, follow_links=follow_links
+            )
         if create_dirs:
             # Where the path leads, found without creating anything: no folder is made inside state.
             with suppress(_NotFound):
-                self._walk(path, follow_final=follow_final).close()
+                self._walk(path, follow_final=follow_final, follow_links=follow_links).close()
         try:
-            w = super()._walk(path, follow_final=follow_final, create_dirs=create_dirs)
+            w = super()._walk(
+                path, follow_final=follow_final, create_dirs=create_dirs, follow_links=follow_links
+            )
         except _NotFound as exc:
             self._refuse_protected(os.path.join(exc.existing, *exc.missing), path)
             raise
