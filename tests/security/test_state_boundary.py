@@ -184,6 +184,26 @@ def test_a_nested_state_folder_is_hidden_from_listings_and_cannot_be_swapped(nes
     fake.rmdir()
 
 
+def test_the_browser_cannot_open_or_save_into_a_nested_state_folder(nested: Call) -> None:
+    from tasks.browser.browser_tools import _sandbox_write, download_target
+    from tasks.browser.session import ActionError, normalize_url
+
+    state = nested.settings.state_path
+    with pytest.raises(ActionError) as opened:
+        normalize_url((state / "index.duckdb").as_uri(), nested.settings)
+    assert opened.value.status == "ERROR_PATH_NOT_ALLOWED" and "state folder" in opened.value.message
+    with pytest.raises(ActionError) as saved:
+        _sandbox_write(
+            nested.settings, download_target(nested.settings, str(state / "graph") + "/", "x.json"), b"{}"
+        )
+    assert saved.value.status == "ERROR_PATH_NOT_ALLOWED"
+    # Outside the state folder, in the same allowed directory, a file: URL is fine.
+    sibling = state.parent / "page.html"
+    sibling.write_text("<p>hi</p>", encoding="utf-8")
+    assert normalize_url(sibling.as_uri(), nested.settings) == sibling.as_uri()
+    sibling.unlink()
+
+
 def test_an_ancestor_of_the_state_folder_cannot_be_moved(tmp_path: Path) -> None:
     call = Call(_project(tmp_path, state_dir="docs/udm/cache/state"))
     reason = call.refused(action="moveFile", filePath="docs/udm/cache", destinationPath="docs/udm/cache2")
