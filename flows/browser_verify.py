@@ -18,6 +18,7 @@ from typing import Any
 from PIL import Image
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
+from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows import engine_patch
@@ -36,6 +37,7 @@ __all__ = [
     "link_check_flow",
     "publish_link_report",
     "summary_markdown",
+    "verification_state",
     "verify_check",
 ]
 
@@ -191,8 +193,9 @@ def browser_verification_flow(
     review_poll_interval_s: int = 10,
     root: str | None = None,
     state_dir: str | None = None,
-) -> dict[str, Any]:
-    """Verify checks from spec files and the UDM's ```verify blocks; returns counts and every result.
+) -> State[Any]:
+    """Verify checks from spec files and the UDM's ```verify blocks; counts and every result, as the data
+    of the final state (Failed when a check failed, see `verification_state`).
 
     With `propose_review`, the sections whose claims failed get a needs-review note through the
     UDM-update steps, always waiting for a reviewer's approval (at most `review_timeout_s`).
@@ -241,7 +244,18 @@ def browser_verification_flow(
         summary["review"] = _propose_review(
             settings, run_id, results, review_timeout_s, review_poll_interval_s
         )
-    return summary
+    return verification_state(summary)
+
+
+def verification_state(summary: dict[str, Any]) -> State[Any]:
+    """Failed when a check failed or could not run (FAIL), else Completed (warnings included); the
+    summary is the state's data (`flows.states.state_result`)."""
+    failed = [r["id"] for r in summary["results"] if r["status"] == "FAIL"]
+    counts = ", ".join(f"{v} {k}" for k, v in summary["counts"].items() if v)
+    if failed:
+        shown = ", ".join(failed[:10]) + (f" and {len(failed) - 10} more" if len(failed) > 10 else "")
+        return Failed(data=summary, message=f"{len(failed)} check(s) failed: {shown} ({counts})")
+    return Completed(data=summary, message=counts or "no checks")
 
 
 def _propose_review(

@@ -49,6 +49,13 @@ def _print_result(result: PatchResult, as_json: bool, show_diff: bool = True) ->
         typer.echo(f"  [{mark}] {op.index}: {op.op} {op.file}{counts}  {detail}")
     for f in result.files:
         typer.echo(f"  {f.action:<8} {f.path} (+{f.added} -{f.removed})")
+    if result.git:
+        if result.git.get("commit"):
+            typer.echo(
+                f"git commit {result.git['commit'][:12]} on {result.git.get('branch') or '(detached)'}"
+            )
+        else:
+            typer.echo(f"warning: committed to disk, but not to git: {result.git.get('error')}", err=True)
     if result.error:
         typer.echo(f"error: {result.error}", err=True)
     for problem in result.problems:
@@ -164,6 +171,17 @@ def show(
     typer.echo(f"description: {record.get('description', '')}")
     typer.echo(f"author:      {record.get('author') or '-'}   source: {record.get('source') or '-'}")
     typer.echo(f"applied at:  {record.get('applied_at')}")
+    review = record.get("review") or {}
+    if review:
+        who = review.get("reviewer") or "-"
+        when = review.get("decided_at") or "-"
+        typer.echo(
+            f"review:      {review.get('decision')} by {who} at {when} (policy {review.get('policy')})"
+        )
+        if review.get("comment"):
+            typer.echo(f"comment:     {review['comment']}")
+        if review.get("flow_run_url") or review.get("flow_run_id"):
+            typer.echo(f"flow run:    {review.get('flow_run_url') or review.get('flow_run_id')}")
     if record.get("reverted_by"):
         typer.echo(f"reverted by: {record['reverted_by']}")
     for f in record.get("files", []):
@@ -228,18 +246,23 @@ def run_update_cmd(
 ) -> None:
     """Apply a patch through the Prefect flow: diff artifact, approval per policy, commit, re-index."""
     patch = _load(file)
-    from flows.udm_update import UpdateOptions, udm_update_flow
+    from flows.udm_update import UpdateOptions, state_result, udm_update_flow
 
     s = settings()
-    result = udm_update_flow(
-        patch=patch, options=UpdateOptions(approval_timeout_s=timeout_s), settings_overrides=_overrides(s)
+    state = udm_update_flow(
+        patch=patch,
+        options=UpdateOptions(approval_timeout_s=timeout_s),
+        settings_overrides=_overrides(s),
+        return_state=True,
     )
+    result = state_result(state)
     if as_json:
         emit_json(result)
     else:
-        typer.echo(f"update flow: {result.status}  {result.message}")
+        typer.echo(f"update flow: {result.status} ({state.name})  {result.message}")
         if result.patch:
-            _print_result(result.patch, False, show_diff=False)
+            # The plan's own status ("planned") would read as the outcome: show only what it touched.
+            _print_result(result.patch.model_copy(update={"status": result.status}), False, show_diff=False)
     if result.status != "committed" and result.status != "unchanged":
         raise typer.Exit(1)
 

@@ -137,15 +137,19 @@ def pipeline_run(
     if not use_running_server(cfg):
         typer.echo("note: no local server (udm server start): using a temporary one (slower)", err=True)
     from flows.pipeline import PipelineRunError, pipeline_flow
+    from flows.states import state_result
 
     try:
-        summary = pipeline_flow(
-            spec=str(file.resolve()),
-            params=params,
-            project=str(cfg.project_root),
-            root=str(cfg.udm_root),
-            state_dir=str(cfg.state_path),
-            approve=yes,
+        summary = state_result(
+            pipeline_flow(
+                spec=str(file.resolve()),
+                params=params,
+                project=str(cfg.project_root),
+                root=str(cfg.udm_root),
+                state_dir=str(cfg.state_path),
+                approve=yes,
+                return_state=True,
+            )
         )
     except PipelineRunError as exc:
         emit_json(exc.summary)
@@ -294,13 +298,17 @@ def step_pipelines(ws: Any) -> None:
     spec = ws.path / "demo-open-tasks.yaml"
     spec.write_text(DEMO_SPEC)
     from flows.pipeline import pipeline_flow
+    from flows.states import state_result
 
     cfg = ws.settings
-    summary = pipeline_flow(
-        spec=str(spec),
-        project=str(cfg.project_root),
-        root=str(cfg.udm_root),
-        state_dir=str(cfg.state_path),
+    summary = state_result(
+        pipeline_flow(
+            spec=str(spec),
+            project=str(cfg.project_root),
+            root=str(cfg.udm_root),
+            state_dir=str(cfg.state_path),
+            return_state=True,
+        )
     )
     steps = summary["steps"]
     ids = [row[0] for row in steps["open_tasks"]["output"]["rows"]]

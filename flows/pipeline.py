@@ -22,10 +22,19 @@ from typing import Any
 
 from prefect import Task, flow, task
 from prefect.futures import PrefectFuture
+from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows import engine_patch
-from tasks.base import ToolContext, always_approve, deny_all
+from flows.states import state_result
+from tasks.base import (
+    ApprovalRequest,
+    ApprovalUnavailableError,
+    Approver,
+    ToolContext,
+    always_approve,
+    deny_all,
+)
 from tasks.pipeline_spec import (
     BUILTIN_FLOWS,
     CompiledPipeline,
@@ -39,7 +48,7 @@ from tasks.pipeline_spec import (
     render,
     strip_expression,
 )
-from tasks.prefect_task import tool_task
+from tasks.prefect_task import envelope_of, tool_task
 from udm.config import load_settings
 
 engine_patch.apply()
@@ -113,6 +122,8 @@ def _step_task(spec_name: str, name: str, step: StepSpec, state_path: Path) -> T
     if step.tool:
         return tool_task(
             step.tool,
+            # A failed call (approval denied included) is a Failed task run, never a Completed one.
+            fail_on_error=True,
             retries=step.retries,
             retry_delay=step.retry_delay,
             # Shared by steps of the same configuration; each run is still named after its step.
@@ -121,9 +132,13 @@ def _step_task(spec_name: str, name: str, step: StepSpec, state_path: Path) -> T
         )
     fl: Any = _load_flow(step.flow or "")
 
-    def run_flow(params: dict[str, Any], run_label: str = "") -> Any:
-        result = fl(**params)
-        return result.model_dump(mode="json") if hasattr(result, "model_dump") else result
+    def run_flow(params: dict[str, Any], run_label: str = "") -> State[Any]:
+        # The subflow's final state becomes this task run's (Completed "Rejected", Failed "Expired"...).
+        state = fl(**params, return_state=True)
+        value = state_result(state)
+        data = value.model_dump(mode="json") if hasattr(value, "model_dump") else value
+        kind = Completed if state.is_completed() else Failed
+        return kind(data=data, name=state.name, message=state.message)
 
     options.update(name=f"{step.flow} flow", retries=step.retries)
     options["retry_delay_seconds"] = step.retry_delay or 0
@@ -156,12 +171,16 @@ def _notify(done: queue.SimpleQueue[Any], name: str, index: int) -> Callable[[Pr
     return callback
 
 
-def _outcome(step: StepSpec, value: Any) -> tuple[bool, Any, str | None]:
-    """(ok, output, error) of one finished task run."""
+def _outcome(step: StepSpec, fut: PrefectFuture[Any]) -> tuple[bool, Any, str | None, str]:
+    """(ok, output, error, state name) of one finished task run."""
     if step.tool:
-        env = value or {}
-        return bool(env.get("success")), env.get("data"), env.get("error")
-    return True, value, None
+        env = envelope_of(fut)
+        return bool(env.get("success")), env.get("data"), env.get("error"), fut.state.name or ""
+    state = fut.state
+    value = state_result(state)
+    if state.is_completed():
+        return True, value, None, state.name or "Completed"
+    return False, value, state.message or f"the flow ended {state.name}", state.name or "Failed"
 
 
 def run_pipeline(
@@ -185,6 +204,7 @@ def run_pipeline(
     open_items: dict[str, int] = {}
     item_values: dict[str, list[Any]] = {}
     item_errors: dict[str, list[str]] = {}
+    item_states: dict[str, set[str]] = {}
     queued: deque[tuple[str, int, dict[str, Any], str, list[PrefectFuture[Any]]]] = deque()
     cap = min(spec.max_workers, POOL_SIZE)
     in_flight = 0
@@ -226,6 +246,7 @@ def run_pipeline(
         open_items[name] = len(inputs)
         item_values[name] = [None] * len(inputs)
         item_errors[name] = []
+        item_states[name] = set()
         results[name] = {"status": "running", "started": started}
         for i, raw in enumerate(inputs):
             label = name if step.for_each is None else f"{name}[{i}]"
@@ -262,9 +283,12 @@ def run_pipeline(
         in_flight -= 1
         step = spec.steps[name]
         try:
-            ok, output, error = _outcome(step, fut.result())
+            fut.wait()
+            ok, output, error, state_name = _outcome(step, fut)
         except Exception as exc:  # a crashed or timed-out task run is this step's failure
-            ok, output, error = False, None, f"{type(exc).__name__}: {exc}"
+            ok, output, error, state_name = False, None, f"{type(exc).__name__}: {exc}", "Crashed"
+        if state_name not in ("", "Completed", "Cached", "Failed"):
+            item_states[name].add(state_name)
         item_values[name][index] = output
         if not ok:
             item_errors[name].append(f"[{index}] {error}" if step.for_each is not None else str(error))
@@ -279,6 +303,9 @@ def run_pipeline(
         }
         if step.for_each is not None:
             record["items"] = len(item_values[name])
+        if item_states[name]:
+            # A flow step that ended Completed "Rejected" or "Unchanged", or Failed "Expired".
+            record["state"] = ", ".join(sorted(item_states[name]))
         if item_errors[name]:
             record["error"] = "; ".join(item_errors[name])
         pending_starts += finish(name, record)
@@ -292,6 +319,7 @@ def _summary_table(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
         {
             "step": name,
             "status": rec["status"],
+            "state": rec.get("state", ""),
             "items": rec.get("items", ""),
             "seconds": rec.get("seconds", ""),
             "detail": rec.get("error") or rec.get("reason") or "",
@@ -314,11 +342,16 @@ def pipeline_flow(
     state_dir: str | None = None,
     approve: bool = False,
     artifact: bool = True,
-) -> dict[str, Any]:
-    """Run a pipeline spec (file path, YAML text or dict); returns every step's status and output.
+    approval_timeout_s: int = 3600,
+) -> State[Any]:
+    """Run a pipeline spec (file path, YAML text or dict); every step's status and output, as the data
+    of the final state (Completed, Completed "Rejected" when a step's review was rejected; a failed
+    step raises PipelineRunError, so the run ends Failed).
 
-    `approve=True` approves the tool calls the approval policy would ask about (the person starting or
-    deploying the run is the approver); otherwise such steps fail with "approval denied".
+    Tool calls the approval policy asks about: in a run started from a deployment, the run pauses for
+    a reviewer in the Prefect UI (`approve` is ignored there: whoever triggers a deployment is not the
+    reviewer); in a run started in-process, `approve=True` approves them (the person starting it is
+    the approver), otherwise they fail with "approval denied".
     `project` is the folder settings are read from (default: the working directory); `root` and
     `state_dir` override the manual's and the state folder.
     """
@@ -330,7 +363,13 @@ def pipeline_flow(
     overrides = {k: v for k, v in {"root": root, "state_dir": state_dir}.items() if v}
     settings = load_settings(project, **overrides)
     compiled = compile_pipeline(load_spec(source), flow_catalog(), params)
-    ctx = ToolContext(settings=settings, approver=always_approve if approve else deny_all)
+    from prefect.runtime import deployment, flow_run
+
+    if deployment.id:
+        approver: Approver = _review_approver(approval_timeout_s)
+    else:
+        approver = always_approve if approve else deny_all
+    ctx = ToolContext(settings=settings, approver=approver)
     results = run_pipeline(compiled, params, ctx)
     if artifact:
         from prefect.artifacts import create_table_artifact
@@ -341,8 +380,6 @@ def pipeline_flow(
             description=f"Steps of pipeline {compiled.spec.name}",
         )
     failed = [n for n, r in results.items() if r["status"] == "failed"]
-    from prefect.runtime import flow_run
-
     summary = {
         "pipeline": compiled.spec.name,
         "status": "failed" if failed else "completed",
@@ -354,4 +391,28 @@ def pipeline_flow(
         raise PipelineRunError(
             f"pipeline {compiled.spec.name}: {len(failed)} step(s) failed: {details}", summary
         )
-    return summary
+    rejected = [n for n, r in results.items() if "Rejected" in r.get("state", "")]
+    if rejected:
+        return Completed(
+            data=summary, name="Rejected", message=f"rejected by the reviewer: {', '.join(rejected)}"
+        )
+    return Completed(data=summary, message=f"{len(results)} step(s) done")
+
+
+def _review_approver(timeout_s: int) -> Approver:
+    """An approver that pauses this run (and any run above it) until a reviewer answers in the UI."""
+
+    def approve(request: ApprovalRequest) -> bool:
+        from flows.approval import Approval, ApprovalExpiredError, wait_for_approval
+
+        prompt = Approval.with_initial_data(
+            description=f"Approve {request.tool} ({request.permission.value}): {request.summary}",
+            approve=False,
+        )
+        try:
+            answer = wait_for_approval(prompt, timeout_s=timeout_s, poll_interval_s=10)
+        except ApprovalExpiredError as exc:
+            raise ApprovalUnavailableError(str(exc)) from exc
+        return bool(answer is not None and answer.approve)
+
+    return approve

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.runtime import flow_run as runtime_flow_run
+from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.transactions import CommitMode, transaction
 from pydantic import BaseModel, Field, field_validator
@@ -42,7 +43,8 @@ from flows.research_report import (
     research_fingerprint,
     topic_of,
 )
-from tasks.base import ToolContext, always_approve
+from flows.states import state_result
+from tasks.base import ToolContext, always_approve, process_policy
 from tasks.context7 import Context7DocumentationTool
 from tasks.documents import DocumentFetchingParsingTool
 from tasks.parse_pool import parse_pool, workers_for
@@ -50,12 +52,12 @@ from tasks.prefect_task import envelope_of, tool_cache_policy, tool_task
 from tasks.web_search import WebSearchTool
 from udm.config import ApprovalPolicy, Settings, load_settings
 from udm.document import slugify
-from udm.errors import InvalidURLError
+from udm.errors import ConfigError, InvalidURLError
 from udm.netguard import url_port
 
 engine_patch.apply()
 
-__all__ = ["ResearchRequest", "ResearchResult", "research_flow", "run_research"]
+__all__ = ["ResearchRequest", "ResearchResult", "research_flow", "research_state", "run_research"]
 
 _PASSED_SETTINGS = (
     "root",
@@ -76,7 +78,6 @@ _PASSED_SETTINGS = (
     "context7_url",
     "research_max_workers",
     "research_parse_processes",
-    "approval_policy",
 )
 # Sources from which the fetch fan-out parses in worker processes (see tasks/parse_pool.py).
 _POOL_FROM = 8
@@ -151,6 +152,13 @@ class ResearchResult(BaseModel):
 
 def _settings(overrides: dict[str, Any] | None) -> Settings:
     data = dict(overrides or {})
+    if "approval_policy" in data:
+        # The side running the flow decides it (UDM_APPROVAL_POLICY, a deployment's job variable).
+        raise ConfigError(
+            "settings_overrides may not set approval_policy: it is the process's setting "
+            "(UDM_APPROVAL_POLICY) or a deployment's job variable; the approval_policy parameter "
+            "may only make it stricter"
+        )
     cwd = data.pop("project_root", None)
     return load_settings(cwd, **data)
 
@@ -440,9 +448,41 @@ def research_flow(
     settings_overrides: dict[str, Any] | None = None,
     approval_policy: ApprovalPolicy | None = None,
     approval_timeout_s: int = 3600,
+) -> State[Any]:
+    """Research a question and write the cited appendix into the manual (see the module docstring).
+
+    `approval_policy` may only make the policy of the process running the flow stricter. The final
+    state says what happened (`research_state`); the ResearchResult is its data."""
+    result = _research(request, _settings(settings_overrides), approval_policy, approval_timeout_s)
+    return research_state(result)
+
+
+def research_state(result: ResearchResult) -> State[Any]:
+    """Completed (written, reported), Completed "Unchanged" / "Rejected", or Failed ("Expired" when
+    nobody reviewed the write in time); a refused write names its reason in an artifact too."""
+    update_status = (result.update or {}).get("status")
+    message = f"{result.appendix_id}: {result.status}: {result.message}"
+    if result.status == "failed" or update_status == "expired":
+        slug = re.sub(r"[^a-z0-9-]+", "-", result.appendix_id.lower())
+        create_markdown_artifact(
+            markdown=f"# {result.appendix_id} was not written\n\n{result.message}\n",
+            key=f"{slug}-write-refused",
+            description=f"Why {result.appendix_id} was not written",
+        )
+        return Failed(
+            data=result, name="Expired" if update_status == "expired" else "Failed", message=message
+        )
+    names = {"unchanged": "Unchanged", "rejected": "Rejected"}
+    return Completed(data=result, name=names.get(result.status, "Completed"), message=message)
+
+
+def _research(
+    request: ResearchRequest,
+    settings: Settings,
+    approval_policy: ApprovalPolicy | None,
+    approval_timeout_s: int,
 ) -> ResearchResult:
-    """Research a question and write the cited appendix into the manual (see the module docstring)."""
-    settings = _settings(settings_overrides)
+    """The research flow's steps inside its run; the result."""
     logger = get_run_logger()
     ctx = _ctx(settings)
     run_id = str(runtime_flow_run.id) if runtime_flow_run.id else None
@@ -535,8 +575,7 @@ def research_flow(
         result.message = f"{app_id} already holds these findings (same question, sources and contents)"
         result.timings_s = dict(timings)
         return result
-    policy = approval_policy or settings.approval_policy
-    update = _write(settings, app_id, title, markdown, policy, approval_timeout_s)
+    update = _write(settings, app_id, title, markdown, approval_policy, approval_timeout_s)
     result.update = update
     lap("write")
     result.timings_s = dict(timings)
@@ -546,7 +585,7 @@ def research_flow(
             "written",
             f"wrote {result.appendix_path} and linked it from the appendix index",
         )
-    elif status in ("rejected", "timeout"):
+    elif status in ("rejected", "expired"):
         result.status, result.message = "rejected", f"the update was {status}: {update.get('message')}"
     else:
         result.status, result.message = "failed", f"the update flow ended {status}: {update.get('message')}"
@@ -565,9 +604,13 @@ def run_research(
     overrides["project_root"] = str(Path(settings.project_root))
     runner: Any = ThreadPoolTaskRunner(max_workers=settings.research_max_workers)
     flow_fn: Any = research_flow.with_options(task_runner=runner)
-    return flow_fn(
-        request=request,
-        settings_overrides=overrides,
-        approval_policy=ApprovalPolicy(policy) if policy else None,
-        approval_timeout_s=approval_timeout_s,
-    )
+    # The caller holds the settings: it is the side running the flow, so its policy is the process's.
+    with process_policy(policy or settings.approval_policy):
+        state = flow_fn(
+            request=request,
+            settings_overrides=overrides,
+            approval_timeout_s=approval_timeout_s,
+            return_state=True,
+        )
+    result: ResearchResult = state_result(state)
+    return result

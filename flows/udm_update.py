@@ -8,22 +8,24 @@ from __future__ import annotations
 
 import hashlib
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
-from prefect.exceptions import FlowPauseTimeout
-from prefect.flow_runs import pause_flow_run
-from prefect.input import RunInput
 from prefect.runtime import flow_run as runtime_flow_run
+from prefect.states import Completed, Failed, State
 from prefect.transactions import Transaction, get_transaction, transaction
 from pydantic import BaseModel, Field
 
 from flows import engine_patch
-from tasks.base import Permission, needs_approval
+from flows.approval import Approval, ApprovalExpiredError, flow_run_url, wait_for_approval
+from flows.states import state_result
+from tasks.base import Permission, effective_policy, needs_approval, process_policy
 from udm.config import ApprovalPolicy, Settings, load_settings
+from udm.errors import ConfigError
 from udm.patch import Patch
 from udm.updates import PatchResult, apply_patch, revert_patch
 
@@ -35,7 +37,9 @@ __all__ = [
     "UpdateResult",
     "artifact_key",
     "run_update",
+    "state_result",
     "udm_update_flow",
+    "update_state",
     "update_steps",
 ]
 
@@ -47,22 +51,16 @@ MAX_ARTIFACT_DIFF = 60_000
 _REVERT_KEY = "udm_revert_outcome"
 
 
-class Approval(RunInput):
-    """What the reviewer answers in the Prefect UI."""
-
-    approve: bool = Field(default=False, description="Approve the patch (false rejects it).")
-    reviewer: str = Field(default="", description="Who reviewed it.")
-    comment: str = Field(default="", description="Why, in a line.")
-
-
 class UpdateOptions(BaseModel):
     """How the update flow runs."""
 
     approval_policy: ApprovalPolicy | None = Field(
-        default=None, description="ask_always | smart_auto | full_auto (default: the settings' policy)."
+        default=None,
+        description="ask_always | smart_auto | full_auto; may only make the policy of the process "
+        "running the flow (UDM_APPROVAL_POLICY) stricter, never laxer.",
     )
     approval_timeout_s: int = Field(
-        default=3600, ge=1, le=7 * 24 * 3600, description="How long to wait for a reviewer; then rejected."
+        default=3600, ge=1, le=7 * 24 * 3600, description="How long to wait for a reviewer; then Expired."
     )
     poll_interval_s: int = Field(
         default=10, ge=1, le=600, description="How often a paused run checks for input."
@@ -74,12 +72,23 @@ class UpdateResult(BaseModel):
     """The outcome of one update flow run."""
 
     status: Literal[
-        "committed", "unchanged", "rejected", "timeout", "conflict", "invalid", "error", "rolled_back"
+        "committed",
+        "unchanged",
+        "rejected",
+        "expired",
+        "conflict",
+        "invalid",
+        "lock_timeout",
+        "error",
+        "rolled_back",
     ] = Field(description="What happened.")
     message: str = Field(default="", description="A line saying why.")
     patch_id: str = Field(description="The patch's id.")
     patch: PatchResult | None = Field(default=None, description="The transaction report (plan or commit).")
     approval: dict[str, Any] | None = Field(default=None, description="The reviewer's answer, when asked.")
+    review: dict[str, Any] | None = Field(
+        default=None, description="What the patch record stores: policy, reviewer, comment, when, flow run."
+    )
     reindexed: bool = Field(default=False, description="Whether the index was refreshed.")
     flow_run_id: str | None = Field(default=None, description="The Prefect flow run.")
     artifacts: list[str] = Field(
@@ -88,9 +97,40 @@ class UpdateResult(BaseModel):
 
 
 def _settings(overrides: dict[str, Any] | None) -> Settings:
+    """Settings from the process (environment, udm.toml) with the run's path overrides on top."""
     data = dict(overrides or {})
+    # Anything else (the approval policy above all) is the side running the flow's to decide.
+    refused = sorted(set(data) - set(_PASSED_SETTINGS))
+    if refused:
+        raise ConfigError(
+            f"settings_overrides may set only {', '.join(_PASSED_SETTINGS)}; not {', '.join(refused)} "
+            "(the approval policy is the process's setting, UDM_APPROVAL_POLICY, or a deployment's job variable)"
+        )
     cwd = data.pop("project_root", None)
     return load_settings(cwd, **data)
+
+
+# The final state of each status: Prefect users hang notifications and automations on these.
+_STATES: dict[str, tuple[bool, str | None]] = {
+    "committed": (True, None),
+    "unchanged": (True, "Unchanged"),
+    "rejected": (True, "Rejected"),
+    "expired": (False, "Expired"),
+    "invalid": (False, "Invalid"),
+    "conflict": (False, "Conflict"),
+    "lock_timeout": (False, "LockTimeout"),
+    "error": (False, None),
+    "rolled_back": (False, "RolledBack"),
+}
+
+
+def update_state(result: UpdateResult) -> State[Any]:
+    """The flow run's final state for this result; the result stays its data."""
+    ok, name = _STATES[result.status]
+    message = f"patch {result.patch_id}: {result.status}" + (f": {result.message}" if result.message else "")
+    if ok:
+        return Completed(data=result, name=name or "Completed", message=message)
+    return Failed(data=result, name=name or "Failed", message=message)
 
 
 @task(name="plan-patch", cache_policy=NO_CACHE)
@@ -100,9 +140,11 @@ def plan_patch_task(patch: Patch, settings: Settings) -> PatchResult:
 
 
 @task(name="commit-patch", cache_policy=NO_CACHE)
-def commit_patch_task(planned: Patch, settings: Settings) -> PatchResult:
+def commit_patch_task(
+    planned: Patch, settings: Settings, review: dict[str, Any] | None = None
+) -> PatchResult:
     """Apply the planned patch as one transaction (its preconditions make drift a conflict)."""
-    result = apply_patch(planned, settings)
+    result = apply_patch(planned, settings, review=review)
     if result.committed:
         txn = get_transaction()
         if txn is not None:
@@ -154,8 +196,13 @@ def _reindex(settings: Settings, paths: list[str]) -> bool:
 
 
 def artifact_key(patch_id: str) -> str:
-    """The key prefix of a patch's artifacts (`-diff` markdown, `-ops` table); keys allow [a-z0-9-] only."""
-    return "udm-patch-" + hashlib.sha1(patch_id.encode()).hexdigest()[:12]
+    """The key prefix of a patch's artifacts (`-diff` markdown, `-ops` table): `udm-patch-<id>`, stable
+    per patch id so Prefect groups a patch's versions. Keys allow [a-z0-9-] only: an id with other
+    characters is lowered and dashed, plus a short hash so `Fix_A` and `fix-a` stay apart."""
+    slug = re.sub(r"[^a-z0-9]+", "-", patch_id.lower()).strip("-")
+    if slug != patch_id:
+        slug = f"{slug}-{hashlib.sha1(patch_id.encode()).hexdigest()[:8]}"
+    return "udm-patch-" + slug
 
 
 def _plain(text: str) -> str:
@@ -192,6 +239,16 @@ def _diff_markdown(plan: PatchResult, patch: Patch) -> str:
     )
 
 
+def _artifact_link(artifact_id: str, key: str) -> str:
+    """Markdown pointing the reviewer at the diff artifact: a UI link when a UI address is configured."""
+    from prefect.settings import PREFECT_UI_URL
+
+    ui = PREFECT_UI_URL.value()
+    if ui:
+        return f"[{key}]({ui.rstrip('/')}/artifacts/artifact/{artifact_id})"
+    return f"artifact `{key}` (Artifacts tab of this run)"
+
+
 def _publish(plan: PatchResult, patch: Patch) -> list[str]:
     markdown = _diff_markdown(plan, patch)
     key = artifact_key(patch.id)
@@ -220,9 +277,19 @@ def _publish(plan: PatchResult, patch: Patch) -> list[str]:
 @flow(name="udm-update", log_prints=False, persist_result=False)
 def udm_update_flow(
     patch: Patch, options: UpdateOptions | None = None, settings_overrides: dict[str, Any] | None = None
-) -> UpdateResult:
-    """Plan, show, approve, commit (rolled back if a later step fails) and re-index one patch."""
-    return update_steps(patch, options or UpdateOptions(), _settings(settings_overrides))
+) -> State[Any]:
+    """Plan, show, approve, commit (rolled back if a later step fails) and re-index one patch.
+
+    Ends Completed (committed), Completed "Unchanged" or "Rejected", or Failed ("Expired", "Invalid",
+    "Conflict", ...); the UpdateResult is the state's data (`state_result`)."""
+    try:
+        settings = _settings(settings_overrides)
+    except ConfigError as exc:
+        run_id = str(runtime_flow_run.id) if runtime_flow_run.id else None
+        return update_state(
+            UpdateResult(status="invalid", message=str(exc), patch_id=patch.id, flow_run_id=run_id)
+        )
+    return update_state(update_steps(patch, options or UpdateOptions(), settings))
 
 
 def update_steps(patch: Patch, options: UpdateOptions, settings: Settings) -> UpdateResult:
@@ -255,23 +322,41 @@ def update_steps(patch: Patch, options: UpdateOptions, settings: Settings) -> Up
     if not plan.files:
         return done("unchanged", "the manual already reads as the patch asks", patch=plan)
 
-    policy = options.approval_policy or settings.approval_policy
+    policy = effective_policy(settings, options.approval_policy)
     permission = Permission.DESTRUCTIVE if patch.destructive else Permission.MODERATE
+    review: dict[str, Any] = {
+        "policy": policy.value,
+        "decision": "auto",
+        "reviewer": None,
+        "comment": "",
+        "decided_at": None,
+        "flow_run_id": run_id,
+        "flow_run_url": flow_run_url(run_id),
+    }
     answer: Approval | None = None
     if needs_approval(policy, permission):
+        link = _artifact_link(artifacts[0], artifact_key(patch.id) + "-diff")
         prompt = Approval.with_initial_data(
-            description=f"Approve patch `{patch.id}` ({permission.value}): {patch.description}. "
-            "Read the diff artifact of this run first.",
+            description=f"Approve patch `{patch.id}` ({permission.value}): {_plain(patch.description)}\n\n"
+            f"Read the diff first: {link}.",
             approve=False,
         )
         try:
-            answer = pause_flow_run(
-                wait_for_input=prompt,
-                timeout=options.approval_timeout_s,
-                poll_interval=options.poll_interval_s,
+            answer = wait_for_approval(
+                prompt, timeout_s=options.approval_timeout_s, poll_interval_s=options.poll_interval_s
             )
-        except FlowPauseTimeout:
-            return done("timeout", f"no review within {options.approval_timeout_s} s; rejected", patch=plan)
+        except ApprovalExpiredError:
+            return done(
+                "expired",
+                f"nobody decided within {options.approval_timeout_s} s; nothing was changed",
+                patch=plan,
+            )
+        review.update(
+            decision="approved" if answer is not None and answer.approve else "rejected",
+            reviewer=answer.reviewer if answer else None,
+            comment=answer.comment if answer else "",
+            decided_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        )
         if answer is None or not answer.approve:
             info = answer.model_dump(include={"approve", "reviewer", "comment"}) if answer else None
             return done(
@@ -279,6 +364,7 @@ def update_steps(patch: Patch, options: UpdateOptions, settings: Settings) -> Up
                 (answer.comment if answer else "") or "rejected by the reviewer",
                 patch=plan,
                 approval=info,
+                review=review,
             )
     approval = answer.model_dump(include={"approve", "reviewer", "comment"}) if answer else None
 
@@ -287,7 +373,7 @@ def update_steps(patch: Patch, options: UpdateOptions, settings: Settings) -> Up
     committed: PatchResult | None = None
     try:
         with transaction() as txn:
-            committed = commit_patch_task(planned, settings)
+            committed = commit_patch_task(planned, settings, review)
             if not committed.committed:
                 return done(committed.status, committed.error or "", patch=committed, approval=approval)
             reindexed = (
@@ -318,6 +404,7 @@ def update_steps(patch: Patch, options: UpdateOptions, settings: Settings) -> Up
         patch=committed,
         approval=approval,
         reindexed=reindexed,
+        review=review,
     )
 
 
@@ -330,13 +417,16 @@ def run_update(
     poll_interval_s: int = 10,
     reindex: bool = True,
 ) -> UpdateResult:
-    """Write a patch into the manual through the update flow (approval per `policy`); the flow's result."""
+    """Write a patch into the manual through the update flow; the flow's result.
+
+    The caller holds the settings, so it is the side running the flow: `policy` (default: the settings'
+    policy) is this process's policy for the run, not a parameter a triggered run could send."""
     overrides = settings.model_dump(mode="json", include=set(_PASSED_SETTINGS))
     overrides["project_root"] = str(Path(settings.project_root))
     options = UpdateOptions(
-        approval_policy=ApprovalPolicy(policy) if policy else None,
-        approval_timeout_s=approval_timeout_s,
-        poll_interval_s=poll_interval_s,
-        reindex=reindex,
+        approval_timeout_s=approval_timeout_s, poll_interval_s=poll_interval_s, reindex=reindex
     )
-    return udm_update_flow(patch=patch, options=options, settings_overrides=overrides)
+    with process_policy(policy or settings.approval_policy):
+        state = udm_update_flow(patch=patch, options=options, settings_overrides=overrides, return_state=True)
+    result: UpdateResult = state_result(state)
+    return result

@@ -14,6 +14,8 @@ No module here imports Prefect.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import functools
 import hashlib
 import inspect
@@ -22,7 +24,7 @@ import sys
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import Enum, StrEnum
@@ -34,6 +36,7 @@ from udm.config import ApprovalPolicy, Settings, load_settings
 
 __all__ = [
     "APPROVAL_MATRIX",
+    "POLICY_ORDER",
     "ApprovalRequest",
     "ApprovalUnavailableError",
     "Approver",
@@ -48,10 +51,13 @@ __all__ = [
     "call_tool",
     "cli_approver",
     "deny_all",
+    "effective_policy",
     "export_schema",
     "input_digest",
     "needs_approval",
+    "process_policy",
     "run_coroutine",
+    "stricter",
 ]
 
 
@@ -80,6 +86,42 @@ APPROVAL_MATRIX: dict[ApprovalPolicy, dict[Permission, bool]] = {
         Permission.CRITICAL: True,
     },
 }
+
+
+# Strictest last: a run parameter may move the policy to the right of this list, never to the left.
+POLICY_ORDER: tuple[ApprovalPolicy, ...] = (
+    ApprovalPolicy.FULL_AUTO,
+    ApprovalPolicy.SMART_AUTO,
+    ApprovalPolicy.ASK_ALWAYS,
+)
+
+# The policy the process itself chose (the CLI after its own prompt or --yes, a caller holding the
+# Settings): set by in-process code only, never by a flow parameter, so a triggered run cannot lower it.
+_PROCESS_POLICY: contextvars.ContextVar[ApprovalPolicy | None] = contextvars.ContextVar(
+    "udm_process_policy", default=None
+)
+
+
+def stricter(*policies: ApprovalPolicy | str | None) -> ApprovalPolicy:
+    """The strictest of the given policies (None entries are ignored; none at all is smart_auto)."""
+    given = [ApprovalPolicy(p) for p in policies if p is not None]
+    return max(given, key=POLICY_ORDER.index) if given else ApprovalPolicy.SMART_AUTO
+
+
+@contextlib.contextmanager
+def process_policy(policy: ApprovalPolicy | str | None) -> Iterator[None]:
+    """Within this block, flows run by this process use `policy` as the side that runs them."""
+    token = _PROCESS_POLICY.set(ApprovalPolicy(policy) if policy is not None else None)
+    try:
+        yield
+    finally:
+        _PROCESS_POLICY.reset(token)
+
+
+def effective_policy(settings: Settings, requested: ApprovalPolicy | str | None = None) -> ApprovalPolicy:
+    """The policy a flow run applies: the process's (else its settings'), made stricter by `requested`."""
+    base = _PROCESS_POLICY.get() or settings.approval_policy
+    return stricter(base, requested)
 
 
 def needs_approval(policy: ApprovalPolicy | str, permission: Permission | str) -> bool:

@@ -6,7 +6,8 @@ the tool's error result instead of failing, so the flow sees a status, not an ex
 `fail_on_final=True`, fails with `ToolFailedError` carrying that result. Cached tasks want the latter:
 Prefect stores whatever a task returns under its cache key (a returned Failed state included), so a
 returned transient failure would be served from the cache until it expires. `envelope_of` reads the
-envelope back from a future either way.
+envelope back from a future either way. `fail_on_error=True` fails the task run on any failed call
+(approval denied included), so a pipeline step's task run never reads Completed when its call failed.
 
 Attempts: `prefect.runtime.task_run.run_count` is 1 on the first try and `retries + 1` on the last
 (measured on Prefect 3.8); outside a task run (`task.fn(...)`) every call is treated as the last try.
@@ -124,6 +125,11 @@ def local_file_stamps(params: dict[str, Any]) -> str:
     return "|".join(stamps)
 
 
+def _retry_unless_final(task: Any, task_run: Any, state: Any) -> bool:
+    """Prefect's retry condition: retry anything but a ToolFailedError (a call that failed for good)."""
+    return not isinstance(state.result(raise_on_failure=False), ToolFailedError)
+
+
 def tool_task(
     tool: Tool[Any, Any] | str,
     *,
@@ -136,6 +142,7 @@ def tool_task(
     max_retry_after_s: float = MAX_RETRY_AFTER_S,
     max_total_wait_s: float = MAX_TOTAL_WAIT_S,
     fail_on_final: bool = False,
+    fail_on_error: bool = False,
     **task_options: Any,
 ) -> Task[..., dict[str, Any]]:
     """A Prefect task `(raw_input, ctx, run_label="") -> envelope dict` calling `tool` through `call_tool`.
@@ -176,7 +183,11 @@ def tool_task(
                 raise ToolFailedError(error or str(exc), envelope) from exc
             _wait_for_retry(str(runtime_task_run.id), attempt, exc.retry_after)
             raise
-        return result.envelope.model_dump(mode="json")
+        envelope = result.envelope.model_dump(mode="json")
+        if fail_on_error and not result.envelope.success:
+            # The task run ends Failed (and is never cached) with the envelope the flow reads back.
+            raise ToolFailedError(result.envelope.error or "the tool call failed", envelope)
+        return envelope
 
     def _wait_for_retry(run_id: str, attempt: int, retry_after: float | None) -> None:
         prefect_delay = planned[min(attempt - 1, len(planned) - 1)] if planned else 0.0
@@ -197,6 +208,9 @@ def tool_task(
     _run.__name__ = the_tool.name
     _run.__doc__ = f"Call {the_tool.name} as a Prefect task."
     delays: list[float] | Callable[[int], list[float]] | float = planned if retries else 0
+    if fail_on_error:
+        # Only transient failures are retried; a failed call (ToolFailedError) is final.
+        task_options.setdefault("retry_condition_fn", _retry_unless_final)
     decorate = task(
         name=task_name or the_tool.name,
         retries=retries,

@@ -76,15 +76,15 @@ Reviewer = Callable[..., tuple[threading.Thread, dict[str, Any]]]
 def reviewer(monkeypatch: pytest.MonkeyPatch) -> Reviewer:
     """Start a reviewer thread that resumes the next paused update with `answer`, as one in the UI would.
 
-    Returns (thread, seen): `seen["run_id"]` is the paused run; `on_paused()`, when given, runs each
-    time the reviewer finds the run paused, before it answers.
+    Returns (thread, seen): `seen["run_id"]` is the outermost paused run (`seen["runs"]` all of them,
+    innermost first); `on_paused()`, when given, runs each time the reviewer finds the run paused,
+    before it answers.
     """
     from prefect.flow_runs import resume_flow_run
-    from prefect.runtime import flow_run
 
-    import flows.udm_update as update_mod
+    import flows.approval as approval_mod
 
-    original = update_mod.pause_flow_run
+    original = approval_mod.pause_runs
 
     def start(
         answer: dict[str, Any], on_paused: Callable[[], None] | None = None
@@ -92,11 +92,15 @@ def reviewer(monkeypatch: pytest.MonkeyPatch) -> Reviewer:
         seen: dict[str, Any] = {}
 
         def recording_pause(*args: Any, **kwargs: Any) -> Any:
-            # The run's id, as the UI shows it; this client's run filters are refused by the server here.
-            seen["run_id"] = flow_run.id
-            return original(*args, **kwargs)
+            # The runs paused for the review, innermost first; the reviewer answers on the outermost,
+            # the one a person watching the parent pipeline or research run sees Paused.
+            runs = original(*args, **kwargs)
+            seen["runs"] = [r.flow_run_id for r in runs]
+            seen["paused"] = runs
+            seen["run_id"] = runs[-1].flow_run_id
+            return runs
 
-        monkeypatch.setattr(update_mod, "pause_flow_run", recording_pause)
+        monkeypatch.setattr(approval_mod, "pause_runs", recording_pause)
 
         def work() -> None:
             deadline = time.monotonic() + 60

@@ -169,6 +169,16 @@ class Settings(BaseSettings):
         "udm-context7-api-key.",
     )
 
+    # Git: a committed patch becomes one commit when the manual lives in a git work tree
+    git_commit: bool = Field(
+        default=True,
+        description="Commit each committed patch, revert and fmt to git when the manual is in a work tree.",
+    )
+    git_branch_per_patch: bool = Field(
+        default=False,
+        description="Commit each patch on a new branch udm/patch-<id> (left checked out) for a pull request.",
+    )
+
     # Engine
     index_busy_timeout_s: float = Field(
         default=10.0, gt=0, description="How long a query waits for a busy index, seconds."
@@ -183,6 +193,18 @@ class Settings(BaseSettings):
     sql_row_cap: int = Field(default=1000, ge=1, description="Most rows a read-only SQL query returns.")
     sql_timeout_s: float = Field(
         default=5.0, gt=0, description="Time limit of one read-only SQL query, seconds."
+    )
+    sql_memory_limit_mb: int = Field(
+        default=1024,
+        ge=64,
+        description="DuckDB memory limit of one read-only SQL query, MB; its worker process's address "
+        "space is capped at twice this plus 1 GiB.",
+    )
+    sql_threads: int = Field(default=2, ge=1, le=64, description="DuckDB threads of one read-only SQL query.")
+    sql_temp_limit_mb: int = Field(
+        default=1024,
+        ge=0,
+        description="Temporary disk one read-only SQL query may spill to (<state>/sql-temp), MB.",
     )
     data_max_depth: int = Field(
         default=DEFAULT_MAX_DEPTH,

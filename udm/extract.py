@@ -124,6 +124,8 @@ TABLE_COLUMNS: dict[str, list[tuple[str, str]]] = {
         ("target_file", "VARCHAR"),
         ("fragment", "VARCHAR"),
         ("resolved", "BOOLEAN"),
+        # inline, reference, autolink, bare, image, html, jsx (see udm.document.Link)
+        ("form", "VARCHAR"),
     ],
 }
 
@@ -506,6 +508,7 @@ def document_rows(doc: Document, *, exists: Any = None) -> dict[str, list[dict[s
                 "target_file": target_file,
                 "fragment": fragment,
                 "resolved": resolved,
+                "form": link.form,
             }
         )
     return rows

@@ -185,7 +185,9 @@ def _attr_links(content: str, base: int, form: str, out: list[tuple[int, str, st
             done_bytes += len(content[done_chars : m.start()].encode("utf-8"))
             done_chars = at = m.start()
             at = done_bytes
-        out.append((base + at, unescape(value).strip(), form))
+        target = unescape(value).strip()
+        if target:
+            out.append((base + at, target, form))
 
 
 def _text_of(node: Node) -> str:
@@ -296,6 +298,8 @@ def parse_markdown(lines: list[str], first: int = 0, *, mdx: bool = False) -> Pa
                 else:
                     form = "bare"
                 found.append((span[0], _text_of(node), url, form))
+            if name == "image":
+                continue  # an image's description is its alt text: nothing in it is clickable
         elif name == "fence":
             span = node.srcmap
             if span is not None:
@@ -453,11 +457,14 @@ def _mask_mdx(src: str, first: int) -> tuple[str, list[Opaque], list[tuple[int, 
             continue
         jm = _JSX_LINE.match(line)
         if jm:
-            pos = offsets[i] + jm.end() - 1 if line.lstrip(" \t")[0] != "{" else offsets[i] + line.index("{")
+            pos = offsets[i] + len(line) - len(line.lstrip(" \t"))
             end = _mask_line_tags(src, pos, spans)
             if end is not None:
                 last = line_at(max(end - 1, pos))
-                opaque.append(Opaque("jsx", i, last + 1))
+                if opaque and opaque[-1].kind == "jsx" and opaque[-1].end == i:
+                    opaque[-1].end = last + 1  # one block for a run of JSX lines
+                else:
+                    opaque.append(Opaque("jsx", i, last + 1))
                 # Text after the tags on their last line stays Markdown; the next line starts fresh.
                 i = last + 1
                 prev_blank = False

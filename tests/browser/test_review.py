@@ -63,14 +63,21 @@ def test_patch_marks_each_failing_claim_once_and_reports_what_it_cannot_place(wo
 @pytest.mark.browser
 @pytest.mark.prefect
 def test_flow_proposes_the_patch_and_writes_only_after_approval(
-    prefect_server: None, site: str, workspace: Path, tmp_path: Path, reviewer: Any
+    prefect_server: None,
+    site: str,
+    workspace: Path,
+    tmp_path: Path,
+    reviewer: Any,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from flows.browser_verify import browser_verification_flow
+
+    monkeypatch.setenv("UDM_FETCH_ALLOW", "127.0.0.1")  # the loopback test site, for the browser's guard
 
     settings = load_settings(cwd=workspace)
     spec = tmp_path / "spec.yaml"
     spec.write_text(
-        "checks:\n  - {id: CHK-RV, udm_refs: [COMP-003], url: /b, expect: [{text: {selector: h1, equals: Nope}}]}\n",
+        "checks:\n  - {id: CHK-RV, udm_refs: [COMP-003], url: /b, timeout: 1, expect: [{text: {selector: h1, equals: Nope}}]}\n",
         encoding="utf-8",
     )
     while_paused: list[str] = []
@@ -80,7 +87,7 @@ def test_flow_proposes_the_patch_and_writes_only_after_approval(
         while_paused.append((settings.udm_root / "02-system-architecture.md").read_text(encoding="utf-8"))
 
     thread, _seen = reviewer({"approve": True, "reviewer": "ann"}, on_paused=read_while_paused)
-    summary = browser_verification_flow(
+    state = browser_verification_flow(
         specs=[str(spec)],
         inline=False,
         base_url=site,
@@ -90,7 +97,11 @@ def test_flow_proposes_the_patch_and_writes_only_after_approval(
         review_poll_interval_s=1,
         root=str(settings.udm_root),
         state_dir=str(settings.state_path),
+        return_state=True,
     )
+    # A failing check fails the run; the summary is still its data.
+    assert state.is_failed() and "1 check(s) failed" in (state.message or "")
+    summary = state.result(raise_on_failure=False)
     thread.join(5)
     assert summary["counts"]["FAIL"] == 1
     review = summary["review"]
@@ -112,9 +123,10 @@ def test_cli_writes_the_review_patch_that_patch_check_accepts(
     from flows.cli import run
 
     monkeypatch.chdir(workspace)
+    monkeypatch.setenv("UDM_FETCH_ALLOW", "127.0.0.1")
     spec = tmp_path / "spec.yaml"
     spec.write_text(
-        "checks:\n  - {id: CHK-CLI, udm_refs: [COMP-003], url: /b, expect: [{title: Not this}]}\n",
+        "checks:\n  - {id: CHK-CLI, udm_refs: [COMP-003], url: /b, timeout: 1, expect: [{title: Not this}]}\n",
         encoding="utf-8",
     )
     out = tmp_path / "review.yaml"

@@ -15,9 +15,17 @@ from mdit_py_plugins.tasklists import tasklists_plugin
 from mdurl import decode
 
 from udm.lines import split_lines
-from udm.scanner import atx_title
+from udm.scanner import _mask_mdx, atx_title
 
 _MD = MarkdownIt("commonmark").enable(["table", "strikethrough"]).use(footnote_plugin).use(tasklists_plugin)
+# MDX: the same text udm parses (ESM and JSX blanked by udm.scanner), without indented code.
+_MDX = (
+    MarkdownIt("commonmark")
+    .enable(["table", "strikethrough"])
+    .disable("code")
+    .use(footnote_plugin)
+    .use(tasklists_plugin)
+)
 
 
 def _url(url: str) -> str:
@@ -25,14 +33,18 @@ def _url(url: str) -> str:
 
 
 def reference(
-    text: str, first: int = 0
+    text: str, first: int = 0, mdx: bool = False
 ) -> tuple[list[tuple[int, str, int, int]], list[tuple[int, int, str, str]], list[tuple[int, str, str]]]:
     """(headings (level, title, start, end), fences (start, end, info, text), links (line, target, form)).
 
-    `first`: the first line after the front matter (the lines before it are blanked, as udm does).
+    `first`: the first line after the front matter (the lines before it are blanked, as udm does);
+    `mdx`: parse the text as udm parses an `.mdx` file (ESM/JSX masked, no indented code).
     """
     lines = split_lines(text)
-    tokens = _MD.parse("\n" * first + "".join(lines[first:]))
+    src = "\n" * first + "".join(lines[first:])
+    if mdx:
+        src = _mask_mdx(src.replace("\r\n", "\n").replace("\r", "\n"), first)[0]
+    tokens = (_MDX if mdx else _MD).parse(src)
     headings: list[tuple[int, str, int, int]] = []
     fences: list[tuple[int, int, str, str]] = []
     links: list[tuple[int, str, str]] = []

@@ -75,7 +75,7 @@ def test_rejected_and_timed_out_runs_change_nothing(
     timed_out = run_update(
         _patch("flow-timeout"), small, policy="smart_auto", poll_interval_s=1, approval_timeout_s=2
     )
-    assert timed_out.status == "timeout"
+    assert timed_out.status == "expired"
     assert snapshot(tmp_path) == before
 
 

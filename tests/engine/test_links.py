@@ -1,0 +1,167 @@
+"""Every link a reader can click, with its line, as markdown-it-py (the reference) sees it.
+
+Fixtures in fixtures/conventions/ are our own pages written in the conventions of mdBook, tldr,
+Docusaurus and Mintlify; generated documents mix every link form with code, HTML and containers.
+"""
+
+from __future__ import annotations
+
+import collections
+import importlib.util
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from udm.document import parse_document
+
+_SPEC = importlib.util.spec_from_file_location(
+    "mdit_reference", Path(__file__).with_name("mdit_reference.py")
+)
+assert _SPEC is not None and _SPEC.loader is not None
+mdit_reference = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(mdit_reference)
+
+FIXTURES = Path(__file__).parent / "fixtures" / "conventions"
+# Forms markdown-it-py cannot see: GFM extended autolinks need linkify-it-py; HTML/JSX attributes are ours.
+_OURS_ONLY = ("bare", "html", "jsx")
+
+
+def _agreement(path: str, text: str) -> tuple[int, int, int]:
+    """(true positives, false positives, false negatives) of our links against the reference."""
+    doc = parse_document(text, path)
+    first = doc.front_matter_range[1] if doc.front_matter_range else 0
+    _, _, ref_links = mdit_reference.reference(text, first, path.endswith(".mdx"))
+    ours = collections.Counter((k.line, k.target) for k in doc.links if k.form not in _OURS_ONLY)
+    ref = collections.Counter((line, target) for line, target, _ in ref_links)
+    return sum((ours & ref).values()), sum((ours - ref).values()), sum((ref - ours).values())
+
+
+def test_fixture_links_agree_with_markdown_it_py() -> None:
+    tp = fp = fn = 0
+    for path in sorted(FIXTURES.iterdir()):
+        a, b, c = _agreement(path.name, path.read_text(encoding="utf-8"))
+        tp, fp, fn = tp + a, fp + b, fn + c
+    recall, precision = tp / (tp + fn), tp / (tp + fp)
+    print(
+        f"fixtures: {tp} links agree, {fp} extra, {fn} missed: recall {recall:.4f}, precision {precision:.4f}"
+    )
+    assert tp >= 15 and recall >= 0.99 and precision >= 0.99
+
+
+def _links(path: str) -> list[tuple[int, str, str, str]]:
+    doc = parse_document((FIXTURES / path).read_text(encoding="utf-8"), path)
+    return [(k.line + 1, k.form, k.kind, k.target) for k in doc.links]
+
+
+def test_mdbook_references_wrapped_links_escapes_and_images() -> None:
+    assert _links("mdbook-chapter.md") == [
+        (3, "reference", "internal", "../format/configuration.md"),  # full reference
+        (4, "inline", "internal", "../env.md#overriding-settings"),  # wrapped line, inline
+        (4, "reference", "internal", "preprocessors.md"),  # shortcut
+        (5, "reference", "internal", "../summary.md#structure"),  # collapsed
+        (18, "reference", "internal", "../guide/install ing.md"),  # <destination> with a space
+        (18, "reference", "internal", "../summary.md#structure"),
+        (19, "inline", "internal", "split.html"),  # text over two lines: the line it starts on
+        (21, "inline", "external", "https://example.com"),  # `https\://` unescaped as the parser does
+        (22, "inline", "anchor", "#"),
+        (24, "image", "internal", "images/theme.png"),
+    ]
+
+
+def test_tldr_autolinks() -> None:
+    assert _links("tldr-page.md") == [
+        (5, "autolink", "external", "https://www.gnu.org/software/tar"),
+        (11, "autolink", "external", "https://example.org/tar#extract"),
+    ]
+
+
+def test_docusaurus_mdx_routes_html_and_no_links_in_esm_jsx_or_fences() -> None:
+    assert _links("docusaurus-page.mdx") == [
+        (15, "inline", "internal", "/docs/installation"),
+        (16, "inline", "internal", "./configuration.md#plugins"),
+        (21, "inline", "internal", "/docs/npm"),  # indented inside JSX: MDX has no indented code
+        (25, "html", "internal", "/docs/yarn#workspaces"),
+        (25, "html", "internal", "/img/yarn.svg"),
+        (32, "inline", "internal", "tips.md"),
+    ]
+    doc = parse_document((FIXTURES / "docusaurus-page.mdx").read_text(encoding="utf-8"), "d.mdx")
+    assert [s.title for s in doc.sections] == ["Advanced usage"]
+    assert [b.lang for b in doc.blocks] == ["jsx"] and not doc.errors
+
+
+def test_mintlify_card_hrefs_and_jsx_comments() -> None:
+    assert _links("mintlify-page.mdx") == [
+        (9, "inline", "internal", "/ai/agents"),
+        (13, "jsx", "internal", "/editor/overview"),
+        (19, "jsx", "internal", "/cli/install"),  # an attribute on its own line of a multi-line tag
+        (27, "inline", "external", "https://app.example.com/settings/git"),
+        (34, "image", "internal", "/images/dashboard.png"),
+    ]
+    doc = parse_document((FIXTURES / "mintlify-page.mdx").read_text(encoding="utf-8"), "m.mdx")
+    assert [(b.lang, b.start + 1) for b in doc.blocks] == [("bash", 29)]
+    assert doc.sections == []  # no heading: nothing in the JSX was read as one
+
+
+def test_links_in_code_comments_and_html_blocks() -> None:
+    text = (
+        "# T\n\n`[a](code.md)` <!-- [b](comment.md) -->\n\n```\n[c](fence.md)\n```\n\n"
+        '<div>\n<a href="x.md">x</a> <a href=\'y.md#z\'>y</a> <img src="i.png">\n</div>\n\n'
+        '<!--\n<a href="hidden.md">\n-->\n\n[d](#) <https://e.org/a?b=1&amp;c> www.example.com\n'
+    )
+    doc = parse_document(text, "x.md")
+    assert [(k.line, k.form, k.target) for k in doc.links] == [
+        (9, "html", "x.md"),
+        (9, "html", "y.md#z"),
+        (9, "html", "i.png"),
+        (16, "inline", "#"),
+        (16, "autolink", "https://e.org/a?b=1&amp;c"),
+        (16, "bare", "http://www.example.com"),
+    ]
+
+
+def test_non_ascii_lines_and_offsets() -> None:
+    text = "# Été\n\nÀ voir : [café](café.md)\n\n| é | [t](t.md) |\n| - | - |\n| ü | <b>[u](u.md)</b> |\n"
+    doc = parse_document(text, "x.md")
+    assert [(k.line, k.target) for k in doc.links] == [(2, "café.md"), (4, "t.md"), (6, "u.md")]
+
+
+PIECES = st.sampled_from(
+    [
+        "[a](a.md)",
+        "[b](<b c.md> 'T')",
+        "![i](i.png)",
+        "[r]",
+        "[r][]",
+        "[x][r]",
+        "<https://x.org/p>",
+        "`[no](no.md)`",
+        "[wrapped\ntext](w.md)",
+        "[e](https\\://x)",
+        "[h](#)",
+        "[é](é.md#ü)",
+        "*[em](em.md)*",
+        "[![badge](b.svg)](target.md)",
+        "plain words",
+        "\n\n",
+        "\n- ",
+        "\n> ",
+        "\n    ",
+        "\n```\n[f](f.md)\n```\n",
+        "\n<div>\n[h](html.md)\n</div>\n",
+        # A blank line ends the table: a following line without '|' is a row for GFM (and
+        # markdown-it-pyrs) but ends the table for markdown-it-py; the test keeps to what both agree on.
+        "\n| a | [t](t.md) |\n|---|---|\n| [u](u.md) | b |\n\n",
+        "\n[r]: r.md\n",
+        "\n# [Heading link](hl.md)\n",
+        "\nSetext [s](s.md)\n---\n",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(PIECES, max_size=25), st.booleans())
+def test_generated_documents_agree_with_markdown_it_py(pieces: list[str], mdx: bool) -> None:
+    text = " ".join(pieces) + "\n"
+    _, fp, fn = _agreement("g.mdx" if mdx else "g.md", text)
+    assert fp == 0 and fn == 0, text
