@@ -169,6 +169,17 @@ class Settings(BaseSettings):
         "udm-context7-api-key.",
     )
 
+    # Review notifications: who is told that a patch waits for approval
+    review_webhook_url: str | None = Field(
+        default=None,
+        description="POST a JSON note here when a review starts waiting (UDM_REVIEW_WEBHOOK_URL).",
+    )
+    review_notify_block: str | None = Field(
+        default=None,
+        description="Name of a saved Prefect notification block (e.g. a Slack or custom webhook block) "
+        "notified when a review starts waiting (UDM_REVIEW_NOTIFY_BLOCK).",
+    )
+
     # Git: a committed patch becomes one commit when the manual lives in a git work tree
     git_commit: bool = Field(
         default=True,
