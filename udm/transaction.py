@@ -281,6 +281,13 @@ class _Space:
             raise _Refused(f"{escape_name(text)} lies outside the transaction's roots ({roots})")
         return self.target(best[0], "/".join(best[1]))
 
+    def is_root(self, path: Any) -> bool:
+        """Whether `path` names one of the roots itself (as configured or as its real path)."""
+        if not isinstance(path, str) or not os.path.isabs(path) or "\x00" in path:
+            return False
+        norm = os.path.normpath(path)
+        return any(norm in (os.path.normpath(str(g.roots[0])), self.reals[n]) for n, g in self.guards.items())
+
     def of_change(self, path: Path) -> _Target:
         """The target of a Change; PathOutsideError or InvalidPathError when it cannot be one."""
         try:
@@ -588,6 +595,8 @@ def _parse_journal(space: _Space, name: str, raw: bytes) -> _Journal:
     dirs = []
     for k, d in enumerate(dirs_raw):
         try:
+            if legacy and space.is_root(d):
+                continue  # an old writer's first commit made the patch store itself; it stays
             if legacy:
                 dirs.append(space.locate(d))
             elif isinstance(d, dict):

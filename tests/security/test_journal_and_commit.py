@@ -661,3 +661,35 @@ def test_a_folder_swapped_at_each_step_is_never_followed(
     os.rename(folder.with_name("d.real"), folder)
     recover_root(settings)
     assert not list(settings.udm_root.rglob("*.tmp"))
+
+
+def test_an_old_journal_of_the_first_commit_is_recovered(proj: tuple[Settings, Path]) -> None:
+    # The old writer's first commit created state/patches itself and listed it among created_dirs.
+    settings, _ = proj
+    notes = settings.udm_root / "d" / "notes.md"
+    new = b"# Notes\n\nvalue: 9\n"
+    record = settings.state_path / "patches" / "p1.json"
+    record.parent.mkdir()
+    record.write_bytes(b"{}\n")
+    notes.write_bytes(new)
+    entries = [
+        {
+            "path": str(notes),
+            "before_sha": _sha(DOC.encode()),
+            "after_sha": _sha(new),
+            "backup": "backup-0",
+            "temp": str(notes.with_name(f".notes.md.udm-{TXID}.tmp")),
+        },
+        {
+            "path": str(record),
+            "before_sha": None,
+            "after_sha": _sha(b"{}\n"),
+            "backup": None,
+            "temp": str(record.with_name(f".p1.json.udm-{TXID}.tmp")),
+        },
+    ]
+    _plant(settings, _legacy(*entries, created_dirs=[str(record.parent)]), files={"backup-0": DOC.encode()})
+    done = recover_root(settings)
+    assert done == [f"rolled back {TXID} (2 files, it was not committed)"], done
+    assert notes.read_text(encoding="utf-8") == DOC
+    assert not record.exists()
