@@ -169,6 +169,17 @@ class Settings(BaseSettings):
         "udm-context7-api-key.",
     )
 
+    # Review notifications: who is told that a patch waits for approval
+    review_webhook_url: str | None = Field(
+        default=None,
+        description="POST a JSON note here when a review starts waiting (UDM_REVIEW_WEBHOOK_URL).",
+    )
+    review_notify_block: str | None = Field(
+        default=None,
+        description="Name of a saved Prefect notification block (e.g. a Slack or custom webhook block) "
+        "notified when a review starts waiting (UDM_REVIEW_NOTIFY_BLOCK).",
+    )
+
     # Git: a committed patch becomes one commit when the manual lives in a git work tree
     git_commit: bool = Field(
         default=True,
@@ -193,6 +204,18 @@ class Settings(BaseSettings):
     sql_row_cap: int = Field(default=1000, ge=1, description="Most rows a read-only SQL query returns.")
     sql_timeout_s: float = Field(
         default=5.0, gt=0, description="Time limit of one read-only SQL query, seconds."
+    )
+    sql_memory_limit_mb: int = Field(
+        default=1024,
+        ge=64,
+        description="DuckDB memory limit of one read-only SQL query, MB; its worker process's address "
+        "space is capped at twice this plus 1 GiB.",
+    )
+    sql_threads: int = Field(default=2, ge=1, le=64, description="DuckDB threads of one read-only SQL query.")
+    sql_temp_limit_mb: int = Field(
+        default=1024,
+        ge=0,
+        description="Temporary disk one read-only SQL query may spill to (<state>/sql-temp), MB.",
     )
     data_max_depth: int = Field(
         default=DEFAULT_MAX_DEPTH,
