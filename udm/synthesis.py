@@ -192,14 +192,7 @@ def split_sub_questions(question: str) -> list[str]:
 _SHINGLE = 3
 _PERMUTATIONS = 32
 _BANDS = 8
-_MERSENNE = (1 << 61) - 1
-_COEFFS = [
-    (
-        int.from_bytes(hashlib.blake2b(f"a{i}".encode(), digest_size=8).digest(), "big") % _MERSENNE | 1,
-        int.from_bytes(hashlib.blake2b(f"b{i}".encode(), digest_size=8).digest(), "big") % _MERSENNE,
-    )
-    for i in range(_PERMUTATIONS)
-]
+_EMPTY = 1 << 64
 
 
 def _shingles(text: str) -> set[int]:
@@ -209,9 +202,15 @@ def _shingles(text: str) -> set[int]:
 
 
 def minhash(text: str, shingles: set[int] | None = None) -> tuple[int, ...]:
-    """The MinHash signature of `text`'s word 3-shingles (32 permutations)."""
+    """The MinHash signature of `text`'s word 3-shingles: one-permutation hashing, the least hash of
+    each of 32 bins (one pass over the shingles instead of 32)."""
     hashes = _shingles(text) if shingles is None else shingles
-    return tuple(min((a * h + b) % _MERSENNE for h in hashes) for a, b in _COEFFS)
+    mins = [_EMPTY] * _PERMUTATIONS
+    for h in hashes:
+        k = h & (_PERMUTATIONS - 1)
+        if h < mins[k]:
+            mins[k] = h
+    return tuple(mins)
 
 
 def collapse_near_duplicates(texts: list[str], threshold: float = 0.7) -> list[int | None]:
@@ -228,6 +227,8 @@ def collapse_near_duplicates(texts: list[str], threshold: float = 0.7) -> list[i
         seen: set[int] = set()
         for band in range(_BANDS):
             key = (band, sig[band * rows : (band + 1) * rows])
+            if all(v == _EMPTY for v in key[1]):
+                continue  # a short text's empty bins say nothing about similarity
             for j in buckets.get(key, []):
                 if j in seen or out[j] is not None:
                     continue
