@@ -166,7 +166,7 @@ class _Resolver:
             return found
 
         out: dict[str, tuple[bool, str]] = {}
-        for target, file, fragment, ok in resolve_links(self.links, rows, anchors_in):
+        for target, file, fragment, ok in resolve_links(self.links, rows, anchors_in, self.text):
             if ok is False:
                 if file is None:
                     why = f"{display_target(doc.path, target)} does not exist"
