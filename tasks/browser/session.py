@@ -168,7 +168,7 @@ def require_allowed(real: Path, settings: Settings | None, what: str) -> None:
         inside = Path(os.path.realpath(protected))
         if real == inside or real.is_relative_to(inside):
             raise ActionError(
-                "ERROR_PATH_NOT_ALLOWED", f"{what} lies in the engine's state folder {protected}"
+                "ERROR_PATH_NOT_ALLOWED", f"{what} lies in {protected}, a folder of the engine's own state"
             )
 
 
