@@ -11,6 +11,7 @@ from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
 
+from udm.blockdata import parse_front_matter
 from udm.datalimits import check_text
 from udm.document import Document
 from udm.errors import DocumentError, PatchError, UdmError
@@ -142,9 +143,15 @@ class _Resolver:
         return self._docs[rel]
 
     def route_meta(self, rel: str) -> dict[str, Any] | None:
-        """The front matter keys that move the page's route."""
-        doc = self.doc(rel)
-        return route_meta(doc.front_matter) if doc is not None else None
+        """The front matter keys that move the page's route (only the front matter is parsed)."""
+        if rel in self._docs:
+            doc = self._docs[rel]
+            return route_meta(doc.front_matter) if doc is not None else None
+        text = self.text(rel)
+        if not text or not text.startswith("---"):
+            return None
+        data, _, _ = parse_front_matter(text[:262_144].splitlines(keepends=True)[:4000], rel)
+        return route_meta(data)
 
     def verdicts(self, doc: Document) -> dict[str, tuple[bool, str]]:
         """Link target -> (resolves, why not) for every internal link and anchor of `doc`."""
