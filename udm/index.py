@@ -43,7 +43,7 @@ from filelock import FileLock, Timeout
 from udm.config import Settings, ensure_folder
 from udm.document import parse_document
 from udm.errors import ConfigError, IndexBusyError
-from udm.extract import TABLE_COLUMNS, document_rows
+from udm.extract import TABLE_COLUMNS, ParseOptions, document_rows, parse_options
 from udm.lookup import MARKDOWN_SUFFIXES, scan_markdown, write_lookup
 
 __all__ = ["IDLE_RELEASE_S", "RELEASE_POLL_S", "SCHEMA_VERSION", "RefreshStats", "UdmIndex", "scan_root"]
@@ -218,7 +218,7 @@ def _ddl() -> list[str]:
 
 
 def _parse_chunk(
-    root: str, relpaths: list[str], patterns: list[str], outdir: str, chunk: int
+    root: str, relpaths: list[str], patterns: ParseOptions, outdir: str, chunk: int
 ) -> tuple[list[dict[str, Any]], list[str], dict[str, int]]:
     """Parse files and write their rows as NDJSON files; return file rows, errors and counts."""
     files: list[dict[str, Any]] = []
@@ -247,7 +247,7 @@ def _parse_chunk(
 def _parse_into(
     root: str,
     relpaths: list[str],
-    patterns: list[str],
+    patterns: ParseOptions,
     now: str,
     exists: Any,
     files: list[dict[str, Any]],
@@ -277,6 +277,12 @@ def _parse_into(
         full = os.path.join(root, rel)
         try:
             st = os.stat(full)
+            if st.st_size > patterns.max_file_bytes:
+                # Parsing holds a tree of the whole file: past the limit the file is listed, not parsed.
+                msg = f"{rel}:1: skipped: too large ({st.st_size} bytes > max_file_bytes {patterns.max_file_bytes})"
+                errors.append(msg)
+                files.append(_file_row(rel, "", st, now, "none", msg, []))
+                continue
             raw = Path(full).read_bytes()
         except OSError as exc:
             errors.append(f"{rel}:1: cannot read: {exc.strerror or exc}")
@@ -290,7 +296,7 @@ def _parse_into(
             errors.append(msg)
             files.append(_file_row(rel, digest, st, now, "none", msg, []))
             continue
-        doc = parse_document(text, rel, patterns)
+        doc = parse_document(text, rel, patterns.id_patterns, data_sections=patterns.data_sections)
         errors.extend(doc.errors)
         rows_by_table = document_rows(doc, exists=exists)
         holds = [table for table, rows in rows_by_table.items() if rows]
@@ -315,7 +321,7 @@ def _json_bytes(rows: list[dict[str, Any]]) -> bytes:
 
 
 def _parse_in_memory(
-    root: str, relpaths: list[str], patterns: list[str]
+    root: str, relpaths: list[str], patterns: ParseOptions
 ) -> tuple[list[dict[str, Any]], list[str], dict[str, int], dict[str, list[dict[str, Any]]]]:
     """Parse a few files in this process: file rows, errors, counts and every row by table."""
     files: list[dict[str, Any]] = []
@@ -902,7 +908,7 @@ class UdmIndex:
         guess = sorted(p for p, st in disk.items() if p not in known or known[p][:2] != st)
         if not guess or sum(disk[p][0] for p in guess) >= PARALLEL_MIN_BYTES:
             return None
-        return guess, _parse_in_memory(str(self.root), guess, list(self.settings.id_patterns))
+        return guess, _parse_in_memory(str(self.root), guess, parse_options(self.settings))
 
     def _refresh_with(
         self,
@@ -1064,7 +1070,7 @@ class UdmIndex:
         from udm.search import SearchIndex
 
         mark = time.perf_counter()
-        patterns = list(self.settings.id_patterns)
+        patterns = parse_options(self.settings)
         if prefetched is not None and prefetched[0] == to_parse:
             file_rows, errors, counts, tables = prefetched[1]  # parsed while the connection opened
         else:
@@ -1078,7 +1084,7 @@ class UdmIndex:
         gone = sorted(set(removed) | set(to_parse))
         # The generation `_refresh_locked` read under the write lock, in this transaction's view.
         generation = int(self._cache_key[0] or 0) + 1
-        search = SearchIndex(self.search_path, patterns)
+        search = SearchIndex(self.search_path, list(patterns.id_patterns))
         in_step = search.generation() == generation - 1
         # tantivy's commit (~25 ms, mostly fsync) overlaps DuckDB's statements on the other core.
         worker = (
@@ -1332,7 +1338,7 @@ class UdmIndex:
 
         `on_chunk(k)` is called as chunk k's files are written (in completion order).
         """
-        patterns = list(self.settings.id_patterns)
+        patterns = parse_options(self.settings)
         total = sum(disk[p][0] for p in relpaths)
         cpus = os.cpu_count() or 1
         if total < PARALLEL_MIN_BYTES or cpus < 2 or len(relpaths) < 4:
