@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -336,7 +337,7 @@ def _kind(value: Any) -> str:
 
 
 def serve_site(directory: Path | None = None) -> tuple[Any, str]:
-    """Serve a folder (default examples/site) on 127.0.0.1 in a thread; /x also finds x.html."""
+    """Serve a folder (default examples/site) on 127.0.0.1 in a thread, as any static server would."""
     import functools
     import http.server
     import threading
@@ -344,13 +345,6 @@ def serve_site(directory: Path | None = None) -> tuple[Any, str]:
     site = directory or Path(__file__).resolve().parent.parent / "examples" / "site"
 
     class Quiet(http.server.SimpleHTTPRequestHandler):
-        def translate_path(self, path: str) -> str:
-            """Serve /sources from sources.html, as the console's routes are written."""
-            found = super().translate_path(path)
-            if not Path(found).exists() and Path(found + ".html").is_file():
-                return found + ".html"
-            return found
-
         def log_message(self, format: str, *args: Any) -> None:
             """No access log."""
 
@@ -367,7 +361,11 @@ def step_verify_inline(ws: Any) -> None:
     from udm.verifications import last_verified
 
     server, base = serve_site()
-    ws.say(f"   serving examples/site at {base}")
+    ws.say(f"   serving examples/site at {base} (allow-listed for the browser's SSRF guard: 127.0.0.1 only)")
+    # The flow reads its settings where it runs; the guard refuses loopback unless allow-listed, so
+    # the demo allow-lists its own server's address for this run only.
+    previous = os.environ.get("UDM_FETCH_ALLOW")
+    os.environ["UDM_FETCH_ALLOW"] = ",".join(filter(None, [previous, "127.0.0.1"]))
     try:
         summary = state_result(
             browser_verification_flow(
@@ -378,6 +376,10 @@ def step_verify_inline(ws: Any) -> None:
             )
         )
     finally:
+        if previous is None:
+            os.environ.pop("UDM_FETCH_ALLOW", None)
+        else:
+            os.environ["UDM_FETCH_ALLOW"] = previous
         server.shutdown()
         server.server_close()
     for r in summary["results"]:

@@ -169,6 +169,16 @@ class Settings(BaseSettings):
         "udm-context7-api-key.",
     )
 
+    # Git: a committed patch becomes one commit when the manual lives in a git work tree
+    git_commit: bool = Field(
+        default=True,
+        description="Commit each committed patch, revert and fmt to git when the manual is in a work tree.",
+    )
+    git_branch_per_patch: bool = Field(
+        default=False,
+        description="Commit each patch on a new branch udm/patch-<id> (left checked out) for a pull request.",
+    )
+
     # Engine
     markdown_suffixes: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: [".md", ".markdown", ".mdx"],

@@ -1,4 +1,5 @@
-"""Link checking: every internal link and #fragment of the UDM against the index, every external one over HTTP.
+"""Link checking: every internal link and #fragment of the UDM as the index resolved it (the site's
+routes, udm.site), every external one over HTTP.
 
 External links are checked concurrently with httpx over keep-alive connections pooled per origin
 (udm.httppool): a global and a per-host concurrency limit,
@@ -30,6 +31,7 @@ from udm.config import Settings
 from udm.errors import BlockedAddressError, InvalidURLError
 from udm.httppool import OriginPoolTransport
 from udm.netguard import AllowList, VettedAddress, resolve_and_vet, url_port
+from udm.site import display_target
 
 __all__ = [
     "LinkReport",
@@ -103,19 +105,17 @@ def collect_links(settings: Settings) -> list[LinkSource]:
 
 
 def _internal_verdict(settings: Settings, link: LinkSource) -> LinkResult:
+    """The index's verdict on an internal link or anchor (resolved there with the site's rules, udm.site)."""
     base = {"file": link.file, "line": link.line, "text": link.text, "target": link.target, "kind": link.kind}
-    if link.resolved is None and link.target_file:
-        # Non-Markdown targets (images, YAML files): they only have to exist.
-        ok = (settings.udm_root / link.target_file).exists()
-        reason = None if ok else f"no such file {link.target_file}"
-        return LinkResult(**base, status="ok" if ok else "broken", reason=reason)
+    if link.resolved is None:
+        # The target reads as a URL although the link's kind says otherwise (a redirect to a URL).
+        return LinkResult(**base, status="skipped", reason="not a file of the manual")
     if link.resolved:
         return LinkResult(**base, status="ok")
-    target = link.target_file or link.file
-    if link.target_file and not (settings.udm_root / link.target_file).exists():
-        reason = f"no such file {link.target_file}"
+    if link.target_file is not None:
+        reason = f"no heading with anchor #{link.fragment} in {link.target_file}"
     else:
-        reason = f"no heading with anchor #{link.fragment} in {target}"
+        reason = f"no such file {display_target(link.file, link.target)}"
     return LinkResult(**base, status="broken", reason=reason)
 
 

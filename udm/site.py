@@ -161,7 +161,8 @@ def _under(root: Path, folder: Path, prefix: str, kind: str, strip_numbers: bool
         if strip_numbers:
             parts = [_NUMBER_PREFIX.sub("", p) for p in parts]
         return Mount("", "/".join(p for p in [prefix, *parts] if p), kind)
-    return None
+    # Published beside the manual (its blog when the manual is docs/): routes there are checked on disk.
+    return Mount(os.path.relpath(folder_s, root_s).replace(os.sep, "/"), prefix, kind)
 
 
 def _static(root: Path, folders: Iterable[Path]) -> tuple[str, ...]:
@@ -169,10 +170,8 @@ def _static(root: Path, folders: Iterable[Path]) -> tuple[str, ...]:
     root_s = os.path.normpath(root)
     for folder in folders:
         f = os.path.normpath(folder)
-        if f == root_s:
-            out.append("")
-        elif f.startswith(root_s + os.sep):
-            out.append(os.path.relpath(f, root_s).replace(os.sep, "/"))
+        # Beside the manual too (Docusaurus static/ when the manual is docs/): files there only have to exist.
+        out.append("" if f == root_s else os.path.relpath(f, root_s).replace(os.sep, "/"))
     return tuple(out)
 
 
@@ -517,19 +516,28 @@ class Routes:
             found = self.meta[path] = self.meta_of(path) or {}
         return found or {}
 
-    def update(self, removed: Iterable[str], added: Mapping[str, Mapping[str, Any] | None]) -> None:
-        """Drop `removed` pages and add `added` ones (with their route front matter)."""
+    def update(self, removed: Iterable[str], added: Mapping[str, Mapping[str, Any] | None]) -> bool:
+        """Drop `removed` pages and add (or re-add) `added` ones; whether any page or route changed."""
         pages = self.pages
         if not isinstance(pages, set):
             raise TypeError("only a route table built over a set of pages can be updated")
+        moved = False
         for path in removed:
-            pages.discard(path)
-            self.meta.pop(path, None)
+            if path in pages:
+                pages.discard(path)
+                self.meta.pop(path, None)
+                moved = True
         for path, meta in added.items():
+            if path not in pages or dict(meta or {}) != dict(self.meta.get(path) or {}):
+                moved = True
             pages.add(path)
             if meta:
                 self.meta[path] = meta
-        self._by_path = self._by_route = None
+            else:
+                self.meta.pop(path, None)
+        if moved:
+            self._by_path = self._by_route = None
+        return moved
 
     def page_route(self, path: str) -> str | None:
         """The route key of a page (no leading slash), or None when no mount publishes it."""
@@ -680,8 +688,12 @@ class LinkResolver:
         if _SCHEME.match(text) or text.startswith("//"):
             return Located(None, None, external=True)
         path, _, fragment = text.partition("#")
-        frag = unquote(fragment) or None
-        path = unquote(path.split("?", 1)[0])
+        # unquote() costs more than the rest of a lookup: most targets hold no escape.
+        frag = (unquote(fragment) if "%" in fragment else fragment) or None
+        if "?" in path:
+            path = path.split("?", 1)[0]
+        if "%" in path:
+            path = unquote(path)
         if not path:
             return Located(source, frag, how="anchor")
         if path.startswith("/"):
@@ -735,6 +747,11 @@ class LinkResolver:
             candidate = posixpath.join(mount.folder, inner) if mount.folder else inner
             if candidate and (candidate in self.routes.pages or self.exists(candidate)):
                 return Located(candidate, None, how="static")
+            if mount.folder.startswith("../"):
+                # A page of the site outside the manual: it only has to exist (no route front matter read).
+                for name in _beside(candidate):
+                    if self.exists(name):
+                        return Located(name, None, how="outside")
         return Located(None, None)
 
     def _route(self, route: str, hops: int = 0) -> Located:
@@ -749,6 +766,14 @@ class LinkResolver:
         dest = dest.partition("#")[0].split("?", 1)[0]
         hit = self._route(posixpath.normpath(posixpath.join(posixpath.dirname(route), dest)), hops + 1)
         return Located(hit.file, None, hit.external, "redirect" if hit.file or hit.external else "")
+
+
+def _beside(path: str) -> list[str]:
+    """The files a route under a folder outside the manual may be served from."""
+    base = path.rstrip("/")
+    names = [base + s for s in PAGE_SUFFIXES]
+    names += [f"{base}/{n}{s}" for n in ("index", "README") for s in PAGE_SUFFIXES]
+    return names
 
 
 def _is_index(path: str) -> bool:
@@ -771,28 +796,30 @@ Verdict = tuple[Any, str | None, str | None, bool | None]  # (row key, target fi
 def resolve_links(
     resolver: LinkResolver,
     rows: Iterable[Row],
-    anchors_of: Callable[[set[str]], Mapping[str, set[str]]],
+    anchors_in: Callable[[set[tuple[str, str]]], set[tuple[str, str]]],
 ) -> list[Verdict]:
     """Every row's target file, fragment and verdict: True resolves, False is broken, None external.
 
-    `anchors_of(files)` returns the heading anchors of those pages (it is called once, with every page
-    a fragment lands on, so callers can fetch them in one query).
+    A link resolves when it lands on a file and, if it lands on a page with a fragment, the fragment
+    is one of that page's heading anchors. `anchors_in(pairs)` answers which (page, anchor) pairs
+    exist; it is called once, so callers can answer in one query.
     """
     located = [(key, resolver.locate(source, target)) for key, source, target in rows]
+    pages = resolver.routes.pages
     wanted = {
-        loc.file
+        (loc.file, loc.fragment)
         for _, loc in located
-        if loc.file is not None and loc.fragment is not None and loc.file in resolver.routes.pages
+        if loc.file is not None and loc.fragment is not None and loc.file in pages
     }
-    anchors = anchors_of(wanted) if wanted else {}
+    present = anchors_in(wanted) if wanted else set()
     out: list[Verdict] = []
     for key, loc in located:
         if loc.external:
             out.append((key, None, None, True if loc.how == "redirect" else None))
         elif loc.file is None:
             out.append((key, None, loc.fragment, False))
-        elif loc.fragment is None or loc.file not in resolver.routes.pages:
+        elif loc.fragment is None or loc.file not in pages:
             out.append((key, loc.file, loc.fragment, True))
         else:
-            out.append((key, loc.file, loc.fragment, loc.fragment in anchors.get(loc.file, ())))
+            out.append((key, loc.file, loc.fragment, (loc.file, loc.fragment) in present))
     return out

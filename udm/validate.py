@@ -125,6 +125,9 @@ class _Resolver:
         """Whether the file exists before or after the patch."""
         if rel in self.ws.current:
             return self.text(rel) is not None
+        if rel.startswith("../"):
+            # A page or file the site publishes beside the manual (udm.site): only its existence counts.
+            return (self.ws.root / rel).is_file()
         try:
             real = self.ws.real_path(rel)
         except UdmError:
@@ -147,15 +150,16 @@ class _Resolver:
         """Link target -> (resolves, why not) for every internal link and anchor of `doc`."""
         rows = [(link.target, doc.path, link.target) for link in doc.links if link.kind != "external"]
 
-        def anchors_of(files: set[str]) -> dict[str, set[str]]:
-            out = {}
-            for rel in files:
+        def anchors_in(pairs: set[tuple[str, str]]) -> set[tuple[str, str]]:
+            found = set()
+            for rel, anchor in pairs:
                 other = doc if rel == doc.path else self.doc(rel)
-                out[rel] = _anchors(other) if other is not None else set()
-            return out
+                if other is not None and anchor in _anchors(other):
+                    found.add((rel, anchor))
+            return found
 
         out: dict[str, tuple[bool, str]] = {}
-        for target, file, fragment, ok in resolve_links(self.links, rows, anchors_of):
+        for target, file, fragment, ok in resolve_links(self.links, rows, anchors_in):
             if ok is False:
                 if file is None:
                     why = f"{display_target(doc.path, target)} does not exist"

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urljoin
 
 import yaml
@@ -30,6 +30,7 @@ __all__ = [
     "AttributeExpect",
     "Check",
     "CheckProblem",
+    "CountExpect",
     "Expectation",
     "MatchExpect",
     "ScreenshotExpect",
@@ -103,6 +104,41 @@ class AttributeExpect(MatchExpect):
     name: str = Field(min_length=1, description="Attribute name.")
 
 
+class CountExpect(_Strict):
+    """How many elements match `selector`: exactly `equals`, or at least `min` and at most `max`."""
+
+    selector: str = Field(min_length=1, description="CSS selector (XPath with an 'xpath=' prefix).")
+    equals: int | None = Field(default=None, ge=0, description="Exactly this many.")
+    min: int | None = Field(default=None, ge=0, description="At least this many.")
+    max: int | None = Field(default=None, ge=0, description="At most this many.")
+
+    @model_validator(mode="after")
+    def _one_bound(self) -> CountExpect:
+        if (self.equals is None) == (self.min is None and self.max is None):
+            raise ValueError("give equals, or min and/or max")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min {self.min} is more than max {self.max}")
+        return self
+
+    def test(self, value: int | None) -> bool:
+        """Whether a count passes."""
+        if value is None:
+            return False
+        if self.equals is not None:
+            return value == self.equals
+        return (self.min is None or value >= self.min) and (self.max is None or value <= self.max)
+
+    def describe(self) -> str:
+        """'equals 3', 'between 1 and 5' and the like, for reasons."""
+        if self.equals is not None:
+            return f"equals {self.equals}"
+        if self.max is None:
+            return f"at least {self.min}"
+        if self.min is None:
+            return f"at most {self.max}"
+        return f"between {self.min} and {self.max}"
+
+
 class ScreenshotExpect(_Strict):
     """The page (or an element) must look like a baseline image."""
 
@@ -135,12 +171,17 @@ class ScreenshotExpect(_Strict):
 
 
 class Expectation(_Strict):
-    """One expectation; exactly one key is set."""
+    """One expectation; exactly one key is set.
+
+    text, attribute, count, url and title retry until they hold or the check's timeout passes (as
+    Playwright's `expect` does); the failure names the last value seen.
+    """
 
     exists: str | None = Field(default=None, min_length=1, description="A selector that must match.")
     absent: str | None = Field(default=None, min_length=1, description="A selector that must not match.")
     text: TextExpect | None = Field(default=None, description="Text of an element.")
     attribute: AttributeExpect | None = Field(default=None, description="Attribute of an element.")
+    count: CountExpect | None = Field(default=None, description="How many elements match a selector.")
     url: MatchExpect | None = Field(default=None, description="The tab's final URL.")
     title: MatchExpect | None = Field(default=None, description="The page title.")
     status: int | None = Field(default=None, ge=100, le=599, description="HTTP status of the main document.")
@@ -211,6 +252,19 @@ class Check(_Strict):
         default=None, description="Where the check is defined (file:line); set on load."
     )
     section: str | None = Field(default=None, description="file#anchor of the UDM section (inline checks).")
+    block: list[Literal["font", "media", "image", "stylesheet"]] | None = Field(
+        default=None,
+        description="Resource types the page loads without (default: font and media; none when the "
+        "check compares screenshots).",
+    )
+    hosts: list[str] | None = Field(
+        default=None,
+        description="Hosts subresources may come from besides the page's own (default: none; ['*']: any). "
+        "Navigations may go anywhere the SSRF guard allows.",
+    )
+    evidence: Literal["failure", "always"] = Field(
+        default="failure", description="When to keep a final screenshot: on failure (default) or always."
+    )
     _base_dir: Path | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")

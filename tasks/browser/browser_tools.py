@@ -387,10 +387,22 @@ async def _fetch_capped(call: Call, url: str, max_bytes: int) -> tuple[bytes, ht
         raise ActionError(
             "ERROR_INVALID_INPUT", f"browser_download fetches only http and https URLs, not '{url}'"
         )
+    guard = call.session.guard
+    if guard is None:
+        raise ActionError("ERROR_BROWSER", f"session '{call.session.id}' has no SSRF guard")
+    reason = await guard.verdict(url)
+    if reason is not None:
+        raise ActionError("ERROR_URL_BLOCKED", f"refused {url}: {reason}")
     cookies = await call.session.context.cookies()
     try:
+        # Through the session's guard proxy, like the browser itself: every redirect hop is vetted
+        # and connected to the address that was checked.
         async with httpx.AsyncClient(
-            follow_redirects=True, timeout=call.timeout_s, verify=verified_ssl_context(), trust_env=False
+            follow_redirects=True,
+            timeout=call.timeout_s,
+            verify=verified_ssl_context(),
+            trust_env=False,
+            proxy=guard.proxy_url,
         ) as client:
             # Filled in place: httpx copies a jar passed to the client into one with the default policy.
             _fill_jar(client.cookies.jar, cookies)

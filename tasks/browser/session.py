@@ -28,7 +28,9 @@ from playwright.async_api import Browser, BrowserContext, Page, Playwright, View
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
+from tasks.browser.guard import Guard, first_refusal
 from udm.config import Settings
+from udm.netguard import AllowList
 
 __all__ = [
     "CHROMIUM_ARGS",
@@ -52,6 +54,8 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
     "--no-first-run",
+    # WebRTC may send UDP to any address, past the guard proxy: only proxied (TCP) traffic is allowed.
+    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
 ]
 DEBIAN_CHROMIUM = "/usr/bin/chromium"
 # Debian's headless-only build (package chromium-headless-shell), the kind Playwright itself runs for
@@ -112,6 +116,7 @@ def normalize_url(url: str, settings: Settings | None = None) -> str:
     )
 
 
+_ANY_URL = re.compile(r".*")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
 _PORT = re.compile(r"^\d+(?:[/?#]|$)")
 
@@ -221,6 +226,8 @@ class Session:
     history: list[Event] = field(default_factory=list)
     # HTTP status of the last main-frame navigation per tab (for `status` expectations).
     last_status: dict[int, int | None] = field(default_factory=dict)
+    # The SSRF guard of this context (routing and proxy); None only for a context made elsewhere.
+    guard: Guard | None = None
     _next_tab: int = 1
     _seq: int = 0
 
@@ -321,17 +328,24 @@ class Session:
         outcome, error = "ok", None
         self.context.set_default_timeout(timeout_s * 1000)
         self.context.set_default_navigation_timeout(timeout_s * 1000)
+        mark = self.guard.mark() if self.guard else 0
         try:
             # The outer guard catches what Playwright's own timeouts do not cover (a hung evaluate).
-            return await asyncio.wait_for(work(), timeout=timeout_s + 5)
+            result = await asyncio.wait_for(work(), timeout=timeout_s + 5)
+            self._refuse_navigation(mark, action)
+            return result
         except (PlaywrightTimeoutError, TimeoutError) as exc:
             outcome, error = "timeout", timeout_message(timeout_s, waiting_for)
+            self._refuse_failure(mark, error)
             raise ActionError("ERROR_TIMEOUT", error, transient=action_is_navigation(action)) from exc
         except ActionError as exc:
             outcome, error = "error", exc.message
+            if exc.status != "ERROR_URL_BLOCKED":
+                self._refuse_failure(mark, exc.message)
             raise
         except PlaywrightError as exc:
             outcome, error = "error", _first_line(exc.message)
+            self._refuse_failure(mark, error)
             transient = "net::ERR_" in exc.message
             status = "ERROR_NAVIGATION" if transient else "ERROR_BROWSER"
             raise ActionError(status, error, transient=transient) from exc
@@ -352,6 +366,28 @@ class Session:
                     url=url,
                 )
             )
+
+    def _refuse_navigation(self, mark: int, action: str) -> None:
+        """ERROR_URL_BLOCKED when the guard refused a tab's navigation during an action that succeeded.
+
+        Routing marks a refused navigation as such; the proxy cannot tell a navigation from an image,
+        so its refusal counts when the tab now shows the refused URL (a redirect hop it refused).
+        """
+        if self.guard is None:
+            return
+        refused = self.guard.since(mark)
+        if not refused:
+            return
+        urls = {page.url for page in self.tabs.values() if not page.is_closed()}
+        for item in refused:
+            if item.navigation or item.url in urls:
+                raise ActionError("ERROR_URL_BLOCKED", f"{action}: {item.message}")
+
+    def _refuse_failure(self, mark: int, error: str) -> None:
+        """ERROR_URL_BLOCKED instead of a failure the guard caused (a refused download or tunnel)."""
+        item = first_refusal(self.guard.since(mark)) if self.guard else None
+        if item is not None:
+            raise ActionError("ERROR_URL_BLOCKED", f"{item.message} ({error})")
 
 
 def action_is_navigation(action: str) -> bool:
@@ -440,13 +476,31 @@ class BrowserManager:
         """The session with this ID; created (a fresh context) when missing and `create` is set."""
         existing = self.sessions.get(session_id)
         if existing is not None and self.alive():
+            if existing.guard is not None:
+                existing.guard.set_allow(settings.fetch_allow)
             return existing
         if not create:
             return None
+        guard = Guard(AllowList.parse(settings.fetch_allow))
         options: dict[str, Any] = {
             "viewport": cast(ViewportSize, viewport or DEFAULT_VIEWPORT),
             "accept_downloads": accept_downloads,
+            # Every connection of the context goes through its guard (see tasks.browser.guard).
+            "proxy": {"server": await guard.start()},
         }
+        try:
+            context = await self._new_context(settings, options)
+            await context.route("**/*", guard.on_route)
+            await context.route_web_socket(_ANY_URL, guard.on_websocket)
+        except BaseException:
+            await guard.close()
+            raise
+        session = Session(id=session_id, context=context, guard=guard)
+        self.sessions[session_id] = session
+        return session
+
+    async def _new_context(self, settings: Settings, options: dict[str, Any]) -> BrowserContext:
+        """A new context of the shared browser, relaunching it once if it died in between."""
         browser = await self.browser(settings)
         try:
             context = await browser.new_context(**options)
@@ -463,9 +517,7 @@ class BrowserManager:
                 raise ActionError(
                     "ERROR_BROWSER", f"could not open a browser context: {_first_line(again.message)}"
                 ) from again
-        session = Session(id=session_id, context=context)
-        self.sessions[session_id] = session
-        return session
+        return context
 
     async def close_session(self, session_id: str) -> bool:
         """Close a session's context and forget it; False when there was none."""
@@ -474,10 +526,15 @@ class BrowserManager:
             return False
         with contextlib.suppress(PlaywrightError):
             await session.context.close()
+        if session.guard is not None:
+            await session.guard.close()
         return True
 
     async def _discard(self) -> None:
         """Forget a dead browser, its sessions and its driver (closing whatever still answers)."""
+        for session in self.sessions.values():
+            if session.guard is not None:
+                await session.guard.close()
         self.sessions.clear()
         browser, playwright = self._browser, self._playwright
         self._browser, self._playwright = None, None

@@ -13,11 +13,13 @@ import base64
 import io
 import re
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from PIL import Image, ImageChops
+from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Locator, Page
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 from pydantic import BaseModel, Field, ValidationError
@@ -25,6 +27,7 @@ from pydantic import BaseModel, Field, ValidationError
 from tasks.base import Permission, ToolContext, TransientToolError, deny_all, run_coroutine
 from tasks.browser.catalog import browser_tool
 from tasks.browser.common import write_atomic
+from tasks.browser.guard import ResourcePolicy
 from tasks.browser.session import MANAGER, ActionError, Session, pw_selector, timeout_message
 from udm.config import Settings
 from udm.verify_spec import Check, CheckProblem, Expectation, resolve_url, substitute
@@ -147,36 +150,28 @@ class _Attempt:
                     self.failures.append(f"{label}: '{sel}' is still present ({count} matching)")
             elif exp.text is not None:
                 sel = substitute(exp.text.selector, variables)
-                target = await self._attached(page, label, sel, ms)
-                if target is None:
-                    return
-                value = await target.inner_text(timeout=ms)
-                if not exp.text.test(value):
-                    self.failures.append(
-                        f"{label}: text of '{sel}' is {_quote(value)}, expected it {exp.text.describe()}"
-                    )
+                target = page.locator(pw_selector(sel)).first
+                await self._until(label, f"text of '{sel}'", exp.text, _reader(target, _inner_text), sel)
             elif exp.attribute is not None:
-                sel = substitute(exp.attribute.selector, variables)
-                target = await self._attached(page, label, sel, ms)
-                if target is None:
-                    return
-                attr = await target.get_attribute(exp.attribute.name, timeout=ms)
-                if not exp.attribute.test(attr):
-                    self.failures.append(
-                        f"{label}: {exp.attribute.name} of '{sel}' is {_quote(attr)}, expected it {exp.attribute.describe()}"
-                    )
+                sel, name = substitute(exp.attribute.selector, variables), exp.attribute.name
+                target = page.locator(pw_selector(sel)).first
+                read = _reader(target, lambda t: t.get_attribute(name, timeout=_READ_MS))
+                await self._until(label, f"{name} of '{sel}'", exp.attribute, read, sel)
+            elif exp.count is not None:
+                sel = substitute(exp.count.selector, variables)
+                matches = page.locator(pw_selector(sel))
+                await self._until(label, f"count of '{sel}'", exp.count, matches.count)
             elif exp.url is not None:
                 matcher = exp.url.model_copy(
                     update=substitute(exp.url.model_dump(exclude_none=True), variables)
                 )
-                if not matcher.test(page.url):
-                    self.failures.append(f"{label}: url is {page.url}, expected it {matcher.describe()}")
+
+                async def url() -> str:
+                    return page.url
+
+                await self._until(label, "url", matcher, url)
             elif exp.title is not None:
-                title = await page.title()
-                if not exp.title.test(title):
-                    self.failures.append(
-                        f"{label}: title is {_quote(title)}, expected it {exp.title.describe()}"
-                    )
+                await self._until(label, "title", exp.title, page.title)
             elif exp.status is not None:
                 status = self.session.last_status.get(self.session.active or 0)
                 if status != exp.status:
@@ -185,6 +180,43 @@ class _Attempt:
                 await self._visual(label, exp)
         except ActionError as exc:
             self.failures.append(f"{label}: {exc.message}")
+
+    async def _until(
+        self,
+        label: str,
+        what: str,
+        matcher: Any,
+        read: Callable[[], Awaitable[Any]],
+        selector: str | None = None,
+    ) -> None:
+        """Read a value until `matcher.test` passes or the timeout ends; a failure names the last value.
+
+        As Playwright's `expect`: the first read is immediate, then again after 100, 250 and 500 ms
+        and every second, so a value a page sets after load passes as soon as it appears.
+        """
+        deadline = time.monotonic() + self.timeout_s
+        pauses = iter(_POLL_PAUSES_S)
+        value: Any = _MISSING
+        while True:
+            try:
+                value = await read()
+            except PlaywrightError:
+                # The element went away between finding and reading it, or the page is navigating.
+                value = _MISSING
+            if value is not _MISSING and matcher.test(value):
+                return
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            await asyncio.sleep(min(next(pauses, 1.0), left))
+        if value is _MISSING and selector is not None:
+            self.failures.append(f"{label}: {timeout_message(self.timeout_s, f'selector {selector!r}')}")
+            return
+        shown = value if isinstance(value, int) else _quote(value)
+        self.failures.append(
+            f"{label}: {what} is {shown}, expected it {matcher.describe()} "
+            f"(last value seen, after waiting {self.timeout_s:g} s)"
+        )
 
     async def _attached(self, page: Page, label: str, sel: str, ms: float) -> Locator | None:
         """The first match of `sel` once attached; None, with a timeout failure recorded, if it never is."""
@@ -228,6 +260,30 @@ class _Attempt:
             self.warnings.append(text + f", under the hard limit {spec.fail_variation:.2%}")
         else:
             self.failures.append(text)
+
+
+# What a check loads without unless it says otherwise (its claims are about text and structure).
+DEFAULT_BLOCK = ("font", "media")
+# Pauses between reads of a waiting expectation (then 1 s each), as Playwright's expect polls.
+_POLL_PAUSES_S = (0.1, 0.25, 0.5)
+# A read of an element that is there answers at once; this only bounds a read of one that vanished.
+_READ_MS = 1000
+_MISSING: Any = object()
+
+
+async def _inner_text(target: Locator) -> str:
+    return await target.inner_text(timeout=_READ_MS)
+
+
+def _reader(target: Locator, read: Callable[[Locator], Awaitable[Any]]) -> Callable[[], Awaitable[Any]]:
+    """A read of the first match that gives _MISSING, without waiting, while nothing matches."""
+
+    async def once() -> Any:
+        if await target.count() == 0:
+            return _MISSING
+        return await read(target)
+
+    return once
 
 
 def _quote(value: str | None) -> str:
@@ -291,11 +347,14 @@ async def run_check(
     variables: dict[str, str] | None = None,
     allow_destructive: bool = False,
     worker_session: str | None = None,
+    lean: bool = True,
 ) -> CheckResult:
     """Run one check (with its retries); never raises for a failing page.
 
     With `worker_session` the first attempt runs in that (reused) context, reset afterwards;
-    otherwise, and for retries, in a fresh context that is closed afterwards.
+    otherwise, and for retries, in a fresh context that is closed afterwards. `lean=False` restores
+    the first round's cost per check (everything loaded, a screenshot of every check) for the
+    benchmark's "before" figure.
     """
     started, stamp = time.perf_counter(), datetime.now(UTC).isoformat(timespec="seconds")
     values = {"BASE_URL": (base_url or "").rstrip("/"), **(variables or {})}
@@ -338,6 +397,8 @@ async def run_check(
         except ActionError as exc:
             return done("FAIL", exc.message)
         assert session is not None
+        if session.guard is not None and lean:
+            session.guard.policy = resource_policy(check)
         attempt = _Attempt(check, session, settings, timeout_s, evidence)
         try:
             if url:
@@ -355,13 +416,18 @@ async def run_check(
             if not attempt.failures:
                 for i, exp in enumerate(check.expect, 1):
                     await attempt.expect(i, exp, values)
-            try:
-                shot = evidence / f"{_safe(check.id)}.png"
-                write_atomic(shot, await evidence_png(attempt.page(), timeout_s))
-                result.screenshot = str(shot)
-            except (ActionError, PlaywrightTimeoutError, Exception):  # evidence is best effort
-                pass
+            # A screenshot costs the browser more than the rest of a simple check: taken only when
+            # the check asks for one or there is something to look at.
+            if check.evidence == "always" or attempt.failures or attempt.warnings or not lean:
+                try:
+                    shot = evidence / f"{_safe(check.id)}.png"
+                    write_atomic(shot, await evidence_png(attempt.page(), timeout_s))
+                    result.screenshot = str(shot)
+                except (ActionError, PlaywrightTimeoutError, Exception):  # evidence is best effort
+                    pass
         finally:
+            if session.guard is not None:
+                session.guard.policy = None
             if reuse:
                 await reset_session(session)
             else:
@@ -424,8 +490,19 @@ async def reset_session(session: Session) -> None:
         await session.context.clear_permissions()
         session.history.clear()
         session.last_status.clear()
+        if session.guard is not None:
+            session.guard.refusals.clear()
     except PlaywrightError:
         await MANAGER.close_session(session.id)  # next use starts a fresh context
+
+
+def resource_policy(check: Check) -> ResourcePolicy:
+    """What this check's pages load without: fonts and media (unless it compares screenshots, or says
+    otherwise in `block`), and subresources from hosts other than the page's own (unless in `hosts`)."""
+    visual = any(exp.screenshot is not None for exp in check.expect)
+    block = check.block if check.block is not None else ([] if visual else list(DEFAULT_BLOCK))
+    hosts = frozenset(h.lower() for h in check.hosts or [])
+    return ResourcePolicy(block_types=frozenset(block), hosts=None if "*" in hosts else hosts)
 
 
 class _Nav:
@@ -447,6 +524,7 @@ async def run_checks(
     variables: dict[str, str] | None = None,
     allow_destructive: bool = False,
     isolation: Isolation = "run",
+    lean: bool = True,
 ) -> list[CheckResult]:
     """Run checks concurrently (at most `concurrency` browser contexts at once), results in order.
 
@@ -471,6 +549,7 @@ async def run_checks(
                 variables=variables,
                 allow_destructive=allow_destructive,
                 worker_session=worker,
+                lean=lean,
             )
         finally:
             workers.put_nowait(worker)

@@ -46,6 +46,13 @@ PAGES: dict[str, str] = {
 <table id="nohead"><tr><td>x</td><td>y</td></tr></table>""",
     "/delayed": """<title>Delayed</title><div id="box"></div>
 <script>setTimeout(() => { document.getElementById('box').innerHTML = '<p class="late">arrived</p>'; }, 1500);</script>""",
+    "/late": """<title>Loading</title><p id="status">loading</p><ul id="items"></ul>
+<script>setTimeout(() => {
+  const p = document.getElementById('status');
+  p.textContent = 'ready'; p.dataset.state = 'done'; document.title = 'Ready';
+  document.getElementById('items').innerHTML = '<li>a</li><li>b</li><li>c</li>';
+  history.pushState({}, '', '/late?done=1');
+}, 500);</script>""",
     "/a": "<title>Page A</title><h1>A</h1><a id='to-b' href='/b'>to b</a>",
     "/b": "<title>Page B</title><h1>B</h1><a href='/a'>back to a</a>",
     "/tabs": "<title>Tabs</title><a id='newtab' href='/b' target='_blank'>open b in a new tab</a>",
@@ -162,9 +169,10 @@ def shared_browser() -> Iterator[None]:
 
 @pytest.fixture
 def bctx(tmp_path: Path, shared_browser: None) -> ToolContext:
-    """A tool context whose state folder is this test's tmp dir (screenshots, cache, downloads)."""
+    """A tool context whose state folder is this test's tmp dir; the loopback test site is allow-listed."""
     (tmp_path / "docs" / "udm").mkdir(parents=True, exist_ok=True)
-    settings = load_settings(cwd=tmp_path)
+    # The SSRF guard refuses loopback by default: the tests allow the test site's address explicitly.
+    settings = load_settings(cwd=tmp_path, fetch_allow=["127.0.0.1"])
     return ToolContext(settings=settings, approver=always_approve)
 
 

@@ -63,14 +63,21 @@ def test_patch_marks_each_failing_claim_once_and_reports_what_it_cannot_place(wo
 @pytest.mark.browser
 @pytest.mark.prefect
 def test_flow_proposes_the_patch_and_writes_only_after_approval(
-    prefect_server: None, site: str, workspace: Path, tmp_path: Path, reviewer: Any
+    prefect_server: None,
+    site: str,
+    workspace: Path,
+    tmp_path: Path,
+    reviewer: Any,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from flows.browser_verify import browser_verification_flow
+
+    monkeypatch.setenv("UDM_FETCH_ALLOW", "127.0.0.1")  # the loopback test site, for the browser's guard
 
     settings = load_settings(cwd=workspace)
     spec = tmp_path / "spec.yaml"
     spec.write_text(
-        "checks:\n  - {id: CHK-RV, udm_refs: [COMP-003], url: /b, expect: [{text: {selector: h1, equals: Nope}}]}\n",
+        "checks:\n  - {id: CHK-RV, udm_refs: [COMP-003], url: /b, timeout: 1, expect: [{text: {selector: h1, equals: Nope}}]}\n",
         encoding="utf-8",
     )
     while_paused: list[str] = []
@@ -116,9 +123,10 @@ def test_cli_writes_the_review_patch_that_patch_check_accepts(
     from flows.cli import run
 
     monkeypatch.chdir(workspace)
+    monkeypatch.setenv("UDM_FETCH_ALLOW", "127.0.0.1")
     spec = tmp_path / "spec.yaml"
     spec.write_text(
-        "checks:\n  - {id: CHK-CLI, udm_refs: [COMP-003], url: /b, expect: [{title: Not this}]}\n",
+        "checks:\n  - {id: CHK-CLI, udm_refs: [COMP-003], url: /b, timeout: 1, expect: [{title: Not this}]}\n",
         encoding="utf-8",
     )
     out = tmp_path / "review.yaml"

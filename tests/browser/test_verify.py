@@ -167,6 +167,10 @@ checks:
   - id: CHK-SKIP
     url: /a
     skip: not today
+  - id: CHK-EVIDENCE
+    url: /a
+    evidence: always
+    expect: [{title: Page A}]
   - id: CHK-CRITICAL
     url: /a
     steps: [{tool: wait_for_condition, input: {condition: "true"}}]
@@ -178,10 +182,15 @@ checks:
     assert not problems
     results = {r.id: r for r in run_checks_sync(checks, bctx.settings, base_url=site, concurrency=3)}
     assert results["CHK-SIGNIN"].status == "PASS", results["CHK-SIGNIN"].reason
-    assert Path(results["CHK-SIGNIN"].screenshot or "").is_file()
+    # Screenshots only where a check asks for one or fails.
+    assert results["CHK-SIGNIN"].screenshot is None
+    assert Path(results["CHK-EVIDENCE"].screenshot or "").is_file()
     wrong = results["CHK-WRONG"]
-    assert wrong.status == "FAIL" and wrong.attempts == 2
-    assert wrong.failures[0] == "expect[1] text: text of 'th' is 'Name', expected it equals \"Nope\""
+    assert wrong.status == "FAIL" and wrong.attempts == 2 and Path(wrong.screenshot or "").is_file()
+    assert wrong.failures[0] == (
+        "expect[1] text: text of 'th' is 'Name', expected it equals \"Nope\" "
+        "(last value seen, after waiting 1.5 s)"
+    )
     assert (
         len(wrong.failures) == 2
         and "Timed out after 1.5 s waiting for selector '.missing'" in wrong.failures[1]
@@ -239,9 +248,12 @@ def test_flow_runs_inline_and_spec_checks_and_records_them(
     from flows.browser_verify import browser_verification_flow
     from udm.verifications import last_verified, verification_history
 
+    # The flow reads its settings where it runs (environment, udm.toml): allow the loopback test site there.
+    monkeypatch.setenv("UDM_FETCH_ALLOW", "127.0.0.1")
+
     spec = _spec(
         tmp_path,
-        "checks:\n  - {id: CHK-EXTRA, udm_refs: [RM-001], url: /b, expect: [{text: {selector: h1, equals: A}}]}\n",
+        "checks:\n  - {id: CHK-EXTRA, udm_refs: [RM-001], url: /b, timeout: 1, expect: [{text: {selector: h1, equals: A}}]}\n",
     )
     settings = load_settings(cwd=workspace)
     state = browser_verification_flow(
@@ -276,9 +288,10 @@ def test_cli_verify_json_and_browser_run(site, workspace, tmp_path, capsys, monk
     from flows.cli import run
 
     monkeypatch.chdir(workspace)
+    monkeypatch.setenv("UDM_FETCH_ALLOW", "127.0.0.1")
     spec = _spec(
         tmp_path,
-        "checks:\n  - {id: CHK-A, url: /a, expect: [{title: Page A}]}\n  - {id: CHK-B, url: /b, expect: [{title: Page A}]}\n",
+        "checks:\n  - {id: CHK-A, url: /a, expect: [{title: Page A}]}\n  - {id: CHK-B, url: /b, timeout: 1, expect: [{title: Page A}]}\n",
     )
     code = run(["verify", str(spec), "--no-inline", "--base-url", site, "--json"])
     out = json.loads(capsys.readouterr().out)
@@ -320,7 +333,7 @@ def test_sample_udm_inline_checks_pass_against_the_demo_site(workspace, bctx) ->
     from flows.cli_browser import serve_site
     from udm.verify_spec import gather_checks
 
-    settings = load_settings(cwd=workspace)
+    settings = load_settings(cwd=workspace, fetch_allow=["127.0.0.1"])
     checks, problems = gather_checks(settings)
     assert not problems
     assert {c.id for c in checks} >= {"CHK-CONSOLE-HOME", "CHK-CONSOLE-ASK", "CHK-CONSOLE-SOURCES"}
