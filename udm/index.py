@@ -49,7 +49,9 @@ from udm.site import LinkResolver, Routes, resolve_links, route_meta, settings_s
 
 __all__ = ["IDLE_RELEASE_S", "RELEASE_POLL_S", "SCHEMA_VERSION", "RefreshStats", "UdmIndex", "scan_root"]
 
-SCHEMA_VERSION = 9  # 7: links.form (how a link is written); 8: files.site (route front matter); 9: blocks.role
+SCHEMA_VERSION = (
+    9  # 7: links.form (how a link is written); 8: files.site (route front matter); 9: blocks.role
+)
 # ID definitions with their section's line range: the rows of the SQLite lookup mirror.
 _DEFS_SQL = (
     "SELECT i.id, i.file, i.line, i.how, i.section, i.section_path, s.start_line, s.end_line "
@@ -100,9 +102,11 @@ class RefreshStats:
         return asdict(self)
 
 
-def scan_root(root: Path, exclude: list[Path] | None = None) -> dict[str, tuple[int, int]]:
+def scan_root(
+    root: Path, exclude: list[Path] | None = None, suffixes: tuple[str, ...] = MARKDOWN_SUFFIXES
+) -> dict[str, tuple[int, int]]:
     """Every Markdown file under `root` (relative posix path -> (size, mtime_ns)), hidden dirs skipped."""
-    return scan_markdown(root, exclude or [])
+    return scan_markdown(root, exclude or [], suffixes=suffixes)
 
 
 # struct inotify_event (wd, mask, cookie, len) then `len` bytes of NUL-padded name.
@@ -467,6 +471,7 @@ class UdmIndex:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self.suffixes = tuple(settings.markdown_suffixes)
         self.root = settings.udm_root
         self.state = settings.state_path
         self.db_path = self.state / "index.duckdb"
@@ -753,10 +758,10 @@ class UdmIndex:
                     # Watch first, then scan: a change during the scan is still seen next time.
                     self._watcher.watch_tree(self.root, self._exclude())
             dirs: list[str] = []
-            disk = scan_markdown(self.root, self._exclude(), dirs)
+            disk = scan_markdown(self.root, self._exclude(), dirs, self.suffixes)
             if self._watcher is not None and self._watcher.watch_new(dirs):
                 # A directory appeared: watched now, scanned again so nothing made in it before is missed.
-                disk = scan_root(self.root, self._exclude())
+                disk = scan_root(self.root, self._exclude(), self.suffixes)
             if self._known is not None and self.generation >= 0:
                 if disk == self._known:
                     return None
@@ -771,13 +776,30 @@ class UdmIndex:
             stats = self.refresh(disk=disk)
             return stats
 
+    def skipped_files(self) -> list[tuple[str, str]]:
+        """(path, reason) of every Markdown-like file the index leaves out, and of those it could not parse."""
+        found: list[tuple[str, str]] = []
+        scan_markdown(self.root, self._exclude(), None, self.suffixes, found)
+        if self.db_path.exists():
+            with self.connect(read_only=True) as con:
+                rows = con.execute(
+                    "SELECT path, error FROM files WHERE parser = 'none' ORDER BY path"
+                ).fetchall()
+            for path, error in rows:
+                reason = str(error or "not parsed")
+                reason = (
+                    reason.split(": ", 1)[1] if reason.startswith(f"{path}:") and ": " in reason else reason
+                )
+                found.append((path, reason if reason.startswith("skipped") else f"skipped: {reason}"))
+        return sorted(found)
+
     def _restat(self, known: dict[str, tuple[int, int]], paths: set[str]) -> dict[str, tuple[int, int]]:
         """`known` with the stat of `paths` (absolute, under the root) updated as `scan_root` sees them."""
         disk = dict(known)
         base = len(str(self.root)) + 1
         for full in paths:
             name = os.path.basename(full)
-            if name.startswith(".") or not name.endswith(MARKDOWN_SUFFIXES):
+            if name.startswith(".") or not name.endswith(self.suffixes):
                 continue
             rel = full[base:].replace(os.sep, "/")
             try:
@@ -841,7 +863,7 @@ class UdmIndex:
     def _refresh_locked(self, full: bool, disk: dict[str, tuple[int, int]] | None) -> RefreshStats:
         if not self.root.is_dir():
             raise ConfigError(f"UDM root {self.root} is not a directory (set UDM_ROOT or --root)")
-        disk = scan_root(self.root, self._exclude()) if disk is None else disk
+        disk = scan_root(self.root, self._exclude(), self.suffixes) if disk is None else disk
         stats = RefreshStats(full=full, files=len(disk))
         indexed: dict[str, Indexed] = {}
         stack = ExitStack()
@@ -1055,6 +1077,7 @@ class UdmIndex:
                 disk=disk,
                 defs=defs,
                 generation=generation,
+                suffixes=self.suffixes,
             )
             stats.stages["lookup"] = round(time.perf_counter() - mark, 3)
             mark = time.perf_counter()
@@ -1132,6 +1155,7 @@ class UdmIndex:
             disk=disk,
             defs=defs,
             generation=generation,
+            suffixes=self.suffixes,
             restat=restat,
         ):
             # The mirror missed a refresh (crash, older build): rewrite it from the tables.
@@ -1144,6 +1168,7 @@ class UdmIndex:
                 disk=disk,
                 defs=all_defs,
                 generation=generation,
+                suffixes=self.suffixes,
             )
         stats.stages["lookup"] = round(time.perf_counter() - mark, 4)
         mark = time.perf_counter()
