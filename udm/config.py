@@ -208,6 +208,18 @@ class Settings(BaseSettings):
     sql_timeout_s: float = Field(
         default=5.0, gt=0, description="Time limit of one read-only SQL query, seconds."
     )
+    sql_memory_limit_mb: int = Field(
+        default=1024,
+        ge=64,
+        description="DuckDB memory limit of one read-only SQL query, MB; its worker process's address "
+        "space is capped at twice this plus 1 GiB.",
+    )
+    sql_threads: int = Field(default=2, ge=1, le=64, description="DuckDB threads of one read-only SQL query.")
+    sql_temp_limit_mb: int = Field(
+        default=1024,
+        ge=0,
+        description="Temporary disk one read-only SQL query may spill to (<state>/sql-temp), MB.",
+    )
     data_max_depth: int = Field(
         default=DEFAULT_MAX_DEPTH,
         ge=1,

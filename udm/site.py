@@ -132,6 +132,11 @@ def _find_config(root: Path, stop: Path | None = None) -> tuple[Path, str] | Non
             candidate = here / name
             if candidate.is_file() and (name != "config.toml" or _looks_like_hugo(candidate)):
                 return candidate, generator
+        for name, generator in _CONFIG_FILES[:4]:
+            # Docusaurus' usual layout keeps its config in website/ beside the docs/ it publishes.
+            candidate = here / "website" / name
+            if candidate.is_file():
+                return candidate, generator
         # The repository (or the project the settings were loaded in) is as far up as a site can be.
         if (here / ".git").exists() or here.parent == here or (stop is not None and here == stop):
             return None
@@ -404,12 +409,29 @@ def _hugo(root: Path, here: Path, text: str) -> Site:
         data = _LenientLoader.load(text) or {}
     else:
         data = tomllib.loads(text)
-    content = here / str(data.get("contentDir") or "content")
-    mount = _under(root, content, "", "docs", False)
+    # Module mounts replace the content (and add static) folders: `source = 'content/en', target = 'content'`.
+    contents: list[tuple[Path, str]] = []
+    statics = [here / "static"]
+    module: dict[str, Any] = data["module"] if isinstance(data.get("module"), dict) else {}
+    for item in module.get("mounts") or []:
+        if not (
+            isinstance(item, dict)
+            and isinstance(item.get("source"), str)
+            and isinstance(item.get("target"), str)
+        ):
+            continue
+        target = item["target"].strip("/")
+        if target == "content" or target.startswith("content/"):
+            contents.append((here / item["source"], target[len("content") :].strip("/")))
+        elif target == "static" or target.startswith("static/"):
+            statics.append(here / item["source"])
+    if not contents:
+        contents = [(here / str(data.get("contentDir") or "content"), "")]
+    mounts = [_under(root, folder, prefix, "docs", False) for folder, prefix in contents]
     return Site(
-        mounts=(mount,) if mount else (),
+        mounts=tuple(m for m in mounts if m is not None),
         base_path=_path_of_url(data.get("baseURL") or data.get("baseurl")),
-        static=_static(root, [here / "static"]),
+        static=_static(root, statics),
     )
 
 
@@ -685,7 +707,8 @@ class LinkResolver:
     def locate(self, source: str, target: str) -> Located:
         """Where the link `target` written in `source` lands (before any anchor check)."""
         text = target.strip()
-        if _SCHEME.match(text) or text.startswith("//"):
+        if _SCHEME.match(text) or text.startswith("//") or "{{" in text or "{%" in text:
+            # A URL, or a template placeholder (Hugo shortcodes, Jinja) only the generator can fill in.
             return Located(None, None, external=True)
         path, _, fragment = text.partition("#")
         # unquote() costs more than the rest of a lookup: most targets hold no escape.
@@ -709,27 +732,33 @@ class LinkResolver:
 
     def _locate_relative(self, source: str, path: str) -> Located:
         joined = posixpath.normpath(posixpath.join(posixpath.dirname(source), path))
-        if joined == ".." or joined.startswith(("../", "/")):
-            return Located(None, None, how="")  # out of the manual: broken for its readers
-        if joined in self.routes.pages or (not path.endswith("/") and self.exists(joined)):
-            return Located(joined, None, how="file")
-        found = self.routes.by_path(_strip_page("" if joined == "." else joined))
-        if found is not None:
-            return Located(found, None, how="path")
-        # Extension-less links in a published site are URLs relative to the page's own route.
+        inside = not (joined == ".." or joined.startswith(("../", "/")))
+        if inside:
+            if joined in self.routes.pages or (not path.endswith("/") and self.exists(joined)):
+                return Located(joined, None, how="file")
+            found = self.routes.by_path(_strip_page("" if joined == "." else joined))
+            if found is not None:
+                return Located(found, None, how="path")
+        # In a published site a link that is not a file path is a URL relative to the page's own
+        # route (one level deeper with directory URLs: MkDocs' `../img/x.png` from a page).
         route = self.routes.page_route(source)
         if route is not None and self.site.generator != "none":
             base = posixpath.dirname("/" + route) if not _is_index(source) else "/" + route
             for start in dict.fromkeys([base, "/" + route]):
                 url = posixpath.normpath(posixpath.join(start, path))
-                hit = self._route(url)
+                if url.startswith("//") or url == "/..":
+                    continue
+                hit = self._absolute.get(url)
+                if hit is None:
+                    hit = self._absolute[url] = self._locate_absolute(url, strip_base=False)
                 if hit.file is not None or hit.external:
                     return hit
+        # Out of the manual (and not a page of its site): broken for its readers.
         return Located(None, None)
 
-    def _locate_absolute(self, path: str) -> Located:
+    def _locate_absolute(self, path: str, *, strip_base: bool = True) -> Located:
         base = self.site.base_path
-        if base and (path == base or path.startswith(base + "/")):
+        if strip_base and base and (path == base or path.startswith(base + "/")):
             path = path[len(base) :] or "/"
         path = posixpath.normpath(path)
         hit = self._route(path)
@@ -747,10 +776,12 @@ class LinkResolver:
             candidate = posixpath.join(mount.folder, inner) if mount.folder else inner
             if candidate and (candidate in self.routes.pages or self.exists(candidate)):
                 return Located(candidate, None, how="static")
-            if mount.folder.startswith("../"):
-                # A page of the site outside the manual: it only has to exist (no route front matter read).
-                for name in _beside(candidate):
-                    if self.exists(name):
+            if candidate or mount.folder:
+                # A page the index does not hold (beside the manual, or a file it skipped): it only has
+                # to exist; its route is its path (no front matter is read).
+                for name in _beside(candidate or mount.folder):
+                    # An indexed page is found by its route only (its slug may have moved it).
+                    if name not in self.routes.pages and self.exists(name):
                         return Located(name, None, how="outside")
         return Located(None, None)
 

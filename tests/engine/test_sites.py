@@ -193,3 +193,21 @@ def test_docusaurus_routes(tmp_path: Path, target: str, file: str) -> None:
     meta = {"docs/intro.md": {"id": "introduction"}, "docs/guide/02-configure.md": {"slug": "/custom-place"}}
     resolver = LinkResolver(Routes(site, pages, meta), lambda rel: (root / rel).is_file())
     assert resolver.locate("docs/intro.md", target).file == file
+
+
+def test_hugo_module_mounts(tmp_path: Path) -> None:
+    (tmp_path / "content" / "en" / "docs").mkdir(parents=True)
+    (tmp_path / "hugo.toml").write_text(
+        'baseURL = "https://x.example/"\n[module]\n  [[module.mounts]]\n    source = "content/en"\n'
+        '    target = "content"\n  [[module.mounts]]\n    source = "assets/img"\n    target = "static/img"\n'
+    )
+    site = detect_site(tmp_path, stop=tmp_path)
+    assert [m.folder for m in site.mounts] == ["content/en"] and "assets/img" in site.static
+    routes = Routes(site, ["content/en/docs/setup.md", "content/en/_index.md"])
+    resolver = LinkResolver(routes, lambda rel: False)
+    assert resolver.locate("content/en/_index.md", "/docs/setup/").file == "content/en/docs/setup.md"
+
+
+def test_unknown_generator_setting_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(Exception, match="site_generator"):
+        load_settings(cwd=tmp_path, site_generator="jekyll")
