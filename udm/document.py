@@ -402,7 +402,6 @@ class _Outline:
                 self.paths[sec] if sec is not None else None,
                 self.matcher,
                 self.data_sections,
-                _config_file(self.file),
             )
             # Positional arguments: a frozen dataclass is built field by field, and keywords cost more.
             found = Block(
@@ -542,13 +541,12 @@ def fence_role(
     section_path: str | None,
     matcher: IdMatcher,
     data_sections: Sequence[str] = (),
-    config_file: bool = False,
 ) -> str:
     """'data' or 'example': a YAML/JSON fence is data only when the manual says so.
 
     In order: an info-string mark (`example` / `udm`, `data`, `{data}`, `{.data}`); a `verify`
-    block; a file named like configuration; a section whose heading path matches a `data_sections`
-    pattern; or a block that defines a UDM ID (a `task_id`/`mode_id`/`tool_id` key, or an `id` /
+    block; a section whose heading path matches a `data_sections` pattern; or a block that defines
+    a UDM ID (a `task_id`/`mode_id`/`tool_id` key, or an `id` /
     `..._id` key holding an ID of the configured families). Everything else is an example.
     """
     if lang not in DATA_LANGS:
@@ -556,7 +554,7 @@ def fence_role(
     words = set(_MARK_SPLIT.split(info.lower())[1:]) if info else set()
     if words & _EXAMPLE_MARKS:
         return "example"
-    if words & _DATA_MARKS or lang == "verify" or config_file:
+    if words & _DATA_MARKS or lang == "verify":
         return "data"
     if section_path is not None and data_sections and _in_sections(section_path, data_sections):
         return "data"
@@ -862,12 +860,6 @@ def definition_line(lines: list[str], ident: str, start: int, end: int) -> int |
             if token_line is None:
                 token_line = i
     return token_line if token_line is not None else text_line
-
-
-def _config_file(path: str) -> bool:
-    """Whether a file's YAML/JSON blocks are configuration, so data (its name mentions config or settings)."""
-    name = path.rsplit("/", 1)[-1].lower()
-    return "config" in name or "settings" in name
 
 
 def load_document(root: Path, relpath: str, id_patterns: Iterable[str] | None = None) -> Document:

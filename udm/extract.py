@@ -404,7 +404,11 @@ def document_rows(doc: Document, *, exists: Any = None) -> dict[str, list[dict[s
     config_file = is_config_file(path)
     tool_sections: set[int] = set()
     for b in doc.blocks:
-        if b.role != "data" or b.data is None:
+        if b.data is None:
+            continue
+        if config_file and b.lang in ("yaml", "yml", "json") and not block_ids(b):
+            rows["config"].extend(_config_rows(doc, b, sp(b.section)))
+        if b.role != "data":
             continue  # an example's `id:` or `depends_on` is illustration, not a task
         section = doc.sections[b.section] if b.section is not None else None
         for d in _walk_dicts(safe_data[b.index]):
@@ -457,8 +461,6 @@ def document_rows(doc: Document, *, exists: Any = None) -> dict[str, list[dict[s
                 )
                 if b.section is not None:
                     tool_sections.add(b.section)
-        if config_file and b.lang in ("yaml", "yml", "json") and not block_ids(b):
-            rows["config"].extend(_config_rows(doc, b, sp(b.section)))
 
     # Tools written as a section: '### 2.5.1 Tool: `x`' with name/description fields and schema blocks.
     starred = _starred_lines(doc)

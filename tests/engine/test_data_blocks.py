@@ -89,14 +89,15 @@ def test_data_when_it_defines_an_id_or_is_marked() -> None:
     assert block_ids(doc.blocks[5]) == []
 
 
-def test_sections_named_in_settings_and_config_files_hold_data() -> None:
+def test_sections_named_in_settings_hold_data() -> None:
     text = "# Reference\n\n## Plugin options\n\n```yaml\nkey: [unclosed\n```\n\n## Other\n\n```yaml\nkey: [x\n```\n"
     assert parse_document(text, "r.md").errors == []
     named = parse_document(text, "r.md", data_sections=["plugin options"])
     assert [b.role for b in named.blocks] == ["data", "example"] and len(named.errors) == 1
     by_path = parse_document(text, "r.md", data_sections=["Reference > *"])
     assert [b.role for b in by_path.blocks] == ["data", "data"]
-    assert [b.role for b in parse_document(text, "site-config.md").blocks] == ["data", "data"]
+    # A page about settings is no configuration file: its snippets stay examples.
+    assert [b.role for b in parse_document(text, "settings-appearance.md").blocks] == ["example", "example"]
 
 
 def test_fence_role_rules() -> None:
