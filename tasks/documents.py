@@ -483,11 +483,10 @@ class DocumentFetchingParsingTool(Tool[FetchInput, FetchOutput]):
 
     def _read_file(self, data: FetchInput, ctx: ToolContext) -> Any:
         from udm.errors import InvalidPathError, PathOutsideError
-        from udm.sandbox import Sandbox
 
         settings = ctx.settings
         try:
-            sandbox = Sandbox(settings.allowed_roots(), settings.project_root)
+            sandbox = settings.tool_sandbox()
             read = sandbox.read(data.filePath or "", max_bytes=data.maxLengthBytes)
         except (PathOutsideError, InvalidPathError) as exc:
             return FetchOutput(status=DocStatus.ERROR_INVALID_INPUT, errorDetails=str(exc))

@@ -13,6 +13,7 @@ import email.utils
 import hashlib
 import json
 import os
+import re
 import threading
 import time
 import urllib.robotparser
@@ -248,18 +249,39 @@ def _atomic_write(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
+_HASH = re.compile(r"sha256:[0-9a-f]{64}")
+
+
 def _cache_load(settings: Settings, url: str) -> dict[str, Any] | None:
+    """The cached entry of `url`, checked as untrusted data: None (a miss) when anything is off."""
     meta_path = _cache_dir(settings) / "urls" / (hashlib.sha256(url.encode()).hexdigest() + ".json")
     try:
-        meta: dict[str, Any] = json.loads(meta_path.read_text(encoding="utf-8"))
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    blob = _cache_dir(settings) / "blobs" / str(meta.get("content_hash", "")).removeprefix("sha256:")
-    return meta if blob.is_file() else None
+    if not isinstance(meta, dict) or meta.get("url") != url:
+        return None
+    content_hash = meta.get("content_hash")
+    # The hash names the blob file: anything but the exact form could name a path outside the cache.
+    if not isinstance(content_hash, str) or not _HASH.fullmatch(content_hash):
+        return None
+    for key in ("final_url", "content_type", "etag", "last_modified"):
+        if meta.get(key) is not None and not isinstance(meta[key], str):
+            return None
+    redirects = meta.get("redirects") or []
+    if not isinstance(redirects, list) or not all(isinstance(r, str) for r in redirects):
+        return None
+    # The body must still be there and still be what its name says; else the entry is a miss.
+    return meta if _cache_blob(settings, content_hash) is not None else None
 
 
-def _cache_blob(settings: Settings, content_hash: str) -> bytes:
-    return (_cache_dir(settings) / "blobs" / content_hash.removeprefix("sha256:")).read_bytes()
+def _cache_blob(settings: Settings, content_hash: str) -> bytes | None:
+    """The cached body with this hash, or None when the blob is gone or does not match its hash."""
+    try:
+        data = (_cache_dir(settings) / "blobs" / content_hash.removeprefix("sha256:")).read_bytes()
+    except OSError:
+        return None
+    return data if "sha256:" + hashlib.sha256(data).hexdigest() == content_hash else None
 
 
 def _cache_store(settings: Settings, body: FetchedBody) -> None:
@@ -376,6 +398,12 @@ def fetch_url(url: str, settings: Settings, max_bytes: int) -> FetchedBody:
                         nxt = urljoin(current, resp.headers["location"])
                     elif status == 304 and cached:
                         content = _cache_blob(settings, cached["content_hash"])
+                        if content is None:
+                            raise FetchError(
+                                f"the cached copy of {url} changed during the fetch; fetch it again",
+                                transient=True,
+                                url=url,
+                            )
                         return FetchedBody(
                             url=url,
                             final_url=cached.get("final_url") or current,

@@ -28,9 +28,10 @@ folder inside the root. The journal folder is handled the same way from `<state>
 
 A transaction names its roots (`{"udm": <manual>, "patches": <state>/patches}`); journal paths are
 stored relative to one of them and never absolute. Recovery treats a journal as untrusted input: it
-is read with a size cap and validated field by field (types, hashes, names, a path that is absolute,
-holds `..`, a NUL or control character, names an unknown root, or lies in the engine's state folder;
-a backup or temp that is not the plain name this module writes). A journal that fails is refused:
+is read with a size cap and validated field by field by `udm.journal` (types, hashes, names, a path
+that is absolute, holds `..`, a NUL or control character, names an unknown root, or lies in the
+engine's state folder; a backup or temp that is not the plain name this module writes). A journal
+that fails is refused:
 moved to `<state>/journal-refused/` untouched and reported, never acted on. A journal from before
 this format (absolute paths) is accepted only when every path lies inside a root. A symlink met on
 the way at recovery time stops recovery with TransactionError, the journal kept for the next try.
@@ -48,10 +49,8 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import json
 import os
-import re
 import secrets
 import stat
 import time
@@ -59,7 +58,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from udm.config import ensure_folder
 from udm.errors import (
@@ -71,12 +69,28 @@ from udm.errors import (
     TransactionError,
     UdmError,
 )
-from udm.pathguard import MAX_NAME_BYTES, PathGuard, _NotFound, _Walk, escape_name
+from udm.journal import (
+    JOURNAL,
+    JOURNAL_TMP,
+    MARKER,
+    READ_FLAGS,
+    TXID,
+    VERSION,
+    Entry,
+    Journal,
+    Refused,
+    Target,
+    TxRoots,
+    check_paths,
+    load_journal,
+    sha,
+    temp_name,
+)
+from udm.pathguard import _NotFound, _Walk, escape_name
 
 __all__ = [
     "FAULT_ENV",
     "FAULT_STEPS",
-    "MAX_JOURNAL_BYTES",
     "Change",
     "commit_files",
     "fault_point",
@@ -100,18 +114,7 @@ FAULT_STEPS: tuple[str, ...] = (
     "committed",
     "cleaned",
 )
-# A journal of 100,000 files is about 30 MB; anything larger was not written by this module.
-MAX_JOURNAL_BYTES = 64 << 20
-_VERSION = 2
-_JOURNAL = "journal.json"
-_JOURNAL_TMP = _JOURNAL + ".tmp"
-_MARKER = "COMMITTED"
-_TXID = re.compile(r"[0-9A-Za-z][0-9A-Za-z-]{0,63}")
-_BACKUP = re.compile(r"backup-[0-9]{1,9}")
-_SHA = re.compile(r"sha256:[0-9a-f]{64}")
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-# O_NONBLOCK: a FIFO planted where a file was expected cannot hang the read.
-_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
 _NEW_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -173,167 +176,13 @@ class Change:
     check_before: bool = False
 
 
-def _sha(data: bytes | None) -> str | None:
-    return None if data is None else "sha256:" + hashlib.sha256(data).hexdigest()
-
-
-# -- targets: a root's name and a real path relative to it ---------------------------------------
-
-
-@dataclass(frozen=True)
-class _Target:
-    root: str
-    rel: str  # '/'-separated, no empty, '.' or '..' component
-
-    @property
-    def name(self) -> str:
-        """The final component."""
-        return self.rel.rsplit("/", 1)[-1]
-
-    @property
-    def parent(self) -> str:
-        """The folder's path relative to the root ('' for the root itself)."""
-        return self.rel.rsplit("/", 1)[0] if "/" in self.rel else ""
-
-    def as_json(self) -> dict[str, str]:
-        """The journal's form."""
-        return {"root": self.root, "path": self.rel}
-
-
-class _Refused(Exception):
-    """A journal that is not what this module writes; the reason names the field."""
-
-
-def _inside(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip("/") + "/")
-
-
-class _Space:
-    """The transaction's named roots, one path guard each; every walk follows no symlink."""
-
-    def __init__(self, roots: Mapping[str, Path], state: Path) -> None:
-        if not roots:
-            raise TransactionError("a transaction needs at least one root")
-        self.guards = {name: PathGuard([path], project_root=path) for name, path in roots.items()}
-        self.reals = {name: os.path.realpath(path) for name, path in roots.items()}
-        self.state_real = os.path.realpath(state)
-        self.state_abs = os.path.abspath(state)
-
-    def _real(self, root: str) -> str:
-        return self.reals[root]
-
-    def display(self, t: _Target) -> str:
-        """The target's real absolute path, printable."""
-        return escape_name(os.path.join(self._real(t.root), t.rel))
-
-    def target(self, root: Any, rel: Any) -> _Target:
-        """A journal's (root, path) checked as text; _Refused naming what is wrong."""
-        if not isinstance(root, str) or root not in self.guards:
-            raise _Refused(f"names an unknown root {escape_name(str(root))[:40]!r}")
-        if not isinstance(rel, str) or not rel:
-            raise _Refused("has a path that is not a non-empty string")
-        if rel.startswith("/"):
-            raise _Refused(f"has an absolute path {escape_name(rel)!r}; journal paths are relative")
-        if any(part in ("", ".", "..") for part in rel.split("/")):
-            raise _Refused(f"has a path with an empty, '.' or '..' component: {escape_name(rel)!r}")
-        try:
-            self.guards[root].absolute(rel)  # NUL, control and bidi characters, undecodable, too long
-        except InvalidPathError as exc:
-            raise _Refused(str(exc)) from None
-        t = _Target(root, rel)
-        self._check_state(t)
-        return t
-
-    def _check_state(self, t: _Target) -> None:
-        # Only a root that itself lies in the state folder (the patch store) may write there: the
-        # manual's root must not reach the journal, the locks or the index even when state/ sits in it.
-        real_root = self._real(t.root)
-        real = os.path.join(real_root, t.rel)
-        for state in {self.state_real, self.state_abs}:
-            if _inside(real, state) and not _inside(real_root, state):
-                raise _Refused(f"{escape_name(real)} lies in the engine's state folder")
-
-    def locate(self, path: Any) -> _Target:
-        """The root and relative path of an absolute path inside one of the roots; _Refused otherwise."""
-        if not isinstance(path, str | Path):
-            raise _Refused("has a path that is not a string")
-        text = os.fspath(path)
-        if not os.path.isabs(text):
-            raise _Refused(
-                f"has a path {escape_name(text)!r} that is neither relative to a root nor absolute"
-            )
-        if ".." in text.split("/"):
-            raise _Refused(f"has a path with a '..' component: {escape_name(text)!r}")
-        best: tuple[str, tuple[str, ...], int] | None = None
-        for name, guard in self.guards.items():
-            try:
-                norm = guard.absolute(text)
-            except InvalidPathError as exc:
-                raise _Refused(str(exc)) from None
-            found = guard._locate(norm)
-            if found is None or not found[1]:
-                continue
-            depth = len(norm.split("/")) - len(found[1])
-            if best is None or depth > best[2]:
-                best = (name, found[1], depth)
-        if best is None:
-            roots = ", ".join(str(g.roots[0]) for g in self.guards.values())
-            raise _Refused(f"{escape_name(text)} lies outside the transaction's roots ({roots})")
-        return self.target(best[0], "/".join(best[1]))
-
-    def is_root(self, path: Any) -> bool:
-        """Whether `path` names one of the roots itself (as configured or as its real path)."""
-        if not isinstance(path, str) or not os.path.isabs(path) or "\x00" in path:
-            return False
-        norm = os.path.normpath(path)
-        return any(norm in (os.path.normpath(str(g.roots[0])), self.reals[n]) for n, g in self.guards.items())
-
-    def of_change(self, path: Path) -> _Target:
-        """The target of a Change; PathOutsideError or InvalidPathError when it cannot be one."""
-        try:
-            return self.locate(path)
-        except _Refused as exc:
-            raise PathOutsideError(f"cannot commit {escape_name(os.fspath(path))}: it {exc}") from None
-
-    def open(self, t: _Target) -> _Walk:
-        """Walk to the target's parent (no symlink followed), held open; _NotFound when a folder is missing."""
-        return self.guards[t.root].open_parent(t.rel)
-
-    @contextlib.contextmanager
-    def opened(self, t: _Target) -> Iterator[_Walk | None]:
-        """`open` as a context; None when a folder on the way is missing."""
-        try:
-            w = self.open(t)
-        except _NotFound:
-            yield None
-            return
-        try:
-            yield w
-        finally:
-            w.close()
-
-    def verify(self, t: _Target, w: _Walk) -> None:
-        """The held parent must still be the folder its path names (not moved away meanwhile)."""
-        self.guards[t.root].verify(w)
-
-    def missing_dirs(self, t: _Target) -> list[_Target]:
-        """The folders to create, outermost first, for the target's parent to exist."""
-        try:
-            self.open(t).close()
-        except _NotFound as exc:
-            parts = t.rel.split("/")
-            first = len(parts) - len(exc.missing)
-            return [_Target(t.root, "/".join(parts[: i + 1])) for i in range(max(first, 0), len(parts) - 1)]
-        return []
-
-
 # -- descriptor-relative file operations ---------------------------------------------------------
 
 
 def _read_at(dir_fd: int, name: str, where: str) -> tuple[bytes | None, int | None]:
     """A regular file's bytes and permission bits, read without following a symlink; (None, None) if absent."""
     try:
-        fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
+        fd = os.open(name, READ_FLAGS, dir_fd=dir_fd)
     except FileNotFoundError:
         return None, None
     except OSError as exc:
@@ -391,7 +240,7 @@ def _unlink_quietly(dir_fd: int, name: str, where: str, notes: list[str]) -> Non
 
 
 def _check_before(change: Change, current: bytes | None, *, stage: str) -> None:
-    if change.check_before and _sha(current) != change.before_sha:
+    if change.check_before and sha(current) != change.before_sha:
         raise ConflictError(
             f"{change.path} was changed by someone else while this commit ran ({stage}); "
             "their edit is kept and this commit was not applied — plan it again"
@@ -403,11 +252,11 @@ class _Dirs:
 
     LIMIT = 64
 
-    def __init__(self, space: _Space) -> None:
+    def __init__(self, space: TxRoots) -> None:
         self.space = space
         self.held: dict[tuple[str, str], _Walk] = {}
 
-    def get(self, t: _Target) -> _Walk | None:
+    def get(self, t: Target) -> _Walk | None:
         """The target's parent, held; None when it is missing."""
         key = (t.root, t.parent)
         w = self.held.pop(key, None)
@@ -477,180 +326,6 @@ def _joined(notes: list[str]) -> str:
     return "" if not notes else " (" + "; ".join(notes) + ")"
 
 
-# -- the journal: written by the commit, read back as untrusted input ------------------------------
-
-
-@dataclass(frozen=True)
-class _Entry:
-    target: _Target
-    before_sha: str | None
-    after_sha: str | None
-    mode: int | None
-    backup: str | None
-    temp: str | None  # a plain name in the target's folder
-
-    def as_json(self) -> dict[str, Any]:
-        """The journal's form."""
-        return {
-            **self.target.as_json(),
-            "before_sha": self.before_sha,
-            "after_sha": self.after_sha,
-            "mode": self.mode,
-            "backup": self.backup,
-            "temp": self.temp,
-        }
-
-
-@dataclass(frozen=True)
-class _Journal:
-    txid: str
-    files: list[_Entry]
-    created_dirs: list[_Target]
-
-
-def _temp_name(txid: str, k: int) -> str:
-    # Not derived from the target's name: `.<name>.udm-<txid>.tmp` overflows NAME_MAX for long names.
-    return f".udm-{txid}-{k}.tmp"
-
-
-def _field(entry: dict[str, Any], key: str, where: str) -> Any:
-    if key not in entry:
-        raise _Refused(f"{where} lacks {key!r}")
-    return entry[key]
-
-
-def _sha_field(value: Any, where: str) -> str | None:
-    if value is None or (isinstance(value, str) and _SHA.fullmatch(value)):
-        return value
-    raise _Refused(f"{where} is not null or 'sha256:<64 hex digits>'")
-
-
-def _parse_entry(space: _Space, txid: str, k: int, raw: Any, legacy: bool) -> _Entry:
-    where = f"files[{k}]"
-    if not isinstance(raw, dict):
-        raise _Refused(f"{where} is not an object")
-    path = _field(raw, "path", where)
-    try:
-        target = space.locate(path) if legacy else space.target(_field(raw, "root", where), path)
-    except _Refused as exc:
-        raise _Refused(f"{where} {exc}") from None
-    before = _sha_field(_field(raw, "before_sha", where), f"{where}.before_sha")
-    after = _sha_field(_field(raw, "after_sha", where), f"{where}.after_sha")
-    mode = raw.get("mode")
-    if mode is not None and (type(mode) is not int or not 0 <= mode <= 0o7777):
-        raise _Refused(f"{where}.mode is not null or permission bits (0 to 0o7777)")
-    backup = _field(raw, "backup", where)
-    if backup is not None and not (isinstance(backup, str) and _BACKUP.fullmatch(backup)):
-        raise _Refused(f"{where}.backup is not a plain 'backup-<n>' name in the journal folder")
-    if before is not None and backup is None:
-        raise _Refused(f"{where} replaces an existing file but names no backup")
-    temp = _field(raw, "temp", where)
-    if temp is not None:
-        temp = _legacy_temp(temp, path, txid, where) if legacy else temp
-        if not legacy and temp != _temp_name(txid, k):
-            raise _Refused(f"{where}.temp is not {_temp_name(txid, k)!r}")
-    if after is not None and temp is None and not legacy:
-        raise _Refused(f"{where} writes a file but names no temp")
-    return _Entry(target, before, after, mode, backup, temp)
-
-
-def _legacy_temp(temp: Any, path: str, txid: str, where: str) -> str | None:
-    """An old journal's absolute temp path as a name beside its target, or None when it cannot exist."""
-    if not isinstance(temp, str) or os.path.dirname(temp) != os.path.dirname(path):
-        raise _Refused(f"{where}.temp is not a temp file beside its target")
-    name = os.path.basename(temp)
-    if not (name.startswith(".") and name.endswith(".tmp") and f"udm-{txid}" in name):
-        raise _Refused(f"{where}.temp {escape_name(name)!r} is not a temp name of this transaction")
-    # Older writers named temps after the target; past NAME_MAX such a temp was never created.
-    return None if len(name.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES else name
-
-
-def _parse_journal(space: _Space, name: str, raw: bytes) -> _Journal:
-    """A journal's bytes checked field by field; _Refused naming the first problem."""
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise _Refused(f"journal.json is not UTF-8 (byte {exc.start})") from None
-    except ValueError as exc:
-        raise _Refused(f"journal.json is not valid JSON: {exc}") from None
-    except RecursionError:
-        raise _Refused("journal.json is nested too deeply") from None
-    if not isinstance(data, dict):
-        raise _Refused("journal.json is not an object")
-    version = data.get("version")
-    if version not in (None, _VERSION):
-        raise _Refused(f"journal.json has an unknown version {escape_name(str(version))[:20]!r}")
-    legacy = version is None
-    if data.get("txid") != name:
-        raise _Refused("journal.json's txid is not the name of its folder")
-    files = data.get("files")
-    if not isinstance(files, list) or not files:
-        raise _Refused("journal.json's 'files' is not a non-empty list")
-    entries = [_parse_entry(space, name, k, e, legacy) for k, e in enumerate(files)]
-    if len({e.target for e in entries}) != len(entries):
-        raise _Refused("journal.json names the same file twice")
-    dirs_raw = data.get("created_dirs", [])
-    if not isinstance(dirs_raw, list):
-        raise _Refused("journal.json's 'created_dirs' is not a list")
-    dirs = []
-    for k, d in enumerate(dirs_raw):
-        try:
-            if legacy and space.is_root(d):
-                continue  # an old writer's first commit made the patch store itself; it stays
-            if legacy:
-                dirs.append(space.locate(d))
-            elif isinstance(d, dict):
-                dirs.append(space.target(d.get("root"), d.get("path")))
-            else:
-                raise _Refused("is not an object")
-        except _Refused as exc:
-            raise _Refused(f"created_dirs[{k}] {exc}") from None
-    return _Journal(name, entries, dirs)
-
-
-def _journal_listing(jfd: int) -> set[str]:
-    """The names in a journal folder: only what the commit writes, each a regular file; _Refused otherwise."""
-    names = set(os.listdir(jfd))
-    for n in names:
-        if n not in (_JOURNAL, _JOURNAL_TMP, _MARKER) and not _BACKUP.fullmatch(n):
-            raise _Refused(f"holds {escape_name(n)!r}, which is no journal file")
-        if not stat.S_ISREG(os.stat(n, dir_fd=jfd, follow_symlinks=False).st_mode):
-            raise _Refused(f"{n} is not a regular file")
-    return names
-
-
-def _read_journal_file(jfd: int, name: str, limit: int) -> bytes:
-    fd = os.open(name, _READ_FLAGS, dir_fd=jfd)
-    try:
-        data = os.read(fd, limit + 1)
-        while len(data) <= limit and (chunk := os.read(fd, limit + 1 - len(data))):
-            data += chunk
-    finally:
-        os.close(fd)
-    if len(data) > limit:
-        raise _Refused(f"{name} is larger than {limit} bytes")
-    return data
-
-
-def _load(space: _Space, jfd: int, txid: str) -> tuple[_Journal | None, bool]:
-    """The journal of a folder (None: the commit never got past its backups) and whether it committed."""
-    names = _journal_listing(jfd)
-    if _JOURNAL not in names:
-        return None, False
-    journal = _parse_journal(space, txid, _read_journal_file(jfd, _JOURNAL, MAX_JOURNAL_BYTES))
-    for e in journal.files:
-        if e.backup is not None and e.before_sha is not None and e.backup not in names:
-            raise _Refused(f"the backup {e.backup} of {e.target.rel} is missing")
-    return journal, _MARKER in names
-
-
-def _check_paths(space: _Space, journal: _Journal) -> None:
-    """Every parent must be reachable without a symlink before anything is done (PathChangedError)."""
-    for t in [e.target for e in journal.files] + journal.created_dirs:
-        with space.opened(t):
-            pass
-
-
 # -- commit --------------------------------------------------------------------------------------
 
 
@@ -658,7 +333,7 @@ def commit_files(state: Path, changes: list[Change], *, roots: Mapping[str, Path
     """Commit every change or none (the caller holds the write lock and has recovered); returns the txid."""
     if not changes:
         raise TransactionError("nothing to commit")
-    space = _Space(roots, state)
+    space = TxRoots(roots, state)
     targets = [space.of_change(c.path) for c in changes]
     if len(set(targets)) != len(targets):
         raise TransactionError("a transaction names the same file twice")
@@ -680,10 +355,10 @@ def commit_files(state: Path, changes: list[Change], *, roots: Mapping[str, Path
         os.close(jroot_fd)
 
 
-def _plan(space: _Space, jfd: int, txid: str, changes: list[Change], targets: list[_Target]) -> _Journal:
+def _plan(space: TxRoots, jfd: int, txid: str, changes: list[Change], targets: list[Target]) -> Journal:
     """Back up every file that will change and note what the commit will do (nothing outside the journal yet)."""
-    entries: list[_Entry] = []
-    new_dirs: list[_Target] = []
+    entries: list[Entry] = []
+    new_dirs: list[Target] = []
     for k, (change, t) in enumerate(zip(changes, targets, strict=True)):
         with space.opened(t) as w:
             before, mode = (None, None) if w is None else _read_at(w.dir_fd, t.name, space.display(t))
@@ -694,18 +369,18 @@ def _plan(space: _Space, jfd: int, txid: str, changes: list[Change], targets: li
             _write_new_at(jfd, backup, before)
         if change.after is not None:
             new_dirs += [d for d in space.missing_dirs(t) if d not in new_dirs]
-        temp = _temp_name(txid, k) if change.after is not None else None
-        entries.append(_Entry(t, _sha(before), _sha(change.after), mode, backup, temp))
-    return _Journal(txid, entries, new_dirs)
+        temp = temp_name(txid, k) if change.after is not None else None
+        entries.append(Entry(t, sha(before), sha(change.after), mode, backup, temp))
+    return Journal(txid, entries, new_dirs)
 
 
 def _commit(
-    space: _Space,
+    space: TxRoots,
     jroot_fd: int,
     jfd: int,
     txid: str,
     changes: list[Change],
-    targets: list[_Target],
+    targets: list[Target],
     label: str,
 ) -> str:
     try:
@@ -716,15 +391,15 @@ def _commit(
         raise
     fault_point("backups_written")
     record = {
-        "version": _VERSION,
+        "version": VERSION,
         "txid": txid,
         "label": label,
         "started": datetime.now(UTC).isoformat(),
         "files": [e.as_json() for e in journal.files],
         "created_dirs": [d.as_json() for d in journal.created_dirs],
     }
-    _write_new_at(jfd, _JOURNAL_TMP, json.dumps(record, indent=1).encode())
-    os.rename(_JOURNAL_TMP, _JOURNAL, src_dir_fd=jfd, dst_dir_fd=jfd)
+    _write_new_at(jfd, JOURNAL_TMP, json.dumps(record, indent=1).encode())
+    os.rename(JOURNAL_TMP, JOURNAL, src_dir_fd=jfd, dst_dir_fd=jfd)
     os.fsync(jfd)
     fault_point("journal_written")
     try:
@@ -750,7 +425,7 @@ def _commit(
         undone, notes = _undo_now(space, jroot_fd, txid)
         outcome = "and was rolled back" if undone else "and could not be rolled back yet"
         raise TransactionError(f"commit failed {outcome}: {exc}{_joined(notes)}") from exc
-    _write_new_at(jfd, _MARKER, txid.encode())
+    _write_new_at(jfd, MARKER, txid.encode())
     os.fsync(jfd)
     fault_point("committed")
     _clean(jroot_fd, txid)
@@ -758,7 +433,7 @@ def _commit(
     return txid
 
 
-def _make_dirs(space: _Space, dirs: list[_Target]) -> None:
+def _make_dirs(space: TxRoots, dirs: list[Target]) -> None:
     """Create the journaled folders, outermost first, each in its held parent."""
     for d in dirs:
         w = space.open(d)
@@ -772,7 +447,7 @@ def _make_dirs(space: _Space, dirs: list[_Target]) -> None:
             w.close()
 
 
-def _rename_all(space: _Space, changes: list[Change], journal: _Journal) -> None:
+def _rename_all(space: TxRoots, changes: list[Change], journal: Journal) -> None:
     dirs = _Dirs(space)
     try:
         for n, (change, e) in enumerate(zip(changes, journal.files, strict=True)):
@@ -802,20 +477,20 @@ def _rename_all(space: _Space, changes: list[Change], journal: _Journal) -> None
 # -- rollback, roll forward, recovery --------------------------------------------------------------
 
 
-def _undo_now(space: _Space, jroot_fd: int, txid: str) -> tuple[bool, list[str]]:
+def _undo_now(space: TxRoots, jroot_fd: int, txid: str) -> tuple[bool, list[str]]:
     """Roll back a commit that failed before its commit point; a failing rollback is left to `recover`."""
     try:
         jfd = os.open(txid, _DIR_FLAGS, dir_fd=jroot_fd)
         try:
-            journal, _ = _load(space, jfd, txid)
+            journal, _ = load_journal(space, jfd, txid)
             return True, _roll_back(space, jroot_fd, jfd, txid, journal)
         finally:
             os.close(jfd)
-    except (OSError, UdmError, _Refused) as exc:
+    except (OSError, UdmError, Refused) as exc:
         return False, [f"rollback: {exc}; the next write or `udm recover` finishes it"]
 
 
-def _restore(space: _Space, t: _Target, data: bytes, tmp: str, mode: int | None) -> None:
+def _restore(space: TxRoots, t: Target, data: bytes, tmp: str, mode: int | None) -> None:
     # A folder gone since the commit started is not made anew: recovery retries once it is back.
     w = space.open(t)
     try:
@@ -827,7 +502,7 @@ def _restore(space: _Space, t: _Target, data: bytes, tmp: str, mode: int | None)
         w.close()
 
 
-def _roll_back(space: _Space, jroot_fd: int, jfd: int, txid: str, journal: _Journal | None) -> list[str]:
+def _roll_back(space: TxRoots, jroot_fd: int, jfd: int, txid: str, journal: Journal | None) -> list[str]:
     notes: list[str] = []
     if journal is not None:
         for k, e in enumerate(journal.files):
@@ -837,9 +512,9 @@ def _roll_back(space: _Space, jroot_fd: int, jfd: int, txid: str, journal: _Jour
             with space.opened(t) as w:
                 current = None if w is None else _read_at(w.dir_fd, t.name, where)[0]
                 restore: bytes | None = None
-                if _sha(current) == e.before_sha:
+                if sha(current) == e.before_sha:
                     pass
-                elif _sha(current) != e.after_sha:
+                elif sha(current) != e.after_sha:
                     # Neither our old nor our new bytes: someone else's edit, which a restore would destroy.
                     notes.append(f"{where} was edited by someone else meanwhile and is left as it is")
                 elif e.before_sha is None and w is not None:
@@ -847,7 +522,7 @@ def _roll_back(space: _Space, jroot_fd: int, jfd: int, txid: str, journal: _Jour
                     os.fsync(w.dir_fd)
                 elif e.backup is not None:
                     restore, _ = _read_at(jfd, e.backup, f"backup {e.backup}")
-                    if _sha(restore) != e.before_sha:
+                    if sha(restore) != e.before_sha:
                         raise TransactionError(f"the backup of {where} does not hold the old bytes")
                 if w is not None:
                     if e.temp:
@@ -864,7 +539,7 @@ def _roll_back(space: _Space, jroot_fd: int, jfd: int, txid: str, journal: _Jour
     return notes
 
 
-def _roll_forward(space: _Space, jroot_fd: int, journal: _Journal) -> None:
+def _roll_forward(space: TxRoots, jroot_fd: int, journal: Journal) -> None:
     for e in journal.files:
         t = e.target
         with space.opened(t) as w:
@@ -876,7 +551,7 @@ def _roll_forward(space: _Space, jroot_fd: int, journal: _Journal) -> None:
                 os.fsync(w.dir_fd)
             elif e.after_sha is None:
                 current, _ = _read_at(w.dir_fd, t.name, space.display(t))
-                if current is not None and _sha(current) == e.before_sha:
+                if current is not None and sha(current) == e.before_sha:
                     os.unlink(t.name, dir_fd=w.dir_fd)
                     os.fsync(w.dir_fd)
     _clean(jroot_fd, journal.txid)
@@ -895,7 +570,7 @@ def _quarantine(state: Path, jroot_fd: int, name: str, reason: str) -> str:
     folder = ensure_folder(refused_dir(state))
     rfd = os.open(folder, _DIR_FLAGS)
     try:
-        new = name if _TXID.fullmatch(name) else "refused"
+        new = name if TXID.fullmatch(name) else "refused"
         while True:
             try:
                 os.stat(new, dir_fd=rfd, follow_symlinks=False)
@@ -913,14 +588,14 @@ def _quarantine(state: Path, jroot_fd: int, name: str, reason: str) -> str:
     )
 
 
-def _recover_one(space: _Space, jroot_fd: int, name: str) -> str:
+def _recover_one(space: TxRoots, jroot_fd: int, name: str) -> str:
     jfd = os.open(name, _DIR_FLAGS, dir_fd=jroot_fd)
     try:
-        if not _TXID.fullmatch(name):
-            raise _Refused("its folder name is not a transaction id")
-        journal, committed = _load(space, jfd, name)
+        if not TXID.fullmatch(name):
+            raise Refused("its folder name is not a transaction id")
+        journal, committed = load_journal(space, jfd, name)
         if journal is not None:
-            _check_paths(space, journal)
+            check_paths(space, journal)
         if journal is not None and committed:
             _roll_forward(space, jroot_fd, journal)
             return f"rolled forward {name} ({len(journal.files)} files, it was committed)"
@@ -933,7 +608,7 @@ def _recover_one(space: _Space, jroot_fd: int, name: str) -> str:
 
 def recover(state: Path, roots: Mapping[str, Path]) -> list[str]:
     """Finish, undo or refuse every interrupted transaction (the caller holds the write lock); what was done."""
-    space = _Space(roots, state)
+    space = TxRoots(roots, state)
     jroot_fd = _open_journal_root(state, create=False)
     if jroot_fd is None:
         return []
@@ -952,9 +627,9 @@ def recover(state: Path, roots: Mapping[str, Path]) -> list[str]:
             try:
                 st = os.stat(name, dir_fd=jroot_fd, follow_symlinks=False)
                 if not stat.S_ISDIR(st.st_mode):
-                    raise _Refused("it is not a folder")
+                    raise Refused("it is not a folder")
                 done.append(_recover_one(space, jroot_fd, name))
-            except _Refused as exc:
+            except Refused as exc:
                 done.append(_quarantine(state, jroot_fd, name, str(exc)))
             except (OSError, UdmError) as exc:
                 reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)

@@ -147,6 +147,13 @@ def require_allowed(real: Path, settings: Settings | None, what: str) -> None:
     if not any(real == r or real.is_relative_to(r) for r in roots):
         allowed = ", ".join(str(r) for r in roots) or "none configured"
         raise ActionError("ERROR_PATH_NOT_ALLOWED", f"{what} is outside the allowed directories ({allowed})")
+    # The engine's state stays out of bounds even where it lies inside an allowed directory (#17.3).
+    for protected in settings.protected_paths() if settings else []:
+        inside = Path(os.path.realpath(protected))
+        if real == inside or real.is_relative_to(inside):
+            raise ActionError(
+                "ERROR_PATH_NOT_ALLOWED", f"{what} lies in {protected}, a folder of the engine's own state"
+            )
 
 
 def pw_selector(value: str, selector_type: str = "css") -> str:

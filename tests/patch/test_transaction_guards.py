@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+import udm.journal as journal
 import udm.transaction as transaction
 import udm.updates as updates
 from udm.config import Settings
@@ -61,8 +62,8 @@ def test_a_journal_whose_temp_name_is_too_long_is_recovered(small: Settings) -> 
     (jdir / "backup-0").write_bytes(target.read_bytes())
     entry = {
         "path": str(target),
-        "before_sha": transaction._sha(target.read_bytes()),
-        "after_sha": transaction._sha(b"# A\n\nnew\n"),
+        "before_sha": journal.sha(target.read_bytes()),
+        "after_sha": journal.sha(b"# A\n\nnew\n"),
         "backup": "backup-0",
         "temp": str(target.with_name(f".{target.name}.udm-{txid}.tmp")),
     }

@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
+import udm.journal as journal
 import udm.transaction as transaction
 from flows.cli import run
 from udm.config import Settings, load_settings
@@ -421,7 +422,7 @@ def test_an_oversized_journal_is_refused_unread(
     proj: tuple[Settings, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     settings, _ = proj
-    monkeypatch.setattr(transaction, "MAX_JOURNAL_BYTES", 1000)
+    monkeypatch.setattr(journal, "MAX_JOURNAL_BYTES", 1000)
     _plant(settings, b'{"txid": "' + b"x" * 5000 + b'"}')
     done = recover_root(settings)
     _refused(settings, done)

@@ -116,7 +116,7 @@ def test_patch_paths_refuse_such_names(proj: Settings, ch: str, code: str) -> No
 def test_browser_download_save_paths_refuse_such_names(proj: Settings, ch: str, code: str) -> None:
     before = _all_names(proj)
     with pytest.raises(ActionError) as exc:
-        _sandbox_write(proj, proj.project_root / "state" / f"report{ch}fdp.exe", b"data")
+        _sandbox_write(proj, proj.project_root / "scratch" / f"report{ch}fdp.exe", b"data")
     assert code in str(exc.value), exc.value
     assert _all_names(proj) == before
 
