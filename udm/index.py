@@ -1317,7 +1317,7 @@ class UdmIndex:
         rows = [(("new", i), f, t) for i, f, t in new_rows] + [(("old", r[0]), r[1], r[2]) for r in incoming]
         before = {("old", r[0]): r[3:] for r in incoming}
         updates = []
-        for key, target_file, fragment, ok in resolve_links(resolver, rows, anchors_in):
+        for key, target_file, fragment, ok in resolve_links(resolver, rows, anchors_in, self._read_page):
             if key[0] == "new":
                 row = tables["links"][key[1]]
                 row["target_file"], row["fragment"], row["resolved"] = target_file, fragment, ok
@@ -1367,6 +1367,14 @@ class UdmIndex:
 
         return exists
 
+    def _read_page(self, rel: str) -> str | None:
+        """A page's text from the disk (links into it named an anchor that is no heading's)."""
+        try:
+            with open(os.path.join(self.root, rel), "rb") as fh:
+                return fh.read(64 << 20).decode("utf-8", errors="replace")
+        except OSError:
+            return None
+
     def _routes(self, con: duckdb.DuckDBPyConnection) -> Routes:
         """The route table of the indexed pages (paths plus route front matter), from the files table."""
         pages: set[str] = set()
@@ -1407,7 +1415,9 @@ class UdmIndex:
             )
 
         before = {r[0]: r[3:] for r in rows}
-        verdicts = resolve_links(LinkResolver(routes, self._exists()), [r[:3] for r in rows], anchors_in)
+        verdicts = resolve_links(
+            LinkResolver(routes, self._exists()), [r[:3] for r in rows], anchors_in, self._read_page
+        )
         self._write_verdicts(con, [v for v in verdicts if tuple(v[1:]) != before[v[0]]])
 
     @staticmethod
