@@ -160,9 +160,9 @@ class Sandbox(PathGuard):
         if shown is not None:
             what = "lies in" if self._protected_by(real) else "holds"
             raise PathProtectedError(
-                f"{escape_name(os.fspath(original))!r} {what} the engine's state folder "
-                f"{self.display(shown)!r}, which the tools may neither read nor write (use the scratch "
-                "folder for scratch files)"
+                f"{escape_name(os.fspath(original))!r} {what} {self.display(shown)!r}, a folder of the "
+                "engine's own state, which the tools may neither read nor write (use the scratch folder "
+                "for scratch files)"
             )
 
     def _walk(
@@ -521,7 +521,7 @@ class Sandbox(PathGuard):
             if name.startswith(".") and not include_hidden:
                 continue
             if self._protected and self._protected_by(os.path.join(real_dir, name)):
-                out.skipped.append(f"{rel}: the engine's state folder, not listed")
+                out.skipped.append(f"{rel}: a folder of the engine's own state, not listed")
                 continue
             try:
                 st = entry.stat(follow_symlinks=False)

@@ -25,7 +25,7 @@ from udm.errors import (
     TransactionError,
     UdmError,
 )
-from udm.gitrepo import GitRepo, branch_name, check_clean, commit_patch, find_repo
+from udm.gitrepo import GitRepo, branch_name, check_clean, commit_patch, find_repo, not_ignored
 from udm.patch import Patch
 from udm.patch_apply import MARKDOWN_SUFFIXES, OpReport, Workspace, apply_operations
 from udm.site import settings_site as _site
@@ -220,7 +220,9 @@ def _git(settings: Settings, ws: Workspace, changed: dict[str, Any]) -> tuple[Gi
     repo = find_repo(settings.udm_root)
     if repo is None:
         return None, []
-    paths = [ws.real_path(p) for p in sorted(changed)]
+    paths = not_ignored(repo, [ws.real_path(p) for p in sorted(changed)])
+    if not paths:
+        return None, []
     check_clean(repo, paths)
     return repo, paths
 

@@ -211,3 +211,12 @@ def test_hugo_module_mounts(tmp_path: Path) -> None:
 def test_unknown_generator_setting_is_refused(tmp_path: Path) -> None:
     with pytest.raises(Exception, match="site_generator"):
         load_settings(cwd=tmp_path, site_generator="jekyll")
+
+
+def test_explicit_anchors() -> None:
+    from udm.site import has_explicit_anchor
+
+    text = "## macOS {#mac-os}\n\n<div id=\"setup-x\">\n<a name='old'></a>\n"
+    assert has_explicit_anchor(text, "mac-os") and has_explicit_anchor(text, "setup-x")
+    assert has_explicit_anchor(text, "old")
+    assert not has_explicit_anchor(text, "setup") and not has_explicit_anchor(text, "mac")

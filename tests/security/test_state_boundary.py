@@ -175,7 +175,7 @@ def test_a_nested_state_folder_is_hidden_from_listings_and_cannot_be_swapped(nes
     out = nested(action="listFiles", filePath=parent, recursive=True, maxDepth=8, includeHidden=True)
     assert out["status"] == "SUCCESS", out
     assert not any(state.name in e["name"].split("/") for e in out["directoryContents"]), out
-    assert any("engine's state folder" in w for w in out["warnings"]), out["warnings"]
+    assert any("engine's own state, not listed" in w for w in out["warnings"]), out["warnings"]
     # Moving the state folder away, or moving a look-alike into its place, is refused.
     nested.refused(action="moveFile", filePath=_rel(nested, state), destinationPath=parent + "/old-state")
     fake = state.parent / "fake"
@@ -191,7 +191,7 @@ def test_the_browser_cannot_open_or_save_into_a_nested_state_folder(nested: Call
     state = nested.settings.state_path
     with pytest.raises(ActionError) as opened:
         normalize_url((state / "index.duckdb").as_uri(), nested.settings)
-    assert opened.value.status == "ERROR_PATH_NOT_ALLOWED" and "state folder" in opened.value.message
+    assert opened.value.status == "ERROR_PATH_NOT_ALLOWED" and "engine's own state" in opened.value.message
     with pytest.raises(ActionError) as saved:
         _sandbox_write(
             nested.settings, download_target(nested.settings, str(state / "graph") + "/", "x.json"), b"{}"
@@ -207,7 +207,7 @@ def test_the_browser_cannot_open_or_save_into_a_nested_state_folder(nested: Call
 def test_an_ancestor_of_the_state_folder_cannot_be_moved(tmp_path: Path) -> None:
     call = Call(_project(tmp_path, state_dir="docs/udm/cache/state"))
     reason = call.refused(action="moveFile", filePath="docs/udm/cache", destinationPath="docs/udm/cache2")
-    assert "holds the engine's state folder" in reason
+    assert "holds 'docs/udm/cache/state', a folder of the engine's own state" in reason
     # A look-alike tree moved in where the state folder's parent would be is refused the same way.
     (tmp_path / "docs" / "udm" / "other").mkdir()
     call.refused(action="moveFile", filePath="docs/udm/other", destinationPath="docs/udm/cache/state")
@@ -275,13 +275,16 @@ def test_settings_report_the_boundary(tmp_path: Path) -> None:
 _PARTS = st.sampled_from(["state", "scratch", "docs", "udm", "..", ".", "st", "journal", "graph", "x.json"])
 
 
-@pytest.fixture(scope="module")
-def shared(tmp_path_factory: pytest.TempPathFactory) -> Call:
-    """One project for the property test, with a symlink from scratch into state."""
-    settings = _project(tmp_path_factory.mktemp("boundary"))
+@pytest.fixture(scope="module", params=["beside", "inside-root"])
+def shared(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Call:
+    """One project per layout for the property test, with symlinks from scratch and the root into state."""
+    base = tmp_path_factory.mktemp("boundary")
+    nested = request.param == "inside-root"
+    settings = _project(base, **({"state_dir": "docs/udm/state"} if nested else {}))
     settings.scratch_path.mkdir()
     (settings.scratch_path / "st").symlink_to(settings.state_path)
-    (settings.udm_root / "st").symlink_to(Path("..") / ".." / "state")
+    if not nested:
+        (settings.udm_root / "st").symlink_to(Path("..") / ".." / "state")
     return Call(settings)
 
 
@@ -303,3 +306,19 @@ def test_no_path_spelling_changes_the_state_folder(
         raw["destinationPath"] = "/".join(dest)
     shared(**raw)
     shared.state_untouched()
+
+
+def test_prefect_home_and_its_results_are_protected_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Persisted Prefect results name classes to import when read: a planted one is the same attack
+    # as a planted pickle, so Prefect's home is out of bounds even inside an allowed directory.
+    home = tmp_path / "work" / ".prefect"
+    (home / "storage").mkdir(parents=True)
+    monkeypatch.setenv("PREFECT_HOME", str(home))
+    call = Call(_project(tmp_path, allowed_dirs=[tmp_path / "work"]))
+    reason = call.refused(action="writeFile", filePath="work/.prefect/storage/result-key", content="{}")
+    assert ".prefect" in reason
+    call.refused(action="readFile", filePath="work/.prefect/profiles.toml")
+    assert call(action="writeFile", filePath="work/notes.txt", content="fine")["status"] == "SUCCESS"
+    assert not (home / "storage" / "result-key").exists()
