@@ -7,7 +7,8 @@ Run with `./run bench browser [--checks N] [--contexts 1,4,8] [--runners thread]
    at 8). A runner is an entry of RUNNERS: how the verification flow runs its checks (today `thread`,
    its Prefect thread pool); every page and subresource answers after `--delay` (150 ms).
 2. CPU per check before and after, in the same run: "before" is the first round's behaviour per
-   check (`lean=False`: everything loaded, a screenshot of every check), "after" today's default.
+   check (`lean=False`: everything loaded, a screenshot of every check), "after" today's default;
+   both in today's browser, SSRF guard included (it has no switch).
    Split by process from /proc/<pid>/stat of this process's tree before and after a batch: this
    Python process (our code and the Playwright client), the Playwright driver (node), Chromium's
    browser process, its renderers (with the zygote that reaps them), its GPU/utility processes.
@@ -443,6 +444,8 @@ def main() -> None:
     unknown = [r for r in runners if r not in RUNNERS]
     if unknown:
         raise SystemExit(f"unknown runner(s) {', '.join(unknown)}; known: {', '.join(RUNNERS)}")
+    # A log line per task run would bury the figures (and cost CPU of its own): warnings only.
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     tmp = Path(tempfile.mkdtemp(prefix="udm-bench-browser-"))
     (tmp / "docs" / "udm").mkdir(parents=True)
     # The site is on loopback: the SSRF guard refuses it unless allow-listed, here and in the flow runs.
