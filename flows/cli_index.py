@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -219,27 +220,54 @@ def cmd_sql(
         raise typer.Exit(1)
 
 
-def cmd_lint(as_json: bool = _JSON) -> None:
-    """Check IDs, dependencies, links, blocks and heading levels; exit 1 when there are errors."""
-    from flows.cli import emit_json, settings
-    from udm.lint import lint
+def cmd_lint(
+    as_json: bool = typer.Option(False, "--json", help="Same as --format json."),
+    fmt: str = typer.Option(
+        "text", "--format", "-f", help="text | json | sarif (2.1.0) | junit (XML) | github (annotations)."
+    ),
+    output: Path | None = typer.Option(None, "--output", "-o", help="Write the report to this file."),
+    fail_on: str | None = typer.Option(
+        None,
+        "--fail-on",
+        help="error | warning | never: what makes the exit status 1 (setting lint_fail_on).",
+    ),
+    max_warnings: int | None = typer.Option(
+        None,
+        "--max-warnings",
+        min=-1,
+        help="Exit 1 past this many warnings (-1: no cap; setting lint_max_warnings).",
+    ),
+) -> None:
+    """Check IDs, dependencies, links, blocks and heading levels; exit 1 on errors (see --fail-on)."""
+    from flows.cli import fail, settings
+    from udm.errors import ConfigError
+    from udm.lint import LintConfig, exit_code, lint
+    from udm.lint_format import FORMATS, render
 
-    findings = lint(settings())
-    errors = sum(1 for f in findings if f.severity == "error")
-    if as_json:
-        emit_json(
-            {
-                "errors": errors,
-                "warnings": len(findings) - errors,
-                "findings": [f.as_dict() for f in findings],
-            }
-        )
+    fmt = "json" if as_json else fmt
+    if fmt not in FORMATS:
+        raise fail(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}", 2)
+    s = settings()
+    try:
+        config = LintConfig.from_settings(s, fail_on=fail_on, max_warnings=max_warnings)
+    except ConfigError as exc:
+        raise fail(str(exc), 2) from None
+    findings = lint(s, config=config)
+    root, project = s.udm_root, s.project_root
+    prefix = root.relative_to(project).as_posix() if root.is_relative_to(project) and root != project else ""
+    report = render(findings, fmt, prefix=prefix if fmt in ("sarif", "junit", "github") else "")
+    if output is not None:
+        try:
+            output.write_text(report, encoding="utf-8")
+        except OSError as exc:
+            raise fail(f"cannot write {output}: {exc.strerror or exc}", 2) from None
     else:
-        for f in findings:
-            typer.echo(str(f))
-        typer.echo(f"{errors} errors, {len(findings) - errors} warnings", err=True)
-    if errors:
-        raise typer.Exit(1)
+        typer.echo(report, nl=False)
+    errors = sum(1 for f in findings if f.severity == "error")
+    typer.echo(f"{errors} errors, {len(findings) - errors} warnings", err=True)
+    code = exit_code(findings, config)
+    if code:
+        raise typer.Exit(code)
 
 
 def register(app: typer.Typer) -> None:

@@ -49,6 +49,13 @@ def _print_result(result: PatchResult, as_json: bool, show_diff: bool = True) ->
         typer.echo(f"  [{mark}] {op.index}: {op.op} {op.file}{counts}  {detail}")
     for f in result.files:
         typer.echo(f"  {f.action:<8} {f.path} (+{f.added} -{f.removed})")
+    if result.git:
+        if result.git.get("commit"):
+            typer.echo(
+                f"git commit {result.git['commit'][:12]} on {result.git.get('branch') or '(detached)'}"
+            )
+        else:
+            typer.echo(f"warning: committed to disk, but not to git: {result.git.get('error')}", err=True)
     if result.error:
         typer.echo(f"error: {result.error}", err=True)
     for problem in result.problems:

@@ -34,6 +34,7 @@ from tasks.base import (
     ToolContext,
     always_approve,
     deny_all,
+    stricter,
 )
 from tasks.pipeline_spec import (
     BUILTIN_FLOWS,
@@ -49,7 +50,7 @@ from tasks.pipeline_spec import (
     strip_expression,
 )
 from tasks.prefect_task import envelope_of, tool_task
-from udm.config import load_settings
+from udm.config import Settings, load_settings
 
 engine_patch.apply()
 
@@ -366,7 +367,11 @@ def pipeline_flow(
     from prefect.runtime import deployment, flow_run
 
     if deployment.id:
-        approver: Approver = _review_approver(approval_timeout_s)
+        from flows.approval import job_variable_floor
+
+        floor = stricter(settings.approval_policy, job_variable_floor())
+        settings = settings.model_copy(update={"approval_policy": floor})
+        approver: Approver = _review_approver(approval_timeout_s, settings)
     else:
         approver = always_approve if approve else deny_all
     ctx = ToolContext(settings=settings, approver=approver)
@@ -399,18 +404,25 @@ def pipeline_flow(
     return Completed(data=summary, message=f"{len(results)} step(s) done")
 
 
-def _review_approver(timeout_s: int) -> Approver:
+def _review_approver(timeout_s: int, settings: Settings) -> Approver:
     """An approver that pauses this run (and any run above it) until a reviewer answers in the UI."""
 
     def approve(request: ApprovalRequest) -> bool:
-        from flows.approval import Approval, ApprovalExpiredError, wait_for_approval
+        from flows.approval import Approval, ApprovalExpiredError, PausedRun, wait_for_approval
+        from flows.notify import notify_review_waiting
 
         prompt = Approval.with_initial_data(
             description=f"Approve {request.tool} ({request.permission.value}): {request.summary}",
             approve=False,
         )
+
+        def tell(runs: list[PausedRun]) -> None:
+            what = {"tool": request.tool, "permission": request.permission.value, "summary": request.summary}
+            subject = f"Review waiting: {request.tool} ({request.permission.value})"
+            notify_review_waiting(settings, runs, subject=subject, what=what, timeout_s=timeout_s)
+
         try:
-            answer = wait_for_approval(prompt, timeout_s=timeout_s, poll_interval_s=10)
+            answer = wait_for_approval(prompt, timeout_s=timeout_s, poll_interval_s=10, on_paused=tell)
         except ApprovalExpiredError as exc:
             raise ApprovalUnavailableError(str(exc)) from exc
         return bool(answer is not None and answer.approve)

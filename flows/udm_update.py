@@ -21,9 +21,17 @@ from prefect.transactions import Transaction, get_transaction, transaction
 from pydantic import BaseModel, Field
 
 from flows import engine_patch
-from flows.approval import Approval, ApprovalExpiredError, flow_run_url, wait_for_approval
+from flows.approval import (
+    Approval,
+    ApprovalExpiredError,
+    PausedRun,
+    flow_run_url,
+    job_variable_floor,
+    wait_for_approval,
+)
+from flows.notify import notify_review_waiting
 from flows.states import state_result
-from tasks.base import Permission, effective_policy, needs_approval, process_policy
+from tasks.base import Permission, effective_policy, needs_approval, process_policy, stricter
 from udm.config import ApprovalPolicy, Settings, load_settings
 from udm.errors import ConfigError
 from udm.patch import Patch
@@ -322,7 +330,7 @@ def update_steps(patch: Patch, options: UpdateOptions, settings: Settings) -> Up
     if not plan.files:
         return done("unchanged", "the manual already reads as the patch asks", patch=plan)
 
-    policy = effective_policy(settings, options.approval_policy)
+    policy = stricter(effective_policy(settings, options.approval_policy), job_variable_floor())
     permission = Permission.DESTRUCTIVE if patch.destructive else Permission.MODERATE
     review: dict[str, Any] = {
         "policy": policy.value,
@@ -341,9 +349,27 @@ def update_steps(patch: Patch, options: UpdateOptions, settings: Settings) -> Up
             f"Read the diff first: {link}.",
             approve=False,
         )
+
+        def tell(runs: list[PausedRun]) -> None:
+            """Notify whoever the settings name that this review waits."""
+            what = {
+                "patch_id": patch.id,
+                "description": patch.description,
+                "permission": permission.value,
+                "diff_artifact_key": artifact_key(patch.id) + "-diff",
+                "files": [f.path for f in plan.files],
+            }
+            subject = f"Review waiting: patch {patch.id}: {' '.join(patch.description.split())[:120]}"
+            notify_review_waiting(
+                settings, runs, subject=subject, what=what, timeout_s=options.approval_timeout_s
+            )
+
         try:
             answer = wait_for_approval(
-                prompt, timeout_s=options.approval_timeout_s, poll_interval_s=options.poll_interval_s
+                prompt,
+                timeout_s=options.approval_timeout_s,
+                poll_interval_s=options.poll_interval_s,
+                on_paused=tell,
             )
         except ApprovalExpiredError:
             return done(

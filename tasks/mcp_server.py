@@ -81,7 +81,7 @@ def mcp_tool(tool: Tool[Any, Any]) -> types.Tool:
 
 def _to_result(result: ToolCallResult, ctx: ToolContext) -> types.CallToolResult:
     envelope = result.envelope
-    text, images = envelope_text(envelope, ctx.settings.allowed_roots())
+    text, images = envelope_text(envelope, ctx.settings.image_roots())
     content: list[Any] = [types.TextContent(type="text", text=text)]
     content += [
         types.ImageContent(type="image", data=img.data_b64, mime_type=img.media_type) for img in images

@@ -1,4 +1,4 @@
-"""udmSqlQueryTool: read-only SQL over the UDM index (one SELECT/WITH, row cap, time limit)."""
+"""udmSqlQueryTool: read-only SQL over the UDM index (one SELECT/WITH; row, time, memory, thread and temp-space limits)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from tasks.base import Permission, Tool, ToolContext, ToolInput, TransientToolError
 from udm.errors import ConfigError, IndexBusyError
 from udm.query import get_query
-from udm.sql import SqlRefusedError, SqlTimeoutError, run_readonly_sql
+from udm.sql import SqlLimits, SqlMemoryError, SqlRefusedError, SqlTimeoutError, run_readonly_sql
 
 __all__ = ["UdmSqlInput", "UdmSqlOutput", "UdmSqlQueryTool", "UdmSqlStatus"]
 
@@ -22,6 +22,7 @@ class UdmSqlStatus(StrEnum):
     ERROR_REFUSED = "ERROR_REFUSED"
     ERROR_QUERY_FAILED = "ERROR_QUERY_FAILED"
     ERROR_TIMEOUT = "ERROR_TIMEOUT"
+    ERROR_OUT_OF_MEMORY = "ERROR_OUT_OF_MEMORY"
     ERROR_INDEX_BUSY = "ERROR_INDEX_BUSY"
     ERROR_NO_INDEX = "ERROR_NO_INDEX"
 
@@ -57,8 +58,8 @@ class UdmSqlQueryTool(Tool[UdmSqlInput, UdmSqlOutput]):
     name: ClassVar[str] = "udmSqlQueryTool"
     description: ClassVar[str] = (
         "Runs one read-only SQL query (SELECT or WITH only) over the UDM index: tables files, sections, "
-        "blocks, ids, tasks, modes, tools, config and links. Results are capped in rows and time; any "
-        "other statement is refused."
+        "blocks, ids, tasks, modes, tools, config and links. Results are capped in rows, time, memory and "
+        "temporary disk; any other statement is refused."
     )
     Input: ClassVar[type[BaseModel]] = UdmSqlInput
     Output: ClassVar[type[BaseModel]] = UdmSqlOutput
@@ -71,9 +72,19 @@ class UdmSqlQueryTool(Tool[UdmSqlInput, UdmSqlOutput]):
         query = get_query(settings)
         try:
             query.fresh()
-            result = run_readonly_sql(query.index, data.sql, row_cap=cap, timeout_s=settings.sql_timeout_s)
+            result = run_readonly_sql(
+                query.index,
+                data.sql,
+                row_cap=cap,
+                timeout_s=settings.sql_timeout_s,
+                limits=SqlLimits.from_settings(settings),
+            )
         except SqlTimeoutError as exc:
-            return UdmSqlOutput(status=UdmSqlStatus.ERROR_TIMEOUT, errorDetails=str(exc))
+            return UdmSqlOutput(
+                status=UdmSqlStatus.ERROR_TIMEOUT, errorDetails=f"{exc} (setting sql_timeout_s)"
+            )
+        except SqlMemoryError as exc:
+            return UdmSqlOutput(status=UdmSqlStatus.ERROR_OUT_OF_MEMORY, errorDetails=str(exc))
         except SqlRefusedError as exc:
             status = (
                 UdmSqlStatus.ERROR_QUERY_FAILED

@@ -45,10 +45,11 @@ from udm.document import parse_document
 from udm.errors import ConfigError, IndexBusyError
 from udm.extract import TABLE_COLUMNS, document_rows
 from udm.lookup import MARKDOWN_SUFFIXES, scan_markdown, write_lookup
+from udm.site import LinkResolver, Routes, resolve_links, route_meta, settings_site
 
 __all__ = ["IDLE_RELEASE_S", "RELEASE_POLL_S", "SCHEMA_VERSION", "RefreshStats", "UdmIndex", "scan_root"]
 
-SCHEMA_VERSION = 7  # 7: links.form (how a link is written)
+SCHEMA_VERSION = 8  # 7: links.form (how a link is written); 8: files.site (route front matter)
 # ID definitions with their section's line range: the rows of the SQLite lookup mirror.
 _DEFS_SQL = (
     "SELECT i.id, i.file, i.line, i.how, i.section, i.section_path, s.start_line, s.end_line "
@@ -295,6 +296,10 @@ def _parse_into(
         rows_by_table = document_rows(doc, exists=exists)
         holds = [table for table, rows in rows_by_table.items() if rows]
         files.append(_file_row(rel, digest, st, now, doc.parser, "; ".join(doc.errors[:3]) or None, holds))
+        # The front matter keys that move the page's route (Docusaurus slug/id, Hugo url/aliases).
+        meta = route_meta(doc.front_matter)
+        if meta:
+            files[-1]["site"] = json.dumps(meta, ensure_ascii=False)
         for table, rows in rows_by_table.items():
             if rows:
                 counts[table] += len(rows)
@@ -341,6 +346,8 @@ FILE_COLUMNS: list[tuple[str, str]] = [
     ("error", "VARCHAR"),
     # The tables holding rows of this file: a small refresh deletes from just those.
     ("tables", "VARCHAR[]"),
+    # JSON of the front matter keys that move the page's route (udm.site.route_meta), or NULL.
+    ("site", "VARCHAR"),
 ]
 
 
@@ -408,11 +415,6 @@ def _chunk_sections(tmp: str, chunk: int) -> list[str]:
     return [os.path.join(tmp, n) for n in sorted(names, key=lambda n: int(n[len(prefix) : -5]))]
 
 
-def _is_markdown(target: str | None) -> bool:
-    # The same test as `_resolve_links`' LIKE '%.md' OR LIKE '%.markdown' (case-sensitive).
-    return target is not None and target.endswith((".md", ".markdown"))
-
-
 def _file_row(
     rel: str, digest: str, st: os.stat_result, now: str, parser: str, error: str | None, tables: list[str]
 ) -> dict[str, Any]:
@@ -425,6 +427,7 @@ def _file_row(
         "parser": parser,
         "error": error,
         "tables": tables,
+        "site": None,
     }
 
 
@@ -484,6 +487,9 @@ class UdmIndex:
         self._cache_key: tuple[str | None, str | None] = (None, None)
         # Section anchors by file, valid at `_files_cache`'s generation (small refreshes resolve links).
         self._anchor_cache: dict[str, set[str]] = {}
+        # The route table (udm.site) at `_files_cache`'s key; the one a small refresh is committing.
+        self._route_cache: tuple[Any, Routes] | None = None
+        self._pending_routes: Routes | None = None
         self.generation = -1
         self.last_refresh: RefreshStats | None = None
         _LIVE.add(self)
@@ -784,9 +790,12 @@ class UdmIndex:
             with self.connect(read_only=True) as con:
                 rows = con.execute("SELECT path, size, mtime_ns FROM files").fetchall()
                 gen = con.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+                site = con.execute("SELECT value FROM meta WHERE key = 'site'").fetchone()
         except duckdb.CatalogException:
             return None
         self.generation = int(gen[0]) if gen else 0
+        if site is None or site[0] != self._site().fingerprint():
+            return None  # built under other site conventions (settings or config file): refresh
         return {r[0]: (int(r[1]), int(r[2])) for r in rows}
 
     def _read_generation(self) -> int:
@@ -850,7 +859,7 @@ class UdmIndex:
             try:
                 stored = dict(
                     con.execute(
-                        "SELECT key, value FROM meta WHERE key IN ('schema_version', 'generation', 'epoch')"
+                        "SELECT key, value FROM meta WHERE key IN ('schema_version', 'generation', 'epoch', 'site')"
                     ).fetchall()
                 )
             except duckdb.CatalogException:
@@ -864,6 +873,9 @@ class UdmIndex:
                 for stmt in _ddl():
                     con.execute(stmt)
                 _new_epoch(con)
+                full = True
+            elif version is not None and stored.get("site") != self._site().fingerprint():
+                # The site's conventions changed (its config, or the settings): every link resolves anew.
                 full = True
             if not full:
                 self._cache_key = (stored.get("generation"), stored.get("epoch"))
@@ -1006,8 +1018,14 @@ class UdmIndex:
                 generation = (int(gen_row[0]) if gen_row else 0) + 1
                 con.execute(
                     "INSERT OR REPLACE INTO meta VALUES ('generation', ?), ('schema_version', ?), "
-                    "('root', ?), ('refreshed_at', ?)",
-                    [str(generation), str(SCHEMA_VERSION), str(self.root), datetime.now(UTC).isoformat()],
+                    "('root', ?), ('refreshed_at', ?), ('site', ?)",
+                    [
+                        str(generation),
+                        str(SCHEMA_VERSION),
+                        str(self.root),
+                        datetime.now(UTC).isoformat(),
+                        self._site().fingerprint(),
+                    ],
                 )
                 con.execute("COMMIT")
             except BaseException:
@@ -1064,6 +1082,7 @@ class UdmIndex:
         from udm.search import SearchIndex
 
         mark = time.perf_counter()
+        self._pending_routes = None
         patterns = list(self.settings.id_patterns)
         if prefetched is not None and prefetched[0] == to_parse:
             file_rows, errors, counts, tables = prefetched[1]  # parsed while the connection opened
@@ -1145,6 +1164,9 @@ class UdmIndex:
         )
         files_now.update((rel, (size, mtime, *indexed[rel][2:])) for rel, size, mtime in touched)
         self._files_cache = ((str(generation), self._cache_key[1]), files_now)
+        if self._pending_routes is not None:
+            self._route_cache = (self._files_cache[0], self._pending_routes)
+            self._pending_routes = None
         return stats
 
     def _load_small(
@@ -1207,69 +1229,72 @@ class UdmIndex:
     ) -> None:
         """Resolve the new files' links, and re-resolve links of other files into the changed ones.
 
-        The same rules as `_resolve_links`: an anchor resolves to a section of its own file; a Markdown
-        target to an indexed file (and its section when a fragment is given); other internal targets
-        keep what the parse found on disk; external links stay unresolved (NULL).
+        The rules are `_resolve_links`' (udm.site); only the rows differ: the parsed rows in memory, the
+        links of other files into the changed ones, and, when the set of pages or their routes changed,
+        every link that did not resolve.
         """
         changed = set(gone)
-        # Indexed files after this refresh: the unchanged ones the files table held, and the new rows.
-        present = (indexed - changed) | {r["path"] for r in file_rows}
-        anchors = {(r["file"], r["anchor"]) for r in tables["sections"]}
-        with_fragment = {
-            r["target_file"]
-            for r in tables["links"]
-            if r["kind"] == "internal"
-            and r["fragment"] is not None
-            and r["target_file"] in present
-            and r["target_file"] not in changed
-            and _is_markdown(r["target_file"])
+        cached = self._route_cache
+        routes = cached[1] if cached is not None and cached[0] == self._cache_key else self._routes(con)
+        self._route_cache = None  # set again once this refresh commits
+        added = {
+            r["path"]: (json.loads(r["site"]) if r.get("site") else None)
+            for r in file_rows
+            if r["parser"] != "none"
         }
+        moved = routes.update([p for p in gone if p not in added], added)
+        self._pending_routes = routes
         # Unchanged files' anchors: from this process's cache while the index is at the generation it
         # was kept for, else a UNION ALL of point queries (DuckDB pushes each `file = ?` into its
         # scan, not an IN list: measured 2-3x faster than IN and than separate statements).
         cache = self._anchor_cache
-        targets = sorted(t for t in with_fragment if t not in cache)
-        for k in range(0, len(targets), 64):
-            part = targets[k : k + 64]
-            sql = " UNION ALL ".join(["SELECT file, anchor FROM sections WHERE file = ?"] * len(part))
-            for t in part:
-                cache[t] = set()
-            for file, anchor in con.execute(sql, part).fetchall():
-                cache[file].add(anchor)
         for path in changed:
             cache.pop(path, None)
+        fresh: dict[str, set[str]] = {}
         for r in tables["sections"]:
-            cache.setdefault(r["file"], set()).add(r["anchor"])
-        anchors.update((t, a) for t in with_fragment for a in cache[t])
+            fresh.setdefault(r["file"], set()).add(r["anchor"])
 
-        def resolve(file: str, kind: str, target_file: str | None, fragment: str | None) -> bool | None:
-            if kind == "anchor":
-                return fragment is not None and (file, fragment) in anchors
-            return target_file in present and (fragment is None or (target_file, fragment) in anchors)
+        def anchors_in(pairs: set[tuple[str, str]]) -> set[tuple[str, str]]:
+            targets = sorted({f for f, _ in pairs if f not in cache and f not in changed})
+            for k in range(0, len(targets), 64):
+                part = targets[k : k + 64]
+                sql = " UNION ALL ".join(["SELECT file, anchor FROM sections WHERE file = ?"] * len(part))
+                for t in part:
+                    cache[t] = set()
+                for file, anchor in con.execute(sql, part).fetchall():
+                    cache[file].add(anchor)
+            return {(f, a) for f, a in pairs if a in (fresh.get(f, ()) if f in changed else cache[f])}
 
-        for r in tables["links"]:
-            if r["kind"] == "anchor" or (r["kind"] == "internal" and _is_markdown(r["target_file"])):
-                r["resolved"] = resolve(r["file"], r["kind"], r["target_file"], r["fragment"])
-        select = "SELECT rowid, file, target_file, fragment, resolved FROM links WHERE kind = 'internal' AND "
-        incoming = (
-            con.execute(select + "target_file = ? AND file <> ?", [gone[0], gone[0]]).fetchall()
-            if len(gone) == 1
-            else con.execute(
+        resolver = LinkResolver(routes, self._exists())
+        new_rows = [
+            (i, r["file"], r["target"]) for i, r in enumerate(tables["links"]) if r["kind"] != "external"
+        ]
+        select = "SELECT rowid, file, target, target_file, fragment, resolved FROM links WHERE kind <> 'external' AND "
+        if moved:
+            incoming = con.execute(
+                select + "NOT list_contains(?::VARCHAR[], file) AND "
+                "(list_contains(?::VARCHAR[], target_file) OR resolved IS NOT true)",
+                [gone, gone],
+            ).fetchall()
+        elif len(gone) == 1:
+            incoming = con.execute(select + "target_file = ? AND file <> ?", [gone[0], gone[0]]).fetchall()
+        else:
+            incoming = con.execute(
                 select + "list_contains(?::VARCHAR[], target_file) AND NOT list_contains(?::VARCHAR[], file)",
                 [gone, gone],
             ).fetchall()
-        )
-        updates = [
-            (rowid, new)
-            for rowid, file, target, fragment, old in incoming
-            if _is_markdown(target) and (new := resolve(file, "internal", target, fragment)) != old
-        ]
-        if updates:
-            con.execute(
-                "UPDATE links SET resolved = v.r FROM (SELECT unnest(?::BIGINT[]) AS rid, "
-                "unnest(?::BOOLEAN[]) AS r) v WHERE links.rowid = v.rid",
-                [[u[0] for u in updates], [u[1] for u in updates]],
-            )
+        rows = [(("new", i), f, t) for i, f, t in new_rows] + [(("old", r[0]), r[1], r[2]) for r in incoming]
+        before = {("old", r[0]): r[3:] for r in incoming}
+        updates = []
+        for key, target_file, fragment, ok in resolve_links(resolver, rows, anchors_in, self._read_page):
+            if key[0] == "new":
+                row = tables["links"][key[1]]
+                row["target_file"], row["fragment"], row["resolved"] = target_file, fragment, ok
+            elif (target_file, fragment, ok) != before[key]:
+                updates.append((key[1], target_file, fragment, ok))
+        for path, anchors in fresh.items():
+            cache[path] = anchors
+        self._write_verdicts(con, updates)
 
     def _reset(self, con: duckdb.DuckDBPyConnection) -> None:
         for table in [*TABLE_COLUMNS, "files"]:
@@ -1295,30 +1320,89 @@ class UdmIndex:
             [path],
         )
 
+    def _site(self) -> Any:
+        return settings_site(self.settings)
+
+    def _exists(self) -> Callable[[str], bool]:
+        """Whether a file (not a folder) exists under the root, remembered for one resolution pass."""
+        seen: dict[str, bool] = {}
+        root = str(self.root)
+
+        def exists(rel: str) -> bool:
+            hit = seen.get(rel)
+            if hit is None:
+                hit = seen[rel] = os.path.isfile(os.path.join(root, rel))
+            return hit
+
+        return exists
+
+    def _read_page(self, rel: str) -> str | None:
+        """A page's text from the disk (links into it named an anchor that is no heading's)."""
+        try:
+            with open(os.path.join(self.root, rel), "rb") as fh:
+                return fh.read(64 << 20).decode("utf-8", errors="replace")
+        except OSError:
+            return None
+
+    def _routes(self, con: duckdb.DuckDBPyConnection) -> Routes:
+        """The route table of the indexed pages (paths plus route front matter), from the files table."""
+        pages: set[str] = set()
+        meta: dict[str, Any] = {}
+        for path, site in con.execute("SELECT path, site FROM files WHERE parser <> 'none'").fetchall():
+            pages.add(path)
+            if site:
+                meta[path] = json.loads(site)
+        return Routes(self._site(), pages, meta)
+
     def _resolve_links(self, con: duckdb.DuckDBPyConnection, changed: list[str] | None = None) -> None:
-        # Markdown targets and anchors resolve against the index itself; other files were checked
-        # on disk when their source was parsed.
+        """Resolve links with the site's rules (udm.site): all of them, or after an incremental load the
+        links from or into the changed files and every link that did not resolve (a new page may be its target).
+        """
+        routes = self._routes(con)
+        self._route_cache = None
+        where = "kind <> 'external'"
+        params: list[Any] = []
+        if changed is not None:
+            where += (
+                " AND (file IN (SELECT unnest($1::VARCHAR[])) OR target_file IN (SELECT unnest($1::VARCHAR[])) "
+                "OR resolved IS NOT true)"
+            )
+            params = [changed]
+        rows = con.execute(
+            f"SELECT rowid, file, target, target_file, fragment, resolved FROM links WHERE {where}", params
+        ).fetchall()
+
+        def anchors_in(pairs: set[tuple[str, str]]) -> set[tuple[str, str]]:
+            # Only the pairs links ask for come back: fetching every anchor costs ~1 s per 100k sections.
+            files, anchors = zip(*pairs, strict=True)
+            return set(
+                con.execute(
+                    "SELECT s.file, s.anchor FROM sections s SEMI JOIN (SELECT unnest(?::VARCHAR[]) AS f, "
+                    "unnest(?::VARCHAR[]) AS a) w ON s.file = w.f AND s.anchor = w.a",
+                    [list(files), list(anchors)],
+                ).fetchall()
+            )
+
+        before = {r[0]: r[3:] for r in rows}
+        verdicts = resolve_links(
+            LinkResolver(routes, self._exists()), [r[:3] for r in rows], anchors_in, self._read_page
+        )
+        self._write_verdicts(con, [v for v in verdicts if tuple(v[1:]) != before[v[0]]])
+
+    @staticmethod
+    def _write_verdicts(con: duckdb.DuckDBPyConnection, verdicts: list[tuple[Any, ...]]) -> None:
+        if not verdicts:
+            return
         con.execute(
-            """
-            UPDATE links SET resolved = CASE
-                WHEN kind = 'external' THEN NULL
-                WHEN kind = 'anchor' THEN EXISTS (
-                    SELECT 1 FROM sections s WHERE s.file = links.file AND s.anchor = links.fragment)
-                WHEN target_file LIKE '%.md' OR target_file LIKE '%.markdown' THEN
-                    EXISTS (SELECT 1 FROM files f WHERE f.path = links.target_file)
-                    AND (fragment IS NULL OR EXISTS (
-                        SELECT 1 FROM sections s WHERE s.file = links.target_file AND s.anchor = links.fragment))
-                ELSE resolved END
-            WHERE (kind <> 'internal' OR target_file LIKE '%.md' OR target_file LIKE '%.markdown')
-            """
-            # An incremental refresh re-checks only links from or into the files that changed.
-            + (
-                ""
-                if changed is None
-                else " AND (file IN (SELECT unnest($1::VARCHAR[])) "
-                "OR target_file IN (SELECT unnest($1::VARCHAR[])))"
-            ),
-            [] if changed is None else [changed],
+            "UPDATE links SET target_file = v.tf, fragment = v.fr, resolved = v.r FROM (SELECT "
+            "unnest(?::BIGINT[]) AS rid, unnest(?::VARCHAR[]) AS tf, unnest(?::VARCHAR[]) AS fr, "
+            "unnest(?::BOOLEAN[]) AS r) v WHERE links.rowid = v.rid",
+            [
+                [v[0] for v in verdicts],
+                [v[1] for v in verdicts],
+                [v[2] for v in verdicts],
+                [v[3] for v in verdicts],
+            ],
         )
 
     def _parse_all(

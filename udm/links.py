@@ -1,4 +1,5 @@
-"""Link checking: every internal link and #fragment of the UDM against the index, every external one over HTTP.
+"""Link checking: every internal link and #fragment of the UDM as the index resolved it (the site's
+routes, udm.site), every external one over HTTP.
 
 External links are checked concurrently with httpx over keep-alive connections pooled per origin
 (udm.httppool): a global and a per-host concurrency limit,
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from http.cookiejar import DefaultCookiePolicy
 from pathlib import Path
 from typing import Any
-from urllib.parse import urljoin, urlsplit, urlunsplit
+from urllib.parse import urlunsplit
 
 import httpx
 from filelock import FileLock
@@ -29,7 +30,8 @@ from pydantic import BaseModel, Field
 from udm.config import Settings
 from udm.errors import BlockedAddressError, InvalidURLError
 from udm.httppool import OriginPoolTransport
-from udm.netguard import AllowList, VettedAddress, resolve_and_vet, url_port
+from udm.netguard import AllowList, VettedAddress, join_url, resolve_and_vet, split_url, url_port
+from udm.site import display_target
 
 __all__ = [
     "LinkReport",
@@ -103,19 +105,17 @@ def collect_links(settings: Settings) -> list[LinkSource]:
 
 
 def _internal_verdict(settings: Settings, link: LinkSource) -> LinkResult:
+    """The index's verdict on an internal link or anchor (resolved there with the site's rules, udm.site)."""
     base = {"file": link.file, "line": link.line, "text": link.text, "target": link.target, "kind": link.kind}
-    if link.resolved is None and link.target_file:
-        # Non-Markdown targets (images, YAML files): they only have to exist.
-        ok = (settings.udm_root / link.target_file).exists()
-        reason = None if ok else f"no such file {link.target_file}"
-        return LinkResult(**base, status="ok" if ok else "broken", reason=reason)
+    if link.resolved is None:
+        # The target reads as a URL although the link's kind says otherwise (a redirect to a URL).
+        return LinkResult(**base, status="skipped", reason="not a file of the manual")
     if link.resolved:
         return LinkResult(**base, status="ok")
-    target = link.target_file or link.file
-    if link.target_file and not (settings.udm_root / link.target_file).exists():
-        reason = f"no such file {link.target_file}"
+    if link.target_file is not None:
+        reason = f"no heading with anchor #{link.fragment} in {link.target_file}"
     else:
-        reason = f"no heading with anchor #{link.fragment} in {target}"
+        reason = f"no such file {display_target(link.file, link.target)}"
     return LinkResult(**base, status="broken", reason=reason)
 
 
@@ -193,7 +193,7 @@ class _Checker:
 
         The response is streamed: its body is not read, and the caller closes it.
         """
-        parts = urlsplit(url)
+        parts = split_url(url)
         host = parts.hostname or ""
         vetted = await self.vet(host, url_port(parts))
         ip = f"[{vetted.ip}]" if ":" in vetted.ip else vetted.ip
@@ -207,7 +207,10 @@ class _Checker:
 
     async def check(self, url: str) -> _Verdict:
         """Follow redirects (vetting each hop), retrying transient failures."""
-        host = urlsplit(url).netloc.lower()
+        try:
+            host = split_url(url).netloc.lower()
+        except InvalidURLError as exc:
+            return _Verdict("broken", reason=str(exc))
         limit = self.hosts.setdefault(host, asyncio.Semaphore(self.per_host))
         async with self.global_limit, limit:
             return await self._check(url)
@@ -253,7 +256,7 @@ class _Checker:
                 await response.aclose()
             code = response.status_code
             if code in (301, 302, 303, 307, 308) and response.headers.get("location"):
-                current = urljoin(current, response.headers["location"])
+                current = join_url(current, response.headers["location"])
                 continue
             if code == 429:
                 delay = min(_retry_after(response.headers.get("retry-after")) or 1.0, MAX_RETRY_AFTER_S)
@@ -310,7 +313,11 @@ async def check_external(
     out: dict[str, _Verdict] = {}
     todo: list[str] = []
     for url in wanted:
-        scheme = urlsplit(url).scheme.lower()
+        try:
+            scheme = split_url(url, schemes=None, what="link").scheme.lower()
+        except InvalidURLError as exc:
+            out[url] = _Verdict("broken", reason=str(exc))
+            continue
         if scheme not in ("http", "https"):
             out[url] = _Verdict("skipped", reason=f"{scheme}: links are not checked")
             continue

@@ -1,17 +1,27 @@
-"""`udm lint`: consistency checks over the index — IDs, dependencies, links, blocks, heading levels."""
+"""`udm lint`: consistency checks over the index — IDs, dependencies, links, blocks, heading levels.
+
+What a docs team tunes (markdownlint's conventions): each rule's severity or `off` (`lint_rules`),
+path globs where rules are not reported (`lint_ignore`), and comments in the files:
+`<!-- udm-lint-disable RULE ... -->` / `<!-- udm-lint-enable RULE ... -->` (no rule: all of them),
+`udm-lint-disable-line`, `udm-lint-disable-next-line`, `udm-lint-disable-file` and `udm-lint-enable-file`.
+`exit_code` turns findings into the command's exit status (udm/lint_format.py writes the reports).
+"""
 
 from __future__ import annotations
 
-import os
-from dataclasses import asdict, dataclass
+import fnmatch
+import re
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from udm.config import Settings
 from udm.extract import outside_root
 from udm.ids import id_family
 from udm.query import Definition, UdmQuery, definition_places, get_query
+from udm.site import display_target
 
-__all__ = ["RULES", "Finding", "find_cycles", "lint"]
+__all__ = ["RULES", "Finding", "LintConfig", "apply_config", "exit_code", "find_cycles", "lint"]
 
 # rule -> (severity, what it checks)
 RULES: dict[str, tuple[str, str]] = {
@@ -120,8 +130,26 @@ def _cycle_path(graph: dict[str, list[str]], comp: list[str]) -> list[str]:
     return [*comp, comp[0]]
 
 
-def lint(settings: Settings, query: UdmQuery | None = None) -> list[Finding]:
-    """Every finding over the (freshly refreshed) index, sorted by file and line."""
+def lint(
+    settings: Settings, query: UdmQuery | None = None, *, config: LintConfig | None = None
+) -> list[Finding]:
+    """Every finding over the (freshly refreshed) index that the lint settings and the files' own
+    disable comments leave, with the configured severities, sorted by file and line."""
+    found = _all_findings(settings, query)
+    conf = config if config is not None else LintConfig.from_settings(settings)
+    root = settings.udm_root
+
+    def read(rel: str) -> str | None:
+        try:
+            return (root / rel).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    return apply_config(found, conf, read)
+
+
+def _all_findings(settings: Settings, query: UdmQuery | None = None) -> list[Finding]:
+    """Every finding over the (freshly refreshed) index with the rules' default severities."""
     q = query or get_query(settings)
     q.fresh()
     findings: list[Finding] = []
@@ -180,27 +208,19 @@ def lint(settings: Settings, query: UdmQuery | None = None) -> list[Finding]:
                 _finding(file, line, "dependency-cycle", f"dependency cycle: {' -> '.join(path)}")
             )
 
-        for file, line, target, kind, target_file, fragment, resolved in con.execute(
-            "SELECT file, line, target, kind, target_file, fragment, resolved FROM links WHERE kind <> 'external'"
+        # The index resolved every link with the site's rules (udm.site): lint only reports verdicts.
+        for file, line, target, target_file, fragment in con.execute(
+            "SELECT file, line, target, target_file, fragment FROM links "
+            "WHERE kind <> 'external' AND resolved = false ORDER BY file, line"
         ).fetchall():
-            if kind == "internal" and target_file and outside_root(target_file):
+            if target_file is not None:
+                where = file if target_file == file else target_file
+                findings.append(
+                    _finding(file, line, "broken-anchor", f"no heading with anchor #{fragment} in {where}")
+                )
+            elif not target.startswith("/") and outside_root(display_target(file, target)):
                 findings.append(
                     _finding(file, line, "broken-link", f"link target {target} is outside the UDM root")
-                )
-                continue
-            if kind == "internal" and target_file and not target_file.endswith((".md", ".markdown")):
-                resolved = os.path.exists(settings.udm_root / target_file)
-            if resolved:
-                continue
-            if kind == "anchor":
-                findings.append(
-                    _finding(file, line, "broken-anchor", f"no heading with anchor #{fragment} in {file}")
-                )
-            elif target_file and con.execute("SELECT 1 FROM files WHERE path = ?", [target_file]).fetchone():
-                findings.append(
-                    _finding(
-                        file, line, "broken-anchor", f"no heading with anchor #{fragment} in {target_file}"
-                    )
                 )
             else:
                 findings.append(_finding(file, line, "broken-link", f"link target {target} does not exist"))
@@ -231,3 +251,141 @@ def lint(settings: Settings, query: UdmQuery | None = None) -> list[Finding]:
             prev[file] = level
     findings.sort(key=lambda f: (f.file, f.line, f.rule))
     return findings
+
+
+# ----- configuration -------------------------------------------------------------------------------
+
+_SEVERITIES = ("error", "warning", "off")
+_DIRECTIVE = re.compile(
+    r"<!--\s*udm-lint-(disable-next-line|disable-line|disable-file|enable-file|disable|enable)"
+    r"((?:\s+[A-Za-z0-9][\w-]*)*)\s*-->"
+)
+
+
+@dataclass(frozen=True)
+class LintConfig:
+    """Severity per rule ('off' drops it), path globs with the rules not reported there, exit policy."""
+
+    severities: dict[str, str]
+    ignore: dict[str, tuple[str, ...]]
+    fail_on: str = "error"
+    max_warnings: int = -1
+
+    @classmethod
+    def from_settings(
+        cls, settings: Settings, *, fail_on: str | None = None, max_warnings: int | None = None
+    ) -> LintConfig:
+        """The configuration the settings give (options override the exit policy); ConfigError names a bad rule."""
+        from udm.errors import ConfigError
+
+        severities = {rule: default for rule, (default, _) in RULES.items()}
+        for rule, severity in settings.lint_rules.items():
+            if rule not in RULES:
+                raise ConfigError(f"lint_rules: no rule {rule!r} (rules: {', '.join(RULES)})")
+            if severity not in _SEVERITIES:
+                raise ConfigError(f"lint_rules: {rule}: severity {severity!r} is not error, warning or off")
+            severities[rule] = severity
+        ignore: dict[str, tuple[str, ...]] = {}
+        for glob, rules in settings.lint_ignore.items():
+            unknown = [r for r in rules if r != "*" and r not in RULES]
+            if unknown:
+                raise ConfigError(f"lint_ignore: {glob}: no rule {unknown[0]!r} (rules: {', '.join(RULES)})")
+            ignore[glob] = tuple(rules) or ("*",)
+        policy = fail_on if fail_on is not None else settings.lint_fail_on
+        if policy not in ("error", "warning", "never"):
+            raise ConfigError(f"fail-on {policy!r}: expected error, warning or never")
+        cap = settings.lint_max_warnings if max_warnings is None else max_warnings
+        return cls(severities, ignore, policy, cap)
+
+
+def _ignored(config: LintConfig, finding: Finding) -> bool:
+    for glob, rules in config.ignore.items():
+        if ("*" in rules or finding.rule in rules) and fnmatch.fnmatchcase(finding.file, glob):
+            return True
+    return False
+
+
+class _Switches:
+    """Which rules the file's comments disable at each line (markdownlint's disable/enable semantics)."""
+
+    def __init__(self, text: str, path: str) -> None:
+        from udm.document import parse_document
+
+        # Comments inside code blocks are examples, not directives.
+        code: set[int] = set()
+        if "udm-lint-" in text:
+            for block in parse_document(text, path).blocks:
+                code.update(range(block.start, block.end + 1))
+        self.file_off: set[str] = set()
+        self.line_off: dict[int, set[str]] = {}
+        self.changes: list[tuple[int, str, set[str]]] = []  # (1-based line, disable|enable, rules or {"*"})
+        for i, line in enumerate(text.splitlines()):
+            if "udm-lint-" not in line or i in code:
+                continue
+            for match in _DIRECTIVE.finditer(line):
+                verb, rules = match.group(1), set(match.group(2).split()) or {"*"}
+                if verb == "disable-file":
+                    self.file_off |= rules
+                elif verb == "enable-file":
+                    self.file_off -= rules
+                elif verb == "disable-line":
+                    self.line_off.setdefault(i + 1, set()).update(rules)
+                elif verb == "disable-next-line":
+                    self.line_off.setdefault(i + 2, set()).update(rules)
+                else:
+                    self.changes.append((i + 1, verb, rules))
+
+    def off(self, rule: str, line: int) -> bool:
+        """Whether `rule` is disabled at 1-based `line`."""
+        if {"*", rule} & self.file_off or {"*", rule} & self.line_off.get(line, set()):
+            return True
+        disabled: set[str] = set()
+        all_off = False
+        for at, verb, rules in self.changes:
+            if at > line:
+                break
+            if verb == "disable":
+                if "*" in rules:
+                    all_off, disabled = True, set()
+                else:
+                    disabled |= rules
+            elif "*" in rules:
+                all_off, disabled = False, set()
+            elif all_off:
+                # `enable X` after `disable` (all): every rule but X stays off.
+                disabled = {r for r in RULES if r not in rules} | (disabled - rules)
+                all_off = False
+            else:
+                disabled -= rules
+        return all_off or rule in disabled
+
+
+def apply_config(
+    findings: list[Finding], config: LintConfig, read_text: Callable[[str], str | None]
+) -> list[Finding]:
+    """Findings with the configured severities, less those turned off, ignored by path or by comments."""
+    switches: dict[str, _Switches | None] = {}
+    out: list[Finding] = []
+    for f in findings:
+        severity = config.severities.get(f.rule, f.severity)
+        if severity == "off" or _ignored(config, f):
+            continue
+        if f.file not in switches:
+            text = read_text(f.file)
+            switches[f.file] = _Switches(text, f.file) if text and "udm-lint-" in text else None
+        sw = switches[f.file]
+        if sw is not None and sw.off(f.rule, f.line):
+            continue
+        out.append(f if severity == f.severity else replace(f, severity=severity))
+    return out
+
+
+def exit_code(findings: list[Finding], config: LintConfig) -> int:
+    """0 when the findings pass the policy; 1 for errors, or warnings with fail-on warning or over the cap."""
+    if config.fail_on == "never":
+        return 0
+    errors = sum(1 for f in findings if f.severity == "error")
+    warnings = len(findings) - errors
+    if errors or (config.fail_on == "warning" and warnings):
+        return 1
+    return 1 if 0 <= config.max_warnings < warnings else 0

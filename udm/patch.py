@@ -9,7 +9,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from udm.datalimits import DataLimitError, check_text
 from udm.errors import DocumentError, PatchError
@@ -49,6 +57,34 @@ __all__ = [
 ]
 
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _lone_surrogate(data: Any) -> str | None:
+    """Where the first lone surrogate in parsed data sits (e.g. `operations[0].new`), or None."""
+    # A lone surrogate (JSON "\ud800") is a str in Python but can never be written as UTF-8;
+    # found here it is bad input, found at the commit it would be a traceback. Iterative: the
+    # data's depth is the input's to choose.
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, str):
+            m = _SURROGATE.search(item)
+            if m:
+                return f"{where or 'the patch'} (U+{ord(m.group()):04X} at character {m.start()})"
+        elif isinstance(item, dict):
+            for key, value in reversed(list(item.items())):
+                name = f"{where}.{key}" if where else str(key)
+                if isinstance(key, str) and _SURROGATE.search(key):
+                    return f"the key {key!r} of {where or 'the patch'}"
+                stack.append((name, value))
+        elif isinstance(item, list | tuple):
+            stack.extend((f"{where}[{i}]", v) for i, v in reversed(list(enumerate(item))))
+    return None
+
+
+def _surrogate_message(where: str) -> str:
+    return f"{where} holds a lone surrogate, which is not a character and cannot be stored as UTF-8"
 
 
 class _Op(BaseModel):
@@ -332,6 +368,14 @@ class Patch(BaseModel):
         "who and why go into the patch record with the findings overridden (parse errors still refuse).",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_lone_surrogates(cls, data: Any) -> Any:
+        where = _lone_surrogate(data)
+        if where is not None:
+            raise ValueError(_surrogate_message(where))
+        return data
+
     @field_validator("id")
     @classmethod
     def _check_id(cls, value: str) -> str:
@@ -381,6 +425,9 @@ def parse_patch(data: Any, origin: str = "patch") -> Patch:
     """A Patch from already-parsed data; PatchError naming every problem otherwise."""
     if not isinstance(data, dict):
         raise PatchError(f"{origin}: a patch is a mapping with 'operations', not {type(data).__name__}")
+    where = _lone_surrogate(data)
+    if where is not None:
+        raise PatchError(f"{origin}: invalid patch: {_surrogate_message(where)}")
     try:
         return Patch.model_validate(data)
     except ValidationError as exc:

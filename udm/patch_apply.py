@@ -25,6 +25,7 @@ from udm.errors import (
     TargetNotFoundError,
     UdmError,
 )
+from udm.list_style import needs_list_style, read_list_styles, restyle_lists, starts_a_block
 from udm.splice import (
     changed_line_count,
     disk_form,
@@ -91,6 +92,8 @@ class Workspace:
     current: dict[str, str | None] = field(default_factory=dict)
     _docs: dict[str, tuple[str, Document]] = field(default_factory=dict)
     _edit: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # Folders no patch may touch even when they lie inside the root (the engine's state, #17.3).
+    protected: tuple[Path, ...] = ()
     _sandbox: Any = None
 
     def __post_init__(self) -> None:
@@ -101,7 +104,7 @@ class Workspace:
         from udm.sandbox import Sandbox
 
         if self._sandbox is None:
-            self._sandbox = Sandbox([self.root], project_root=self.root)
+            self._sandbox = Sandbox([self.root], project_root=self.root, protected=self.protected)
         rel = check_relpath(rel)
         try:
             return Path(self._sandbox.resolve(rel))
@@ -254,19 +257,64 @@ def _blank(line: str) -> bool:
     return not line.strip()
 
 
-def _insert(lines: list[str], at: int, fragment: str) -> list[str]:
-    """Insert a Markdown fragment at line `at`, separated from its neighbours by one blank line."""
+def _insert(
+    lines: list[str], at: int, fragment: str, *, join_above: bool = False, join_below: bool = False
+) -> list[str]:
+    """Insert a Markdown fragment at line `at`, separated from its neighbours by one blank line.
+
+    `join_above` / `join_below`: no blank line on that side (the fragment continues a tight list there).
+    """
     if not fragment:
         return lines
     before = lines[:at]
     if before and not before[-1].endswith("\n"):
         before[-1] += "\n"
     piece = fragment
-    if before and not _blank(before[-1]):
+    if before and not _blank(before[-1]) and not join_above:
         piece = "\n" + piece
-    if at < len(lines) and not _blank(lines[at]):
+    if at < len(lines) and not _blank(lines[at]) and not join_below:
         piece += "\n"
     return [*before, *split_lines(piece), *lines[at:]]
+
+
+def _refuse_swallowing(new: list[str], start: int, line: int, end: int, what: str) -> None:
+    """Refuse an insertion after which `line` (or the first non-blank line from it) no longer starts a
+    top-level block of new[start:end]: an indented block right after a list item becomes part of it."""
+    while line < end and _blank(new[line]):
+        line += 1
+    if line >= end or not new[line].startswith((" ", "\t")):
+        return
+    if not starts_a_block("".join(new[start:end]), line - start):
+        raise PatchError(
+            f"{what} (line {line + 1}: {new[line].strip()[:40]!r}) would become part of the list item "
+            "before it, because it is indented; remove that indentation, or end the list with a line "
+            "that is not part of it"
+        )
+
+
+def _in_style(
+    fragment: str, doc: Document, sec: Section, *, above: int | None = None, below: int | None = None
+) -> tuple[str, bool, bool]:
+    """The fragment's lists in the style of the section's (or else the document's) lists.
+
+    `above`: the fragment goes right after line `above - 1`; if a list of the section ends there, the
+    fragment's first list continues it. `below`: the fragment goes right before line `below`; if a
+    list of the section starts there, the fragment's last list runs into it. Returns the fragment and
+    whether it joins the list above / below without a blank line (to keep a tight list tight).
+    """
+    if not needs_list_style(fragment):
+        return fragment, False, False
+    offset = sec.heading_end
+    styles = read_list_styles("".join(doc.lines[offset : sec.own_end]))
+    if any(kind not in styles.by_kind for kind in needs_list_style(fragment)):
+        styles.fill_from(read_list_styles("".join(doc.lines)))
+    after = styles.trailing
+    if after is None or above is None or _last_content(doc.lines, offset, offset + after.end) != above:
+        after = None
+    before = styles.leading
+    if before is None or below is None or offset + before.start != below:
+        before = None
+    return restyle_lists(fragment, styles, after=after, before=before)
 
 
 def _last_content(lines: list[str], start: int, end: int) -> int:
@@ -418,7 +466,7 @@ class _Applier:
         kind = op.op
         if kind == "replace_section":
             end = sec.own_end if op.own_only else sec.end
-            fragment = _fragment(op.content, op.format)
+            fragment, _, _ = _in_style(_fragment(op.content, op.format), doc, sec)
             if op.with_heading:
                 if fragment and not parse_document(fragment).sections:
                     raise PatchError("with_heading is true, so content must start with a heading")
@@ -441,13 +489,22 @@ class _Applier:
                     tail = lines[_last_content(lines, body_start, end) : end]
                 new = [*lines[:body_start], *lead, *split_lines(fragment), *tail, *lines[end:]]
         elif kind == "append_to_section":
-            at = _last_content(lines, sec.heading_end, sec.own_end)
-            new = _insert(lines, max(at, sec.heading_end), _fragment(op.content, op.format))
+            at = max(_last_content(lines, sec.heading_end, sec.own_end), sec.heading_end)
+            piece, join, _ = _in_style(_fragment(op.content, op.format), doc, sec, above=at)
+            new = _insert(lines, at, piece, join_above=join)
+            _refuse_swallowing(
+                new, sec.heading_end, at, at + len(new) - len(lines), "the content's first line"
+            )
         elif kind == "prepend_to_section":
             at = sec.heading_end
             while at < sec.own_end and _blank(lines[at]):
                 at += 1
-            new = _insert(lines, at, _fragment(op.content, op.format))
+            piece, _, join = _in_style(_fragment(op.content, op.format), doc, sec, below=at)
+            new = _insert(lines, at, piece, join_below=join)
+            grown = len(new) - len(lines)
+            _refuse_swallowing(
+                new, at, at + grown, sec.own_end + grown, "the section's first line after the content"
+            )
         elif kind == "insert_section":
             level = op.level or sec.level
             if op.heading is not None:
@@ -456,7 +513,7 @@ class _Applier:
                 raw = f"{'#' * level} {op.heading.strip()}\n\n{op.content}"
             else:
                 raw = op.content
-            fragment = _relevel(_fragment(raw, op.format), level)
+            fragment = _in_style(_relevel(_fragment(raw, op.format), level), doc, sec)[0]
             at = sec.start if op.position == "before" else sec.end
             new = _insert(lines, at, fragment)
             _refuse_duplicate_heading(doc, "".join(new), parse_document(fragment).sections[0].title, level)

@@ -1,6 +1,7 @@
 """The path guard: resolves a path inside the allowed directories, or refuses it.
 
-How it holds. A path is first checked as text (NUL bytes, undecodable bytes, over-long names),
+How it holds. A path is first checked as text (NUL bytes, control and format characters such as the
+bidi override U+202E, undecodable bytes, over-long names),
 made absolute against the project root and normalised lexically, then matched against the allowed
 roots component by component (never by string prefix, so `/work/state_evil` is not inside
 `/work/state`). It is then walked from an open descriptor of its root, one component at a time,
@@ -19,8 +20,9 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import unicodedata
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -45,7 +47,11 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 def escape_name(name: str, limit: int = 160) -> str:
     """A printable, bounded form of a name whose undecodable bytes were surrogate-escaped (`\\xff`)."""
-    text = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    try:
+        text = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        # A surrogate that no undecodable byte produced (a JSON "\ud800"): shown as its escape.
+        text = name.encode("utf-8", "backslashreplace").decode("utf-8")
     return text if len(text) <= limit else f"{text[: limit - 20]}...({len(text)} chars)"
 
 
@@ -75,10 +81,41 @@ def _plain_kind(mode: int) -> Literal["file", "directory"] | None:
     return None
 
 
+# Zero-width non-joiner and joiner are format characters that real names need: Persian and Indic
+# words are spelled with them, and emoji sequences join with U+200D. They cannot reorder text.
+_NAME_JOINERS = frozenset("\u200c\u200d")
+
+
+def _control_char(text: str) -> str | None:
+    """The first control (Cc) or format (Cf) character of `text` other than a joiner, or None."""
+    # isprintable() is False for every Cc and Cf character (and for some harmless ones such as a
+    # no-break space), so the common case costs one C-level scan.
+    if text.isprintable():
+        return None
+    for ch in text:
+        if unicodedata.category(ch) in ("Cc", "Cf") and ch not in _NAME_JOINERS:
+            return ch
+    return None
+
+
+def _describe_char(ch: str) -> str:
+    name = unicodedata.name(ch, "") or {"\x00": "NUL", "\n": "LINE FEED", "\t": "TAB"}.get(ch, "")
+    return f"U+{ord(ch):04X}" + (f" ({name})" if name else "")
+
+
 def _check_text(text: str, what: str) -> None:
-    """Refuse text that can never name a safe path: NUL, undecodable bytes, over-long."""
+    """Refuse text that can never name a safe path: NUL, control or bidi characters, bad UTF-8, over-long."""
     if "\x00" in text:
         raise InvalidPathError(f"{what} contains a NUL byte")
+    ch = _control_char(text)
+    if ch is not None:
+        # Bidi overrides (U+202E) and other invisible format characters make a name display as
+        # something it is not (`evil\u202egnp.md` shows as `evilmd.png`); control characters
+        # break logs and terminals. Neither belongs in a file name.
+        raise InvalidPathError(
+            f"{what} contains the control or format character {_describe_char(ch)} at position "
+            f"{text.index(ch)}; file names may not hold control, bidi or other invisible characters"
+        )
     try:
         encoded = text.encode("utf-8")
     except UnicodeEncodeError:
@@ -235,7 +272,9 @@ class PathGuard:
                 f"allowed directory {self.display(root.path)} is no longer a directory"
             ) from None
 
-    def _walk(self, path: str | Path, *, follow_final: bool, create_dirs: bool = False) -> _Walk:
+    def _walk(
+        self, path: str | Path, *, follow_final: bool, create_dirs: bool = False, follow_links: bool = True
+    ) -> _Walk:
         """Walk to the parent of the target from its root's descriptor; see the module docstring."""
         original = os.fspath(path)
         pending = self.absolute(original)
@@ -271,10 +310,19 @@ class PathGuard:
                             return _Walk(root, fd, cur, part, None, hops)
                         if not create_dirs:
                             raise _NotFound(cur, parts[i:]) from None
-                        with suppress(FileExistsError):
+                        try:
                             os.mkdir(part, 0o777, dir_fd=fd)
+                        except FileExistsError:
+                            pass
+                        else:
+                            os.fsync(fd)  # the new entry survives a crash before anything is put in it
                         continue  # stat again: whatever is there now goes through the checks
                     if stat.S_ISLNK(st.st_mode) and (follow_final or not last):
+                        if not follow_links:
+                            raise PathChangedError(
+                                f"{self.display(os.path.join(cur, part))} is a symlink where a folder was "
+                                "expected (swapped in meanwhile?); this operation follows no symlink"
+                            )
                         hops += 1
                         if hops > MAX_SYMLINK_HOPS:
                             raise InvalidPathError(
@@ -325,6 +373,16 @@ class PathGuard:
             yield w
         finally:
             w.close()
+
+    def open_parent(self, path: str | Path, *, create_dirs: bool = False) -> _Walk:
+        """Walk to `path` following no symlink at all, holding its parent open (the caller closes it).
+
+        For callers that hold real paths (the commit, recovery): a symlink anywhere on the way means
+        the tree changed since the path was computed, so it raises PathChangedError instead of
+        following it. A missing folder raises FileNotFoundError (its `missing` lists the components
+        from the first missing one on) unless `create_dirs` makes it.
+        """
+        return self._walk(path, follow_final=False, create_dirs=create_dirs, follow_links=False)
 
     def verify(self, w: _Walk) -> None:
         """The walked parent must still be reachable from its root without symlinks, as the same inode."""

@@ -25,6 +25,7 @@ from udm.errors import (
     TransactionError,
     UdmError,
 )
+from udm.gitrepo import GitRepo, branch_name, check_clean, commit_patch, find_repo, not_ignored
 from udm.patch import Patch
 from udm.patch_apply import MARKDOWN_SUFFIXES, OpReport, Workspace, apply_operations
 from udm.site import settings_site as _site
@@ -43,6 +44,7 @@ __all__ = [
     "patches_dir",
     "recover_root",
     "revert_patch",
+    "transaction_roots",
 ]
 
 Status = Literal["committed", "planned", "unchanged", "conflict", "invalid", "error", "lock_timeout"]
@@ -92,6 +94,11 @@ class PatchResult(BaseModel):
     planned_patch: dict[str, Any] | None = Field(
         default=None, description="The patch with each operation's precondition hash (`expect`) filled in."
     )
+    git: dict[str, Any] | None = Field(
+        default=None,
+        description="The git commit made for it (commit, branch, files, or error) when the manual is in a "
+        "git work tree.",
+    )
 
     @property
     def ok(self) -> bool:
@@ -102,6 +109,15 @@ class PatchResult(BaseModel):
 def patches_dir(settings: Settings) -> Path:
     """Where applied patches are recorded."""
     return settings.state_path / "patches"
+
+
+def transaction_roots(settings: Settings) -> dict[str, Path]:
+    """The roots a patch transaction may touch: the manual and the patch store (nothing else in state/)."""
+    return {"udm": settings.udm_root, "patches": patches_dir(settings)}
+
+
+def _recover(settings: Settings) -> list[str]:
+    return recover(settings.state_path, transaction_roots(settings))
 
 
 def _ops(reports: list[OpReport]) -> list[OperationResult]:
@@ -197,13 +213,30 @@ def _record_path(settings: Settings, patch_id: str) -> Path:
     return patches_dir(settings) / f"{patch_id}.json"
 
 
+def _git(settings: Settings, ws: Workspace, changed: dict[str, Any]) -> tuple[GitRepo | None, list[Path]]:
+    """The git work tree to commit to (None when off or not in one), after refusing dirty touched files."""
+    if not settings.git_commit or not changed:
+        return None, []
+    repo = find_repo(settings.udm_root)
+    if repo is None:
+        return None, []
+    paths = not_ignored(repo, [ws.real_path(p) for p in sorted(changed)])
+    if not paths:
+        return None, []
+    check_clean(repo, paths)
+    return repo, paths
+
+
 def _commit(
     settings: Settings,
     ws: Workspace,
     changed: dict[str, tuple[str | None, str | None]],
     records: dict[Path, dict[str, Any]],
     label: str,
-) -> str:
+) -> tuple[str, dict[str, Any] | None]:
+    """Commit the files and records as one transaction; then, in a git work tree, one git commit."""
+    # Found before the transaction: a dirty touched file is a conflict and nothing is written.
+    repo, paths = _git(settings, ws, changed)
     # Each file carries the sha of the bytes the workspace read, so commit_files refuses to overwrite
     # an edit saved meanwhile (validation of a large manual takes a while).
     changes = [
@@ -220,14 +253,20 @@ def _commit(
             Change(path, (json.dumps(record, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
         )
     try:
-        return commit_files(settings.state_path, changes, label=label)
+        txid = commit_files(settings.state_path, changes, roots=transaction_roots(settings), label=label)
     except OSError as exc:
         # A disk error before the commit point: undo from the journal now rather than at the next write.
         try:
-            recover(settings.state_path)
+            _recover(settings)
         except TransactionError as again:
             raise TransactionError(f"commit failed: {exc}; {again}") from exc
         raise TransactionError(f"commit failed and was rolled back: {exc}") from exc
+    if repo is None:
+        return txid, None
+    # The last record is the one this commit is about (a revert's, after the original it marks).
+    record = list(records.values())[-1]
+    branch = branch_name(str(record["id"])) if settings.git_branch_per_patch else None
+    return txid, commit_patch(repo, paths, record, branch=branch).model_dump()
 
 
 def apply_patch(
@@ -246,8 +285,10 @@ def apply_patch(
     _warm_up(patch)
     try:
         with _writer_or_reader(settings, dry_run):
-            recovered = recover(settings.state_path) if not dry_run or _interrupted(settings) else []
-            ws = Workspace(settings.udm_root, list(settings.id_patterns))
+            recovered = _recover(settings) if not dry_run or _interrupted(settings) else []
+            ws = Workspace(
+                settings.udm_root, list(settings.id_patterns), protected=tuple(settings.protected_paths())
+            )
             if _record_path(settings, patch.id).exists():
                 raise PatchError(f"patch {patch.id} was already applied (see `udm patch show {patch.id}`)")
             reports, hashes = apply_operations(patch, ws, check_expect=check_expect, reports=reports)
@@ -270,6 +311,9 @@ def apply_patch(
                 problems=overridden,
                 planned_patch=planned.model_dump(mode="json", exclude_unset=True),
             )
+            if dry_run:
+                # The plan names a dirty work tree too, before anyone reviews it.
+                _git(settings, ws, changed)
             if dry_run or not changed:
                 return result
             record = {
@@ -290,10 +334,12 @@ def apply_patch(
             if patch.override is not None:
                 # Who forced it and why, with what the validator would have refused.
                 record["override"] = {**patch.override.model_dump(), "problems": overridden}
-            txid = _commit(
+            txid, git = _commit(
                 settings, ws, changed, {_record_path(settings, patch.id): record}, f"patch {patch.id}"
             )
-            return result.model_copy(update={"status": "committed", "committed": True, "txid": txid})
+            return result.model_copy(
+                update={"status": "committed", "committed": True, "txid": txid, "git": git}
+            )
     except (UdmError, OSError) as exc:
         reports = reports or [
             OpReport(index=i, op=op.op, file=op.file) for i, op in enumerate(patch.operations)
@@ -360,11 +406,13 @@ def revert_patch(patch_id: str, settings: Settings) -> PatchResult:
     recovered: list[str] = []
     try:
         with write_lock(settings.state_path, settings.lock_timeout_s):
-            recovered = recover(settings.state_path)
+            recovered = _recover(settings)
             record = load_record(settings, patch_id)
             if record.get("reverted_by"):
                 raise PatchError(f"patch {patch_id} was already reverted by {record['reverted_by']}")
-            ws = Workspace(settings.udm_root, list(settings.id_patterns))
+            ws = Workspace(
+                settings.udm_root, list(settings.id_patterns), protected=tuple(settings.protected_paths())
+            )
             problems: list[str] = []
             for entry in record["inverse"]:
                 path = entry["path"]
@@ -426,8 +474,10 @@ def revert_patch(patch_id: str, settings: Settings) -> PatchResult:
                 _record_path(settings, patch_id): original,
                 _record_path(settings, revert_id): revert_record,
             }
-            txid = _commit(settings, ws, changed, records, f"revert {patch_id}")
-            return result.model_copy(update={"status": "committed", "committed": True, "txid": txid})
+            txid, git = _commit(settings, ws, changed, records, f"revert {patch_id}")
+            return result.model_copy(
+                update={"status": "committed", "committed": True, "txid": txid, "git": git}
+            )
     except (UdmError, OSError) as exc:
         return _result_for_error(patch_id, f"revert of {patch_id}", False, exc, [], recovered)
 
@@ -478,7 +528,7 @@ def list_records(settings: Settings) -> list[dict[str, Any]]:
 def recover_root(settings: Settings) -> list[str]:
     """Take the write lock and recover interrupted transactions; what was done."""
     with write_lock(settings.state_path, settings.lock_timeout_s):
-        return recover(settings.state_path)
+        return _recover(settings)
 
 
 def format_files(settings: Settings, paths: list[str] | None = None, *, dry_run: bool = False) -> PatchResult:
@@ -489,8 +539,10 @@ def format_files(settings: Settings, paths: list[str] | None = None, *, dry_run:
     recovered: list[str] = []
     try:
         with write_lock(settings.state_path, settings.lock_timeout_s):
-            recovered = recover(settings.state_path)
-            ws = Workspace(settings.udm_root, list(settings.id_patterns))
+            recovered = _recover(settings)
+            ws = Workspace(
+                settings.udm_root, list(settings.id_patterns), protected=tuple(settings.protected_paths())
+            )
             root = ws.root
             targets: list[str] = []
             not_markdown: list[str] = []
@@ -546,7 +598,9 @@ def format_files(settings: Settings, paths: list[str] | None = None, *, dry_run:
                 "inverse": _inverse(changed),
                 "reverted_by": None,
             }
-            txid = _commit(settings, ws, changed, {_record_path(settings, patch_id): record}, "fmt")
-            return result.model_copy(update={"status": "committed", "committed": True, "txid": txid})
+            txid, git = _commit(settings, ws, changed, {_record_path(settings, patch_id): record}, "fmt")
+            return result.model_copy(
+                update={"status": "committed", "committed": True, "txid": txid, "git": git}
+            )
     except (UdmError, OSError) as exc:
         return _result_for_error(patch_id, "mdformat", False, exc, [], recovered)

@@ -11,6 +11,7 @@ from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
 
+from udm.blockdata import parse_front_matter
 from udm.datalimits import check_text
 from udm.document import Document
 from udm.errors import DocumentError, PatchError, UdmError
@@ -125,6 +126,9 @@ class _Resolver:
         """Whether the file exists before or after the patch."""
         if rel in self.ws.current:
             return self.text(rel) is not None
+        if rel.startswith("../"):
+            # A page or file the site publishes beside the manual (udm.site): only its existence counts.
+            return (self.ws.root / rel).is_file()
         try:
             real = self.ws.real_path(rel)
         except UdmError:
@@ -139,23 +143,30 @@ class _Resolver:
         return self._docs[rel]
 
     def route_meta(self, rel: str) -> dict[str, Any] | None:
-        """The front matter keys that move the page's route."""
-        doc = self.doc(rel)
-        return route_meta(doc.front_matter) if doc is not None else None
+        """The front matter keys that move the page's route (only the front matter is parsed)."""
+        if rel in self._docs:
+            doc = self._docs[rel]
+            return route_meta(doc.front_matter) if doc is not None else None
+        text = self.text(rel)
+        if not text or not text.startswith("---"):
+            return None
+        data, _, _ = parse_front_matter(text[:262_144].splitlines(keepends=True)[:4000], rel)
+        return route_meta(data)
 
     def verdicts(self, doc: Document) -> dict[str, tuple[bool, str]]:
         """Link target -> (resolves, why not) for every internal link and anchor of `doc`."""
         rows = [(link.target, doc.path, link.target) for link in doc.links if link.kind != "external"]
 
-        def anchors_of(files: set[str]) -> dict[str, set[str]]:
-            out = {}
-            for rel in files:
+        def anchors_in(pairs: set[tuple[str, str]]) -> set[tuple[str, str]]:
+            found = set()
+            for rel, anchor in pairs:
                 other = doc if rel == doc.path else self.doc(rel)
-                out[rel] = _anchors(other) if other is not None else set()
-            return out
+                if other is not None and anchor in _anchors(other):
+                    found.add((rel, anchor))
+            return found
 
         out: dict[str, tuple[bool, str]] = {}
-        for target, file, fragment, ok in resolve_links(self.links, rows, anchors_of):
+        for target, file, fragment, ok in resolve_links(self.links, rows, anchors_in, self.text):
             if ok is False:
                 if file is None:
                     why = f"{display_target(doc.path, target)} does not exist"

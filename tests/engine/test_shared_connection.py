@@ -10,7 +10,7 @@ import pytest
 
 from udm.config import load_settings
 from udm.index import UdmIndex
-from udm.sql import SqlRefusedError, run_readonly_sql
+from udm.sql import SqlLimits, SqlRefusedError, run_readonly_sql
 
 
 def test_two_index_objects_in_one_process_take_turns(workspace: Path) -> None:
@@ -38,10 +38,18 @@ def test_untrusted_sql_gets_its_own_restricted_connection(workspace: Path) -> No
     settings = load_settings(workspace)
     index = UdmIndex(settings)
     index.refresh(full=True)
+    limits = SqlLimits(memory_limit_mb=300, threads=1, temp_limit_mb=100)
     with index.connect() as con:  # this thread reads through the shared engine meanwhile
-        assert not index._ro_strict
-        result = run_readonly_sql(index, "SELECT count(*) FROM files", row_cap=10, timeout_s=5)
-        assert result.rows == [[9]]
+        before = con.execute("SELECT current_setting('memory_limit'), current_setting('threads')").fetchone()
+        # Untrusted SQL runs in the SQL worker, on a read-only connection of its own.
+        result = run_readonly_sql(
+            index,
+            "SELECT count(*), current_setting('memory_limit'), current_setting('threads') FROM files",
+            row_cap=10,
+            timeout_s=5,
+            limits=limits,
+        )
+        assert result.rows == [[9, "286.1 MiB", 1]]
         assert con.execute("SELECT count(*) FROM files").fetchone() == (9,)
         # The restricted connection cannot reach other files.
         with pytest.raises(SqlRefusedError, match=r"external|disabled|Permission"):
@@ -50,10 +58,11 @@ def test_untrusted_sql_gets_its_own_restricted_connection(workspace: Path) -> No
                 f"SELECT * FROM read_text('{settings.udm_root / '01-introduction.md'}')",
                 row_cap=1,
                 timeout_s=5,
+                limits=limits,
             )
-    # Idle: the shared connection itself becomes the restricted one.
-    run_readonly_sql(index, "SELECT 1", row_cap=1, timeout_s=5)
-    assert index._ro_strict
+        # Its limits never reach the index's own connection.
+        after = con.execute("SELECT current_setting('memory_limit'), current_setting('threads')").fetchone()
+        assert after == before and after is not None and after[0] != "286.1 MiB"
     index.close()
 
 

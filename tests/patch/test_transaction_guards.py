@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+import udm.journal as journal
 import udm.transaction as transaction
 import udm.updates as updates
 from udm.config import Settings
@@ -61,8 +62,8 @@ def test_a_journal_whose_temp_name_is_too_long_is_recovered(small: Settings) -> 
     (jdir / "backup-0").write_bytes(target.read_bytes())
     entry = {
         "path": str(target),
-        "before_sha": transaction._sha(target.read_bytes()),
-        "after_sha": transaction._sha(b"# A\n\nnew\n"),
+        "before_sha": journal.sha(target.read_bytes()),
+        "after_sha": journal.sha(b"# A\n\nnew\n"),
         "backup": "backup-0",
         "temp": str(target.with_name(f".{target.name}.udm-{txid}.tmp")),
     }
@@ -78,23 +79,23 @@ def test_a_rollback_that_fails_is_a_status_and_the_next_write_finishes_it(
     small: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     os.chmod(small.udm_root / "config.md", 0o640)
-    real_replace = os.replace
+    real_rename = transaction._rename
     calls = []
 
-    def flaky_replace(src: Any, dst: Any) -> None:
+    def flaky_rename(dir_fd: int, src: str, dst: str, where: str) -> None:
         # The first rename in the UDM works; every later one (the second file's, the restore) fails.
-        if small.udm_root in Path(dst).parents:
-            calls.append(dst)
+        if small.udm_root in Path(where).parents:
+            calls.append(where)
             if len(calls) > 1:
                 raise OSError(5, "Input/output error")
-        real_replace(src, dst)
+        real_rename(dir_fd, src, dst, where)
 
-    monkeypatch.setattr(transaction.os, "replace", flaky_replace)
+    monkeypatch.setattr(transaction, "_rename", flaky_rename)
     res = apply(small, *both_files())
     assert res.status == "error"
     assert "could not be rolled back yet" in res.error and "udm recover" in res.error, res.error
     assert (small.udm_root / "config.md").read_text(encoding="utf-8") != CONFIG_DOC  # not undone yet
-    monkeypatch.setattr(transaction.os, "replace", real_replace)
+    monkeypatch.setattr(transaction, "_rename", real_rename)
 
     res = apply(small, *both_files(2))
     assert res.recovered and "rolled back" in res.recovered[0]
@@ -108,17 +109,17 @@ def test_a_disk_error_restores_the_files_and_their_permission_bits(
     small: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     os.chmod(small.udm_root / "config.md", 0o600)
-    real_replace = os.replace
+    real_rename = transaction._rename
     calls = []
 
-    def second_rename_fails(src: Any, dst: Any) -> None:
-        if small.udm_root in Path(dst).parents:
-            calls.append(dst)
+    def second_rename_fails(dir_fd: int, src: str, dst: str, where: str) -> None:
+        if small.udm_root in Path(where).parents:
+            calls.append(where)
             if len(calls) == 2:
                 raise OSError(28, "No space left on device")
-        real_replace(src, dst)
+        real_rename(dir_fd, src, dst, where)
 
-    monkeypatch.setattr(transaction.os, "replace", second_rename_fails)
+    monkeypatch.setattr(transaction, "_rename", second_rename_fails)
     res = apply(small, *both_files())
     assert res.status == "error" and "rolled back" in res.error, res.error
     assert (small.udm_root / "config.md").read_text(encoding="utf-8") == CONFIG_DOC

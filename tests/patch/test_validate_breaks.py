@@ -190,3 +190,21 @@ def test_a_correct_site_route_link_is_accepted(tmp_path: Path) -> None:
         },
     )
     assert anchor.status == "invalid" and "no heading #mac in guide/01-install.md" in (anchor.error or "")
+
+
+def test_a_slug_route_and_moving_it(tmp_path: Path) -> None:
+    (tmp_path / "website" / "docs").mkdir(parents=True)
+    (tmp_path / "website" / "docusaurus.config.js").write_text(DOCUSAURUS)
+    docs = tmp_path / "website" / "docs"
+    (docs / "conf.md").write_text("---\nslug: /custom\n---\n\n# Conf\n\n## Keys\n\nText.\n")
+    (docs / "intro.md").write_text("# Intro\n\nSee [the keys](/docs/custom#keys).\n")
+    for sub in ("state", "logs"):
+        (tmp_path / sub).mkdir()
+    s = load_settings(cwd=tmp_path, root=docs)
+    moved = _apply(
+        s, {"op": "replace_text", "file": "conf.md", "old": "slug: /custom", "new": "slug: /other"}
+    )
+    assert moved.status == "invalid"
+    assert "intro.md: link to /docs/custom#keys would break" in (moved.error or "")
+    ok = _apply(s, {"op": "replace_text", "file": "conf.md", "old": "Text.", "new": "Text, again."})
+    assert ok.status == "committed", ok.error

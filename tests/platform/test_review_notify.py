@@ -1,0 +1,109 @@
+"""A waiting review notifies: a JSON POST to the configured webhook and a saved Prefect notification block."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from udm.config import Settings
+from udm.patch import parse_patch
+
+pytestmark = pytest.mark.prefect
+
+
+@pytest.fixture
+def hook() -> Iterator[tuple[str, list[tuple[str, Any]]]]:
+    """A loopback HTTP server recording every POST as (path, JSON body)."""
+    received: list[tuple[str, Any]] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            received.append((self.path, json.loads(body or b"null")))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", received
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_waiting_review_calls_the_webhook_and_the_block(
+    prefect_server: None,
+    settings: Settings,
+    reviewer: Any,
+    hook: tuple[str, list[tuple[str, Any]]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from prefect.blocks.notifications import CustomWebhookNotificationBlock
+
+    from flows.udm_update import run_update
+
+    base, received = hook
+    CustomWebhookNotificationBlock(
+        name="udm-reviews", url=f"{base}/block", json_data={"text": "{{subject}}|{{body}}"}
+    ).save("udm-review-hook", overwrite=True)
+    monkeypatch.setenv("UDM_REVIEW_WEBHOOK_URL", f"{base}/webhook")
+    monkeypatch.setenv("UDM_REVIEW_NOTIFY_BLOCK", "custom-webhook/udm-review-hook")
+    patch = parse_patch(
+        {
+            "id": "notify-me",
+            "description": "Raise the timeout",
+            "operations": [
+                {"op": "replace_text", "file": "06-config.md", "old": "timeout: 10", "new": "timeout: 20"}
+            ],
+        }
+    )
+    thread, seen = reviewer({"approve": False, "reviewer": "ann"})
+    result = run_update(patch, settings, policy="ask_always", poll_interval_s=1)
+    thread.join(5)
+    assert result.status == "rejected", result
+    # Both were told while the run waited (the notifications go out before its first poll).
+    assert sorted(path for path, _ in received) == ["/block", "/webhook"]
+    by_path = dict(received)
+    note = by_path["/webhook"]
+    assert note["event"] == "udm.review.waiting" and note["patch_id"] == "notify-me"
+    assert note["diff_artifact_key"] == "udm-patch-notify-me-diff" and note["files"] == ["06-config.md"]
+    assert note["flow_run_id"] == str(seen["run_id"]) == result.flow_run_id
+    assert note["review_url"] and result.flow_run_id in note["review_url"]
+    text = by_path["/block"]["text"]
+    assert text.startswith("Review waiting: patch notify-me: Raise the timeout|")
+    assert result.flow_run_id in text
+
+
+def test_a_dead_webhook_does_not_fail_the_review(
+    prefect_server: None, settings: Settings, reviewer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from flows.udm_update import run_update
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("UDM_REVIEW_WEBHOOK_URL", f"http://127.0.0.1:{port}/nobody")
+    monkeypatch.setenv("UDM_REVIEW_NOTIFY_BLOCK", "custom-webhook/no-such-block")
+    patch = parse_patch(
+        {
+            "id": "notify-dead",
+            "description": "d",
+            "operations": [
+                {"op": "replace_text", "file": "06-config.md", "old": "timeout: 10", "new": "timeout: 30"}
+            ],
+        }
+    )
+    thread, _seen = reviewer({"approve": True, "reviewer": "ann"})
+    result = run_update(patch, settings, policy="ask_always", poll_interval_s=1)
+    thread.join(5)
+    assert result.status == "committed", result
