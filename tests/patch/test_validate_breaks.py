@@ -105,7 +105,7 @@ def test_override_records_who_and_why_and_the_findings(manual: Settings) -> None
 
 
 def test_override_does_not_pass_a_block_that_stops_parsing(tmp_path: Path) -> None:
-    s = _root(tmp_path, {"c.md": "# C\n\n```yaml\na: 1\n```\n"})
+    s = _root(tmp_path, {"c.md": "# C\n\n```yaml udm\na: 1\n```\n"})
     res = _apply(
         s,
         {"op": "replace_text", "file": "c.md", "old": "a: 1", "new": "a: [1"},
