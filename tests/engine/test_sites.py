@@ -11,6 +11,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from udm.config import Settings, load_settings
 from udm.index import UdmIndex
@@ -224,3 +226,39 @@ def test_bare_hash_is_the_top_of_the_page(tmp_path: Path) -> None:
     resolver = LinkResolver(Routes(detect_site(settings.udm_root, "none"), ["README.md"]), lambda rel: False)
     verdicts = resolve_links(resolver, [(0, "README.md", "#")], lambda pairs: set())
     assert verdicts == [(0, "README.md", None, True)]
+
+
+_SEGMENT = st.from_regex(r"(?:\d{2}-)?[a-z][a-z0-9-]{0,8}", fullmatch=True)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    paths=st.lists(
+        st.tuples(st.lists(_SEGMENT, max_size=3), _SEGMENT, st.sampled_from([".md", ".mdx"])),
+        min_size=1,
+        max_size=12,
+    ),
+    generator=st.sampled_from(["none", "docusaurus", "mintlify", "mkdocs", "mdbook", "hugo"]),
+)
+def test_every_page_is_reached_by_its_route_and_its_path(
+    paths: list[tuple[list[str], str, str]], generator: str
+) -> None:
+    site = detect_site(Path("/nonexistent-site-root"), generator)
+    folder = site.mounts[0].folder  # docs/, src/, content/: the generator's own content folder
+    pages = sorted(
+        {"/".join([*([folder] if folder else []), *dirs, name + suffix]) for dirs, name, suffix in paths}
+    )
+    routes = Routes(site, pages)
+    resolver = LinkResolver(routes, lambda rel: rel in pages)
+    owners: dict[str | None, list[str]] = {}
+    for page in pages:
+        owners.setdefault(routes.page_route(page), []).append(page)
+    source = pages[0]
+    for page in pages:
+        up = "/".join([".."] * source.count("/"))
+        assert resolver.locate(source, f"{up}/{page}" if up else page).file == page
+        route = routes.page_route(page)
+        assert route is not None
+        if len(owners[route]) == 1:
+            # A route two pages share (a.md and a/index.md) reaches one of them; any other reaches its own.
+            assert resolver.locate(source, "/" + route).file == page, (route, page)
