@@ -15,7 +15,6 @@ import pytest
 from udm.config import Settings, load_settings
 from udm.index import UdmIndex
 from udm.lint import lint
-from udm.lookup import MARKDOWN_SUFFIXES
 from udm.site import LinkResolver, Routes, detect_site, resolve_links
 
 SITES = Path(__file__).parent / "fixtures" / "sites"
@@ -71,7 +70,6 @@ EXPECTED: dict[str, tuple[str, str, set[tuple[str, str, str]]]] = {
         },
     ),
 }
-_MDX = ".mdx" in MARKDOWN_SUFFIXES
 
 
 def _site_copy(tmp_path: Path, generator: str, root: str | None = None) -> Settings:
@@ -105,8 +103,6 @@ def _targets(settings: Settings) -> dict[tuple[str, str], bool | None]:
 
 @pytest.mark.parametrize("generator", sorted(EXPECTED))
 def test_every_link_to_an_existing_page_resolves(tmp_path: Path, generator: str) -> None:
-    if generator == "mintlify" and not _MDX:
-        pytest.skip("needs .mdx files indexed (issue 18.3, the parser's slice)")
     settings = _site_copy(tmp_path, generator)
     site = detect_site(settings.udm_root, stop=tmp_path)
     assert site.generator == generator and site.base_path == EXPECTED[generator][1]
