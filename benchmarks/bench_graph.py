@@ -284,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
         build_s = time.perf_counter() - started
         started = time.perf_counter()
         handle = graph_from_rows(rows, state, timeout_s=args.limit)
-        handle_s = time.perf_counter() - started  # includes the pickle written for the next process
+        handle_s = time.perf_counter() - started  # includes the JSON cache written for the next process
         started = time.perf_counter()
         handle.cypher_store()
         cypher_build_s = time.perf_counter() - started
@@ -302,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
             line(label, f"{seconds:.2f} s")
         line("rows read" if notes else "rows generated", f"{gen_s - sum(notes.values()):.2f} s")
         line("networkx graph from rows", f"{build_s:.2f} s")
-        line("graph + pickle cache written", f"{handle_s:.2f} s")
+        line("graph + JSON cache written", f"{handle_s:.2f} s")
         line("Cypher store (ladybug, CSV + COPY)", f"{cypher_build_s:.2f} s")
         line("RDF store (pyoxigraph bulk load)", f"{rdf_build_s:.2f} s")
         line(
@@ -314,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
 
         started = time.perf_counter()
         _load_or_build(handle.folder, lambda: rows, handle.kg.fingerprint)
-        line("graph loaded from the pickle cache (next process)", f"{time.perf_counter() - started:.2f} s")
+        line("graph loaded from the JSON cache (next process)", f"{time.perf_counter() - started:.2f} s")
 
         tasks = handle.kg.nodes_of("task")
         rng = random.Random(3)

@@ -10,6 +10,7 @@ state of its own (Failed "Expired") rather than the one the server forces on an 
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections.abc import Callable
@@ -26,7 +27,16 @@ from prefect.input.run_input import keyset_from_paused_state
 from prefect.states import Paused, Running, State
 from pydantic import Field
 
-__all__ = ["Approval", "ApprovalExpiredError", "PausedRun", "flow_run_url", "wait_for_approval"]
+from udm.config import ApprovalPolicy
+
+__all__ = [
+    "Approval",
+    "ApprovalExpiredError",
+    "PausedRun",
+    "flow_run_url",
+    "job_variable_floor",
+    "wait_for_approval",
+]
 
 # The server's own pause deadline lies this far beyond ours, so our deadline always comes first.
 _SERVER_GRACE_S = 120
@@ -68,6 +78,29 @@ def flow_run_url(flow_run_id: UUID | str | None) -> str | None:
         return url
     api = PREFECT_API_URL.value() or PREFECT_UI_URL.value()
     return f"{api.rstrip('/')}/flow_runs/{flow_run_id}" if api else None
+
+
+def job_variable_floor() -> ApprovalPolicy | None:
+    """The least strict policy this process may use when its run was started with a run-level `env`
+    job variable setting UDM_APPROVAL_POLICY: the deployment's own value, else ask_always (the worker's
+    value was replaced, so it is unknown); None when no run-level override set it.
+
+    Whoever triggers a deployment can pass job variables with the run; the worker merges them into
+    the flow run's environment, where they would otherwise lower the deployment's policy."""
+    run_id = os.environ.get("PREFECT__FLOW_RUN_ID")
+    if not run_id:
+        return None
+    with get_client(sync_client=True) as client:
+        run = client.read_flow_run(UUID(run_id))
+        asked = ((run.job_variables or {}).get("env") or {}).get("UDM_APPROVAL_POLICY")
+        if asked is None or run.deployment_id is None:
+            return None
+        deployment = client.read_deployment(run.deployment_id)
+    own = ((deployment.job_variables or {}).get("env") or {}).get("UDM_APPROVAL_POLICY")
+    try:
+        return ApprovalPolicy(own) if own else ApprovalPolicy.ASK_ALWAYS
+    except ValueError:
+        return ApprovalPolicy.ASK_ALWAYS
 
 
 def _chain(client: Any, run_id: UUID) -> list[UUID]:

@@ -138,19 +138,23 @@ def pipeline_run(
         typer.echo("note: no local server (udm server start): using a temporary one (slower)", err=True)
     from flows.pipeline import PipelineRunError, pipeline_flow
     from flows.states import state_result
+    from tasks.base import process_policy
 
+    # --yes is this process's decision (the person at the terminal): it covers the flow steps'
+    # reviews (an update step) as well as the tool calls, without any run parameter lowering a policy.
     try:
-        summary = state_result(
-            pipeline_flow(
-                spec=str(file.resolve()),
-                params=params,
-                project=str(cfg.project_root),
-                root=str(cfg.udm_root),
-                state_dir=str(cfg.state_path),
-                approve=yes,
-                return_state=True,
+        with process_policy("full_auto" if yes else None):
+            summary = state_result(
+                pipeline_flow(
+                    spec=str(file.resolve()),
+                    params=params,
+                    project=str(cfg.project_root),
+                    root=str(cfg.udm_root),
+                    state_dir=str(cfg.state_path),
+                    approve=yes,
+                    return_state=True,
+                )
             )
-        )
     except PipelineRunError as exc:
         emit_json(exc.summary)
         typer.echo(f"error: {exc}", err=True)

@@ -123,15 +123,30 @@ def step_filesystem(ws: DemoWorkspace) -> None:
     )
     names = [e["name"] for e in (listing.envelope.data or {}).get("directoryContents") or []]
     ws.say(f"   listFiles docs/udm -> {len(names)} entries: {', '.join(names[:8])}")
-    note = ws.settings.state_path / "demo-note.md"
+    note = ws.settings.scratch_path / "demo-note.md"
     wrote = call_tool(
         "fileSystemAccessTool",
         {"action": "writeFile", "filePath": str(note), "content": "# Demo note\n"},
         ctx,
     )
     ws.say(
-        f"   writeFile state/demo-note.md -> {wrote.envelope.data['status'] if wrote.envelope.data else wrote.envelope.error}"
+        f"   writeFile scratch/demo-note.md -> {wrote.envelope.data['status'] if wrote.envelope.data else wrote.envelope.error}"
     )
+    planted = call_tool(
+        "fileSystemAccessTool",
+        {
+            "action": "writeFile",
+            "filePath": str(ws.settings.state_path / "graph" / "x.json"),
+            "content": "{}",
+        },
+        ctx,
+    )
+    ws.say(
+        f"   writeFile state/graph/x.json -> {planted.envelope.data['status'] if planted.envelope.data else '?'} "
+        "(the engine's state is off limits to the tools)"
+    )
+    if planted.envelope.success:
+        raise RuntimeError("the sandbox let a tool write the engine's state")
     evil = call_tool("fileSystemAccessTool", {"action": "readFile", "filePath": "../../etc/passwd"}, ctx)
     status = evil.envelope.data["status"] if evil.envelope.data else evil.envelope.error
     ws.say(f"   readFile ../../etc/passwd -> {status} (refused, as it must be)")

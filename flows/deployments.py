@@ -1,8 +1,13 @@
 """The deployments of every flow (mirrored in prefect.yaml) and `udm serve`, which serves them from one process.
 
 `serve` needs no work pool: one long-running process polls the API for its deployments' scheduled
-and triggered runs and runs them. For several machines, `prefect deploy --all` registers the same
-deployments (prefect.yaml) in a work pool and `prefect worker start --pool ...` runs them.
+and triggered runs and runs them. For several machines, `prefect deploy --all` registers the
+prefect.yaml deployments in a work pool and `prefect worker start --pool ...` runs them.
+
+The two mechanisms register distinct names: served deployments carry the suffix `-served`
+(`udm-pipeline/run-pipeline-served`), pool deployments the plain name (`udm-pipeline/run-pipeline`).
+Under one name, `prefect deploy --all` would move a served deployment to the pool (dropping a
+schedule set on it), and stopping `udm serve` would pause the pool's deployments.
 """
 
 from __future__ import annotations
@@ -11,7 +16,10 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["DEPLOYMENTS", "DeploymentDef", "build_deployments", "load_flow", "serve_all"]
+__all__ = ["DEPLOYMENTS", "SERVED_SUFFIX", "DeploymentDef", "build_deployments", "load_flow", "serve_all"]
+
+# Appended to a deployment's name when `udm serve` registers it (see the module docstring).
+SERVED_SUFFIX = "-served"
 
 
 @dataclass(frozen=True)
@@ -25,6 +33,11 @@ class DeploymentDef:
     interval_seconds: int | None = None
     parameters: dict[str, Any] = field(default_factory=dict)
     tags: tuple[str, ...] = ("udm",)
+
+    @property
+    def served_name(self) -> str:
+        """The name `udm serve` registers it under."""
+        return self.name + SERVED_SUFFIX
 
     @property
     def import_path(self) -> tuple[str, str]:
@@ -90,17 +103,17 @@ def build_deployments(only: list[str] | None = None) -> tuple[list[Any], list[st
     """(RunnerDeployments for `serve`, names skipped because their flow is missing)."""
     built, skipped = [], []
     for d in DEPLOYMENTS:
-        if only and d.name not in only:
+        if only and d.name not in only and d.served_name not in only:
             continue
         fl = load_flow(d)
         if fl is None:
             skipped.append(d.name)
             continue
         kwargs: dict[str, Any] = {
-            "name": d.name,
+            "name": d.served_name,
             "description": d.description,
             "parameters": d.parameters,
-            "tags": list(d.tags),
+            "tags": [*d.tags, "served"],
         }
         if d.cron:
             kwargs["cron"] = d.cron

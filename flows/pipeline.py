@@ -34,6 +34,7 @@ from tasks.base import (
     ToolContext,
     always_approve,
     deny_all,
+    stricter,
 )
 from tasks.pipeline_spec import (
     BUILTIN_FLOWS,
@@ -366,6 +367,10 @@ def pipeline_flow(
     from prefect.runtime import deployment, flow_run
 
     if deployment.id:
+        from flows.approval import job_variable_floor
+
+        floor = stricter(settings.approval_policy, job_variable_floor())
+        settings = settings.model_copy(update={"approval_policy": floor})
         approver: Approver = _review_approver(approval_timeout_s, settings)
     else:
         approver = always_approve if approve else deny_all

@@ -27,7 +27,6 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, cast
-from urllib.parse import urlsplit
 
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
@@ -62,7 +61,7 @@ from tasks.web_search import WebSearchTool
 from udm.config import ApprovalPolicy, Settings, load_settings
 from udm.document import slugify
 from udm.errors import ConfigError, InvalidURLError
-from udm.netguard import url_port
+from udm.netguard import split_url
 from udm.synthesis import (
     Evidence,
     ExtractiveSynthesizer,
@@ -165,7 +164,7 @@ class ResearchRequest(BaseModel):
             if not re.match(r"^https?://[^\s/]+", url.strip()):
                 raise ValueError(f"not an http(s) URL: {url!r}")
             try:
-                url_port(urlsplit(url.strip()))
+                split_url(url.strip())
             except InvalidURLError as exc:
                 raise ValueError(str(exc)) from exc
         return value

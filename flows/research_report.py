@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlunsplit
 
+from udm.errors import InvalidURLError
+from udm.netguard import split_url
 from udm.passages import terms
 from udm.synthesis import Claim, Synthesis, comparable
 
@@ -75,15 +77,15 @@ _GENERIC = frozenset(
 
 def canonical_url(url: str) -> str:
     """A URL in one spelling: lower-case scheme/host, no default port, fragment or tracking parameters."""
-    parts = urlsplit(url.strip())
+    try:
+        parts = split_url(url.strip(), schemes=None)
+    except InvalidURLError:
+        return url.strip()  # a malformed URL keeps its spelling; fetching it names the problem
     scheme = parts.scheme.lower()
     host = (parts.hostname or "").lower().rstrip(".")
     if not scheme or not host:
         return url.strip()
-    try:
-        port = parts.port
-    except ValueError:
-        return url.strip()  # an invalid port: the fetch names the problem, this only keeps the spelling
+    port = parts.port  # checked by split_url
     netloc = host if port is None or (scheme, port) in (("http", 80), ("https", 443)) else f"{host}:{port}"
     if ":" in host and not host.startswith("["):
         netloc = f"[{host}]" + (

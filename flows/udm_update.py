@@ -21,10 +21,17 @@ from prefect.transactions import Transaction, get_transaction, transaction
 from pydantic import BaseModel, Field
 
 from flows import engine_patch
-from flows.approval import Approval, ApprovalExpiredError, PausedRun, flow_run_url, wait_for_approval
+from flows.approval import (
+    Approval,
+    ApprovalExpiredError,
+    PausedRun,
+    flow_run_url,
+    job_variable_floor,
+    wait_for_approval,
+)
 from flows.notify import notify_review_waiting
 from flows.states import state_result
-from tasks.base import Permission, effective_policy, needs_approval, process_policy
+from tasks.base import Permission, effective_policy, needs_approval, process_policy, stricter
 from udm.config import ApprovalPolicy, Settings, load_settings
 from udm.errors import ConfigError
 from udm.patch import Patch
@@ -323,7 +330,7 @@ def update_steps(patch: Patch, options: UpdateOptions, settings: Settings) -> Up
     if not plan.files:
         return done("unchanged", "the manual already reads as the patch asks", patch=plan)
 
-    policy = effective_policy(settings, options.approval_policy)
+    policy = stricter(effective_policy(settings, options.approval_policy), job_variable_floor())
     permission = Permission.DESTRUCTIVE if patch.destructive else Permission.MODERATE
     review: dict[str, Any] = {
         "policy": policy.value,

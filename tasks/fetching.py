@@ -13,6 +13,7 @@ import email.utils
 import hashlib
 import json
 import os
+import re
 import threading
 import time
 import urllib.robotparser
@@ -21,14 +22,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urljoin, urlsplit
 
 import httpcore
 import httpx
 
 from udm.config import Settings
-from udm.errors import BlockedAddressError
-from udm.netguard import AllowList, resolve_and_vet, url_port
+from udm.errors import BlockedAddressError, InvalidURLError
+from udm.netguard import AllowList, join_url, resolve_and_vet, split_url, url_port
 
 __all__ = [
     "CHUNK_BYTES",
@@ -248,18 +248,39 @@ def _atomic_write(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
+_HASH = re.compile(r"sha256:[0-9a-f]{64}")
+
+
 def _cache_load(settings: Settings, url: str) -> dict[str, Any] | None:
+    """The cached entry of `url`, checked as untrusted data: None (a miss) when anything is off."""
     meta_path = _cache_dir(settings) / "urls" / (hashlib.sha256(url.encode()).hexdigest() + ".json")
     try:
-        meta: dict[str, Any] = json.loads(meta_path.read_text(encoding="utf-8"))
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    blob = _cache_dir(settings) / "blobs" / str(meta.get("content_hash", "")).removeprefix("sha256:")
-    return meta if blob.is_file() else None
+    if not isinstance(meta, dict) or meta.get("url") != url:
+        return None
+    content_hash = meta.get("content_hash")
+    # The hash names the blob file: anything but the exact form could name a path outside the cache.
+    if not isinstance(content_hash, str) or not _HASH.fullmatch(content_hash):
+        return None
+    for key in ("final_url", "content_type", "etag", "last_modified"):
+        if meta.get(key) is not None and not isinstance(meta[key], str):
+            return None
+    redirects = meta.get("redirects") or []
+    if not isinstance(redirects, list) or not all(isinstance(r, str) for r in redirects):
+        return None
+    # The body must still be there and still be what its name says; else the entry is a miss.
+    return meta if _cache_blob(settings, content_hash) is not None else None
 
 
-def _cache_blob(settings: Settings, content_hash: str) -> bytes:
-    return (_cache_dir(settings) / "blobs" / content_hash.removeprefix("sha256:")).read_bytes()
+def _cache_blob(settings: Settings, content_hash: str) -> bytes | None:
+    """The cached body with this hash, or None when the blob is gone or does not match its hash."""
+    try:
+        data = (_cache_dir(settings) / "blobs" / content_hash.removeprefix("sha256:")).read_bytes()
+    except OSError:
+        return None
+    return data if "sha256:" + hashlib.sha256(data).hexdigest() == content_hash else None
 
 
 def _cache_store(settings: Settings, body: FetchedBody) -> None:
@@ -347,7 +368,10 @@ def fetch_url(url: str, settings: Settings, max_bytes: int) -> FetchedBody:
     redirects: list[str] = []
     current = url
     while True:
-        parts = urlsplit(current)
+        try:
+            parts = split_url(current, schemes=None)
+        except InvalidURLError as exc:
+            raise FetchError(str(exc), url=current) from exc
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise FetchError(
                 f"refusing to fetch '{current}': only http and https URLs are fetched", url=current
@@ -373,9 +397,20 @@ def fetch_url(url: str, settings: Settings, max_bytes: int) -> FetchedBody:
                 with client.stream("GET", current, headers=headers) as resp:
                     status = resp.status_code
                     if status in (301, 302, 303, 307, 308) and "location" in resp.headers:
-                        nxt = urljoin(current, resp.headers["location"])
+                        try:
+                            nxt = join_url(current, resp.headers["location"])
+                        except InvalidURLError as exc:
+                            raise FetchError(
+                                f"{current} redirected to a malformed URL: {exc}", url=current
+                            ) from exc
                     elif status == 304 and cached:
                         content = _cache_blob(settings, cached["content_hash"])
+                        if content is None:
+                            raise FetchError(
+                                f"the cached copy of {url} changed during the fetch; fetch it again",
+                                transient=True,
+                                url=url,
+                            )
                         return FetchedBody(
                             url=url,
                             final_url=cached.get("final_url") or current,

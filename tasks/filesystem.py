@@ -89,7 +89,8 @@ class FileSystemInput(ToolInput):
     filePath: str = Field(
         min_length=1,
         description="File or directory to act on: relative to the project root, or absolute. It must "
-        "lie inside an allowed directory (the UDM root, state, logs, prompts or a configured one).",
+        "lie inside an allowed directory (the UDM root, scratch, logs, prompts or a configured one) and "
+        "never in the engine's state folder.",
     )
     content: str | None = Field(
         default=None, description="writeFile: the content to write (text, or base64 with encoding=base64)."
@@ -252,8 +253,9 @@ class FileSystemAccessTool(Tool[FileSystemInput, FileSystemOutput]):
         "(glob, recursion depth, hidden files, sizes and times), create directories, move files, "
         "check whether a path exists, and delete files when the settings allow it. Paths are "
         "relative to the project root or absolute and must stay inside the allowed directories: "
-        "the manual (UDM root), state, logs, prompts and any configured extra directory. A path "
-        "that leaves them (through '..', a symlink or a look-alike name) gets "
+        "the manual (UDM root), scratch (for scratch files), logs, prompts and any configured extra "
+        "directory. The engine's state folder is never readable or writable, even inside one of them. "
+        "A path that leaves them (through '..', a symlink or a look-alike name) gets "
         "ERROR_PERMISSION_DENIED; NUL bytes, over-long or non-UTF-8 names and device files get "
         "ERROR_INVALID_PATH. Reading, listing and checking are safe; writing, creating and moving "
         "are moderate; deleting is destructive."
@@ -282,7 +284,7 @@ class FileSystemAccessTool(Tool[FileSystemInput, FileSystemOutput]):
             actionPerformed=data.action.value, filePathTargeted=data.filePath, status=FsStatus.SUCCESS
         )
         try:
-            box = Sandbox(ctx.settings.allowed_roots(), ctx.settings.project_root)
+            box = ctx.settings.tool_sandbox()
             self._run(box, data, out, ctx)
         except PathOutsideError as exc:
             return self._fail(out, FsStatus.ERROR_PERMISSION_DENIED, str(exc))

@@ -143,7 +143,7 @@ class ToolUseExecutor:
         self.allowed = {name.lower() for name in allowed} if allowed is not None else None
 
     def _roots(self) -> list[Path]:
-        return self.ctx.settings.allowed_roots()
+        return self.ctx.settings.image_roots()
 
     def run_one(self, name: str, arguments: Any) -> Envelope:
         """Call one tool; any problem (unknown or disallowed tool, bad arguments) is an error envelope."""

@@ -7,14 +7,15 @@ resolved against the working directory the settings were loaded in (`project_roo
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tomllib
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -26,6 +27,9 @@ from pydantic_settings import (
 
 from udm.datalimits import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, DEPTH_CEILING, apply_settings
 from udm.errors import ConfigError
+
+if TYPE_CHECKING:
+    from udm.sandbox import Sandbox
 
 __all__ = ["DEFAULT_ID_PATTERNS", "ApprovalPolicy", "Settings", "ensure_folder", "load_settings"]
 
@@ -72,7 +76,14 @@ class Settings(BaseSettings):
         description="The manual's folder (UDM_ROOT).",
     )
     state_dir: Path = Field(
-        default=Path("state"), description="Runtime state: index, journal, patches, caches."
+        default=Path("state"),
+        description="The engine's own state: index, journal, patches, caches, locks. No tool may read or "
+        "write it.",
+    )
+    scratch_dir: Path = Field(
+        default=Path("scratch"),
+        description="The tools' own folder for scratch files and browser downloads (never inside the "
+        "state folder).",
     )
     logs_dir: Path = Field(default=Path("logs"), description="JSON-lines logs, one file per stream.")
     prompts_dir: Path = Field(
@@ -87,6 +98,11 @@ class Settings(BaseSettings):
     )
     allow_delete: bool = Field(
         default=False, description="Enable fileSystemAccessTool's destructive deleteFile action."
+    )
+    daemon_autostart: bool = Field(
+        default=False,
+        description="Start `udm daemon` in the background on the first query, search or graph command "
+        "that finds none running (UDM_DAEMON_AUTOSTART).",
     )
     id_patterns: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: list(DEFAULT_ID_PATTERNS), description="Regexes of the manual's ID families."
@@ -232,6 +248,20 @@ class Settings(BaseSettings):
     )
 
     # Engine
+    markdown_suffixes: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: [".md", ".markdown", ".mdx"],
+        description="File suffixes of the manual's pages (`.mdx` parses as MDX); comma-separated in the environment.",
+    )
+    max_file_bytes: int = Field(
+        default=8_000_000,
+        ge=1,
+        description="Largest page the index parses, bytes; a larger one is listed as 'skipped: too large'.",
+    )
+    data_sections: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Heading titles or paths (glob patterns, any case) whose YAML/JSON fences are data, "
+        "not examples; comma-separated in the environment.",
+    )
     index_busy_timeout_s: float = Field(
         default=10.0, gt=0, description="How long a query waits for a busy index, seconds."
     )
@@ -330,7 +360,9 @@ class Settings(BaseSettings):
             raise ValueError("expected error, warning or never")
         return value
 
-    @field_validator("allowed_dirs", "fetch_allow", "id_patterns", mode="before")
+    @field_validator(
+        "allowed_dirs", "fetch_allow", "id_patterns", "markdown_suffixes", "data_sections", mode="before"
+    )
     @classmethod
     def _split_commas(cls, value: Any) -> Any:
         # Environment variables carry lists as comma-separated strings; JSON lists pass through.
@@ -340,6 +372,26 @@ class Settings(BaseSettings):
                 return json.loads(stripped)
             return [part.strip() for part in stripped.split(",") if part.strip()]
         return value
+
+    @field_validator("markdown_suffixes", mode="after")
+    @classmethod
+    def _suffixes(cls, value: list[str]) -> list[str]:
+        # Matched against lower-cased file names: '.MD', 'md' and '.md' all mean '.md'.
+        out = ["." + v.strip().lower().lstrip(".") for v in value if v.strip().strip(".")]
+        if not out:
+            raise ValueError("markdown_suffixes needs at least one suffix, e.g. .md")
+        return out
+
+    @model_validator(mode="after")
+    def _scratch_outside_state(self) -> Settings:
+        state, scratch = self.state_path, self.scratch_path
+        for a, b in ((state, scratch), (Path(os.path.realpath(state)), Path(os.path.realpath(scratch)))):
+            if b == a or b.is_relative_to(a):
+                raise ValueError(
+                    f"scratch_dir {scratch} lies inside the state folder {state}, which no tool may write; "
+                    "choose a folder outside it"
+                )
+        return self
 
     @classmethod
     def settings_customise_sources(
@@ -378,15 +430,47 @@ class Settings(BaseSettings):
         """The logs folder, absolute."""
         return self.resolve(self.logs_dir)
 
+    @property
+    def scratch_path(self) -> Path:
+        """The tools' scratch folder, absolute."""
+        return self.resolve(self.scratch_dir)
+
     def allowed_roots(self) -> list[Path]:
-        """Every directory file tools may touch: UDM root, state, logs, prompts, plus configured ones."""
-        roots = [self.udm_root, self.state_path, self.logs_path, self.resolve(self.prompts_dir)]
+        """Every directory the tools may touch: UDM root, scratch, logs, prompts, plus configured ones.
+
+        The state folder is not one of them, and `protected_paths` keeps it out of bounds even when
+        it lies inside one of these.
+        """
+        roots = [self.udm_root, self.scratch_path, self.logs_path, self.resolve(self.prompts_dir)]
         roots += [self.resolve(d) for d in self.allowed_dirs]
         unique: list[Path] = []
         for r in roots:
             if r not in unique:
                 unique.append(r)
         return unique
+
+    def protected_paths(self) -> list[Path]:
+        """Folders no tool may read or write: the engine's state, and Prefect's home (its results)."""
+        paths = [self.state_path, self.resolve(os.environ.get("PREFECT_HOME") or "~/.prefect")]
+        storage = os.environ.get("PREFECT_LOCAL_STORAGE_PATH")
+        if storage:
+            paths.append(self.resolve(storage))
+        return paths
+
+    def image_roots(self) -> list[Path]:
+        """Where a tool result's screenshot path may point: the allowed roots, plus the state folder
+        where the engine saves the screenshots it takes (read back as images only, never as files)."""
+        return [*self.allowed_roots(), self.state_path]
+
+    def tool_sandbox(self) -> Sandbox:
+        """The sandbox every tool works through: the allowed roots, with the protected folders refused."""
+        from udm.sandbox import Sandbox
+
+        # The scratch folder is the tools' own: it exists whenever they can use it.
+        with contextlib.suppress(OSError):
+            self.scratch_path.mkdir(parents=True, exist_ok=True)
+
+        return Sandbox(self.allowed_roots(), self.project_root, protected=self.protected_paths())
 
     def public_dict(self) -> dict[str, Any]:
         """The resolved settings as JSON-able data, secrets masked."""
@@ -397,6 +481,8 @@ class Settings(BaseSettings):
         data["udm_root"] = str(self.udm_root)
         data["state_path"] = str(self.state_path)
         data["logs_path"] = str(self.logs_path)
+        data["scratch_path"] = str(self.scratch_path)
+        data["protected_paths"] = [str(p) for p in self.protected_paths()]
         data["allowed_roots"] = [str(p) for p in self.allowed_roots()]
         return data
 

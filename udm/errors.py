@@ -3,6 +3,7 @@
 UdmError
 ├── ConfigError            settings that cannot be used
 ├── PathOutsideError       a path that escapes every allowed directory
+│   └── PathProtectedError a path inside the engine's own state, which no tool may touch
 ├── InvalidPathError       a path that can never be used: NUL byte, not UTF-8, too long, a device/FIFO
 ├── PathChangedError       a path that changed under an operation between its check and its use
 ├── DocumentError          a Markdown/YAML/JSON file that cannot be read or parsed
@@ -41,6 +42,7 @@ __all__ = [
     "PatchError",
     "PathChangedError",
     "PathOutsideError",
+    "PathProtectedError",
     "TargetError",
     "TargetNotFoundError",
     "TransactionError",
@@ -58,6 +60,10 @@ class ConfigError(UdmError):
 
 class PathOutsideError(UdmError):
     """A path that escapes every allowed directory."""
+
+
+class PathProtectedError(PathOutsideError):
+    """A path inside a protected folder (the engine's state): the tools may neither read nor write it."""
 
 
 class InvalidPathError(UdmError):

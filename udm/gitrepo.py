@@ -101,6 +101,19 @@ def find_repo(folder: Path) -> GitRepo | None:
     return GitRepo(Path(os.path.realpath(done.stdout.strip())))
 
 
+def not_ignored(repo: GitRepo, paths: list[Path]) -> list[Path]:
+    """The paths git does not ignore (a manual in a git-ignored folder is not committed)."""
+    try:
+        rels = {repo.rel(p): p for p in paths}
+    except ValueError:
+        return list(paths)  # check_clean names the path outside the work tree
+    done = repo.run("check-ignore", "-z", "--stdin", stdin="\0".join(rels) + "\0", check=False)
+    if done.returncode not in (0, 1):
+        raise OSError(f"git check-ignore failed: {done.stderr.strip()}")
+    ignored = {r for r in done.stdout.split("\0") if r}
+    return [p for r, p in rels.items() if r not in ignored]
+
+
 def _status(repo: GitRepo, rels: list[str]) -> list[tuple[str, str]]:
     """(XY code, path) of every uncommitted change among `rels` (untracked files included)."""
     done = repo.run("status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *rels)

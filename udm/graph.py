@@ -1,18 +1,19 @@
 """The knowledge graph of the manual: built from its current facts, cached per fingerprint, queried bounded.
 
 `open_graph(settings)` returns a `GraphHandle` for the manual as it is on disk now: the graph is rebuilt
-only when the files' content hashes changed (kept in memory per process and pickled under
+only when the files' content hashes changed (kept in memory per process and cached as JSON under
 `<state>/graph/<fingerprint>/`, next to the Cypher database and the RDF store built from it on first
-use). Every query runs with a time limit and a row cap.
+use). The JSON cache is read back as untrusted data (`udm.graph_cache`): one that fails validation is
+rebuilt from the index, never executed and never a crash. Every query runs with a time limit and a row
+cap.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import os
-import pickle
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from filelock import FileLock
 from udm import graph_ops as ops
 from udm.config import Settings, ensure_folder
 from udm.errors import GraphQueryError, GraphTimeoutError, GraphUnavailableError
+from udm.graph_cache import CACHE_NAME, CacheInvalid, read_graph, write_graph
 from udm.graph_cypher import CypherStore, QueryResult, build_cypher_store
 from udm.graph_model import GraphRows, KnowledgeGraph, build_graph
 from udm.graph_nl import Translation, translate
@@ -64,6 +66,8 @@ class GraphHandle:
     timeout_s: float = 2.0
     row_cap: int = DEFAULT_ROW_CAP
     build_ms: float = 0.0
+    # Where the graph came from: "built", "loaded" (the JSON cache), or "rebuilt: <why the cache was refused>".
+    cache: str = "built"
     _cypher: CypherStore | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -228,28 +232,26 @@ def _prune(base: Path, keep: Path) -> None:
 
 def _load_or_build(
     folder: Path, rows: Callable[[], GraphRows], fingerprint: str
-) -> tuple[KnowledgeGraph, float]:
+) -> tuple[KnowledgeGraph, float, str]:
     started = time.perf_counter()
-    cached = folder / "graph.pickle"
-    if cached.exists():
+    cached = folder / CACHE_NAME
+    status = "built"
+    if os.path.lexists(cached):
         try:
-            with open(cached, "rb") as fh:
-                kg = pickle.load(fh)
-            if isinstance(kg, KnowledgeGraph) and kg.fingerprint == fingerprint:
-                return kg, (time.perf_counter() - started) * 1000
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError):
-            pass  # a damaged cache is rebuilt below
+            return read_graph(cached, fingerprint), (time.perf_counter() - started) * 1000, "loaded"
+        except CacheInvalid as exc:
+            status = f"rebuilt: {exc}"
+            # The stores beside a refused cache were built from who knows what: build them again too.
+            with FileLock(str(folder / ".build.lock"), timeout=120):
+                for store in ("cypher.lbug", "rdf"):
+                    shutil.rmtree(folder / store, ignore_errors=True)
+                    with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+                        (folder / store).unlink()
     kg = build_graph(rows())
     kg.fingerprint = fingerprint
     ensure_folder(folder)
-    fd, tmp = tempfile.mkstemp(prefix=".graph-", suffix=".pickle", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            pickle.dump(kg, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, cached)
-    except OSError:
-        Path(tmp).unlink(missing_ok=True)
-    return kg, (time.perf_counter() - started) * 1000
+    write_graph(kg, cached)
+    return kg, (time.perf_counter() - started) * 1000, status
 
 
 def graph_from_rows(rows: GraphRows, state_dir: Path, *, timeout_s: float = 2.0) -> GraphHandle:
@@ -272,8 +274,10 @@ def _handle(source: GraphSource, state_dir: Path, *, timeout_s: float, row_cap: 
         if current is not None and current.folder == folder:
             current.timeout_s, current.row_cap = timeout_s, row_cap
             return current
-        kg, build_ms = _load_or_build(folder, source.rows, fingerprint)
-        handle = GraphHandle(kg=kg, folder=folder, timeout_s=timeout_s, row_cap=row_cap, build_ms=build_ms)
+        kg, build_ms, status = _load_or_build(folder, source.rows, fingerprint)
+        handle = GraphHandle(
+            kg=kg, folder=folder, timeout_s=timeout_s, row_cap=row_cap, build_ms=build_ms, cache=status
+        )
         if current is not None:
             current.close()
         _CACHE[base] = handle

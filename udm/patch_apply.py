@@ -92,6 +92,8 @@ class Workspace:
     current: dict[str, str | None] = field(default_factory=dict)
     _docs: dict[str, tuple[str, Document]] = field(default_factory=dict)
     _edit: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # Folders no patch may touch even when they lie inside the root (the engine's state, #17.3).
+    protected: tuple[Path, ...] = ()
     _sandbox: Any = None
 
     def __post_init__(self) -> None:
@@ -102,7 +104,7 @@ class Workspace:
         from udm.sandbox import Sandbox
 
         if self._sandbox is None:
-            self._sandbox = Sandbox([self.root], project_root=self.root)
+            self._sandbox = Sandbox([self.root], project_root=self.root, protected=self.protected)
         rel = check_relpath(rel)
         try:
             return Path(self._sandbox.resolve(rel))

@@ -7,6 +7,13 @@ rename of a write, an unlink, a move) the parent is walked again and must still 
 directory, so a symlink swapped in between the check and the use cannot redirect it. Only regular
 files and directories are opened, with `O_NONBLOCK` so a FIFO cannot hang a read.
 
+Protected folders (`protected=`, the engine's state: see `Settings.tool_sandbox`) lie inside the
+roots but are out of bounds: every operation refuses a path that resolves into one (its real path,
+after every symlink hop, is inside or equal to it), a listing skips them, and `move`/`delete` also
+refuse a path that holds one (renaming or unlinking an ancestor would let a look-alike take its
+place). A walk that would create folders first resolves the path without creating anything, so no
+folder is made inside a protected one either.
+
 Symlinks: followed (every hop checked) for reads, listing, existence checks, writes and `mkdir`;
 never followed for the final component of `delete` and `move`, which act on the link itself. A
 write through an inside symlink replaces the file it points to, atomically (temp file in the same
@@ -26,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from udm.errors import InvalidPathError, PathChangedError, PathOutsideError
+from udm.errors import InvalidPathError, PathChangedError, PathOutsideError, PathProtectedError
 from udm.pathguard import (
     _DIR_FLAGS,
     MAX_NAME_BYTES,
@@ -35,8 +42,10 @@ from udm.pathguard import (
     PathGuard,
     PathInfo,
     _kind,
+    _normalize,
     _NotFound,
     _plain_kind,
+    _split,
     _Walk,
     escape_name,
     resolve_inside,
@@ -120,6 +129,66 @@ class Listing:
 
 class Sandbox(PathGuard):
     """The allowed roots plus the safe operations on them; every method refuses paths that leave them."""
+
+    def __init__(
+        self,
+        roots: Iterable[Path | str],
+        project_root: Path | str | None = None,
+        *,
+        protected: Iterable[Path | str] = (),
+    ) -> None:
+        super().__init__(roots, project_root)
+        forms: list[tuple[tuple[str, ...], str]] = []
+        for p in protected:
+            absolute = _normalize(os.path.join(self.project_root, os.fspath(p)))
+            # Both spellings: the real path is what a walk reports; the configured one is what the
+            # engine opens, so an ancestor of it that is a symlink must not be replaceable either.
+            for form in dict.fromkeys((_split(absolute), _split(os.path.realpath(absolute)))):
+                forms.append((form, absolute))
+        self._protected = tuple(forms)
+
+    def _protected_by(self, real: str, *, holding: bool = False) -> str | None:
+        """The protected folder `real` lies in (or, with `holding`, also one that lies in `real`)."""
+        parts = _split(real)
+        for form, shown in self._protected:
+            if parts[: len(form)] == form or (holding and form[: len(parts)] == parts):
+                return shown
+        return None
+
+    def _refuse_protected(self, real: str, original: str | Path, *, holding: bool = False) -> None:
+        shown = self._protected_by(real, holding=holding)
+        if shown is not None:
+            what = "lies in" if self._protected_by(real) else "holds"
+            raise PathProtectedError(
+                f"{escape_name(os.fspath(original))!r} {what} {self.display(shown)!r}, a folder of the "
+                "engine's own state, which the tools may neither read nor write (use the scratch folder "
+                "for scratch files)"
+            )
+
+    def _walk(
+        self, path: str | Path, *, follow_final: bool, create_dirs: bool = False, follow_links: bool = True
+    ) -> _Walk:
+        if not self._protected:
+            return super()._walk(
+                path, follow_final=follow_final, create_dirs=create_dirs, follow_links=follow_links
+            )
+        if create_dirs:
+            # Where the path leads, found without creating anything: no folder is made inside state.
+            with suppress(_NotFound):
+                self._walk(path, follow_final=follow_final, follow_links=follow_links).close()
+        try:
+            w = super()._walk(
+                path, follow_final=follow_final, create_dirs=create_dirs, follow_links=follow_links
+            )
+        except _NotFound as exc:
+            self._refuse_protected(os.path.join(exc.existing, *exc.missing), path)
+            raise
+        try:
+            self._refuse_protected(w.path, path)
+        except BaseException:
+            w.close()
+            raise
+        return w
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -229,6 +298,8 @@ class Sandbox(PathGuard):
             bak_name = f"{w.name}.bak"
             if backup and w.st is not None and len(bak_name.encode()) > MAX_NAME_BYTES:
                 raise InvalidPathError(f"the backup name for {self.display(w.path)} would be too long")
+            if backup and self._protected:
+                self._refuse_protected(os.path.join(w.dir_path, bak_name), path)
             _race_point("write:before-temp")
             mode = stat.S_IMODE(w.st.st_mode) & 0o777 if w.st is not None else None
             tmp, written = self._write_temp(w.dir_fd, [data], mode)
@@ -303,6 +374,7 @@ class Sandbox(PathGuard):
         try:
             if w.name is None:
                 raise InvalidPathError(f"{self.display(w.path)} is an allowed root; it cannot be deleted")
+            self._refuse_protected(w.path, path, holding=True)
             if w.st is None:
                 raise FileNotFoundError(errno.ENOENT, "no such file or directory", self.display(w.path))
             if stat.S_ISDIR(w.st.st_mode):
@@ -339,6 +411,8 @@ class Sandbox(PathGuard):
     def _move(self, s: _Walk, d: _Walk) -> tuple[Path, Path]:
         if s.name is None or d.name is None:
             raise InvalidPathError("an allowed root cannot be moved, nor replaced by a move")
+        self._refuse_protected(s.path, s.path, holding=True)
+        self._refuse_protected(d.path, d.path, holding=True)
         if s.st is None:
             raise FileNotFoundError(errno.ENOENT, "no such file or directory", self.display(s.path))
         kind = _kind(s.st.st_mode)
@@ -445,6 +519,9 @@ class Sandbox(PathGuard):
                 out.skipped.append(f"{escape_name(rel)}: the name is not valid UTF-8")
                 continue
             if name.startswith(".") and not include_hidden:
+                continue
+            if self._protected and self._protected_by(os.path.join(real_dir, name)):
+                out.skipped.append(f"{rel}: a folder of the engine's own state, not listed")
                 continue
             try:
                 st = entry.stat(follow_symlinks=False)

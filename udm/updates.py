@@ -25,7 +25,7 @@ from udm.errors import (
     TransactionError,
     UdmError,
 )
-from udm.gitrepo import GitRepo, branch_name, check_clean, commit_patch, find_repo
+from udm.gitrepo import GitRepo, branch_name, check_clean, commit_patch, find_repo, not_ignored
 from udm.patch import Patch
 from udm.patch_apply import MARKDOWN_SUFFIXES, OpReport, Workspace, apply_operations
 from udm.site import settings_site as _site
@@ -220,7 +220,9 @@ def _git(settings: Settings, ws: Workspace, changed: dict[str, Any]) -> tuple[Gi
     repo = find_repo(settings.udm_root)
     if repo is None:
         return None, []
-    paths = [ws.real_path(p) for p in sorted(changed)]
+    paths = not_ignored(repo, [ws.real_path(p) for p in sorted(changed)])
+    if not paths:
+        return None, []
     check_clean(repo, paths)
     return repo, paths
 
@@ -284,7 +286,9 @@ def apply_patch(
     try:
         with _writer_or_reader(settings, dry_run):
             recovered = _recover(settings) if not dry_run or _interrupted(settings) else []
-            ws = Workspace(settings.udm_root, list(settings.id_patterns))
+            ws = Workspace(
+                settings.udm_root, list(settings.id_patterns), protected=tuple(settings.protected_paths())
+            )
             if _record_path(settings, patch.id).exists():
                 raise PatchError(f"patch {patch.id} was already applied (see `udm patch show {patch.id}`)")
             reports, hashes = apply_operations(patch, ws, check_expect=check_expect, reports=reports)
@@ -406,7 +410,9 @@ def revert_patch(patch_id: str, settings: Settings) -> PatchResult:
             record = load_record(settings, patch_id)
             if record.get("reverted_by"):
                 raise PatchError(f"patch {patch_id} was already reverted by {record['reverted_by']}")
-            ws = Workspace(settings.udm_root, list(settings.id_patterns))
+            ws = Workspace(
+                settings.udm_root, list(settings.id_patterns), protected=tuple(settings.protected_paths())
+            )
             problems: list[str] = []
             for entry in record["inverse"]:
                 path = entry["path"]
@@ -534,7 +540,9 @@ def format_files(settings: Settings, paths: list[str] | None = None, *, dry_run:
     try:
         with write_lock(settings.state_path, settings.lock_timeout_s):
             recovered = _recover(settings)
-            ws = Workspace(settings.udm_root, list(settings.id_patterns))
+            ws = Workspace(
+                settings.udm_root, list(settings.id_patterns), protected=tuple(settings.protected_paths())
+            )
             root = ws.root
             targets: list[str] = []
             not_markdown: list[str] = []

@@ -11,6 +11,7 @@ from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
 
+from udm.blockdata import parse_front_matter
 from udm.datalimits import check_text
 from udm.document import Document
 from udm.errors import DocumentError, PatchError, UdmError
@@ -25,6 +26,7 @@ from udm.site import (
     route_meta,
     site_for,
 )
+from udm.site_config import NUMBER_PREFIX
 from udm.splice import edit_form, line_opcodes
 
 __all__ = ["ValidationFailedError", "validate_workspace"]
@@ -142,9 +144,15 @@ class _Resolver:
         return self._docs[rel]
 
     def route_meta(self, rel: str) -> dict[str, Any] | None:
-        """The front matter keys that move the page's route."""
-        doc = self.doc(rel)
-        return route_meta(doc.front_matter) if doc is not None else None
+        """The front matter keys that move the page's route (only the front matter is parsed)."""
+        if rel in self._docs:
+            doc = self._docs[rel]
+            return route_meta(doc.front_matter) if doc is not None else None
+        text = self.text(rel)
+        if not text or not text.startswith("---"):
+            return None
+        data, _, _ = parse_front_matter(text[:262_144].splitlines(keepends=True)[:4000], rel)
+        return route_meta(data)
 
     def verdicts(self, doc: Document) -> dict[str, tuple[bool, str]]:
         """Link target -> (resolves, why not) for every internal link and anchor of `doc`."""
@@ -159,7 +167,7 @@ class _Resolver:
             return found
 
         out: dict[str, tuple[bool, str]] = {}
-        for target, file, fragment, ok in resolve_links(self.links, rows, anchors_in):
+        for target, file, fragment, ok in resolve_links(self.links, rows, anchors_in, self.text):
             if ok is False:
                 if file is None:
                     why = f"{display_target(doc.path, target)} does not exist"
@@ -330,7 +338,8 @@ def _names(path: str, doc: Document | None) -> set[str]:
     """Strings a link into `path` would contain: its name, its stem, its slug or id."""
     base = posixpath.basename(path)
     stem = base.rsplit(".", 1)[0]
-    names = {base, stem}
+    # Docusaurus routes drop a number prefix: 01-install.md is linked as .../install.
+    names = {base, stem, NUMBER_PREFIX.sub("", stem)}
     if stem.lower() in ("index", "readme", "_index"):
         names.add(posixpath.basename(posixpath.dirname(path)) or base)
     meta = route_meta(doc.front_matter) if doc is not None else None

@@ -28,7 +28,9 @@ from tasks.browser.page_tools import tab_list
 from tasks.browser.session import ActionError, normalize_url, require_allowed, timeout_message
 from udm.config import Settings
 from udm.datalimits import DataLimitError, check_yaml
+from udm.errors import InvalidURLError
 from udm.httppool import verified_ssl_context
+from udm.netguard import split_url
 
 __all__ = [
     "BrowserCookiesTool",
@@ -210,7 +212,10 @@ class BrowserCookiesTool(BrowserTool):
         """Filter the context's cookies by domain."""
         wanted = call.data.domain.strip().lower().lstrip(".")
         if "://" in wanted:
-            wanted = urlsplit(wanted).hostname or wanted
+            try:
+                wanted = split_url(wanted, schemes=None, what="domain").hostname or wanted
+            except InvalidURLError as exc:
+                raise ActionError("ERROR_INVALID_INPUT", str(exc)) from exc
         cookies = []
         for c in await call.session.context.cookies():
             domain = str(c.get("domain", "")).lower().lstrip(".")
@@ -224,8 +229,10 @@ class BrowserCookiesTool(BrowserTool):
         return {"cookies": cookies}
 
 
-def download_target(settings: Settings, save_path: str, suggested: str) -> Path:
-    """Where a download goes: `save_path` (a folder keeps the suggested name), inside an allowed dir."""
+def download_target(settings: Settings, save_path: str | None, suggested: str) -> Path:
+    """Where a download goes: `save_path` (a folder keeps the suggested name), else the scratch folder."""
+    if save_path is None:
+        return settings.scratch_path / (_safe_name(suggested) or "download")
     try:
         raw = Path(save_path).expanduser()
         target = raw if raw.is_absolute() else settings.project_root / raw
@@ -244,9 +251,9 @@ def download_target(settings: Settings, save_path: str, suggested: str) -> Path:
 def _sandbox_write(settings: Settings, target: Path, data: bytes) -> Path:
     """Write through the file sandbox (atomic, no symlink escapes), creating the folder if needed."""
     from udm.errors import UdmError
-    from udm.sandbox import Sandbox
 
-    sandbox = Sandbox(settings.allowed_roots(), settings.project_root)
+    # The tools' sandbox: a download can never land in the engine's state folder (#17.3).
+    sandbox = settings.tool_sandbox()
     try:
         sandbox.mkdir(target.parent, parents=True)
         return Path(sandbox.write(target, data).path)
@@ -270,8 +277,11 @@ class DownloadInput(PageInput):
         default=None, min_length=1, description="Or: an element to click that starts a download."
     )
     selector_type: SelectorType = Field(default="css", description="css or xpath.")
-    save_path: str = Field(
-        min_length=1, description="File or folder (inside an allowed directory) to save into."
+    save_path: str | None = Field(
+        default=None,
+        min_length=1,
+        description="File or folder (inside an allowed directory, never the state folder) to save into; "
+        "default: the scratch folder, under the suggested name.",
     )
     max_bytes: int = Field(
         strict=True,

@@ -92,7 +92,7 @@ class BigHandler(BaseHTTPRequestHandler):
 
 
 def test_download_stops_at_max_bytes(call, site, bctx) -> None:  # type: ignore[no-untyped-def]
-    downloads = bctx.settings.state_path / "downloads"
+    downloads = bctx.settings.scratch_path / "downloads"
     with loopback_server(BigHandler) as base:
         env = call("browser_download", {"url": base + "/declared", "save_path": str(downloads) + "/"})
         assert env["data"]["status"] == "ERROR_TOO_LARGE", env
@@ -107,7 +107,7 @@ def test_download_stops_at_max_bytes(call, site, bctx) -> None:  # type: ignore[
     call("navigate_to_url", {"url": site + "/download"})
     env = call("browser_download", {"selector": "#dl", "save_path": str(downloads) + "/", "max_bytes": 4})
     assert env["data"]["status"] == "ERROR_TOO_LARGE" and "report.csv" in env["error"], env
-    env = call("browser_download", {"url": site + "/files/report.csv", "save_path": "state/ok.csv"})
+    env = call("browser_download", {"url": site + "/files/report.csv", "save_path": "scratch/ok.csv"})
     assert env["success"] and env["data"]["size_bytes"] == 8, env
 
 
@@ -152,7 +152,7 @@ def test_a_failing_new_context_is_a_browser_error(call, site, monkeypatch) -> No
 
 
 def test_download_save_path_with_a_nul_byte_is_invalid_input(call, site) -> None:  # type: ignore[no-untyped-def]
-    env = call("browser_download", {"url": site + "/files/report.csv", "save_path": "state/a\x00b.csv"})
+    env = call("browser_download", {"url": site + "/files/report.csv", "save_path": "scratch/a\x00b.csv"})
     assert env["data"] is not None, env  # an error result, not an internal error
     assert env["data"]["status"] == "ERROR_INVALID_INPUT" and "save_path" in env["error"], env
     assert "null byte" in env["error"]

@@ -228,18 +228,25 @@ def test_download_only_into_allowed_dirs(call, site, bctx, tmp_path) -> None:  #
     call("navigate_to_url", {"url": site + "/download"})
     env = call(
         "browser_download",
-        {"selector": "#dl", "save_path": str(bctx.settings.state_path / "downloads") + "/"},
+        {"selector": "#dl", "save_path": str(bctx.settings.scratch_path / "downloads") + "/"},
     )
     assert env["success"], env
     saved = Path(env["data"]["path"])
     assert saved.name == "report.csv" and saved.read_bytes() == b"a,b\n1,2\n"
-    env = call("browser_download", {"url": site + "/files/report.csv", "save_path": "state/direct.csv"})
+    env = call("browser_download", {"url": site + "/files/report.csv", "save_path": "scratch/direct.csv"})
     assert env["success"] and env["data"]["mime_type"] == "text/csv" and env["data"]["size_bytes"] == 8
+    # No save_path: the scratch folder, under the suggested name.
+    env = call("browser_download", {"url": site + "/files/report.csv"})
+    assert env["success"] and Path(env["data"]["path"]) == bctx.settings.scratch_path / "report.csv", env
+    # Never into the engine's state folder (#17.3).
+    env = call("browser_download", {"url": site + "/files/report.csv", "save_path": "state/graph.json"})
+    assert not env["success"] and env["data"]["status"] == "ERROR_PATH_NOT_ALLOWED", env
+    assert not (bctx.settings.state_path / "graph.json").exists()
     outside = tmp_path.parent / "elsewhere.csv"
     env = call("browser_download", {"url": site + "/files/report.csv", "save_path": str(outside)})
     assert not env["success"] and env["data"]["status"] == "ERROR_PATH_NOT_ALLOWED"
     assert not outside.exists()
-    env = call("browser_download", {"url": site + "/x", "selector": "#dl", "save_path": "state/x"})
+    env = call("browser_download", {"url": site + "/x", "selector": "#dl", "save_path": "scratch/x"})
     assert not env["success"] and "exactly one of url or selector" in env["error"]
 
 

@@ -35,7 +35,8 @@ def test_defaults(tmp_path: Path) -> None:
     assert s.browser is None
     assert s.id_patterns == DEFAULT_ID_PATTERNS
     base = tmp_path.resolve()
-    assert s.allowed_roots() == [base / "docs/udm", base / "state", base / "logs", base / "prompts"]
+    assert s.allowed_roots() == [base / "docs/udm", base / "scratch", base / "logs", base / "prompts"]
+    assert s.scratch_path == base / "scratch" and s.state_path not in s.allowed_roots()
 
 
 def test_resolution_order_each_layer_wins_over_the_next(

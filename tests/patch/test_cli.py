@@ -29,7 +29,7 @@ def test_check_apply_list_show_revert(settings: Settings, capsys: pytest.Capture
     assert udm(settings, "patch", "apply", str(SAMPLE), "--yes", "--json") == 0
     report = json.loads(capsys.readouterr().out)
     assert report["status"] == "committed" and report["patch_id"] == "mark-t001-done"
-    assert [o["status"] for o in report["operations"]] == ["unchanged", "applied", "applied", "applied"]
+    assert [o["status"] for o in report["operations"]] == ["applied", "applied", "applied"]
     assert "reviewed_by: ann\n" in roadmap.read_text(encoding="utf-8")
 
     assert udm(settings, "patch", "check", str(SAMPLE)) == 1

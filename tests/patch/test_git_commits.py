@@ -173,3 +173,14 @@ def test_the_update_flow_commits_with_the_reviewer(
     trailers = git(repo.project_root, "log", "-1", "--format=%(trailers:only,unfold)").strip().splitlines()
     assert trailers[:2] == ["Patch-Id: git-flow", "Reviewed-by: Ann Example"]
     assert trailers[2].startswith("Flow-Run: ") and str(seen["run_id"]) in trailers[2]
+
+
+def test_a_manual_in_an_ignored_folder_is_not_committed(repo: Settings) -> None:
+    top = repo.project_root
+    (top / ".gitignore").write_text("state/\nlogs/\ndocs/\n")
+    git(top, "rm", "-r", "-q", "--cached", "docs")
+    git(top, "commit", "-q", "-am", "the manual is scratch here")
+    head = git(top, "rev-parse", "HEAD").strip()
+    result = apply_patch(_patch("git-ignored"), repo)
+    assert result.status == "committed" and result.git is None, result
+    assert git(top, "rev-parse", "HEAD").strip() == head

@@ -1,4 +1,4 @@
-"""A deployment run cannot lower the approval policy with a parameter: triggered with full_auto, it pauses."""
+"""A deployment run cannot lower the approval policy: neither a parameter nor a run-level job variable."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from udm.config import Settings
 
-pytestmark = pytest.mark.prefect
+pytestmark = [pytest.mark.prefect, pytest.mark.timeout(300)]
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -22,20 +22,20 @@ def _state(client: Any, run_id: Any) -> Any:
     return client.read_flow_run(run_id).state
 
 
-def test_deployment_run_with_a_lower_policy_parameter_still_pauses(
-    prefect_server: None, settings: Settings
-) -> None:
+def _run_as_a_worker_would(
+    settings: Settings, patch_id: str, options: dict[str, Any], job_variables: dict[str, Any], env_policy: str
+) -> tuple[str, str]:
+    """Trigger the deployment, execute the run in its own process with the environment a process worker
+    builds (the deployment's and the run's `env` job variables merged), reject the review once the run is
+    Paused; (state type, state name) at the end. AssertionError when it never pauses."""
     from prefect import get_client
     from prefect.deployments import run_deployment
     from prefect.flow_runs import resume_flow_run
     from prefect.settings import PREFECT_API_URL
 
-    from flows.udm_update import udm_update_flow
-
-    udm_update_flow.to_deployment(name="policy-test").apply()
     patch = {
-        "id": "deploy-low-policy",
-        "description": "a triggered run asking for full_auto",
+        "id": patch_id,
+        "description": "a triggered run asking for less review",
         "operations": [
             {"op": "replace_text", "file": "06-config.md", "old": "timeout: 10", "new": "timeout: 20"}
         ],
@@ -45,18 +45,17 @@ def test_deployment_run_with_a_lower_policy_parameter_still_pauses(
         "udm-update/policy-test",
         parameters={
             "patch": patch,
-            "options": {"approval_policy": "full_auto", "poll_interval_s": 1, "approval_timeout_s": 120},
+            "options": {"poll_interval_s": 1, "approval_timeout_s": 120, **options},
             "settings_overrides": {"project_root": str(settings.project_root)},
         },
+        job_variables=job_variables,
         timeout=0,
     )
-    # What a worker does with the deployment's job variables: the flow run's own process, whose
-    # environment holds the policy (UDM_APPROVAL_POLICY from the deployment's `env` job variable).
     env = {
         **os.environ,
         "PREFECT_API_URL": str(PREFECT_API_URL.value()),
         "PREFECT__FLOW_RUN_ID": str(flow_run.id),
-        "UDM_APPROVAL_POLICY": "smart_auto",
+        "UDM_APPROVAL_POLICY": env_policy,
     }
     proc = subprocess.Popen(
         [sys.executable, "-m", "prefect.engine"],
@@ -78,9 +77,45 @@ def test_deployment_run_with_a_lower_policy_parameter_still_pauses(
             resume_flow_run(flow_run.id, run_input={"approve": False, "reviewer": "rev", "comment": "no"})
             proc.wait(60)
             final = _state(client, flow_run.id)
-        assert (final.type.value, final.name) == ("COMPLETED", "Rejected")
         assert (settings.udm_root / "06-config.md").read_bytes() == before
+        return final.type.value, final.name
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def _deploy() -> None:
+    """The update flow as a deployment in a process work pool, smart_auto in its job variables."""
+    from prefect import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.workers.process import ProcessWorker
+
+    from flows.udm_update import udm_update_flow
+
+    template = ProcessWorker.get_default_base_job_template()
+    with get_client(sync_client=True) as client:
+        client.create_work_pool(
+            WorkPoolCreate(name="policy-pool", type="process", base_job_template=template), overwrite=True
+        )
+    udm_update_flow.to_deployment(
+        name="policy-test", job_variables={"env": {"UDM_APPROVAL_POLICY": "smart_auto"}}
+    ).apply(work_pool_name="policy-pool")
+
+
+def test_a_lower_policy_parameter_still_pauses(prefect_server: None, settings: Settings) -> None:
+    _deploy()
+    # A parameter asking for full_auto, under a smart_auto process.
+    outcome = _run_as_a_worker_would(
+        settings, "deploy-param", {"approval_policy": "full_auto"}, {}, "smart_auto"
+    )
+    assert outcome == ("COMPLETED", "Rejected")
+
+
+@pytest.mark.slow
+def test_a_lower_run_level_job_variable_still_pauses(prefect_server: None, settings: Settings) -> None:
+    _deploy()
+    # The worker puts the run's full_auto into the flow run's process; the deployment said smart_auto.
+    lowered = {"env": {"UDM_APPROVAL_POLICY": "full_auto"}}
+    outcome = _run_as_a_worker_would(settings, "deploy-jobvar", {}, lowered, "full_auto")
+    assert outcome == ("COMPLETED", "Rejected")

@@ -45,7 +45,7 @@ class World:
 
     def guarded(self) -> list[Path]:
         """Every directory that must stay untouched: the outside dir and the look-alike siblings."""
-        return [self.outside, self.project / "state_evil", self.project / "allowed_evil"]
+        return [self.outside, self.project / "scratch_evil", self.project / "allowed_evil"]
 
     def snapshot(self) -> dict[str, tuple[str, bytes, int]]:
         """Kind, bytes (or link target) and mtime of everything in the guarded dirs and the base."""
@@ -75,7 +75,7 @@ def _build(base: Path) -> World:
     (udm / ".hidden.md").write_text("hidden\n", encoding="utf-8")
     (udm / "appendices").mkdir()
     (udm / "appendices" / "APP-X-RESEARCH-V1.md").write_text("# Appendix\n", encoding="utf-8")
-    for sub in ("state", "logs", "prompts", "allowed"):
+    for sub in ("scratch", "logs", "prompts", "allowed"):
         (project / sub).mkdir()
     outside = base / "outside"
     outside.mkdir()
@@ -83,7 +83,7 @@ def _build(base: Path) -> World:
     (outside / "sub").mkdir()
     (outside / "sub" / "canary.txt").write_bytes(SECRET)
     # Look-alike siblings of allowed dirs (CVE-2025-53110's shape): never allowed.
-    for evil in ("state_evil", "allowed_evil"):
+    for evil in ("scratch_evil", "allowed_evil"):
         (project / evil).mkdir()
         (project / evil / "canary.txt").write_bytes(SECRET)
     settings = load_settings(cwd=project, allowed_dirs=[project / "allowed"])
@@ -92,7 +92,7 @@ def _build(base: Path) -> World:
 
 @pytest.fixture
 def world(tmp_path: Path) -> Iterator[World]:
-    """A fresh project with docs/udm, state, logs, prompts, allowed; canaries outside."""
+    """A fresh project with docs/udm, scratch, logs, prompts, allowed; canaries outside."""
     w = _build(tmp_path)
     before = w.snapshot()
     yield w

@@ -38,7 +38,7 @@ ALL_ACTIONS = (
 def attempt_all(world: Any, spy: list[bytes], path: str, skip: tuple[str, ...] = ()) -> dict[str, str]:
     """Run every action against `path`; returns action -> status, asserting the secret never leaked."""
     ctx = world.ctx(allow_delete=True)
-    bait = world.project / "state" / "bait.md"
+    bait = world.project / "scratch" / "bait.md"
     bait.write_text("bait", encoding="utf-8")
     calls: dict[str, dict[str, Any]] = {
         "readFile": {"action": "readFile", "filePath": path},
@@ -49,8 +49,8 @@ def attempt_all(world: Any, spy: list[bytes], path: str, skip: tuple[str, ...] =
         "createDirectory": {"action": "createDirectory", "filePath": path, "recursive": True},
         "checkExists": {"action": "checkExists", "filePath": path},
         "deleteFile": {"action": "deleteFile", "filePath": path},
-        "moveFile-from": {"action": "moveFile", "filePath": path, "destinationPath": "state/stolen.md"},
-        "moveFile-to": {"action": "moveFile", "filePath": "state/bait.md", "destinationPath": path},
+        "moveFile-from": {"action": "moveFile", "filePath": path, "destinationPath": "scratch/stolen.md"},
+        "moveFile-to": {"action": "moveFile", "filePath": "scratch/bait.md", "destinationPath": path},
     }
     statuses: dict[str, str] = {}
     b64_secret = base64.b64encode(world.secret)[:16].decode()
@@ -62,7 +62,7 @@ def attempt_all(world: Any, spy: list[bytes], path: str, skip: tuple[str, ...] =
         assert "TOP-SECRET" not in text and b64_secret not in text, (name, env)
         statuses[name] = env["data"]["status"] if env["data"] else f"invalid input: {env['error']}"
     assert not any(b"TOP-SECRET" in chunk for chunk in spy), "a canary's bytes were read from disk"
-    assert not (world.project / "state" / "stolen.md").exists()
+    assert not (world.project / "scratch" / "stolen.md").exists()
     return statuses
 
 
@@ -76,8 +76,8 @@ def test_dotdot_traversal(world: Any, read_spy: list[bytes]) -> None:
     for path in (
         "../outside/canary.txt",
         "docs/udm/../../../outside/canary.txt",
-        "state/../../outside",
-        "state/./../../outside/sub/canary.txt",
+        "scratch/../../outside",
+        "scratch/./../../outside/sub/canary.txt",
         "../" * 40 + "etc/passwd",
     ):
         statuses = attempt_all(world, read_spy, path)
@@ -99,9 +99,9 @@ def test_sibling_prefix_bypass(world: Any, read_spy: list[bytes]) -> None:
     for path in (
         str(world.project / "allowed_evil" / "canary.txt"),
         "allowed_evil/canary.txt",
-        "state_evil/canary.txt",
-        str(world.project / "state_evil"),
-        "state/../state_evil/canary.txt",
+        "scratch_evil/canary.txt",
+        str(world.project / "scratch_evil"),
+        "scratch/../scratch_evil/canary.txt",
     ):
         statuses = attempt_all(world, read_spy, path)
         assert set(statuses.values()) == {DENIED}, (path, statuses)
@@ -111,35 +111,35 @@ def test_sibling_prefix_bypass(world: Any, read_spy: list[bytes]) -> None:
 def test_symlink_at_the_target_pointing_outside(world: Any, read_spy: list[bytes]) -> None:
     """CVE-2025-53109: a link inside an allowed dir pointing at a file outside it."""
     before = world.snapshot()
-    link = world.project / "state" / "evil.md"
+    link = world.project / "scratch" / "evil.md"
     link.symlink_to(world.outside / "canary.txt")
     (world.project / "logs" / "passwd").symlink_to("/etc/passwd")
-    for path in ("state/evil.md", "logs/passwd"):
+    for path in ("scratch/evil.md", "logs/passwd"):
         statuses = attempt_all(world, read_spy, path, skip=("deleteFile", "moveFile-from", "moveFile-to"))
         assert set(statuses.values()) == {DENIED}, (path, statuses)
     # Delete and move act on the link itself, which is inside: the canary it names is untouched.
     ctx = world.ctx(allow_delete=True)
-    assert world.call(ctx, action="moveFile", filePath="state/evil.md", destinationPath="state/e2.md")[
+    assert world.call(ctx, action="moveFile", filePath="scratch/evil.md", destinationPath="scratch/e2.md")[
         "success"
     ]
-    assert world.call(ctx, action="deleteFile", filePath="state/e2.md")["success"]
-    assert not os.path.lexists(link) and not os.path.lexists(world.project / "state/e2.md")
+    assert world.call(ctx, action="deleteFile", filePath="scratch/e2.md")["success"]
+    assert not os.path.lexists(link) and not os.path.lexists(world.project / "scratch/e2.md")
     assert_outside_untouched(world, before)
 
 
 def test_symlinked_directory_in_the_path(world: Any, read_spy: list[bytes]) -> None:
     before = world.snapshot()
-    (world.project / "state" / "out").symlink_to(world.outside)
+    (world.project / "scratch" / "out").symlink_to(world.outside)
     (world.project / "docs" / "udm" / "abs-out").symlink_to(str(world.outside))
     for path in (
-        "state/out/canary.txt",
-        "state/out/sub/canary.txt",
-        "state/out/new.md",
+        "scratch/out/canary.txt",
+        "scratch/out/sub/canary.txt",
+        "scratch/out/new.md",
         "docs/udm/abs-out/x",
     ):
         statuses = attempt_all(world, read_spy, path)
         assert set(statuses.values()) == {DENIED}, (path, statuses)
-    for path in ("state/out", "docs/udm/abs-out"):
+    for path in ("scratch/out", "docs/udm/abs-out"):
         statuses = attempt_all(world, read_spy, path, skip=("deleteFile", "moveFile-from", "moveFile-to"))
         assert set(statuses.values()) == {DENIED}, (path, statuses)
     assert_outside_untouched(world, before)
@@ -147,10 +147,10 @@ def test_symlinked_directory_in_the_path(world: Any, read_spy: list[bytes]) -> N
 
 def test_symlink_chain_resolving_outside(world: Any, read_spy: list[bytes]) -> None:
     before = world.snapshot()
-    state, logs = world.project / "state", world.project / "logs"
+    scratch, logs = world.project / "scratch", world.project / "logs"
     (logs / "hop3").symlink_to(world.outside)  # the only hop that leaves
-    (state / "hop2").symlink_to("../logs/hop3")
-    (world.project / "prompts" / "hop1").symlink_to(state / "hop2")
+    (scratch / "hop2").symlink_to("../logs/hop3")
+    (world.project / "prompts" / "hop1").symlink_to(scratch / "hop2")
     statuses = attempt_all(world, read_spy, "prompts/hop1/canary.txt")
     assert set(statuses.values()) == {DENIED}, statuses
     # The same chain ending inside is followed.
@@ -167,7 +167,7 @@ def test_symlink_swapped_in_between_check_and_write(
     world: Any, read_spy: list[bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     before = world.snapshot()
-    sub = world.project / "state" / "sub"
+    sub = world.project / "scratch" / "sub"
     sub.mkdir()
     (sub / "canary.txt").write_text("inside", encoding="utf-8")
 
@@ -181,16 +181,16 @@ def test_symlink_swapped_in_between_check_and_write(
     for stage, raw in (
         (
             "write:before-commit",
-            {"action": "writeFile", "filePath": "state/sub/canary.txt", "content": "pwned"},
+            {"action": "writeFile", "filePath": "scratch/sub/canary.txt", "content": "pwned"},
         ),
-        ("write:before-temp", {"action": "writeFile", "filePath": "state/sub/new.txt", "content": "pwned"}),
-        ("delete:before-unlink", {"action": "deleteFile", "filePath": "state/sub/canary.txt"}),
+        ("write:before-temp", {"action": "writeFile", "filePath": "scratch/sub/new.txt", "content": "pwned"}),
+        ("delete:before-unlink", {"action": "deleteFile", "filePath": "scratch/sub/canary.txt"}),
         (
             "move:before-rename",
-            {"action": "moveFile", "filePath": "state/sub/canary.txt", "destinationPath": "state/x"},
+            {"action": "moveFile", "filePath": "scratch/sub/canary.txt", "destinationPath": "scratch/x"},
         ),
-        ("mkdir:before-create", {"action": "createDirectory", "filePath": "state/sub/newdir"}),
-        ("read:before-open", {"action": "readFile", "filePath": "state/sub/canary.txt"}),
+        ("mkdir:before-create", {"action": "createDirectory", "filePath": "scratch/sub/newdir"}),
+        ("read:before-open", {"action": "readFile", "filePath": "scratch/sub/canary.txt"}),
     ):
         monkeypatch.setattr(sb, "_race_hook", lambda at, stage=stage: at == stage and swap(at))
         env = world.call(ctx, **raw)
@@ -211,7 +211,7 @@ def test_symlink_swapped_in_between_check_and_write(
 
 def test_symlink_swapping_race_through_the_tool(world: Any) -> None:
     before = world.snapshot()
-    sub, aside = world.project / "state" / "sub", world.project / "state" / "sub_real"
+    sub, aside = world.project / "scratch" / "sub", world.project / "scratch" / "sub_real"
     sub.mkdir()
     stop = threading.Event()
 
@@ -231,7 +231,7 @@ def test_symlink_swapping_race_through_the_tool(world: Any) -> None:
     try:
         while time.monotonic() < deadline:
             i += 1
-            env = world.call(action="writeFile", filePath=f"state/sub/f{i}.md", content="x")
+            env = world.call(action="writeFile", filePath=f"scratch/sub/f{i}.md", content="x")
             status = env["data"]["status"]
             seen[status] = seen.get(status, 0) + 1
     finally:
@@ -244,7 +244,7 @@ def test_symlink_swapping_race_through_the_tool(world: Any) -> None:
 
 def test_nul_bytes(world: Any, read_spy: list[bytes]) -> None:
     before = world.snapshot()
-    for path in ("state/a\x00.md", "\x00", "docs/udm/00-index.md\x00../../outside/canary.txt"):
+    for path in ("scratch/a\x00.md", "\x00", "docs/udm/00-index.md\x00../../outside/canary.txt"):
         statuses = attempt_all(world, read_spy, path)
         assert set(statuses.values()) == {INVALID}, (path, statuses)
     assert_outside_untouched(world, before)
@@ -252,7 +252,7 @@ def test_nul_bytes(world: Any, read_spy: list[bytes]) -> None:
 
 def test_over_long_paths(world: Any, read_spy: list[bytes]) -> None:
     before = world.snapshot()
-    for path in ("state/" + "n" * 256, "state/" + "日" * 86, "state/" + "/".join(["d" * 250] * 17)):
+    for path in ("scratch/" + "n" * 256, "scratch/" + "日" * 86, "scratch/" + "/".join(["d" * 250] * 17)):
         statuses = attempt_all(world, read_spy, path)
         assert set(statuses.values()) == {INVALID}, (path[:20], statuses)
     assert_outside_untouched(world, before)
@@ -260,11 +260,11 @@ def test_over_long_paths(world: Any, read_spy: list[bytes]) -> None:
 
 def test_fifo_and_device_files(world: Any, read_spy: list[bytes]) -> None:
     before = world.snapshot()
-    os.mkfifo(world.project / "state" / "pipe")
-    paths = ["state/pipe"]
+    os.mkfifo(world.project / "scratch" / "pipe")
+    paths = ["scratch/pipe"]
     try:
-        os.mknod(world.project / "state" / "zero", stat.S_IFCHR | 0o600, os.makedev(1, 5))
-        paths.append("state/zero")
+        os.mknod(world.project / "scratch" / "zero", stat.S_IFCHR | 0o600, os.makedev(1, 5))
+        paths.append("scratch/zero")
     except PermissionError:
         pass  # without CAP_MKNOD only the FIFO is tested; the device case is covered as root
     started = time.monotonic()
@@ -274,7 +274,7 @@ def test_fifo_and_device_files(world: Any, read_spy: list[bytes]) -> None:
         assert statuses.pop("moveFile-to") == "ERROR_WRITE_FAILED"
         assert set(statuses.values()) == {INVALID}, (path, statuses)
     assert time.monotonic() - started < 5, "a FIFO or device made a call block"
-    listing = world.call(action="listFiles", filePath="state")["data"]
+    listing = world.call(action="listFiles", filePath="scratch")["data"]
     assert "pipe: a FIFO, not listed" in listing["warnings"]
     assert "pipe" not in [e["name"] for e in listing["directoryContents"]]
     assert_outside_untouched(world, before)
@@ -282,9 +282,9 @@ def test_fifo_and_device_files(world: Any, read_spy: list[bytes]) -> None:
 
 def test_non_utf8_names(world: Any, read_spy: list[bytes]) -> None:
     before = world.snapshot()
-    with open(os.path.join(os.fsencode(world.project / "state"), b"caf\xe9.md"), "wb") as fh:
+    with open(os.path.join(os.fsencode(world.project / "scratch"), b"caf\xe9.md"), "wb") as fh:
         fh.write(b"x")
-    surrogate = "state/caf\udce9.md"  # the name as os.fsdecode() spells it
+    surrogate = "scratch/caf\udce9.md"  # the name as os.fsdecode() spells it
     statuses = attempt_all(world, read_spy, surrogate)
     # Refused before any file-system call, as invalid input naming the field.
     for action, status in statuses.items():
@@ -292,7 +292,7 @@ def test_non_utf8_names(world: Any, read_spy: list[bytes]) -> None:
         assert status.startswith(f"invalid input: invalid input: field '{field}'"), (action, status)
         assert "not valid UTF-8" in status and "caf\\\\xe9.md" in status, status
     # Callers of the engine that bypass the tool's input model get InvalidPathError (sandbox tests).
-    listing = world.call(action="listFiles", filePath="state")["data"]
+    listing = world.call(action="listFiles", filePath="scratch")["data"]
     assert listing["status"] == "SUCCESS"
     assert listing["warnings"] == ["caf\\xe9.md: the name is not valid UTF-8"]
     assert all(e["name"].isprintable() for e in listing["directoryContents"])

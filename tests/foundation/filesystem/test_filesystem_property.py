@@ -17,11 +17,11 @@ SEGMENTS = [
     "",
     "docs",
     "udm",
-    "state",
+    "scratch",
     "logs",
     "prompts",
     "allowed",
-    "state_evil",
+    "scratch_evil",
     "allowed_evil",
     "outside",
     "sub",
@@ -53,16 +53,16 @@ PREFIXES = [
     "{project}/",
     "{base}/",
     "{outside}/",
-    "{project}/state/",
-    "state/",
-    "state/",
+    "{project}/scratch/",
+    "scratch/",
+    "scratch/",
     "docs/udm/",
     "docs/udm/",
     "logs/",
     "prompts/",
     "allowed/",
-    "state/in_link/",
-    "state/sub/",
+    "scratch/in_link/",
+    "scratch/sub/",
     "logs/chain/",
     "prompts/etc/",
 ]
@@ -107,22 +107,22 @@ def _fill(template: str, world: Any) -> str:
 
 def _add_links(world: Any) -> None:
     """The hostile and friendly links the paths can name; re-made if an earlier example moved one."""
-    state = world.project / "state"
+    scratch = world.project / "scratch"
     links = {
-        state / "out_link": world.outside / "canary.txt",
-        state / "dir_out": world.outside,
-        state / "in_link": Path("../docs/udm"),
-        world.project / "logs" / "chain": Path("../state/dir_out"),
-        state / "loop": Path("loop"),
+        scratch / "out_link": world.outside / "canary.txt",
+        scratch / "dir_out": world.outside,
+        scratch / "in_link": Path("../docs/udm"),
+        world.project / "logs" / "chain": Path("../scratch/dir_out"),
+        scratch / "loop": Path("loop"),
         world.project / "prompts" / "etc": Path("/etc"),
     }
     for link, target in links.items():
         if not os.path.lexists(link):
             link.parent.mkdir(parents=True, exist_ok=True)
             link.symlink_to(target)
-    if not (state / "sub" / "canary.txt").exists():
-        (state / "sub").mkdir(exist_ok=True)
-        (state / "sub" / "canary.txt").write_text("inside\n", encoding="utf-8")
+    if not (scratch / "sub" / "canary.txt").exists():
+        (scratch / "sub").mkdir(exist_ok=True)
+        (scratch / "sub" / "canary.txt").write_text("inside\n", encoding="utf-8")
 
 
 def _inside(world: Any, path: str, follow_final: bool = True) -> bool:
@@ -191,10 +191,10 @@ def test_any_path_stays_inside_or_is_refused(
         assert _inside(world, data["destinationPathTargeted"], follow), (raw, data)
 
 
-@pytest.mark.parametrize("template", ["{outside}/canary.txt", "state/out_link", "logs/chain/canary.txt"])
+@pytest.mark.parametrize("template", ["{outside}/canary.txt", "scratch/out_link", "logs/chain/canary.txt"])
 def test_property_oracle_sees_escapes(build_world: Any, template: str, tmp_path: Path) -> None:
     """The property's `_inside` oracle is not vacuous: these paths really do point outside."""
     world = build_world(tmp_path)
     _add_links(world)
     assert not _inside(world, _fill(template, world))
-    assert _inside(world, "state/in_link/00-index.md")
+    assert _inside(world, "scratch/in_link/00-index.md")

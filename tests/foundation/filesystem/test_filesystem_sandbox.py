@@ -48,24 +48,24 @@ def test_relative_and_absolute_paths_resolve_inside(world: Any, box: Sandbox) ->
     assert box.resolve("docs/udm/00-index.md") == udm / "00-index.md"
     assert box.resolve(str(udm / "00-index.md")) == udm / "00-index.md"
     assert box.resolve("docs/udm/./appendices/../01-intro.md") == udm / "01-intro.md"
-    assert box.resolve("state/not/yet/there.md") == world.project / "state/not/yet/there.md"
+    assert box.resolve("scratch/not/yet/there.md") == world.project / "scratch/not/yet/there.md"
     with pytest.raises(FileNotFoundError):
-        box.resolve("state/missing.md", must_exist=True)
-    assert box.resolve("state") == world.project / "state"
+        box.resolve("scratch/missing.md", must_exist=True)
+    assert box.resolve("scratch") == world.project / "scratch"
 
 
 def test_dotdot_traversal_is_refused(world: Any, box: Sandbox, read_spy: list[bytes]) -> None:
     for path in (
         "../outside/canary.txt",
         "docs/udm/../../../outside/canary.txt",
-        "state/../../outside/canary.txt",
+        "scratch/../../outside/canary.txt",
     ):
         with pytest.raises(PathOutsideError, match="outside the allowed directories"):
             box.read(path)
         with pytest.raises(PathOutsideError):
             box.write(path, b"pwned")
-    # '..' that stays inside is fine: docs/udm/.. is docs, not allowed; state/../logs is.
-    assert box.resolve("state/../logs/x.jsonl") == world.project / "logs" / "x.jsonl"
+    # '..' that stays inside is fine: docs/udm/.. is docs, not allowed; scratch/../logs is.
+    assert box.resolve("scratch/../logs/x.jsonl") == world.project / "logs" / "x.jsonl"
     with pytest.raises(PathOutsideError):
         box.resolve("docs/udm/..")
     assert not _secret_read(read_spy)
@@ -87,8 +87,8 @@ def test_sibling_prefix_is_not_inside(world: Any, box: Sandbox) -> None:
     for path in (
         str(evil),
         "allowed_evil/canary.txt",
-        "state_evil/canary.txt",
-        "state/../state_evil/canary.txt",
+        "scratch_evil/canary.txt",
+        "scratch/../scratch_evil/canary.txt",
     ):
         with pytest.raises(PathOutsideError):
             box.read(path)
@@ -99,30 +99,30 @@ def test_sibling_prefix_is_not_inside(world: Any, box: Sandbox) -> None:
 
 
 def test_final_symlink_to_outside_is_refused(world: Any, box: Sandbox, read_spy: list[bytes]) -> None:
-    link = world.project / "state" / "evil.md"
+    link = world.project / "scratch" / "evil.md"
     link.symlink_to(world.outside / "canary.txt")
     with pytest.raises(PathOutsideError, match="symlink"):
-        box.read("state/evil.md")
+        box.read("scratch/evil.md")
     with pytest.raises(PathOutsideError):
-        box.write("state/evil.md", b"pwned")
+        box.write("scratch/evil.md", b"pwned")
     with pytest.raises(PathOutsideError):
-        box.info("state/evil.md")
+        box.info("scratch/evil.md")
     assert os.readlink(link) == str(world.outside / "canary.txt")
     assert not _secret_read(read_spy)
 
 
 def test_symlinked_directory_to_outside_is_refused(world: Any, box: Sandbox) -> None:
-    (world.project / "state" / "out").symlink_to(world.outside)
+    (world.project / "scratch" / "out").symlink_to(world.outside)
     for op in (
-        lambda: box.read("state/out/canary.txt"),
-        lambda: box.write("state/out/new.txt", b"x"),
-        lambda: box.write("state/out/canary.txt", b"x"),
-        lambda: box.mkdir("state/out/newdir"),
-        lambda: box.mkdir("state/out/a/b", parents=True),
-        lambda: box.list("state/out"),
-        lambda: box.delete("state/out/canary.txt"),
-        lambda: box.move("state/out/canary.txt", "state/stolen.txt"),
-        lambda: box.move("docs/udm/00-index.md", "state/out/exfil.md"),
+        lambda: box.read("scratch/out/canary.txt"),
+        lambda: box.write("scratch/out/new.txt", b"x"),
+        lambda: box.write("scratch/out/canary.txt", b"x"),
+        lambda: box.mkdir("scratch/out/newdir"),
+        lambda: box.mkdir("scratch/out/a/b", parents=True),
+        lambda: box.list("scratch/out"),
+        lambda: box.delete("scratch/out/canary.txt"),
+        lambda: box.move("scratch/out/canary.txt", "scratch/stolen.txt"),
+        lambda: box.move("docs/udm/00-index.md", "scratch/out/exfil.md"),
     ):
         with pytest.raises(PathOutsideError):
             op()
@@ -130,109 +130,109 @@ def test_symlinked_directory_to_outside_is_refused(world: Any, box: Sandbox) -> 
 
 
 def test_symlink_chain_escaping_at_the_last_hop_is_refused(world: Any, box: Sandbox) -> None:
-    state = world.project / "state"
-    (state / "l3").symlink_to("../../outside/canary.txt")
-    (world.project / "logs" / "l2").symlink_to(state / "l3")
-    (state / "l1").symlink_to("../logs/l2")
-    with pytest.raises(PathOutsideError, match="state/l3"):
-        box.read("state/l1")
+    scratch = world.project / "scratch"
+    (scratch / "l3").symlink_to("../../outside/canary.txt")
+    (world.project / "logs" / "l2").symlink_to(scratch / "l3")
+    (scratch / "l1").symlink_to("../logs/l2")
+    with pytest.raises(PathOutsideError, match="scratch/l3"):
+        box.read("scratch/l1")
     with pytest.raises(PathOutsideError):
-        box.write("state/l1", b"pwned")
+        box.write("scratch/l1", b"pwned")
 
 
 def test_symlinks_staying_inside_are_followed_hop_by_hop(world: Any, box: Sandbox) -> None:
-    state = world.project / "state"
-    (state / "docs").symlink_to("../docs/udm")  # relative, inside
-    (state / "abs").symlink_to(world.project / "docs" / "udm" / "01-intro.md")  # absolute, inside
-    (world.project / "logs" / "hop").symlink_to(state / "docs")  # a chain, every hop inside
-    assert box.read("state/docs/00-index.md").data.startswith(b"# Index")
-    assert box.read("state/abs").path == world.project / "docs/udm/01-intro.md"
+    scratch = world.project / "scratch"
+    (scratch / "docs").symlink_to("../docs/udm")  # relative, inside
+    (scratch / "abs").symlink_to(world.project / "docs" / "udm" / "01-intro.md")  # absolute, inside
+    (world.project / "logs" / "hop").symlink_to(scratch / "docs")  # a chain, every hop inside
+    assert box.read("scratch/docs/00-index.md").data.startswith(b"# Index")
+    assert box.read("scratch/abs").path == world.project / "docs/udm/01-intro.md"
     assert box.read("logs/hop/01-intro.md").data.startswith(b"line 1")
     info = box.info("logs/hop")
     assert info is not None and info.kind == "directory" and info.symlink
     # A write through an inside link updates the file it points to; the link stays a link.
-    box.write("state/abs", b"new\n")
-    assert (state / "abs").is_symlink()
+    box.write("scratch/abs", b"new\n")
+    assert (scratch / "abs").is_symlink()
     assert (world.project / "docs/udm/01-intro.md").read_bytes() == b"new\n"
 
 
 def test_symlink_loop_is_an_invalid_path(world: Any, box: Sandbox) -> None:
-    state = world.project / "state"
-    (state / "a").symlink_to("b")
-    (state / "b").symlink_to("a")
+    scratch = world.project / "scratch"
+    (scratch / "a").symlink_to("b")
+    (scratch / "b").symlink_to("a")
     with pytest.raises(InvalidPathError, match="symlink loop"):
-        box.read("state/a")
+        box.read("scratch/a")
 
 
 def test_nul_bytes_are_invalid(box: Sandbox) -> None:
-    for path in ("state/x\x00.md", "\x00", "state\x00/../../etc/passwd"):
+    for path in ("scratch/x\x00.md", "\x00", "scratch\x00/../../etc/passwd"):
         with pytest.raises(InvalidPathError, match="NUL"):
             box.resolve(path)
 
 
 def test_over_long_paths_are_invalid(world: Any, box: Sandbox) -> None:
     with pytest.raises(InvalidPathError, match="256-byte component"):
-        box.write("state/" + "a" * 256, b"x")
+        box.write("scratch/" + "a" * 256, b"x")
     # Bytes, not characters: 128 two-byte characters are 256 bytes.
     with pytest.raises(InvalidPathError, match="256-byte component"):
-        box.write("state/" + "é" * 128, b"x")
+        box.write("scratch/" + "é" * 128, b"x")
     # A long component removed again by '..' still counts: the kernel would refuse it too.
     with pytest.raises(InvalidPathError):
-        box.resolve("state/" + "a" * 300 + "/../x")
+        box.resolve("scratch/" + "a" * 300 + "/../x")
     with pytest.raises(InvalidPathError, match="bytes long"):
-        box.resolve("state/" + "/".join(["d" * 200] * 25))
+        box.resolve("scratch/" + "/".join(["d" * 200] * 25))
     # The limit itself is fine.
-    ok = box.write("state/" + "b" * MAX_NAME_BYTES, b"x")
+    ok = box.write("scratch/" + "b" * MAX_NAME_BYTES, b"x")
     assert ok.path.name == "b" * MAX_NAME_BYTES
 
 
 def test_non_utf8_names(world: Any, box: Sandbox) -> None:
-    state = os.fsencode(world.project / "state")
-    with open(os.path.join(state, b"bad\xff.md"), "wb") as fh:
+    scratch = os.fsencode(world.project / "scratch")
+    with open(os.path.join(scratch, b"bad\xff.md"), "wb") as fh:
         fh.write(b"x")
-    (world.project / "state" / "good.md").write_text("ok", encoding="utf-8")
-    listing = box.list("state")
+    (world.project / "scratch" / "good.md").write_text("ok", encoding="utf-8")
+    listing = box.list("scratch")
     assert [e.name for e in listing.entries] == ["good.md"]
     assert listing.skipped == ["bad\\xff.md: the name is not valid UTF-8"]
-    surrogate = os.fsdecode(os.path.join(state, b"bad\xff.md"))
+    surrogate = os.fsdecode(os.path.join(scratch, b"bad\xff.md"))
     with pytest.raises(InvalidPathError, match="not valid UTF-8"):
         box.read(surrogate)
-    os.symlink(b"bad\xff.md", os.path.join(state, b"link"))
+    os.symlink(b"bad\xff.md", os.path.join(scratch, b"link"))
     with pytest.raises(InvalidPathError, match="not valid UTF-8"):
-        box.read("state/link")
+        box.read("scratch/link")
 
 
 def test_fifo_is_refused_without_hanging(world: Any, box: Sandbox) -> None:
-    fifo = world.project / "state" / "pipe"
+    fifo = world.project / "scratch" / "pipe"
     os.mkfifo(fifo)
     started = time.monotonic()
     with pytest.raises(InvalidPathError, match="FIFO"):
-        box.read("state/pipe")
+        box.read("scratch/pipe")
     with pytest.raises(InvalidPathError, match="FIFO"):
-        box.write("state/pipe", b"x")
+        box.write("scratch/pipe", b"x")
     with pytest.raises(InvalidPathError):
-        box.delete("state/pipe")
+        box.delete("scratch/pipe")
     assert time.monotonic() - started < 2
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
-    assert box.list("state").skipped == ["pipe: a FIFO, not listed"]
+    assert box.list("scratch").skipped == ["pipe: a FIFO, not listed"]
 
 
 def test_device_file_is_refused(world: Any, box: Sandbox) -> None:
-    dev = world.project / "state" / "null"
+    dev = world.project / "scratch" / "null"
     try:
         os.mknod(dev, stat.S_IFCHR | 0o600, os.makedev(1, 3))
     except PermissionError:
         pytest.skip("creating a device node needs CAP_MKNOD")
     with pytest.raises(InvalidPathError, match="character device"):
-        box.read("state/null")
+        box.read("scratch/null")
     with pytest.raises(InvalidPathError, match="character device"):
-        box.write("state/null", b"x")
+        box.write("scratch/null", b"x")
     with pytest.raises(InvalidPathError):
-        box.info("state/null")
+        box.info("scratch/null")
     # A symlink to a device outside is refused before the type is even looked at.
-    (world.project / "state" / "zero").symlink_to("/dev/zero")
+    (world.project / "scratch" / "zero").symlink_to("/dev/zero")
     with pytest.raises(PathOutsideError):
-        box.read("state/zero")
+        box.read("scratch/zero")
 
 
 # -- check-then-use races -------------------------------------------------------------------------
@@ -249,7 +249,7 @@ def _swap_dir_for_link(directory: Path, target: Path) -> Path:
 def test_directory_swapped_for_symlink_before_write(
     world: Any, box: Sandbox, monkeypatch: pytest.MonkeyPatch, stage: str
 ) -> None:
-    sub = world.project / "state" / "sub"
+    sub = world.project / "scratch" / "sub"
     sub.mkdir()
     (sub / "canary.txt").write_text("inside\n", encoding="utf-8")
     swapped: list[Path] = []
@@ -262,7 +262,7 @@ def test_directory_swapped_for_symlink_before_write(
 
     monkeypatch.setattr(sb, "_race_hook", hook)
     with pytest.raises(PathChangedError):
-        box.write("state/sub/canary.txt", b"pwned\n")
+        box.write("scratch/sub/canary.txt", b"pwned\n")
     assert swapped
     aside = swapped[0]
     assert (aside / "canary.txt").read_text(encoding="utf-8") == "inside\n"
@@ -272,7 +272,7 @@ def test_directory_swapped_for_symlink_before_write(
 def test_target_swapped_for_symlink_before_commit_replaces_the_link(
     world: Any, box: Sandbox, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    target = world.project / "state" / "note.md"
+    target = world.project / "scratch" / "note.md"
     target.write_text("old\n", encoding="utf-8")
 
     def hook(at: str) -> None:
@@ -281,7 +281,7 @@ def test_target_swapped_for_symlink_before_commit_replaces_the_link(
             target.symlink_to(world.outside / "canary.txt")
 
     monkeypatch.setattr(sb, "_race_hook", hook)
-    box.write("state/note.md", b"new\n")
+    box.write("scratch/note.md", b"new\n")
     # rename(2) replaced the link itself; the file it pointed to was never opened.
     assert not target.is_symlink()
     assert target.read_bytes() == b"new\n"
@@ -290,7 +290,7 @@ def test_target_swapped_for_symlink_before_commit_replaces_the_link(
 def test_file_swapped_before_read_is_not_read(
     world: Any, box: Sandbox, monkeypatch: pytest.MonkeyPatch, read_spy: list[bytes]
 ) -> None:
-    target = world.project / "state" / "note.md"
+    target = world.project / "scratch" / "note.md"
     target.write_text("inside\n", encoding="utf-8")
 
     def hook(at: str) -> None:
@@ -300,14 +300,14 @@ def test_file_swapped_before_read_is_not_read(
 
     monkeypatch.setattr(sb, "_race_hook", hook)
     with pytest.raises(PathChangedError):
-        box.read("state/note.md")
+        box.read("scratch/note.md")
     assert not _secret_read(read_spy)
 
 
 def test_file_swapped_for_fifo_before_read_does_not_hang(
     world: Any, box: Sandbox, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    target = world.project / "state" / "note.md"
+    target = world.project / "scratch" / "note.md"
     target.write_text("inside\n", encoding="utf-8")
 
     def hook(at: str) -> None:
@@ -317,41 +317,41 @@ def test_file_swapped_for_fifo_before_read_does_not_hang(
 
     monkeypatch.setattr(sb, "_race_hook", hook)
     with pytest.raises(InvalidPathError, match="FIFO"):
-        box.read("state/note.md")
+        box.read("scratch/note.md")
 
 
 def test_directory_swapped_before_delete_deletes_nothing_outside(
     world: Any, box: Sandbox, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    sub = world.project / "state" / "sub"
+    sub = world.project / "scratch" / "sub"
     sub.mkdir()
     (sub / "canary.txt").write_text("inside\n", encoding="utf-8")
     monkeypatch.setattr(
         sb, "_race_hook", lambda at: at == "delete:before-unlink" and _swap_dir_for_link(sub, world.outside)
     )
     with pytest.raises(PathChangedError):
-        box.delete("state/sub/canary.txt")
+        box.delete("scratch/sub/canary.txt")
     assert (world.outside / "canary.txt").read_bytes() == SECRET
 
 
 def test_directory_swapped_before_move_moves_nothing_outside(
     world: Any, box: Sandbox, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    sub = world.project / "state" / "sub"
+    sub = world.project / "scratch" / "sub"
     sub.mkdir()
     (sub / "canary.txt").write_text("inside\n", encoding="utf-8")
     monkeypatch.setattr(
         sb, "_race_hook", lambda at: at == "move:before-rename" and _swap_dir_for_link(sub, world.outside)
     )
     with pytest.raises(PathChangedError):
-        box.move("state/sub/canary.txt", "state/taken.txt")
-    assert not (world.project / "state" / "taken.txt").exists()
+        box.move("scratch/sub/canary.txt", "scratch/taken.txt")
+    assert not (world.project / "scratch" / "taken.txt").exists()
 
 
 def test_racing_symlink_swaps_never_let_a_write_out(world: Any, box: Sandbox) -> None:
-    """A thread flips state/sub between a real directory and a symlink to outside while writes run."""
-    sub = world.project / "state" / "sub"
-    aside = world.project / "state" / "sub_real"
+    """A thread flips scratch/sub between a real directory and a symlink to outside while writes run."""
+    sub = world.project / "scratch" / "sub"
+    aside = world.project / "scratch" / "sub_real"
     sub.mkdir()
     stop = threading.Event()
     flips = [0]
@@ -375,7 +375,7 @@ def test_racing_symlink_swaps_never_let_a_write_out(world: Any, box: Sandbox) ->
         while time.monotonic() < deadline:
             i += 1
             try:
-                box.write(f"state/sub/f{i}.txt", b"data\n")
+                box.write(f"scratch/sub/f{i}.txt", b"data\n")
                 key = "written"
             except (PathOutsideError, PathChangedError, FileNotFoundError, NotADirectoryError) as exc:
                 key = type(exc).__name__
@@ -396,21 +396,21 @@ def test_racing_symlink_swaps_never_let_a_write_out(world: Any, box: Sandbox) ->
 
 
 def test_atomic_write_creates_replaces_keeps_mode_and_backup(world: Any, box: Sandbox) -> None:
-    target = world.project / "state" / "doc.md"
-    first = box.write("state/doc.md", b"one\n")
+    target = world.project / "scratch" / "doc.md"
+    first = box.write("scratch/doc.md", b"one\n")
     assert first.created and first.bytes_written == 4 and first.backup_path is None
     target.chmod(0o600)
-    second = box.write("state/doc.md", b"two\n", backup=True)
+    second = box.write("scratch/doc.md", b"two\n", backup=True)
     assert not second.created
     assert target.read_bytes() == b"two\n"
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
-    assert second.backup_path == world.project / "state" / "doc.md.bak"
+    assert second.backup_path == world.project / "scratch" / "doc.md.bak"
     assert second.backup_path.read_bytes() == b"one\n"
-    assert sorted(os.listdir(world.project / "state")) == ["doc.md", "doc.md.bak"]
+    assert sorted(os.listdir(world.project / "scratch")) == ["doc.md", "doc.md.bak"]
     with pytest.raises(FileNotFoundError):
-        box.write("state/missing-dir/doc.md", b"x")
+        box.write("scratch/missing-dir/doc.md", b"x")
     with pytest.raises(IsADirectoryError):
-        box.write("state", b"x")
+        box.write("scratch", b"x")
     with pytest.raises(IsADirectoryError):
         box.write("docs/udm/appendices", b"x")
 
@@ -418,7 +418,7 @@ def test_atomic_write_creates_replaces_keeps_mode_and_backup(world: Any, box: Sa
 def test_failed_write_leaves_the_old_file_and_no_temp(
     world: Any, box: Sandbox, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    target = world.project / "state" / "doc.md"
+    target = world.project / "scratch" / "doc.md"
     target.write_bytes(b"old\n")
     real_write = os.write
 
@@ -429,7 +429,7 @@ def test_failed_write_leaves_the_old_file_and_no_temp(
 
     monkeypatch.setattr(os, "write", full_disk)
     with pytest.raises(OSError) as info:
-        box.write("state/doc.md", b"new content\n")
+        box.write("scratch/doc.md", b"new content\n")
     assert info.value.errno == errno.ENOSPC
     assert target.read_bytes() == b"old\n"
     assert os.listdir(target.parent) == ["doc.md"]
@@ -458,11 +458,11 @@ def test_read_limits_and_line_ranges(box: Sandbox) -> None:
 
 
 def test_mkdir(world: Any, box: Sandbox) -> None:
-    assert box.mkdir("state/a") == (world.project / "state/a", True)
-    assert box.mkdir("state/a") == (world.project / "state/a", False)
+    assert box.mkdir("scratch/a") == (world.project / "scratch/a", True)
+    assert box.mkdir("scratch/a") == (world.project / "scratch/a", False)
     with pytest.raises(FileNotFoundError):
-        box.mkdir("state/x/y/z")
-    assert box.mkdir("state/x/y/z", parents=True) == (world.project / "state/x/y/z", True)
+        box.mkdir("scratch/x/y/z")
+    assert box.mkdir("scratch/x/y/z", parents=True) == (world.project / "scratch/x/y/z", True)
     with pytest.raises(FileExistsError, match="not a directory"):
         box.mkdir("docs/udm/00-index.md")
     # A missing allowed root is created on request (prompts is configured but may not exist yet).
@@ -473,36 +473,38 @@ def test_mkdir(world: Any, box: Sandbox) -> None:
 
 
 def test_move_and_delete(world: Any, box: Sandbox) -> None:
-    state = world.project / "state"
-    (state / "a.md").write_text("a", encoding="utf-8")
-    (state / "dir").mkdir()
-    (state / "dir" / "inner.md").write_text("i", encoding="utf-8")
-    assert box.move("state/a.md", "logs/a.md") == (state / "a.md", world.project / "logs/a.md")
-    assert (world.project / "logs/a.md").read_text(encoding="utf-8") == "a" and not (state / "a.md").exists()
-    box.move("state/dir", "state/dir2")
-    assert (state / "dir2" / "inner.md").exists()
+    scratch = world.project / "scratch"
+    (scratch / "a.md").write_text("a", encoding="utf-8")
+    (scratch / "dir").mkdir()
+    (scratch / "dir" / "inner.md").write_text("i", encoding="utf-8")
+    assert box.move("scratch/a.md", "logs/a.md") == (scratch / "a.md", world.project / "logs/a.md")
+    assert (world.project / "logs/a.md").read_text(encoding="utf-8") == "a" and not (
+        scratch / "a.md"
+    ).exists()
+    box.move("scratch/dir", "scratch/dir2")
+    assert (scratch / "dir2" / "inner.md").exists()
     with pytest.raises(FileExistsError):
         box.move("logs/a.md", "docs/udm/00-index.md")
     with pytest.raises(FileNotFoundError):
-        box.move("state/missing.md", "state/b.md")
+        box.move("scratch/missing.md", "scratch/b.md")
     with pytest.raises(OSError) as into_itself:
-        box.move("state/dir2", "state/dir2/sub")
+        box.move("scratch/dir2", "scratch/dir2/sub")
     assert into_itself.value.errno == errno.EINVAL
     with pytest.raises(InvalidPathError):
-        box.move("state", "logs/state")
+        box.move("scratch", "logs/scratch")
     # A symlink is moved and deleted as a link, even one pointing outside.
-    (state / "out").symlink_to(world.outside / "canary.txt")
-    box.move("state/out", "state/out2")
-    assert os.readlink(state / "out2") == str(world.outside / "canary.txt")
-    assert box.delete("state/out2") == state / "out2"
-    assert not os.path.lexists(state / "out2")
+    (scratch / "out").symlink_to(world.outside / "canary.txt")
+    box.move("scratch/out", "scratch/out2")
+    assert os.readlink(scratch / "out2") == str(world.outside / "canary.txt")
+    assert box.delete("scratch/out2") == scratch / "out2"
+    assert not os.path.lexists(scratch / "out2")
     box.delete("logs/a.md")
     with pytest.raises(FileNotFoundError):
         box.delete("logs/a.md")
     with pytest.raises(IsADirectoryError):
-        box.delete("state/dir2")
+        box.delete("scratch/dir2")
     with pytest.raises(InvalidPathError):
-        box.delete("state")
+        box.delete("scratch")
 
 
 def test_listing(world: Any, box: Sandbox) -> None:
@@ -557,25 +559,27 @@ def test_root_that_is_a_symlink_is_trusted_in_both_spellings(world: Any) -> None
     assert box.write("manual/b.md", b"b").path == real / "b.md"
     (real / "b.md").unlink()
     with pytest.raises(PathOutsideError):
-        box.read("manual/../state/x")
+        box.read("manual/../scratch/x")
 
 
 def test_function_api(world: Any) -> None:
     roots = world.settings.allowed_roots()
     project = world.project
-    assert resolve_inside("state/x", roots, project) == project / "state/x"
+    assert resolve_inside("scratch/x", roots, project) == project / "scratch/x"
     with pytest.raises(PathOutsideError):
         resolve_inside("../outside/canary.txt", roots, project)
-    atomic_write("state/f.md", b"hello", roots, project_root=project)
-    assert safe_read_bytes("state/f.md", roots, 4, project_root=project) == b"hell"
-    assert safe_mkdir("state/d", roots, project_root=project) == project / "state/d"
-    assert safe_move("state/f.md", "state/d/f.md", roots, project_root=project) == project / "state/d/f.md"
+    atomic_write("scratch/f.md", b"hello", roots, project_root=project)
+    assert safe_read_bytes("scratch/f.md", roots, 4, project_root=project) == b"hell"
+    assert safe_mkdir("scratch/d", roots, project_root=project) == project / "scratch/d"
+    assert (
+        safe_move("scratch/f.md", "scratch/d/f.md", roots, project_root=project) == project / "scratch/d/f.md"
+    )
     assert [
-        e.name for e in safe_list("state", roots, recursive=True, max_depth=2, project_root=project).entries
+        e.name for e in safe_list("scratch", roots, recursive=True, max_depth=2, project_root=project).entries
     ] == [
         "d",
         "d/f.md",
     ]
-    assert safe_delete("state/d/f.md", roots, project_root=project) == project / "state/d/f.md"
+    assert safe_delete("scratch/d/f.md", roots, project_root=project) == project / "scratch/d/f.md"
     with pytest.raises(InvalidPathError):
         Sandbox([], project)

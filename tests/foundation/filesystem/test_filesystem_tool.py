@@ -107,10 +107,10 @@ def test_every_schema_format_exports() -> None:
         ({"action": "readFile"}, "filePath"),
         ({"action": "readFile", "filePath": ""}, "filePath"),
         ({"action": "fly", "filePath": "x"}, "action"),
-        ({"action": "writeFile", "filePath": "state/x"}, "'content' is required"),
-        ({"action": "writeFile", "filePath": "state/x", "content": "!!", "encoding": "base64"}, "base64"),
-        ({"action": "writeFile", "filePath": "state/x", "content": "\ud800"}, "surrogate"),
-        ({"action": "moveFile", "filePath": "state/x"}, "destinationPath"),
+        ({"action": "writeFile", "filePath": "scratch/x"}, "'content' is required"),
+        ({"action": "writeFile", "filePath": "scratch/x", "content": "!!", "encoding": "base64"}, "base64"),
+        ({"action": "writeFile", "filePath": "scratch/x", "content": "\ud800"}, "surrogate"),
+        ({"action": "moveFile", "filePath": "scratch/x"}, "destinationPath"),
         ({"action": "readFile", "filePath": "x", "startLine": 3, "endLine": 2}, "endLine"),
         ({"action": "readFile", "filePath": "x", "startLine": 0}, "startLine"),
         ({"action": "readFile", "filePath": "x", "maxBytes": 0}, "maxBytes"),
@@ -140,31 +140,31 @@ def test_read_file_text_lines_bytes_and_base64(world: Any) -> None:
     assert head["fileContent"] == "line 1\nl" and head["truncated"] is True
     absolute = ok(world.call(action="readFile", filePath=str(world.project / "docs/udm/01-intro.md")))
     assert absolute["fileContent"].startswith("line 1")
-    (world.project / "state" / "bin.dat").write_bytes(bytes(range(256)))
-    b64 = ok(world.call(action="readFile", filePath="state/bin.dat", encoding="base64"))
+    (world.project / "scratch" / "bin.dat").write_bytes(bytes(range(256)))
+    b64 = ok(world.call(action="readFile", filePath="scratch/bin.dat", encoding="base64"))
     assert base64.b64decode(b64["fileContent"]) == bytes(range(256))
 
 
 def test_read_cut_inside_a_multibyte_character_drops_the_partial_one(world: Any) -> None:
-    (world.project / "state" / "u.md").write_text("aé", encoding="utf-8")  # é is 2 bytes
-    data = ok(world.call(action="readFile", filePath="state/u.md", maxBytes=2))
+    (world.project / "scratch" / "u.md").write_text("aé", encoding="utf-8")  # é is 2 bytes
+    data = ok(world.call(action="readFile", filePath="scratch/u.md", maxBytes=2))
     assert data["fileContent"] == "a" and data["truncated"] is True
 
 
 def test_write_file_text_base64_and_backup(world: Any) -> None:
-    target = world.project / "state" / "note.md"
-    data = ok(world.call(action="writeFile", filePath="state/note.md", content="# Note\n"))
+    target = world.project / "scratch" / "note.md"
+    data = ok(world.call(action="writeFile", filePath="scratch/note.md", content="# Note\n"))
     assert data["created"] is True and data["bytesWritten"] == 7 and data["backupPath"] is None
     assert data["filePathTargeted"] == str(target)
     assert target.read_text(encoding="utf-8") == "# Note\n"
-    again = ok(world.call(action="writeFile", filePath="state/note.md", content="# New\n", backup=True))
+    again = ok(world.call(action="writeFile", filePath="scratch/note.md", content="# New\n", backup=True))
     assert again["created"] is False and again["backupPath"] == str(target) + ".bak"
     assert Path(again["backupPath"]).read_text(encoding="utf-8") == "# Note\n"
     payload = base64.b64encode(b"\x00\xffbinary").decode()
-    ok(world.call(action="writeFile", filePath="state/b.bin", content=payload, encoding="base64"))
-    assert (world.project / "state" / "b.bin").read_bytes() == b"\x00\xffbinary"
-    ok(world.call(action="writeFile", filePath="state/empty.md", content=""))
-    assert (world.project / "state" / "empty.md").read_bytes() == b""
+    ok(world.call(action="writeFile", filePath="scratch/b.bin", content=payload, encoding="base64"))
+    assert (world.project / "scratch" / "b.bin").read_bytes() == b"\x00\xffbinary"
+    ok(world.call(action="writeFile", filePath="scratch/empty.md", content=""))
+    assert (world.project / "scratch" / "empty.md").read_bytes() == b""
 
 
 def test_list_files_and_directories(world: Any) -> None:
@@ -201,12 +201,12 @@ def test_list_files_and_directories(world: Any) -> None:
 
 
 def test_create_directory(world: Any) -> None:
-    data = ok(world.call(action="createDirectory", filePath="state/runs"))
-    assert data["created"] is True and (world.project / "state/runs").is_dir()
-    assert ok(world.call(action="createDirectory", filePath="state/runs"))["created"] is False
-    failed(world.call(action="createDirectory", filePath="state/a/b/c"), "ERROR_PATH_NOT_FOUND")
-    ok(world.call(action="createDirectory", filePath="state/a/b/c", recursive=True))
-    assert (world.project / "state/a/b/c").is_dir()
+    data = ok(world.call(action="createDirectory", filePath="scratch/runs"))
+    assert data["created"] is True and (world.project / "scratch/runs").is_dir()
+    assert ok(world.call(action="createDirectory", filePath="scratch/runs"))["created"] is False
+    failed(world.call(action="createDirectory", filePath="scratch/a/b/c"), "ERROR_PATH_NOT_FOUND")
+    ok(world.call(action="createDirectory", filePath="scratch/a/b/c", recursive=True))
+    assert (world.project / "scratch/a/b/c").is_dir()
     failed(world.call(action="createDirectory", filePath="docs/udm/00-index.md"), "ERROR_INVALID_PATH")
 
 
@@ -223,8 +223,8 @@ def test_check_exists(world: Any) -> None:
 
 
 def test_move_file(world: Any) -> None:
-    (world.project / "state" / "draft.md").write_text("draft", encoding="utf-8")
-    data = ok(world.call(action="moveFile", filePath="state/draft.md", destinationPath="docs/udm/draft.md"))
+    (world.project / "scratch" / "draft.md").write_text("draft", encoding="utf-8")
+    data = ok(world.call(action="moveFile", filePath="scratch/draft.md", destinationPath="docs/udm/draft.md"))
     assert data["destinationPathTargeted"] == str(world.project / "docs/udm/draft.md")
     assert (world.project / "docs/udm/draft.md").read_text(encoding="utf-8") == "draft"
     # An existing destination is never replaced.
@@ -240,17 +240,17 @@ def test_move_file(world: Any) -> None:
 
 
 def test_delete_file_is_off_by_default_and_works_when_enabled(world: Any) -> None:
-    target = world.project / "state" / "old.md"
+    target = world.project / "scratch" / "old.md"
     target.write_text("old", encoding="utf-8")
-    data = failed(world.call(action="deleteFile", filePath="state/old.md"), "ERROR_PERMISSION_DENIED")
+    data = failed(world.call(action="deleteFile", filePath="scratch/old.md"), "ERROR_PERMISSION_DENIED")
     assert "allow_delete" in data["errorDetails"] and target.exists()
     ctx = world.ctx(allow_delete=True)
-    assert ok(world.call(ctx, action="deleteFile", filePath="state/old.md"))["filePathTargeted"] == str(
+    assert ok(world.call(ctx, action="deleteFile", filePath="scratch/old.md"))["filePathTargeted"] == str(
         target
     )
     assert not target.exists()
-    failed(world.call(ctx, action="deleteFile", filePath="state/old.md"), "ERROR_PATH_NOT_FOUND")
-    failed(world.call(ctx, action="deleteFile", filePath="state"), "ERROR_INVALID_PATH")
+    failed(world.call(ctx, action="deleteFile", filePath="scratch/old.md"), "ERROR_PATH_NOT_FOUND")
+    failed(world.call(ctx, action="deleteFile", filePath="scratch"), "ERROR_INVALID_PATH")
     failed(world.call(ctx, action="deleteFile", filePath="docs/udm/appendices"), "ERROR_INVALID_PATH")
 
 
@@ -262,7 +262,7 @@ def test_path_not_found(world: Any) -> None:
     assert "docs/udm/missing.md" in data["errorDetails"]
     assert data["filePathTargeted"] == str(world.project / "docs/udm/missing.md")
     failed(world.call(action="listFiles", filePath="docs/udm/none"), "ERROR_PATH_NOT_FOUND")
-    failed(world.call(action="writeFile", filePath="state/no/dir.md", content="x"), "ERROR_PATH_NOT_FOUND")
+    failed(world.call(action="writeFile", filePath="scratch/no/dir.md", content="x"), "ERROR_PATH_NOT_FOUND")
 
 
 def test_permission_denied_from_the_os(world: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -283,11 +283,11 @@ def test_invalid_path(world: Any) -> None:
     failed(world.call(action="readFile", filePath="docs/udm"), "ERROR_INVALID_PATH")  # a directory
     failed(world.call(action="listFiles", filePath="docs/udm/00-index.md"), "ERROR_INVALID_PATH")
     failed(world.call(action="readFile", filePath="docs/udm/00-index.md/x"), "ERROR_INVALID_PATH")
-    failed(world.call(action="writeFile", filePath="state/a\x00b", content="x"), "ERROR_INVALID_PATH")
+    failed(world.call(action="writeFile", filePath="scratch/a\x00b", content="x"), "ERROR_INVALID_PATH")
 
 
 def test_write_failed(world: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    target = world.project / "state" / "doc.md"
+    target = world.project / "scratch" / "doc.md"
     target.write_text("old", encoding="utf-8")
     real_write = os.write
 
@@ -298,17 +298,17 @@ def test_write_failed(world: Any, monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(os, "write", full)
     data = failed(
-        world.call(action="writeFile", filePath="state/doc.md", content="new"), "ERROR_WRITE_FAILED"
+        world.call(action="writeFile", filePath="scratch/doc.md", content="new"), "ERROR_WRITE_FAILED"
     )
     assert "No space left" in data["errorDetails"]
     assert target.read_text(encoding="utf-8") == "old" and os.listdir(target.parent) == ["doc.md"]
 
 
 def test_read_failed(world: Any) -> None:
-    (world.project / "state" / "latin1.txt").write_bytes(b"caf\xe9\n")
-    data = failed(world.call(action="readFile", filePath="state/latin1.txt"), "ERROR_READ_FAILED")
+    (world.project / "scratch" / "latin1.txt").write_bytes(b"caf\xe9\n")
+    data = failed(world.call(action="readFile", filePath="scratch/latin1.txt"), "ERROR_READ_FAILED")
     assert "not valid UTF-8" in data["errorDetails"] and "base64" in data["errorDetails"]
-    assert ok(world.call(action="readFile", filePath="state/latin1.txt", encoding="base64"))["fileContent"]
+    assert ok(world.call(action="readFile", filePath="scratch/latin1.txt", encoding="base64"))["fileContent"]
 
 
 def test_read_failed_for_a_file_over_the_limit(world: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -335,13 +335,13 @@ def test_unknown_error_is_a_status_not_a_traceback(world: Any, monkeypatch: pyte
     [
         {"action": "readFile", "filePath": "docs/udm/00-index.md"},
         {"action": "readFile", "filePath": "docs/udm/missing.md"},
-        {"action": "writeFile", "filePath": "state/w.md", "content": "x"},
+        {"action": "writeFile", "filePath": "scratch/w.md", "content": "x"},
         {"action": "listFiles", "filePath": "docs/udm"},
         {"action": "listDirectories", "filePath": "docs/udm"},
-        {"action": "createDirectory", "filePath": "state/d"},
-        {"action": "deleteFile", "filePath": "state/none.md"},
-        {"action": "checkExists", "filePath": "state/none.md"},
-        {"action": "moveFile", "filePath": "state/none.md", "destinationPath": "state/b.md"},
+        {"action": "createDirectory", "filePath": "scratch/d"},
+        {"action": "deleteFile", "filePath": "scratch/none.md"},
+        {"action": "checkExists", "filePath": "scratch/none.md"},
+        {"action": "moveFile", "filePath": "scratch/none.md", "destinationPath": "scratch/b.md"},
         {"action": "readFile", "filePath": "/etc/passwd"},
     ],
 )
@@ -367,7 +367,7 @@ def test_permission_by_action() -> None:
         "deleteFile": Permission.DESTRUCTIVE,
     }
     for action, permission in expected.items():
-        data = FileSystemInput(action=action, filePath="state/x", content="", destinationPath="state/y")
+        data = FileSystemInput(action=action, filePath="scratch/x", content="", destinationPath="scratch/y")
         assert TOOL.permission_for(data) is permission
 
 
@@ -375,21 +375,21 @@ def test_smart_auto_runs_reads_and_asks_for_writes(world: Any) -> None:
     ctx = ToolContext(settings=world.settings, approver=deny_all)
     assert ctx.settings.approval_policy is ApprovalPolicy.SMART_AUTO
     assert call_tool(TOOL, {"action": "readFile", "filePath": "docs/udm/00-index.md"}, ctx).envelope.success
-    denied = call_tool(TOOL, {"action": "writeFile", "filePath": "state/x.md", "content": "x"}, ctx)
+    denied = call_tool(TOOL, {"action": "writeFile", "filePath": "scratch/x.md", "content": "x"}, ctx)
     assert not denied.envelope.success and "approval denied" in (denied.envelope.error or "")
-    assert not (world.project / "state" / "x.md").exists()
+    assert not (world.project / "scratch" / "x.md").exists()
     full = ToolContext(
         settings=world.settings.model_copy(update={"approval_policy": "full_auto"}), approver=deny_all
     )
     assert call_tool(
-        TOOL, {"action": "writeFile", "filePath": "state/x.md", "content": "x"}, full
+        TOOL, {"action": "writeFile", "filePath": "scratch/x.md", "content": "x"}, full
     ).envelope.success
 
 
 def test_approval_summary_and_log_never_hold_the_content(world: Any) -> None:
-    data = FileSystemInput(action="writeFile", filePath="state/s.md", content="SECRET-BODY")
-    assert "SECRET-BODY" not in TOOL.summarize(data) and "state/s.md" in TOOL.summarize(data)
-    ok(world.call(action="writeFile", filePath="state/s.md", content="SECRET-BODY"))
+    data = FileSystemInput(action="writeFile", filePath="scratch/s.md", content="SECRET-BODY")
+    assert "SECRET-BODY" not in TOOL.summarize(data) and "scratch/s.md" in TOOL.summarize(data)
+    ok(world.call(action="writeFile", filePath="scratch/s.md", content="SECRET-BODY"))
     log = (world.project / "logs" / "tool-calls.jsonl").read_text(encoding="utf-8")
     record = json.loads(log.splitlines()[-1])
     assert record["tool"] == "fileSystemAccessTool" and record["status"] == "SUCCESS"
