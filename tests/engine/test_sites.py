@@ -16,7 +16,7 @@ from udm.config import Settings, load_settings
 from udm.index import UdmIndex
 from udm.lint import lint
 from udm.lookup import MARKDOWN_SUFFIXES
-from udm.site import LinkResolver, Routes, detect_site
+from udm.site import LinkResolver, Routes, detect_site, resolve_links
 
 SITES = Path(__file__).parent / "fixtures" / "sites"
 
@@ -220,3 +220,11 @@ def test_explicit_anchors() -> None:
     assert has_explicit_anchor(text, "mac-os") and has_explicit_anchor(text, "setup-x")
     assert has_explicit_anchor(text, "old")
     assert not has_explicit_anchor(text, "setup") and not has_explicit_anchor(text, "mac")
+
+
+def test_bare_hash_is_the_top_of_the_page(tmp_path: Path) -> None:
+    settings = _site_copy(tmp_path, "none")
+    assert _targets(settings).get(("README.md", "#"), True) is True
+    resolver = LinkResolver(Routes(detect_site(settings.udm_root, "none"), ["README.md"]), lambda rel: False)
+    verdicts = resolve_links(resolver, [(0, "README.md", "#")], lambda pairs: set())
+    assert verdicts == [(0, "README.md", None, True)]
