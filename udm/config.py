@@ -99,6 +99,11 @@ class Settings(BaseSettings):
     allow_delete: bool = Field(
         default=False, description="Enable fileSystemAccessTool's destructive deleteFile action."
     )
+    daemon_autostart: bool = Field(
+        default=False,
+        description="Start `udm daemon` in the background on the first query, search or graph command "
+        "that finds none running (UDM_DAEMON_AUTOSTART).",
+    )
     id_patterns: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: list(DEFAULT_ID_PATTERNS), description="Regexes of the manual's ID families."
     )
