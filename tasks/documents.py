@@ -457,12 +457,15 @@ class DocumentFetchingParsingTool(Tool[FetchInput, FetchOutput]):
         return out
 
     def _fetch(self, data: FetchInput, ctx: ToolContext) -> Any:
-        from urllib.parse import urlsplit
-
         from tasks.fetching import FetchError, fetch_url
+        from udm.errors import InvalidURLError
+        from udm.netguard import split_url
 
         url = (data.url or "").strip()
-        parts = urlsplit(url)
+        try:
+            parts = split_url(url, schemes=None)
+        except InvalidURLError as exc:
+            return FetchOutput(status=DocStatus.ERROR_INVALID_INPUT, errorDetails=str(exc))
         if parts.scheme not in ("http", "https") or not parts.hostname:
             return FetchOutput(
                 status=DocStatus.ERROR_INVALID_INPUT,

@@ -22,14 +22,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urljoin, urlsplit
 
 import httpcore
 import httpx
 
 from udm.config import Settings
-from udm.errors import BlockedAddressError
-from udm.netguard import AllowList, resolve_and_vet, url_port
+from udm.errors import BlockedAddressError, InvalidURLError
+from udm.netguard import AllowList, join_url, resolve_and_vet, split_url, url_port
 
 __all__ = [
     "CHUNK_BYTES",
@@ -369,7 +368,10 @@ def fetch_url(url: str, settings: Settings, max_bytes: int) -> FetchedBody:
     redirects: list[str] = []
     current = url
     while True:
-        parts = urlsplit(current)
+        try:
+            parts = split_url(current, schemes=None)
+        except InvalidURLError as exc:
+            raise FetchError(str(exc), url=current) from exc
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise FetchError(
                 f"refusing to fetch '{current}': only http and https URLs are fetched", url=current
@@ -395,7 +397,12 @@ def fetch_url(url: str, settings: Settings, max_bytes: int) -> FetchedBody:
                 with client.stream("GET", current, headers=headers) as resp:
                     status = resp.status_code
                     if status in (301, 302, 303, 307, 308) and "location" in resp.headers:
-                        nxt = urljoin(current, resp.headers["location"])
+                        try:
+                            nxt = join_url(current, resp.headers["location"])
+                        except InvalidURLError as exc:
+                            raise FetchError(
+                                f"{current} redirected to a malformed URL: {exc}", url=current
+                            ) from exc
                     elif status == 304 and cached:
                         content = _cache_blob(settings, cached["content_hash"])
                         if content is None:

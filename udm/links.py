@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from http.cookiejar import DefaultCookiePolicy
 from pathlib import Path
 from typing import Any
-from urllib.parse import urljoin, urlsplit, urlunsplit
+from urllib.parse import urlunsplit
 
 import httpx
 from filelock import FileLock
@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field
 from udm.config import Settings
 from udm.errors import BlockedAddressError, InvalidURLError
 from udm.httppool import OriginPoolTransport
-from udm.netguard import AllowList, VettedAddress, resolve_and_vet, url_port
+from udm.netguard import AllowList, VettedAddress, join_url, resolve_and_vet, split_url, url_port
 from udm.site import display_target
 
 __all__ = [
@@ -193,7 +193,7 @@ class _Checker:
 
         The response is streamed: its body is not read, and the caller closes it.
         """
-        parts = urlsplit(url)
+        parts = split_url(url)
         host = parts.hostname or ""
         vetted = await self.vet(host, url_port(parts))
         ip = f"[{vetted.ip}]" if ":" in vetted.ip else vetted.ip
@@ -207,7 +207,10 @@ class _Checker:
 
     async def check(self, url: str) -> _Verdict:
         """Follow redirects (vetting each hop), retrying transient failures."""
-        host = urlsplit(url).netloc.lower()
+        try:
+            host = split_url(url).netloc.lower()
+        except InvalidURLError as exc:
+            return _Verdict("broken", reason=str(exc))
         limit = self.hosts.setdefault(host, asyncio.Semaphore(self.per_host))
         async with self.global_limit, limit:
             return await self._check(url)
@@ -253,7 +256,7 @@ class _Checker:
                 await response.aclose()
             code = response.status_code
             if code in (301, 302, 303, 307, 308) and response.headers.get("location"):
-                current = urljoin(current, response.headers["location"])
+                current = join_url(current, response.headers["location"])
                 continue
             if code == 429:
                 delay = min(_retry_after(response.headers.get("retry-after")) or 1.0, MAX_RETRY_AFTER_S)
@@ -310,7 +313,11 @@ async def check_external(
     out: dict[str, _Verdict] = {}
     todo: list[str] = []
     for url in wanted:
-        scheme = urlsplit(url).scheme.lower()
+        try:
+            scheme = split_url(url, schemes=None, what="link").scheme.lower()
+        except InvalidURLError as exc:
+            out[url] = _Verdict("broken", reason=str(exc))
+            continue
         if scheme not in ("http", "https"):
             out[url] = _Verdict("skipped", reason=f"{scheme}: links are not checked")
             continue

@@ -9,14 +9,15 @@ to the vetted address itself, so a second DNS answer (rebinding) can never swap 
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
-from urllib.parse import SplitResult
+from urllib.parse import SplitResult, urljoin, urlsplit
 
 from udm.errors import BlockedAddressError, InvalidURLError
 
-__all__ = ["AllowList", "VettedAddress", "classify", "resolve_and_vet", "url_port"]
+__all__ = ["AllowList", "VettedAddress", "classify", "join_url", "resolve_and_vet", "split_url", "url_port"]
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -39,6 +40,75 @@ def url_port(parts: SplitResult) -> int:
         # urllib says "Port out of range 0-65535" without the URL; name it for the person reading.
         raise InvalidURLError(f"invalid port in URL '{parts.geturl()}': {exc}") from exc
     return port or (443 if parts.scheme == "https" else 80)
+
+
+# Characters no URL may carry unescaped: controls and Unicode line separators (urlsplit quietly
+# drops some, a browser or a server others, so each would read its own URL); in the host, spaces too.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_HOST_SPACE = re.compile(r"[\s\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff]")
+_BRACKETED = re.compile(r"\[([^\[\]]*)\](?::[0-9]*)?")
+
+
+def _shown(url: str) -> str:
+    return repr(url if len(url) <= 200 else url[:200] + "...")
+
+
+def split_url(
+    url: str, *, schemes: Iterable[str] | None = ("http", "https"), what: str = "URL"
+) -> SplitResult:
+    """The parts of a well-formed URL; InvalidURLError naming the URL otherwise.
+
+    The one parse of a URL from a user, a page, a manual or a server: `urlsplit` raises ValueError
+    on unbalanced or non-IPv6 brackets (`http://[::1`), `.port` on a port that is not a number in
+    0-65535; here each is an InvalidURLError that names the URL. With `schemes` (default http and
+    https) the scheme must be one of them and the URL must name a host.
+    """
+    if not isinstance(url, str):
+        raise InvalidURLError(f"invalid {what}: expected text, got {type(url).__name__}")
+    bad = _CONTROL.search(url)
+    if bad is not None:
+        raise InvalidURLError(
+            f"invalid {what} {_shown(url)}: it contains {bad.group(0)!r} at position {bad.start() + 1} "
+            "(control characters must be percent-encoded)"
+        )
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:
+        raise InvalidURLError(f"invalid {what} {_shown(url)}: {exc}") from exc
+    space = _HOST_SPACE.search(parts.netloc)
+    if space is not None:
+        raise InvalidURLError(f"invalid {what} {_shown(url)}: its host contains {space.group(0)!r}")
+    if schemes is not None:
+        allowed = tuple(s.lower() for s in schemes)
+        if parts.scheme.lower() not in allowed:
+            raise InvalidURLError(
+                f"invalid {what} {_shown(url)}: expected an absolute {' or '.join(allowed)} URL"
+            )
+        if not parts.hostname:
+            raise InvalidURLError(f"invalid {what} {_shown(url)}: it names no host")
+    host_port = parts.netloc.rpartition("@")[2]
+    if "[" in host_port or "]" in host_port:
+        m = _BRACKETED.fullmatch(host_port)
+        literal = m.group(1) if m else ""
+        try:
+            ipaddress.IPv6Address(literal)
+        except ValueError:
+            raise InvalidURLError(
+                f"invalid {what} {_shown(url)}: a host in brackets must be an IPv6 address "
+                "(then nothing but ':port')"
+            ) from None
+    url_port(parts)
+    return parts
+
+
+def join_url(base: str, reference: str, *, what: str = "redirect target") -> str:
+    """`reference` (a Location header, a link) resolved against `base`; InvalidURLError when malformed."""
+    try:
+        joined = urljoin(base, reference)
+    except ValueError as exc:
+        raise InvalidURLError(f"invalid {what} {_shown(reference)}: {exc}") from exc
+    split_url(joined, schemes=None, what=what)
+    return joined
 
 
 def classify(addr: IPAddress) -> str | None:

@@ -15,7 +15,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urljoin
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
@@ -23,8 +22,9 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from udm.config import Settings
 from udm.datalimits import check_text
 from udm.document import Document, load_document
-from udm.errors import DocumentError
+from udm.errors import DocumentError, InvalidURLError
 from udm.lookup import scan_markdown
+from udm.netguard import join_url
 
 __all__ = [
     "AttributeExpect",
@@ -548,4 +548,7 @@ def resolve_url(url: str, base_url: str | None) -> tuple[str | None, str | None]
         return "https://" + url, None  # a host without a scheme, as the browser tools treat it
     if not base_url:
         return None, f"relative url '{url}' needs a base URL (pass --base-url)"
-    return urljoin(base_url.rstrip("/") + "/", url.lstrip("/")), None
+    try:
+        return join_url(base_url.rstrip("/") + "/", url.lstrip("/"), what="url"), None
+    except InvalidURLError as exc:
+        return None, str(exc)

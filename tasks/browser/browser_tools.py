@@ -28,7 +28,9 @@ from tasks.browser.page_tools import tab_list
 from tasks.browser.session import ActionError, normalize_url, require_allowed, timeout_message
 from udm.config import Settings
 from udm.datalimits import DataLimitError, check_yaml
+from udm.errors import InvalidURLError
 from udm.httppool import verified_ssl_context
+from udm.netguard import split_url
 
 __all__ = [
     "BrowserCookiesTool",
@@ -210,7 +212,10 @@ class BrowserCookiesTool(BrowserTool):
         """Filter the context's cookies by domain."""
         wanted = call.data.domain.strip().lower().lstrip(".")
         if "://" in wanted:
-            wanted = urlsplit(wanted).hostname or wanted
+            try:
+                wanted = split_url(wanted, schemes=None, what="domain").hostname or wanted
+            except InvalidURLError as exc:
+                raise ActionError("ERROR_INVALID_INPUT", str(exc)) from exc
         cookies = []
         for c in await call.session.context.cookies():
             domain = str(c.get("domain", "")).lower().lstrip(".")

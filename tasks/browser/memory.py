@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field, model_validator
 from tasks.base import Permission, Tool, ToolContext, ToolInput
 from tasks.browser.common import SESSION_ID
 from tasks.browser.session import MANAGER
+from udm.datalimits import DataLimitError, load_json
 
 __all__ = ["HistoryTrackerTool", "PersistentCacheTool", "SessionMemoryTool", "cache_file"]
 
@@ -125,9 +126,9 @@ class PersistentCacheTool(Tool[KeyValueInput, KeyValueOutput]):
             store: dict[str, Any] = {}
             if path.exists():
                 try:
-                    loaded = json.loads(path.read_text(encoding="utf-8"))
+                    loaded = load_json(path.read_text(encoding="utf-8"), what=path.name)
                     store = loaded if isinstance(loaded, dict) else {}
-                except (OSError, json.JSONDecodeError) as exc:
+                except (OSError, json.JSONDecodeError, DataLimitError) as exc:
                     return KeyValueOutput(status="ERROR_CACHE_UNREADABLE", errorDetails=f"{path}: {exc}")
             out = _apply(store, data)
             if data.action != "get":

@@ -6,7 +6,7 @@ import base64
 import mimetypes
 import re
 from typing import Any, Literal
-from urllib.parse import unquote_to_bytes, urlsplit
+from urllib.parse import unquote_to_bytes
 
 from pydantic import Field
 
@@ -24,6 +24,8 @@ from tasks.browser.common import (
 )
 from tasks.browser.extraction import LINKS_JS
 from tasks.browser.session import ActionError, artifact_path, normalize_url
+from udm.errors import InvalidURLError
+from udm.netguard import split_url
 
 __all__ = [
     "GetFullPageScreenshotTool",
@@ -57,6 +59,15 @@ async def page_markdown(call: Call) -> tuple[str, str]:
         return text, "trafilatura"
     # Tiny or app-like pages have no "main content" for trafilatura; their visible text is the answer.
     return (await page.inner_text("body", timeout=call.timeout_ms)).strip(), "innerText"
+
+
+def _netloc_scheme(url: str) -> tuple[str, str]:
+    """(netloc, scheme) of a URL a page gave, or ("", "") when it does not parse."""
+    try:
+        parts = split_url(url, schemes=None, what="link")
+    except InvalidURLError:
+        return "", ""
+    return parts.netloc, parts.scheme.lower()
 
 
 class PageTextInput(PageInput):
@@ -251,7 +262,7 @@ class GetImageTool(BrowserTool):
             header, _, payload = src.partition(",")
             mime = header[5:].split(";")[0] or None
             body = base64.b64decode(payload) if ";base64" in header else unquote_to_bytes(payload)
-        elif src and urlsplit(src).scheme in {"http", "https"}:
+        elif src and _netloc_scheme(src)[1] in {"http", "https"}:
             response = await call.session.context.request.get(src, timeout=call.timeout_ms)
             if response.ok:
                 body = await response.body()
@@ -309,10 +320,11 @@ class GetLinksTool(BrowserTool):
         """Read every a[href] and filter by host."""
         page = call.require_page()
         links = await page.locator("a[href]").evaluate_all(LINKS_JS)
-        host = urlsplit(page.url).netloc
+        host = _netloc_scheme(page.url)[0]
         if call.data.scope != "all":
             internal = call.data.scope == "internal"
-            links = [lk for lk in links if (urlsplit(lk["href"]).netloc == host) == internal]
+            # A page's href may be any text (`http://[::1` stays as written): it is then nobody's host.
+            links = [lk for lk in links if (_netloc_scheme(lk["href"])[0] == host) == internal]
         return {"links": links[: call.data.max_links], "total": len(links)}
 
 

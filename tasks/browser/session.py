@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar, cast
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
 from playwright.async_api import Browser, BrowserContext, Page, Playwright, ViewportSize, async_playwright
 from playwright.async_api import Error as PlaywrightError
@@ -30,7 +30,8 @@ from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from tasks.browser.guard import Guard, first_refusal
 from udm.config import Settings
-from udm.netguard import AllowList
+from udm.errors import InvalidURLError
+from udm.netguard import AllowList, split_url
 
 __all__ = [
     "CHROMIUM_ARGS",
@@ -100,9 +101,13 @@ def normalize_url(url: str, settings: Settings | None = None) -> str:
     match = _SCHEME.match(text)
     if match is None or _PORT.match(text[match.end() :]):
         # 'example.com/x' or 'localhost:8000/x': a host, not a scheme.
+        _check_web_url("https://" + text)
         return "https://" + text
     scheme = match.group(1).lower()
-    if scheme in {"http", "https", "data"}:
+    if scheme in {"http", "https"}:
+        _check_web_url(text)
+        return text
+    if scheme == "data":
         return text
     if scheme == "about" and text.lower() == "about:blank":
         return "about:blank"
@@ -121,9 +126,20 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
 _PORT = re.compile(r"^\d+(?:[/?#]|$)")
 
 
+def _check_web_url(url: str) -> None:
+    """Refuse (ERROR_INVALID_INPUT, naming it) an http(s) URL that does not parse: `http://[::1`, a bad port."""
+    try:
+        split_url(url)
+    except InvalidURLError as exc:
+        raise ActionError("ERROR_INVALID_INPUT", str(exc)) from exc
+
+
 def _check_file_url(url: str, settings: Settings | None) -> None:
     """Refuse a file: URL whose resolved path is outside the allowed directories (links included)."""
-    parts = urlsplit(url)
+    try:
+        parts = split_url(url, schemes=None)
+    except InvalidURLError as exc:
+        raise ActionError("ERROR_INVALID_INPUT", str(exc)) from exc
     if parts.netloc not in {"", "localhost"}:
         raise ActionError("ERROR_INVALID_INPUT", f"file: URL '{url}' names a remote host '{parts.netloc}'")
     path = unquote(parts.path)
@@ -479,16 +495,23 @@ class BrowserManager:
         create: bool = True,
         viewport: dict[str, int] | None = None,
         accept_downloads: bool = True,
+        route_websockets: bool = True,
     ) -> Session | None:
-        """The session with this ID; created (a fresh context) when missing and `create` is set."""
+        """The session with this ID; created (a fresh context) when missing and `create` is set.
+
+        `route_websockets=False` leaves page WebSockets to the guard proxy alone (it refuses them at
+        CONNECT too, with a less specific error in the page): Playwright's WebSocket routing injects a
+        script into every page, which verification contexts skip to save browser CPU.
+        """
         existing = self.sessions.get(session_id)
         if existing is not None and self.alive():
             if existing.guard is not None:
-                existing.guard.set_allow(settings.fetch_allow)
+                existing.guard.set_allow(settings.fetch_allow, *_file_roots(settings))
             return existing
         if not create:
             return None
         guard = Guard(AllowList.parse(settings.fetch_allow))
+        guard.set_allow(settings.fetch_allow, *_file_roots(settings))
         options: dict[str, Any] = {
             "viewport": cast(ViewportSize, viewport or DEFAULT_VIEWPORT),
             "accept_downloads": accept_downloads,
@@ -498,7 +521,8 @@ class BrowserManager:
         try:
             context = await self._new_context(settings, options)
             await context.route("**/*", guard.on_route)
-            await context.route_web_socket(_ANY_URL, guard.on_websocket)
+            if route_websockets:
+                await context.route_web_socket(_ANY_URL, guard.on_websocket)
         except BaseException:
             await guard.close()
             raise
@@ -564,6 +588,11 @@ class BrowserManager:
             with contextlib.suppress(Exception):
                 await self._playwright.stop()
             self._playwright = None
+
+
+def _file_roots(settings: Settings) -> tuple[list[str], list[str]]:
+    """The allowed directories and the protected folders in them, for the guard's file: check."""
+    return [str(r) for r in settings.allowed_roots()], [str(p) for p in settings.protected_paths()]
 
 
 MANAGER = BrowserManager()

@@ -146,9 +146,10 @@ def test_html_encoding_from_meta_or_windows_1252(site, rctx) -> None:
     assert "\ufffd" not in undeclared["cleanedTextContent"]
 
 
-def test_invalid_port_is_a_failed_fetch(rctx) -> None:
+def test_invalid_port_is_invalid_input(rctx) -> None:
+    # A malformed URL from the caller is the caller's mistake (#17.8), not a failed fetch.
     out = fetch(rctx, url="http://127.0.0.1:99999/page")
-    assert out["status"] == "ERROR_FETCH_FAILED" and "invalid port" in out["errorDetails"]
+    assert out["status"] == "ERROR_INVALID_INPUT" and "invalid port in URL" in out["errorDetails"]
 
 
 def test_robots_txt_honoured_and_cached(site, rctx, workspace: Path) -> None:

@@ -216,6 +216,30 @@ def test_a_websocket_to_loopback_is_refused(servers, sid, tmp_path) -> None:  # 
     assert forbidden.connections == before
 
 
+def test_verification_contexts_refuse_the_same_requests(servers, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from tasks.browser.verify import run_checks_sync
+    from udm.verify_spec import Check
+
+    allowed, _bad, forbidden = servers
+    before = forbidden.connections
+    settings = _ctx(tmp_path, ["127.0.0.1"]).settings
+    checks = [
+        # Verification contexts leave WebSockets to the guard proxy: refused at CONNECT (close 1006).
+        Check.model_validate({"id": "CHK-WS", "url": "/ws", "timeout": 5, "expect": [{"title": "closed"}]}),
+        Check.model_validate(
+            {"id": "CHK-REDIRECT", "url": "/redirect", "timeout": 2, "expect": [{"status": 200}]}
+        ),
+        Check.model_validate({"id": "CHK-SUB", "url": "/sub", "hosts": ["*"], "expect": [{"exists": "img"}]}),
+    ]
+    results = {r.id: r for r in run_checks_sync(checks, settings, base_url=allowed, concurrency=3)}
+    assert results["CHK-WS"].status == "PASS", results["CHK-WS"].reason
+    assert results["CHK-REDIRECT"].status == "FAIL" and "ERROR_URL_BLOCKED" in (
+        results["CHK-REDIRECT"].reason or ""
+    )
+    assert results["CHK-SUB"].status == "PASS", results["CHK-SUB"].reason
+    assert forbidden.connections == before
+
+
 def _through_proxy(proxy_url: str, request: bytes) -> bytes:
     host, port = proxy_url.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port)), timeout=10) as sock:
@@ -246,3 +270,21 @@ def test_the_guard_proxy_refuses_by_address_whatever_routing_saw(servers, sid, t
     ok = _through_proxy(guard.proxy_url, f"GET {allowed}/ HTTP/1.1\r\nHost: x\r\n\r\n".encode())
     assert ok.startswith(b"HTTP/1.0 200") and b"allowed page" in ok and b"Connection: close" in ok
     assert forbidden.connections == before
+
+
+def test_a_local_page_cannot_pull_in_files_outside_the_allowed_directories(sid, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    ctx = _ctx(tmp_path, [])
+    outside = tmp_path / "outside-secret.txt"
+    outside.write_text(SECRET, encoding="utf-8")
+    inside = tmp_path / "docs" / "udm" / "page.html"
+    inside.write_text(
+        f"<title>local</title><iframe id='f' src='{outside.as_uri()}'></iframe><img src='{outside.as_uri()}'>",
+        encoding="utf-8",
+    )
+    out = _call("navigate_to_url", {"url": inside.as_uri(), "session_id": sid}, ctx)
+    assert out["status"] == "SUCCESS", out  # the page itself lies in the manual's folder
+    assert _eventually(lambda: any(r.url == outside.as_uri() for r in _refusals(sid)))
+    assert all("outside the allowed directories" in r.reason for r in _refusals(sid))
+    page = MANAGER.sessions[sid].page()[1]
+    frames = [run_coroutine(f.content(), timeout=10) for f in page.frames]
+    assert not any(SECRET in text for text in frames)

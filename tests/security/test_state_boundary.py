@@ -275,13 +275,16 @@ def test_settings_report_the_boundary(tmp_path: Path) -> None:
 _PARTS = st.sampled_from(["state", "scratch", "docs", "udm", "..", ".", "st", "journal", "graph", "x.json"])
 
 
-@pytest.fixture(scope="module")
-def shared(tmp_path_factory: pytest.TempPathFactory) -> Call:
-    """One project for the property test, with a symlink from scratch into state."""
-    settings = _project(tmp_path_factory.mktemp("boundary"))
+@pytest.fixture(scope="module", params=["beside", "inside-root"])
+def shared(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Call:
+    """One project per layout for the property test, with symlinks from scratch and the root into state."""
+    base = tmp_path_factory.mktemp("boundary")
+    nested = request.param == "inside-root"
+    settings = _project(base, **({"state_dir": "docs/udm/state"} if nested else {}))
     settings.scratch_path.mkdir()
     (settings.scratch_path / "st").symlink_to(settings.state_path)
-    (settings.udm_root / "st").symlink_to(Path("..") / ".." / "state")
+    if not nested:
+        (settings.udm_root / "st").symlink_to(Path("..") / ".." / "state")
     return Call(settings)
 
 

@@ -431,3 +431,14 @@ def test_specs_step_files_cli_json_and_llm_arguments_are_refused(tmp_path: Path,
     }
     messages = ToolUseExecutor(ctx).openai({"role": "assistant", "tool_calls": [call]})
     assert "invalid input: the arguments JSON is nested too deeply" in messages[0]["content"]
+
+
+def test_a_deep_browser_cache_file_is_unreadable_not_a_crash(ctx: ToolContext) -> None:
+    from tasks.browser.memory import PersistentCacheTool, cache_file
+
+    path = cache_file(ctx)
+    path.parent.mkdir(parents=True)
+    path.write_text('{"k": ' + json_lists(100_000) + "}", encoding="utf-8")
+    out = call_tool(PersistentCacheTool(), {"action": "get"}, ctx).envelope.data
+    assert out is not None and out["status"] == "ERROR_CACHE_UNREADABLE", out
+    assert "cache.json is nested too deeply" in out["errorDetails"]
