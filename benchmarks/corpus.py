@@ -343,7 +343,8 @@ def generate(spec: CorpusSpec, root: Path) -> CorpusInfo:
         bytes=total,
         tasks=len(all_tasks),
         components=len(components),
-        sample_ids=sample_rng.sample(all_tasks, 500) + sample_rng.sample(components, 100),
+        sample_ids=sample_rng.sample(all_tasks, min(500, len(all_tasks)))
+        + sample_rng.sample(components, min(100, len(components))),
         sample_words=_COMMON,
     )
     (root.parent / f"{root.name}.json").write_text(json.dumps(asdict(info)), encoding="utf-8")

@@ -289,11 +289,14 @@ class LinkResolver:
             if hit is None:
                 hit = self._absolute[path] = self._locate_absolute(path)
         else:
-            key = (posixpath.dirname(source), path)
-            hit = self._relative.get(key)
+            # A file path lands in the same place from every page of a folder; a route-relative URL
+            # depends on the page's own route, so that answer is kept per page.
+            key = (source.rpartition("/")[0], path)
+            hit = self._relative.get(key) or self._relative.get((source, path))
             if hit is None:
-                hit = self._relative[key] = self._locate_relative(source, path)
-        return Located(hit.file, frag, hit.external, hit.how)
+                hit = self._locate_relative(source, path)
+                self._relative[key if hit.how in ("file", "path") else (source, path)] = hit
+        return hit if frag is None else Located(hit.file, frag, hit.external, hit.how)
 
     def _locate_relative(self, source: str, path: str) -> Located:
         joined = posixpath.normpath(posixpath.join(posixpath.dirname(source), path))
