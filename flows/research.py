@@ -42,6 +42,7 @@ from flows.research_report import (
     research_fingerprint,
     topic_of,
 )
+from flows.runners import on_runner
 from flows.states import state_result
 from tasks.base import ToolContext, always_approve, process_policy
 from tasks.context7 import Context7DocumentationTool
@@ -598,11 +599,10 @@ def run_research(
     policy: ApprovalPolicy | str | None = None,
     approval_timeout_s: int = 3600,
 ) -> ResearchResult:
-    """Run research_flow for these settings, with the thread pool bounded by `research_max_workers`."""
+    """Run research_flow for these settings on their task runner (threads: `research_max_workers` of them)."""
     overrides: dict[str, Any] = settings.model_dump(mode="json", include=set(_PASSED_SETTINGS))
     overrides["project_root"] = str(Path(settings.project_root))
-    runner: Any = ThreadPoolTaskRunner(max_workers=settings.research_max_workers)
-    flow_fn: Any = research_flow.with_options(task_runner=runner)
+    flow_fn: Any = on_runner(research_flow, settings, settings.research_max_workers)
     # The caller holds the settings: it is the side running the flow, so its policy is the process's.
     with process_policy(policy or settings.approval_policy):
         state = flow_fn(
