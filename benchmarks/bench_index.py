@@ -1,8 +1,11 @@
 """Benchmark of the UDM index over the generated corpus, with grep and ripgrep as baselines.
 
-Prints, measured in this run: full index time; re-index after one file changes; find_by_id
-p50/p99 in-process; section content p50; search p50; `udm query id` as a process; `rg -F ID` and
-`grep -rnF ID` over the same files, and the ratios. Usage: ./run bench index [FILES MB TASKS]
+Prints, measured in this run: full index time, and as a ratio to markdown-it-py's parse of the same
+files (one process) in the same run; links per second (the document model with its links, one
+process) and the links the index holds; re-index after one file changes; find_by_id p50/p99
+in-process; section content p50; search p50; `udm query id` as a process; `rg -F ID` and `grep -rnF
+ID` over the same files, and the ratios; then a many-file corpus (UDM_BENCH_MANY_FILES, default
+40,000 small files): full build and a no-change refresh. Usage: ./run bench index [FILES MB TASKS]
 """
 
 from __future__ import annotations
@@ -23,8 +26,11 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpus import CORPUS_DIR, CorpusSpec, ensure_corpus  # noqa: E402
 from machine import calibration  # noqa: E402
+from markdown_it import MarkdownIt  # noqa: E402
 
 from udm.config import load_settings  # noqa: E402
+from udm.document import parse_document  # noqa: E402
+from udm.index import UdmIndex  # noqa: E402
 from udm.query import UdmQuery  # noqa: E402
 
 TARGETS = {
@@ -111,6 +117,7 @@ def main() -> None:
         f"parse workers {workers_cpu:.1f} s) = at least {(main_cpu + workers_cpu) / cores:.1f} s on {cores} cores"
     )
     q.fresh()
+    parse_comparison(info.root, stats.seconds, q)
 
     # One file edited: the next query notices (inotify + stat) and re-indexes just that file. "Warm":
     # this process's connection is open (it keeps an idle one for IDLE_RELEASE_S); "cold": another
@@ -230,6 +237,62 @@ def main() -> None:
     print(
         f"{'udm query id / rg -F (x)':<36} {proc_ms / rg_ms:>10.2f} {3:>8g}  {'yes' if proc_ms / rg_ms <= 3 else 'NO'}"
     )
+
+    many_files(int(os.environ.get("UDM_BENCH_MANY_FILES", "40000")))
+
+
+def parse_comparison(root: str, full_s: float, q: UdmQuery) -> None:
+    """The full build against markdown-it-py's parse of the same files, and links per second."""
+    paths = sorted(Path(root).rglob("*.md"))
+    texts = [(p.relative_to(root).as_posix(), p.read_text(encoding="utf-8")) for p in paths]
+    md = MarkdownIt("commonmark").enable("table")
+    t = time.perf_counter()
+    for _, text in texts:
+        md.parse(text)
+    py_s = time.perf_counter() - t
+    t = time.perf_counter()
+    links = 0
+    for rel, text in texts:
+        links += len(parse_document(text, rel).links)
+    ours_s = time.perf_counter() - t
+    with q.index.connect() as con:
+        indexed = con.execute("SELECT form, count(*) FROM links GROUP BY form ORDER BY 2 DESC").fetchall()
+    mb = sum(len(text.encode("utf-8")) for _, text in texts) / 1e6
+    print(
+        f"markdown-it-py parse (commonmark+table, one process) of the same {len(texts)} files, {mb:.0f} MB: "
+        f"{py_s:.1f} s ({mb / py_s:.1f} MB/s); full index / that parse = {full_s / py_s:.2f}x"
+    )
+    print(
+        f"document model with links (markdown-it-pyrs, one process): {ours_s:.1f} s ({mb / ours_s:.1f} MB/s), "
+        f"{links} links = {links / ours_s:,.0f} links/s; markdown-it-py / ours = {py_s / ours_s:.1f}x"
+    )
+    print(f"links in the index by form: {dict(indexed)}")
+
+
+def many_files(n: int) -> None:
+    """A corpus of many small files: full build and a refresh that finds nothing changed."""
+    if n <= 0:
+        return
+    t = time.perf_counter()
+    info = ensure_corpus(CorpusSpec(files=n, target_mb=n * 1.5 / 1000, tasks=n))
+    print(
+        f"many-file corpus: {info.files} files, {info.bytes / 1e6:.1f} MB "
+        f"({time.perf_counter() - t:.1f} s to generate or load)"
+    )
+    state = CORPUS_DIR / f"state-many-{n}"
+    shutil.rmtree(state, ignore_errors=True)
+    index = UdmIndex(load_settings(ROOT, root=info.root, state_dir=str(state)))
+    try:
+        stats = index.refresh(full=True)
+        print(f"many-file full build: {stats.seconds:.2f} s ({stats.parsed} files, {stats.workers} workers)")
+        t = time.perf_counter()
+        again = index.refresh()
+        took = time.perf_counter() - t
+        print(
+            f"many-file no-change refresh: {took * 1000:.0f} ms ({again.parsed} parsed, {again.unchanged} unchanged)"
+        )
+    finally:
+        index.close()
 
 
 if __name__ == "__main__":

@@ -150,7 +150,7 @@ class CorpusSpec:
 
     def key(self) -> str:
         """Folder name of this corpus."""
-        return f"udm-s{self.seed}-f{self.files}-mb{self.target_mb:g}-t{self.tasks}"
+        return f"udm-v2-s{self.seed}-f{self.files}-mb{self.target_mb:g}-t{self.tasks}"
 
 
 @dataclass
@@ -310,9 +310,19 @@ def generate(spec: CorpusSpec, root: Path) -> CorpusInfo:
             elif r < 0.8 and files[:-1]:
                 target = rng.choice(files[:-1])
                 anchor = rng.choice(anchors.get(target) or [""])
-                chunk.append(
-                    f"See [{w.words(2)}](../{target}{'#' + anchor if anchor else ''}) for details.\n\n"
-                )
+                href = f"../{target}{'#' + anchor if anchor else ''}"
+                form = rng.random()
+                # Every form of link real manuals use (the index must find each one).
+                if form < 0.5:
+                    chunk.append(f"See [{w.words(2)}]({href}) for details.\n\n")
+                elif form < 0.7:
+                    chunk.append(f"See the [{w.words(2)}][ref-{k}-{n}] notes.\n\n[ref-{k}-{n}]: {href}\n\n")
+                elif form < 0.8:
+                    chunk.append(f"Read more at <https://example.org/{w.words(1)}/{n}>.\n\n")
+                elif form < 0.9:
+                    chunk.append(f"![{w.words(2)}](img/{w.words(1)}.png)\n\n")
+                else:
+                    chunk.append(f"See [{w.words(2)}\n{w.words(2)}]({href}) for details.\n\n")
             if my_anchors and rng.random() < 0.2:
                 chunk.append(f"Back to [the top](#{my_anchors[0]}).\n\n")
             text = "".join(chunk)
@@ -333,7 +343,8 @@ def generate(spec: CorpusSpec, root: Path) -> CorpusInfo:
         bytes=total,
         tasks=len(all_tasks),
         components=len(components),
-        sample_ids=sample_rng.sample(all_tasks, 500) + sample_rng.sample(components, 100),
+        sample_ids=sample_rng.sample(all_tasks, min(500, len(all_tasks)))
+        + sample_rng.sample(components, min(100, len(components))),
         sample_words=_COMMON,
     )
     (root.parent / f"{root.name}.json").write_text(json.dumps(asdict(info)), encoding="utf-8")

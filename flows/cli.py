@@ -46,6 +46,7 @@ COMMAND_MODULES: list[str] = [
     "flows.cli_browser",
     "flows.cli_patch",
     "flows.cli_research",
+    "flows.cli_daemon",
 ]
 
 _OVERRIDES: dict[str, Any] = {}

@@ -156,18 +156,27 @@ def cmd_index(
     from udm.index import UdmIndex
 
     index = UdmIndex(settings())
-    stats = index.refresh(full=full)
-    index.close()
+    try:
+        stats = index.refresh(full=full)
+        # Every Markdown-like file left out is named with its reason, on every run (not only when parsed).
+        skipped = index.skipped_files()
+    finally:
+        index.close()
     if as_json:
-        emit_json(stats.as_dict())
+        emit_json({**stats.as_dict(), "skipped": [{"path": p, "reason": r} for p, r in skipped]})
     else:
         typer.echo(
             f"indexed {stats.files} files: {stats.parsed} parsed, {stats.unchanged} unchanged, "
             f"{stats.touched} touched, {stats.removed} removed; {stats.sections} sections, {stats.ids} IDs, "
             f"{stats.tasks} tasks in {stats.seconds:.2f} s ({stats.workers} workers)"
         )
-        for err in stats.errors[:20]:
+        named = {p for p, _ in skipped}
+        for err in [e for e in stats.errors if e.split(":", 1)[0] not in named][:20]:
             typer.echo(f"  {err}", err=True)
+        if skipped:
+            typer.echo(f"skipped {len(skipped)} files:")
+            for path, reason in skipped:
+                typer.echo(f"  {path}: {reason}")
 
 
 def cmd_search(

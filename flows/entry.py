@@ -1,4 +1,11 @@
-"""The `udm` console script: answers `udm query id ID` from the SQLite lookup without heavy imports.
+"""The `udm` console script: the daemon's thin client, and `udm query id ID` from the SQLite lookup.
+
+When a `udm daemon` runs for the manual (its socket in `<state>/daemon/`), `query ...`, `search` and
+the reading `graph` commands are sent to it and its captured output and exit code are reproduced
+here; a missing, dead or stale daemon (or one started under other settings) falls back silently to
+the paths below, removing a dead daemon's socket. With `daemon_autostart` set, such a command starts
+the daemon in the background and is answered the usual way this once. Only the standard library is
+imported on this path.
 
 Everything else — and `query id` whenever the lookup is missing, stale, ambiguous or has no answer —
 goes to `flows.cli.main`. The fast path reads only root, state, logs and approval settings (from
@@ -8,6 +15,7 @@ against the lookup, prints exactly what the full path prints, and logs the call 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -17,7 +25,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # runtime imports stay minimal: this module runs before every `udm` command
     from typing import Any
 
-__all__ = ["fast_query_id", "main"]
+__all__ = ["daemon_eligible", "fast_query_id", "main", "via_daemon"]
 
 _KEYS = ("root", "state_dir", "logs_dir", "approval_policy", "project_root")
 _DEFAULTS = {"root": "docs/udm", "state_dir": "state", "logs_dir": "logs", "approval_policy": "smart_auto"}
@@ -89,6 +97,90 @@ def _parse(argv: list[str]) -> tuple[dict[str, str], str] | None:
     return overrides, args[2]
 
 
+# The `graph` commands that only read (export writes a file; it stays in the client's process).
+_GRAPH_READS = frozenset(
+    {"query", "deps", "dependents", "path", "cycles", "order", "orphans", "show", "stats"}
+)
+
+
+def _leading(argv: list[str]) -> tuple[dict[str, str], list[str]] | None:
+    overrides: dict[str, str] = {}
+    args = list(argv)
+    while args and args[0].startswith("--"):
+        name, eq, value = args[0].partition("=")
+        if name not in ("--root", "--state-dir"):
+            return None
+        if not eq:
+            if len(args) < 2:
+                return None
+            value, args = args[1], args[1:]
+        overrides["root" if name == "--root" else "state_dir"] = value
+        args = args[1:]
+    return overrides, args
+
+
+def daemon_eligible(argv: list[str]) -> dict[str, str] | None:
+    """The settings (root, state, logs, policy) when the daemon may answer this command line, else None."""
+    parsed = _leading(argv)
+    if parsed is None:
+        return None
+    overrides, args = parsed
+    if not args or any(a in ("--help", "-h") for a in args):
+        return None  # help is laid out for the caller's terminal
+    if args[0] not in ("query", "search") and not (
+        args[0] == "graph" and len(args) > 1 and args[1] in _GRAPH_READS
+    ):
+        return None
+    conf = _settings(overrides)
+    if conf is None or conf["approval_policy"] == "ask_always":
+        return None  # the daemon cannot prompt
+    return conf
+
+
+def _autostart(conf: dict[str, str]) -> None:
+    env = os.environ.get("UDM_DAEMON_AUTOSTART")
+    value: object = env
+    if env is None:
+        files = _file_settings(os.getcwd()) or {}
+        value = files.get("daemon_autostart", False)
+    if isinstance(value, str):
+        value = value.strip().lower() in ("1", "true", "yes", "on")
+    if value is not True:
+        return
+    from udm import daemon_client as dc
+
+    with contextlib.suppress(OSError):  # starting is best effort; this command is answered either way
+        dc.spawn(conf["root"], conf["state"])
+
+
+def via_daemon(argv: list[str]) -> int | None:
+    """Exit code when the daemon answered (its output already printed), None when it did not."""
+    conf = daemon_eligible(argv)
+    if conf is None:
+        return None
+    from udm import daemon_client as dc
+
+    if not os.path.exists(dc.socket_path(conf["state"])):
+        _autostart(conf)
+        return None
+    message = {"op": "run", "argv": list(argv), "fingerprint": dc.fingerprint(os.getcwd())}
+    try:
+        reply = dc.request(conf["state"], message)
+    except dc.DaemonUnavailable:
+        return None
+    code = reply.get("code")
+    if not isinstance(code, int) or isinstance(code, bool):
+        return None  # a fallback or error reply: the command runs here
+    out, err = reply.get("stdout"), reply.get("stderr")
+    if isinstance(out, str) and out:
+        sys.stdout.write(out)
+        sys.stdout.flush()
+    if isinstance(err, str) and err:
+        sys.stderr.write(err)
+        sys.stderr.flush()
+    return code
+
+
 def fast_query_id(argv: list[str]) -> int | None:
     """Exit code when the fast path answered, None when the full CLI must."""
     started = time.perf_counter()
@@ -139,7 +231,9 @@ def fast_query_id(argv: list[str]) -> int | None:
 
 def main() -> None:
     """Console-script entry point."""
-    code = fast_query_id(sys.argv[1:])
+    code = via_daemon(sys.argv[1:])
+    if code is None:
+        code = fast_query_id(sys.argv[1:])
     if code is not None:
         sys.exit(code)
     from flows.cli import main as full_main

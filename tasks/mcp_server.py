@@ -7,13 +7,16 @@ server, not hinted: a call whose permission needs approval under the server's po
 client supports it (the multi-round-trip `input_required` result on 2026-07-28 connections, an
 `elicitation/create` request on older ones); a client without elicitation gets an error result that
 says how to approve instead (start the server with a more permissive policy). The decision is then
-enforced by `call_tool`, which also validates and logs the call. This module never imports Prefect.
+enforced by `call_tool`, which also validates and logs the call. Read-only query and graph calls that
+need no approval go to the manual's `udm daemon` when one runs under the same settings (its warm
+index, search reader and graph; it logs the call), else run here. This module never imports Prefect.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -30,6 +33,7 @@ from tasks.base import (
     ApprovalRequest,
     ApprovalUnavailableError,
     Approver,
+    Envelope,
     Tool,
     ToolCallResult,
     ToolContext,
@@ -41,7 +45,15 @@ from tasks.base import (
 from tasks.llm_tools import envelope_text
 from tasks.registry import all_tools
 
-__all__ = ["APPROVAL_KEY", "APPROVAL_SCHEMA", "build_server", "mcp_tool", "run_http", "run_stdio"]
+__all__ = [
+    "APPROVAL_KEY",
+    "APPROVAL_SCHEMA",
+    "build_server",
+    "call_via_daemon",
+    "mcp_tool",
+    "run_http",
+    "run_stdio",
+]
 
 SERVER_NAME = "udm-pipelines"
 # The key of our one input request in an `input_required` result.
@@ -122,6 +134,29 @@ def _refuse(explain: Callable[[ApprovalRequest], str]) -> Approver:
     return refuse
 
 
+def call_via_daemon(tool: Tool[Any, Any], args: dict[str, Any], ctx: ToolContext) -> ToolCallResult | None:
+    """The call answered by this manual's `udm daemon` (its warm engine), or None when none can."""
+    from udm import daemon_client as dc
+    from udm.daemon import DAEMON_TOOLS, settings_digest
+
+    if tool.name not in DAEMON_TOOLS:
+        return None
+    state = str(ctx.settings.state_path)
+    if not os.path.exists(dc.socket_path(state)):
+        return None
+    message = {"op": "tool", "tool": tool.name, "input": args, "settings": settings_digest(ctx.settings)}
+    try:
+        reply = dc.request(state, message)
+        envelope = Envelope.model_validate(reply["envelope"])
+    except (dc.DaemonUnavailable, KeyError, TypeError, ValidationError):
+        return None  # no daemon, other settings, or a fallback reply: the call runs here
+    return ToolCallResult(
+        envelope=envelope,
+        decision=str(reply.get("decision", "auto")),
+        duration_ms=float(reply.get("duration_ms", 0.0)),
+    )
+
+
 def build_server(
     ctx: ToolContext | None = None,
     tools: Iterable[Tool[Any, Any]] | None = None,
@@ -187,7 +222,10 @@ def build_server(
                     approved = _decision(reply)
                     approver = lambda request: approved  # noqa: E731
         call_ctx = dataclasses.replace(base_ctx, approver=approver)
-        result = await anyio.to_thread.run_sync(lambda: call_tool(tool, args, call_ctx))
+        warm = data is not None and not needs_approval(policy, tool.permission_for(data))
+        result = await anyio.to_thread.run_sync(
+            lambda: (warm and call_via_daemon(tool, args, base_ctx)) or call_tool(tool, args, call_ctx)
+        )
         try:
             return _to_result(result, base_ctx)
         except Exception as exc:  # the call already ran: report it rather than drop the reply

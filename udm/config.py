@@ -99,6 +99,11 @@ class Settings(BaseSettings):
     allow_delete: bool = Field(
         default=False, description="Enable fileSystemAccessTool's destructive deleteFile action."
     )
+    daemon_autostart: bool = Field(
+        default=False,
+        description="Start `udm daemon` in the background on the first query, search or graph command "
+        "that finds none running (UDM_DAEMON_AUTOSTART).",
+    )
     id_patterns: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: list(DEFAULT_ID_PATTERNS), description="Regexes of the manual's ID families."
     )
@@ -220,6 +225,20 @@ class Settings(BaseSettings):
     )
 
     # Engine
+    markdown_suffixes: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: [".md", ".markdown", ".mdx"],
+        description="File suffixes of the manual's pages (`.mdx` parses as MDX); comma-separated in the environment.",
+    )
+    max_file_bytes: int = Field(
+        default=8_000_000,
+        ge=1,
+        description="Largest page the index parses, bytes; a larger one is listed as 'skipped: too large'.",
+    )
+    data_sections: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Heading titles or paths (glob patterns, any case) whose YAML/JSON fences are data, "
+        "not examples; comma-separated in the environment.",
+    )
     index_busy_timeout_s: float = Field(
         default=10.0, gt=0, description="How long a query waits for a busy index, seconds."
     )
@@ -325,7 +344,9 @@ class Settings(BaseSettings):
             raise ValueError("expected error, warning or never")
         return value
 
-    @field_validator("allowed_dirs", "fetch_allow", "id_patterns", mode="before")
+    @field_validator(
+        "allowed_dirs", "fetch_allow", "id_patterns", "markdown_suffixes", "data_sections", mode="before"
+    )
     @classmethod
     def _split_commas(cls, value: Any) -> Any:
         # Environment variables carry lists as comma-separated strings; JSON lists pass through.
@@ -335,6 +356,15 @@ class Settings(BaseSettings):
                 return json.loads(stripped)
             return [part.strip() for part in stripped.split(",") if part.strip()]
         return value
+
+    @field_validator("markdown_suffixes", mode="after")
+    @classmethod
+    def _suffixes(cls, value: list[str]) -> list[str]:
+        # Matched against lower-cased file names: '.MD', 'md' and '.md' all mean '.md'.
+        out = ["." + v.strip().lower().lstrip(".") for v in value if v.strip().strip(".")]
+        if not out:
+            raise ValueError("markdown_suffixes needs at least one suffix, e.g. .md")
+        return out
 
     @model_validator(mode="after")
     def _scratch_outside_state(self) -> Settings:

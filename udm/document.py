@@ -12,6 +12,7 @@ Line numbers are 0-based and ranges half-open over `Document.lines` (keepends), 
 from __future__ import annotations
 
 import bisect
+import fnmatch
 import hashlib
 import itertools
 import re
@@ -47,6 +48,7 @@ __all__ = [
     "Section",
     "block_ids",
     "definition_line",
+    "fence_role",
     "find_block",
     "find_section",
     "load_document",
@@ -91,6 +93,8 @@ class Block:
     section: int | None
     text: str
     file: str = field(default="", repr=False)
+    # 'data' (the manual's data: IDs, errors) or 'example' (illustration: parsed best-effort, never an error).
+    role: str = "data"
     # Parsed data, error and defined IDs, filled on first use: most callers never read most blocks.
     _lazy: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -101,8 +105,8 @@ class Block:
 
     @property
     def error(self) -> str | None:
-        """'path:line: message' when the data block does not parse, else None."""
-        return self._parsed()[1]
+        """'path:line: message' when a data block does not parse, else None (examples are never errors)."""
+        return self._parsed()[1] if self.role == "data" else None
 
     def _parsed(self) -> tuple[Any, str | None]:
         found = self._lazy.get("parsed")
@@ -347,6 +351,7 @@ class _Outline:
     built_blocks: dict[int, Block] = field(default_factory=dict)
     raw_links: list[_RawLink] = field(default_factory=list)
     opaque: list[Opaque] = field(default_factory=list)  # MDX ESM/JSX blocks, never read as Markdown
+    data_sections: tuple[str, ...] = ()
     fields: list[tuple[int, str]] | None = None  # `**ID:**` field definitions: (line, ID)
     anchors: list[str] = field(default_factory=list)  # the first len(anchors) ones, worked out on demand
     seen_anchors: dict[str, int] = field(default_factory=dict)
@@ -389,6 +394,15 @@ class _Outline:
         if found is None:
             f = self.fences[k]
             lang = f.info.split(maxsplit=1)[0].lower() if f.info else ""
+            sec = self.fence_sections[k]
+            role = fence_role(
+                lang,
+                f.info,
+                f.text,
+                self.paths[sec] if sec is not None else None,
+                self.matcher,
+                self.data_sections,
+            )
             # Positional arguments: a frozen dataclass is built field by field, and keywords cost more.
             found = Block(
                 k,
@@ -400,9 +414,10 @@ class _Outline:
                 f.content_end,
                 f.markup,
                 f.indent,
-                self.fence_sections[k],
+                sec,
                 f.text,
                 self.file,
+                role,
             )
             self.built_blocks[k] = found
         return found
@@ -481,7 +496,9 @@ def _link_kind(target: str) -> str:
 
 
 def block_ids(block: Block) -> list[str]:
-    """IDs a block defines: string values of id/task_id/mode_id/tool_id keys, at any depth."""
+    """IDs a data block defines: string values of id/task_id/mode_id/tool_id keys, at any depth (examples: none)."""
+    if block.role != "data":
+        return []
     ids: list[str] | None = block._lazy.get("ids")
     if ids is None:
         ids = _cheap_block_ids(block)
@@ -505,10 +522,70 @@ def _cheap_block_ids(block: Block) -> list[str] | None:
     return simple_yaml_ids(text, DEFINING_KEYS)
 
 
-def parse_document(text: str, path: str = "", id_patterns: Iterable[str] | None = None) -> Document:
+# Info-string words that mark a fence's role: ```yaml udm / ```yaml {data} is data, ```json example is not.
+_DATA_MARKS = frozenset({"udm", "data", ".udm", ".data"})
+_EXAMPLE_MARKS = frozenset({"example", ".example"})
+_MARK_SPLIT = re.compile(r"[\s{}]+")
+# A key `id` or `..._id` (quoted or not, YAML or JSON) and the value after it: `api_id: "API-COMP-001-v1"`.
+_ID_KEY_VALUE = re.compile(
+    r"""(?:^|[\s{,\-])["']?(?:[A-Za-z0-9]+_)*id["']?[ \t]*:[ \t]*["']?([^\s"',}\]#]+)""",
+    re.MULTILINE | re.IGNORECASE,
+)
+_UDM_KEYS = re.compile(r"""(?:^|[\s{,])["']?(?:task_id|mode_id|tool_id)["']?[ \t]*:""", re.MULTILINE)
+
+
+def fence_role(
+    lang: str,
+    info: str,
+    text: str,
+    section_path: str | None,
+    matcher: IdMatcher,
+    data_sections: Sequence[str] = (),
+) -> str:
+    """'data' or 'example': a YAML/JSON fence is data only when the manual says so.
+
+    In order: an info-string mark (`example` / `udm`, `data`, `{data}`, `{.data}`); a `verify`
+    block; a section whose heading path matches a `data_sections` pattern; or a block that defines
+    a UDM ID (a `task_id`/`mode_id`/`tool_id` key, or an `id` /
+    `..._id` key holding an ID of the configured families). Everything else is an example.
+    """
+    if lang not in DATA_LANGS:
+        return "example"
+    words = set(_MARK_SPLIT.split(info.lower())[1:]) if info else set()
+    if words & _EXAMPLE_MARKS:
+        return "example"
+    if words & _DATA_MARKS or lang == "verify":
+        return "data"
+    if section_path is not None and data_sections and _in_sections(section_path, data_sections):
+        return "data"
+    if _UDM_KEYS.search(text):
+        return "data"
+    if "id" in text.lower():
+        for m in _ID_KEY_VALUE.finditer(text):
+            if matcher.is_id(m.group(1)):
+                return "data"
+    return "example"
+
+
+def _in_sections(path: str, patterns: Sequence[str]) -> bool:
+    """Whether a heading path (or its last title) matches one of the glob patterns, ignoring case."""
+    low = path.lower()
+    title = low.rsplit(" > ", 1)[-1]
+    return any(fnmatch.fnmatchcase(title, p.lower()) or fnmatch.fnmatchcase(low, p.lower()) for p in patterns)
+
+
+def parse_document(
+    text: str,
+    path: str = "",
+    id_patterns: Iterable[str] | None = None,
+    *,
+    data_sections: Sequence[str] = (),
+) -> Document:
     """Parse Markdown text; bad blocks become `errors`, never exceptions.
 
-    The parse finds headings, their tree and anchors, and the fenced blocks. Data blocks are parsed
+    The parse finds headings, their tree and anchors, the fenced blocks and the links (one
+    CommonMark/GFM parse, `udm.scanner`); `.mdx` paths parse as MDX. `data_sections`: heading
+    patterns whose YAML/JSON fences are data (see `fence_role`). Data blocks are parsed
     on first use of their `data`/`error`; the IDs they define, when `sections` or `id_defs` are
     first used, by a grammar-checked scan of flat blocks or by parsing the others.
     """
@@ -576,6 +653,7 @@ def parse_document(text: str, path: str = "", id_patterns: Iterable[str] | None 
         fm_error,
         raw_links=parsed.links,
         opaque=parsed.opaque,
+        data_sections=tuple(data_sections),
     )
     return doc
 

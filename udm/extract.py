@@ -11,6 +11,7 @@ import itertools
 import posixpath
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
@@ -18,10 +19,12 @@ from udm.document import Block, Document, Section, block_ids, definition_line
 
 __all__ = [
     "TABLE_COLUMNS",
+    "ParseOptions",
     "document_rows",
     "is_config_file",
     "json_safe",
     "outside_root",
+    "parse_options",
     "split_link_target",
 ]
 
@@ -57,6 +60,7 @@ TABLE_COLUMNS: dict[str, list[tuple[str, str]]] = {
         ("content", "VARCHAR"),
         ("data", "JSON"),
         ("error", "VARCHAR"),
+        ("role", "VARCHAR"),  # data | example (see udm.document.fence_role)
     ],
     "ids": [
         ("id", "VARCHAR"),
@@ -128,6 +132,23 @@ TABLE_COLUMNS: dict[str, list[tuple[str, str]]] = {
         ("form", "VARCHAR"),
     ],
 }
+
+
+@dataclass(frozen=True, slots=True)
+class ParseOptions:
+    """What the index's parse needs from the settings (picklable, for the worker processes)."""
+
+    id_patterns: tuple[str, ...]
+    data_sections: tuple[str, ...] = ()
+    max_file_bytes: int = 8_000_000
+
+
+def parse_options(settings: Any) -> ParseOptions:
+    """The parse options of these settings."""
+    return ParseOptions(
+        tuple(settings.id_patterns), tuple(settings.data_sections), int(settings.max_file_bytes)
+    )
+
 
 _TOOL_TITLE = re.compile(r"\bTool:\s*`?([A-Za-z_][\w.\-]*)`?")
 _MODE_TITLE = re.compile(r"\bMode:\s*`?([A-Za-z][\w\-]*)`?")
@@ -352,6 +373,7 @@ def document_rows(doc: Document, *, exists: Any = None) -> dict[str, list[dict[s
                 "content": b.text,
                 "data": safe_data[b.index],
                 "error": b.error,
+                "role": b.role,
             }
         )
     for occ in doc.id_defs:
@@ -384,6 +406,10 @@ def document_rows(doc: Document, *, exists: Any = None) -> dict[str, list[dict[s
     for b in doc.blocks:
         if b.data is None:
             continue
+        if config_file and b.lang in ("yaml", "yml", "json") and not block_ids(b):
+            rows["config"].extend(_config_rows(doc, b, sp(b.section)))
+        if b.role != "data":
+            continue  # an example's `id:` or `depends_on` is illustration, not a task
         section = doc.sections[b.section] if b.section is not None else None
         for d in _walk_dicts(safe_data[b.index]):
             if _is_task(d):
@@ -435,8 +461,6 @@ def document_rows(doc: Document, *, exists: Any = None) -> dict[str, list[dict[s
                 )
                 if b.section is not None:
                     tool_sections.add(b.section)
-        if config_file and b.lang in ("yaml", "yml", "json") and not block_ids(b):
-            rows["config"].extend(_config_rows(doc, b, sp(b.section)))
 
     # Tools written as a section: '### 2.5.1 Tool: `x`' with name/description fields and schema blocks.
     starred = _starred_lines(doc)

@@ -43,13 +43,15 @@ from filelock import FileLock, Timeout
 from udm.config import Settings, ensure_folder
 from udm.document import parse_document
 from udm.errors import ConfigError, IndexBusyError
-from udm.extract import TABLE_COLUMNS, document_rows
+from udm.extract import TABLE_COLUMNS, ParseOptions, document_rows, parse_options
 from udm.lookup import MARKDOWN_SUFFIXES, scan_markdown, write_lookup
 from udm.site import LinkResolver, Routes, resolve_links, route_meta, settings_site
 
 __all__ = ["IDLE_RELEASE_S", "RELEASE_POLL_S", "SCHEMA_VERSION", "RefreshStats", "UdmIndex", "scan_root"]
 
-SCHEMA_VERSION = 8  # 7: links.form (how a link is written); 8: files.site (route front matter)
+SCHEMA_VERSION = (
+    9  # 7: links.form (how a link is written); 8: files.site (route front matter); 9: blocks.role
+)
 # ID definitions with their section's line range: the rows of the SQLite lookup mirror.
 _DEFS_SQL = (
     "SELECT i.id, i.file, i.line, i.how, i.section, i.section_path, s.start_line, s.end_line "
@@ -100,9 +102,11 @@ class RefreshStats:
         return asdict(self)
 
 
-def scan_root(root: Path, exclude: list[Path] | None = None) -> dict[str, tuple[int, int]]:
+def scan_root(
+    root: Path, exclude: list[Path] | None = None, suffixes: tuple[str, ...] = MARKDOWN_SUFFIXES
+) -> dict[str, tuple[int, int]]:
     """Every Markdown file under `root` (relative posix path -> (size, mtime_ns)), hidden dirs skipped."""
-    return scan_markdown(root, exclude or [])
+    return scan_markdown(root, exclude or [], suffixes=suffixes)
 
 
 # struct inotify_event (wd, mask, cookie, len) then `len` bytes of NUL-padded name.
@@ -219,7 +223,7 @@ def _ddl() -> list[str]:
 
 
 def _parse_chunk(
-    root: str, relpaths: list[str], patterns: list[str], outdir: str, chunk: int
+    root: str, relpaths: list[str], patterns: ParseOptions, outdir: str, chunk: int
 ) -> tuple[list[dict[str, Any]], list[str], dict[str, int]]:
     """Parse files and write their rows as NDJSON files; return file rows, errors and counts."""
     files: list[dict[str, Any]] = []
@@ -248,7 +252,7 @@ def _parse_chunk(
 def _parse_into(
     root: str,
     relpaths: list[str],
-    patterns: list[str],
+    patterns: ParseOptions,
     now: str,
     exists: Any,
     files: list[dict[str, Any]],
@@ -278,6 +282,12 @@ def _parse_into(
         full = os.path.join(root, rel)
         try:
             st = os.stat(full)
+            if st.st_size > patterns.max_file_bytes:
+                # Parsing holds a tree of the whole file: past the limit the file is listed, not parsed.
+                msg = f"{rel}:1: skipped: too large ({st.st_size} bytes > max_file_bytes {patterns.max_file_bytes})"
+                errors.append(msg)
+                files.append(_file_row(rel, "", st, now, "none", msg, []))
+                continue
             raw = Path(full).read_bytes()
         except OSError as exc:
             errors.append(f"{rel}:1: cannot read: {exc.strerror or exc}")
@@ -291,7 +301,7 @@ def _parse_into(
             errors.append(msg)
             files.append(_file_row(rel, digest, st, now, "none", msg, []))
             continue
-        doc = parse_document(text, rel, patterns)
+        doc = parse_document(text, rel, patterns.id_patterns, data_sections=patterns.data_sections)
         errors.extend(doc.errors)
         rows_by_table = document_rows(doc, exists=exists)
         holds = [table for table, rows in rows_by_table.items() if rows]
@@ -320,7 +330,7 @@ def _json_bytes(rows: list[dict[str, Any]]) -> bytes:
 
 
 def _parse_in_memory(
-    root: str, relpaths: list[str], patterns: list[str]
+    root: str, relpaths: list[str], patterns: ParseOptions
 ) -> tuple[list[dict[str, Any]], list[str], dict[str, int], dict[str, list[dict[str, Any]]]]:
     """Parse a few files in this process: file rows, errors, counts and every row by table."""
     files: list[dict[str, Any]] = []
@@ -461,6 +471,7 @@ class UdmIndex:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self.suffixes = tuple(settings.markdown_suffixes)
         self.root = settings.udm_root
         self.state = settings.state_path
         self.db_path = self.state / "index.duckdb"
@@ -747,10 +758,10 @@ class UdmIndex:
                     # Watch first, then scan: a change during the scan is still seen next time.
                     self._watcher.watch_tree(self.root, self._exclude())
             dirs: list[str] = []
-            disk = scan_markdown(self.root, self._exclude(), dirs)
+            disk = scan_markdown(self.root, self._exclude(), dirs, self.suffixes)
             if self._watcher is not None and self._watcher.watch_new(dirs):
                 # A directory appeared: watched now, scanned again so nothing made in it before is missed.
-                disk = scan_root(self.root, self._exclude())
+                disk = scan_root(self.root, self._exclude(), self.suffixes)
             if self._known is not None and self.generation >= 0:
                 if disk == self._known:
                     return None
@@ -765,13 +776,30 @@ class UdmIndex:
             stats = self.refresh(disk=disk)
             return stats
 
+    def skipped_files(self) -> list[tuple[str, str]]:
+        """(path, reason) of every Markdown-like file the index leaves out, and of those it could not parse."""
+        found: list[tuple[str, str]] = []
+        scan_markdown(self.root, self._exclude(), None, self.suffixes, found)
+        if self.db_path.exists():
+            with self.connect(read_only=True) as con:
+                rows = con.execute(
+                    "SELECT path, error FROM files WHERE parser = 'none' ORDER BY path"
+                ).fetchall()
+            for path, error in rows:
+                reason = str(error or "not parsed")
+                reason = (
+                    reason.split(": ", 1)[1] if reason.startswith(f"{path}:") and ": " in reason else reason
+                )
+                found.append((path, reason if reason.startswith("skipped") else f"skipped: {reason}"))
+        return sorted(found)
+
     def _restat(self, known: dict[str, tuple[int, int]], paths: set[str]) -> dict[str, tuple[int, int]]:
         """`known` with the stat of `paths` (absolute, under the root) updated as `scan_root` sees them."""
         disk = dict(known)
         base = len(str(self.root)) + 1
         for full in paths:
             name = os.path.basename(full)
-            if name.startswith(".") or not name.endswith(MARKDOWN_SUFFIXES):
+            if name.startswith(".") or not name.endswith(self.suffixes):
                 continue
             rel = full[base:].replace(os.sep, "/")
             try:
@@ -835,7 +863,7 @@ class UdmIndex:
     def _refresh_locked(self, full: bool, disk: dict[str, tuple[int, int]] | None) -> RefreshStats:
         if not self.root.is_dir():
             raise ConfigError(f"UDM root {self.root} is not a directory (set UDM_ROOT or --root)")
-        disk = scan_root(self.root, self._exclude()) if disk is None else disk
+        disk = scan_root(self.root, self._exclude(), self.suffixes) if disk is None else disk
         stats = RefreshStats(full=full, files=len(disk))
         indexed: dict[str, Indexed] = {}
         stack = ExitStack()
@@ -914,7 +942,7 @@ class UdmIndex:
         guess = sorted(p for p, st in disk.items() if p not in known or known[p][:2] != st)
         if not guess or sum(disk[p][0] for p in guess) >= PARALLEL_MIN_BYTES:
             return None
-        return guess, _parse_in_memory(str(self.root), guess, list(self.settings.id_patterns))
+        return guess, _parse_in_memory(str(self.root), guess, parse_options(self.settings))
 
     def _refresh_with(
         self,
@@ -1049,6 +1077,7 @@ class UdmIndex:
                 disk=disk,
                 defs=defs,
                 generation=generation,
+                suffixes=self.suffixes,
             )
             stats.stages["lookup"] = round(time.perf_counter() - mark, 3)
             mark = time.perf_counter()
@@ -1083,7 +1112,7 @@ class UdmIndex:
 
         mark = time.perf_counter()
         self._pending_routes = None
-        patterns = list(self.settings.id_patterns)
+        patterns = parse_options(self.settings)
         if prefetched is not None and prefetched[0] == to_parse:
             file_rows, errors, counts, tables = prefetched[1]  # parsed while the connection opened
         else:
@@ -1097,7 +1126,7 @@ class UdmIndex:
         gone = sorted(set(removed) | set(to_parse))
         # The generation `_refresh_locked` read under the write lock, in this transaction's view.
         generation = int(self._cache_key[0] or 0) + 1
-        search = SearchIndex(self.search_path, patterns)
+        search = SearchIndex(self.search_path, list(patterns.id_patterns))
         in_step = search.generation() == generation - 1
         # tantivy's commit (~25 ms, mostly fsync) overlaps DuckDB's statements on the other core.
         worker = (
@@ -1126,6 +1155,7 @@ class UdmIndex:
             disk=disk,
             defs=defs,
             generation=generation,
+            suffixes=self.suffixes,
             restat=restat,
         ):
             # The mirror missed a refresh (crash, older build): rewrite it from the tables.
@@ -1138,6 +1168,7 @@ class UdmIndex:
                 disk=disk,
                 defs=all_defs,
                 generation=generation,
+                suffixes=self.suffixes,
             )
         stats.stages["lookup"] = round(time.perf_counter() - mark, 4)
         mark = time.perf_counter()
@@ -1286,7 +1317,7 @@ class UdmIndex:
         rows = [(("new", i), f, t) for i, f, t in new_rows] + [(("old", r[0]), r[1], r[2]) for r in incoming]
         before = {("old", r[0]): r[3:] for r in incoming}
         updates = []
-        for key, target_file, fragment, ok in resolve_links(resolver, rows, anchors_in):
+        for key, target_file, fragment, ok in resolve_links(resolver, rows, anchors_in, self._read_page):
             if key[0] == "new":
                 row = tables["links"][key[1]]
                 row["target_file"], row["fragment"], row["resolved"] = target_file, fragment, ok
@@ -1336,6 +1367,14 @@ class UdmIndex:
 
         return exists
 
+    def _read_page(self, rel: str) -> str | None:
+        """A page's text from the disk (links into it named an anchor that is no heading's)."""
+        try:
+            with open(os.path.join(self.root, rel), "rb") as fh:
+                return fh.read(64 << 20).decode("utf-8", errors="replace")
+        except OSError:
+            return None
+
     def _routes(self, con: duckdb.DuckDBPyConnection) -> Routes:
         """The route table of the indexed pages (paths plus route front matter), from the files table."""
         pages: set[str] = set()
@@ -1376,7 +1415,9 @@ class UdmIndex:
             )
 
         before = {r[0]: r[3:] for r in rows}
-        verdicts = resolve_links(LinkResolver(routes, self._exists()), [r[:3] for r in rows], anchors_in)
+        verdicts = resolve_links(
+            LinkResolver(routes, self._exists()), [r[:3] for r in rows], anchors_in, self._read_page
+        )
         self._write_verdicts(con, [v for v in verdicts if tuple(v[1:]) != before[v[0]]])
 
     @staticmethod
@@ -1406,7 +1447,7 @@ class UdmIndex:
 
         `on_chunk(k)` is called as chunk k's files are written (in completion order).
         """
-        patterns = list(self.settings.id_patterns)
+        patterns = parse_options(self.settings)
         total = sum(disk[p][0] for p in relpaths)
         cpus = os.cpu_count() or 1
         if total < PARALLEL_MIN_BYTES or cpus < 2 or len(relpaths) < 4:

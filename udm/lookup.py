@@ -19,10 +19,31 @@ if TYPE_CHECKING:  # the fast CLI path imports this module: keep its runtime imp
     from pathlib import Path
     from typing import Any
 
-__all__ = ["LOOKUP_NAME", "lookup_definitions", "scan_markdown", "write_lookup"]
+__all__ = [
+    "LOOKUP_NAME",
+    "MARKDOWN_LIKE",
+    "MARKDOWN_SUFFIXES",
+    "lookup_definitions",
+    "scan_markdown",
+    "write_lookup",
+]
 
 LOOKUP_NAME = "lookup.sqlite"
-MARKDOWN_SUFFIXES = (".md", ".markdown")
+MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")  # the default of settings.markdown_suffixes
+# Suffixes of Markdown dialects: such a file outside the configured suffixes is listed as skipped.
+MARKDOWN_LIKE = (
+    ".md",
+    ".markdown",
+    ".mdx",
+    ".mdown",
+    ".mkd",
+    ".mkdn",
+    ".mdwn",
+    ".mdtxt",
+    ".mdtext",
+    ".rmd",
+    ".qmd",
+)
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, size INTEGER, mtime_ns INTEGER)",
@@ -35,14 +56,20 @@ _SCHEMA = (
 
 
 def scan_markdown(
-    root: str | Path, exclude: Iterable[str | Path] = (), dirs: list[str] | None = None
+    root: str | Path,
+    exclude: Iterable[str | Path] = (),
+    dirs: list[str] | None = None,
+    suffixes: tuple[str, ...] = MARKDOWN_SUFFIXES,
+    skipped: list[tuple[str, str]] | None = None,
 ) -> dict[str, tuple[int, int]]:
     """Every Markdown file under `root` (relative posix path -> (size, mtime_ns)), hidden dirs skipped.
 
     Symbolic links to directories are not followed, and a linked file counts only when its target
     is inside `root` too.
 
-    `dirs`, when given, receives every directory visited (the index watches them).
+    `dirs`, when given, receives every directory visited (the index watches them); `skipped`
+    receives (path, reason) of each Markdown-like file left out (a link out of the root, a
+    suffix not in `suffixes`).
     """
     out: dict[str, tuple[int, int]] = {}
     skip = {str(p) for p in exclude}
@@ -65,15 +92,28 @@ def scan_markdown(
                 if entry.is_dir(follow_symlinks=False):
                     if entry.path not in skip:
                         stack.append(entry.path)
-                elif name.endswith(MARKDOWN_SUFFIXES) and entry.is_file():
+                elif name.endswith(suffixes) and entry.is_file():
                     if entry.is_symlink() and not _inside(os.path.realpath(entry.path), real_root):
                         # A link out of the manual would publish that file through every query tool.
+                        if skipped is not None:
+                            skipped.append(
+                                (_rel(entry.path, base), "skipped: a symbolic link out of the root")
+                            )
                         continue
                     st = entry.stat()
                     out[entry.path[base:].replace(os.sep, "/")] = (st.st_size, st.st_mtime_ns)
+                elif skipped is not None and name.lower().endswith(MARKDOWN_LIKE):
+                    suffix = "." + name.rsplit(".", 1)[-1]
+                    skipped.append(
+                        (_rel(entry.path, base), f"skipped: suffix {suffix} is not in markdown_suffixes")
+                    )
             except OSError:
                 continue
     return out
+
+
+def _rel(path: str, base: int) -> str:
+    return path[base:].replace(os.sep, "/")
 
 
 def _inside(path: str, root: str) -> bool:
@@ -90,6 +130,7 @@ def write_lookup(
     defs: list[tuple[Any, ...]],
     generation: int | None = None,
     restat: list[str] | None = None,
+    suffixes: tuple[str, ...] = MARKDOWN_SUFFIXES,
 ) -> bool:
     """Mirror the definitions of `changed` files (all when `full`) and the stats of every file.
 
@@ -126,6 +167,8 @@ def write_lookup(
                 "INSERT OR REPLACE INTO files VALUES (?, ?, ?)", [(p, st[0], st[1]) for p, st in stats]
             )
             con.execute("INSERT OR REPLACE INTO meta VALUES ('root', ?)", (str(root),))
+            # Readers scan with the suffixes the index used, so their file list compares equal.
+            con.execute("INSERT OR REPLACE INTO meta VALUES ('suffixes', ?)", ("\n".join(suffixes),))
             con.execute(
                 "INSERT OR REPLACE INTO meta VALUES ('generation', ?)",
                 ("" if generation is None else str(generation),),
@@ -150,8 +193,10 @@ def lookup_definitions(
         meta = con.execute("SELECT value FROM meta WHERE key = 'root'").fetchone()
         if meta is None or meta[0] != str(root):
             return None
+        row = con.execute("SELECT value FROM meta WHERE key = 'suffixes'").fetchone()
+        suffixes = tuple(row[0].split("\n")) if row and row[0] else MARKDOWN_SUFFIXES
         indexed = {r[0]: (r[1], r[2]) for r in con.execute("SELECT path, size, mtime_ns FROM files")}
-        if indexed != scan_markdown(root, exclude):
+        if indexed != scan_markdown(root, exclude, suffixes=suffixes):
             return None
         rows = con.execute(
             "SELECT id, file, line, how, section, section_path, start_line, end_line FROM defs WHERE id = ? "

@@ -81,14 +81,19 @@ def _plain_kind(mode: int) -> Literal["file", "directory"] | None:
     return None
 
 
+# Zero-width non-joiner and joiner are format characters that real names need: Persian and Indic
+# words are spelled with them, and emoji sequences join with U+200D. They cannot reorder text.
+_NAME_JOINERS = frozenset("\u200c\u200d")
+
+
 def _control_char(text: str) -> str | None:
-    """The first control (Cc) or format (Cf) character of `text`, or None."""
+    """The first control (Cc) or format (Cf) character of `text` other than a joiner, or None."""
     # isprintable() is False for every Cc and Cf character (and for some harmless ones such as a
     # no-break space), so the common case costs one C-level scan.
     if text.isprintable():
         return None
     for ch in text:
-        if unicodedata.category(ch) in ("Cc", "Cf"):
+        if unicodedata.category(ch) in ("Cc", "Cf") and ch not in _NAME_JOINERS:
             return ch
     return None
 

@@ -46,6 +46,7 @@ __all__ = [
     "Site",
     "detect_site",
     "display_target",
+    "has_explicit_anchor",
     "resolve_links",
     "route_meta",
     "settings_site",
@@ -288,11 +289,14 @@ class LinkResolver:
             if hit is None:
                 hit = self._absolute[path] = self._locate_absolute(path)
         else:
-            key = (posixpath.dirname(source), path)
-            hit = self._relative.get(key)
+            # A file path lands in the same place from every page of a folder; a route-relative URL
+            # depends on the page's own route, so that answer is kept per page.
+            key = (source.rpartition("/")[0], path)
+            hit = self._relative.get(key) or self._relative.get((source, path))
             if hit is None:
-                hit = self._relative[key] = self._locate_relative(source, path)
-        return Located(hit.file, frag, hit.external, hit.how)
+                hit = self._locate_relative(source, path)
+                self._relative[key if hit.how in ("file", "path") else (source, path)] = hit
+        return hit if frag is None else Located(hit.file, frag, hit.external, hit.how)
 
     def _locate_relative(self, source: str, path: str) -> Located:
         joined = posixpath.normpath(posixpath.join(posixpath.dirname(source), path))
@@ -388,16 +392,27 @@ Row = tuple[Any, str, str]  # (row key, source file, target)
 Verdict = tuple[Any, str | None, str | None, bool | None]  # (row key, target file, fragment, resolved)
 
 
+def has_explicit_anchor(text: str, anchor: str) -> bool:
+    """Whether the page names `anchor` itself: an HTML `id`/`name` attribute, or a `{#anchor}` heading
+    attribute (Docusaurus, MkDocs attr_list, Hugo, Pandoc). GitHub-style heading anchors are not checked here."""
+    if anchor not in text:
+        return False
+    forms = (f'id="{anchor}"', f"id='{anchor}'", f'name="{anchor}"', f"name='{anchor}'", f"{{#{anchor}}}")
+    return any(form in text for form in forms)
+
+
 def resolve_links(
     resolver: LinkResolver,
     rows: Iterable[Row],
     anchors_in: Callable[[set[tuple[str, str]]], set[tuple[str, str]]],
+    text_of: Callable[[str], str | None] | None = None,
 ) -> list[Verdict]:
     """Every row's target file, fragment and verdict: True resolves, False is broken, None external.
 
     A link resolves when it lands on a file and, if it lands on a page with a fragment, the fragment
-    is one of that page's heading anchors. `anchors_in(pairs)` answers which (page, anchor) pairs
-    exist; it is called once, so callers can answer in one query.
+    is one of that page's heading anchors or an anchor the page names itself (`has_explicit_anchor`).
+    `anchors_in(pairs)` answers which (page, heading anchor) pairs exist; it is called once, so
+    callers can answer in one query. `text_of(page)` gives a page's text for the pairs left over.
     """
     located = [(key, resolver.locate(source, target)) for key, source, target in rows]
     pages = resolver.routes.pages
@@ -407,6 +422,14 @@ def resolve_links(
         if loc.file is not None and loc.fragment is not None and loc.file in pages
     }
     present = anchors_in(wanted) if wanted else set()
+    if text_of is not None:
+        texts: dict[str, str | None] = {}
+        for page, anchor in sorted(wanted - present):
+            if page not in texts:
+                texts[page] = text_of(page)
+            text = texts[page]
+            if text is not None and has_explicit_anchor(text, anchor):
+                present.add((page, anchor))
     out: list[Verdict] = []
     for key, loc in located:
         if loc.external:

@@ -312,8 +312,15 @@ def _docusaurus(root: Path, here: Path, text: str) -> Site:
 
 def _mintlify(root: Path, here: Path, text: str) -> Site:
     data = json.loads(text) if text.strip() else {}
+    listed = data.get("redirects") if isinstance(data, dict) else None
+    if isinstance(listed, dict) and isinstance(listed.get("$ref"), str):
+        # docs.json may keep a key in another file of its folder: {"$ref": "./redirects.json"}.
+        ref = (here / listed["$ref"]).resolve()
+        listed = (
+            json.loads(_read_config(ref)) if ref.is_relative_to(here.resolve()) and ref.is_file() else None
+        )
     redirects = []
-    for item in (data.get("redirects") or []) if isinstance(data, dict) else []:
+    for item in listed if isinstance(listed, list) else []:
         if (
             isinstance(item, dict)
             and isinstance(item.get("source"), str)

@@ -26,6 +26,7 @@ from udm.site import (
     route_meta,
     site_for,
 )
+from udm.site_config import NUMBER_PREFIX
 from udm.splice import edit_form, line_opcodes
 
 __all__ = ["ValidationFailedError", "validate_workspace"]
@@ -166,7 +167,7 @@ class _Resolver:
             return found
 
         out: dict[str, tuple[bool, str]] = {}
-        for target, file, fragment, ok in resolve_links(self.links, rows, anchors_in):
+        for target, file, fragment, ok in resolve_links(self.links, rows, anchors_in, self.text):
             if ok is False:
                 if file is None:
                     why = f"{display_target(doc.path, target)} does not exist"
@@ -337,7 +338,8 @@ def _names(path: str, doc: Document | None) -> set[str]:
     """Strings a link into `path` would contain: its name, its stem, its slug or id."""
     base = posixpath.basename(path)
     stem = base.rsplit(".", 1)[0]
-    names = {base, stem}
+    # Docusaurus routes drop a number prefix: 01-install.md is linked as .../install.
+    names = {base, stem, NUMBER_PREFIX.sub("", stem)}
     if stem.lower() in ("index", "readme", "_index"):
         names.add(posixpath.basename(posixpath.dirname(path)) or base)
     meta = route_meta(doc.front_matter) if doc is not None else None

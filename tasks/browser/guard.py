@@ -46,6 +46,9 @@ class Refusal:
     url: str
     reason: str
     navigation: bool = False
+    # "route" (Playwright routing), "websocket" or "proxy" (a connection: a redirect hop, a worker's
+    # request, a download, or anything routing did not see).
+    layer: str = "route"
 
     @property
     def message(self) -> str:
@@ -186,7 +189,7 @@ class Guard:
         reason = await self.verdict(ws.url.replace("ws", "http", 1))
         with contextlib.suppress(PlaywrightError):
             if reason is not None:
-                self.refusals.append(Refusal(ws.url, reason))
+                self.refusals.append(Refusal(ws.url, reason, layer="websocket"))
                 await ws.close(code=1008, reason="refused by the SSRF guard")
                 return
             # The page's own socket then connects, through the proxy, which vets it again.
@@ -225,7 +228,7 @@ class Guard:
         try:
             vetted = await self.vet(host, port)
         except BlockedAddressError as exc:
-            self.refusals.append(Refusal(shown, str(exc)))
+            self.refusals.append(Refusal(shown, str(exc), layer="proxy"))
             await _answer(writer, 403, f"refused by the SSRF guard: {exc}")
             return
         try:
@@ -321,8 +324,11 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
 
 
 def first_refusal(refusals: list[Refusal]) -> Refusal | None:
-    """The refusal worth naming first (a tab's own navigation), or None."""
+    """The refusal that explains a failed action: a tab's navigation, else a refused connection.
+
+    A refused image or script (routing) leaves the action itself working, so it explains nothing.
+    """
     for item in refusals:
         if item.navigation:
             return item
-    return refusals[0] if refusals else None
+    return next((item for item in refusals if item.layer == "proxy"), None)

@@ -495,8 +495,14 @@ class BrowserManager:
         create: bool = True,
         viewport: dict[str, int] | None = None,
         accept_downloads: bool = True,
+        route_websockets: bool = True,
     ) -> Session | None:
-        """The session with this ID; created (a fresh context) when missing and `create` is set."""
+        """The session with this ID; created (a fresh context) when missing and `create` is set.
+
+        `route_websockets=False` leaves page WebSockets to the guard proxy alone (it refuses them at
+        CONNECT too, with a less specific error in the page): Playwright's WebSocket routing injects a
+        script into every page, which verification contexts skip to save browser CPU.
+        """
         existing = self.sessions.get(session_id)
         if existing is not None and self.alive():
             if existing.guard is not None:
@@ -514,7 +520,8 @@ class BrowserManager:
         try:
             context = await self._new_context(settings, options)
             await context.route("**/*", guard.on_route)
-            await context.route_web_socket(_ANY_URL, guard.on_websocket)
+            if route_websockets:
+                await context.route_web_socket(_ANY_URL, guard.on_websocket)
         except BaseException:
             await guard.close()
             raise

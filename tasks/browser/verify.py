@@ -393,7 +393,7 @@ async def run_check(
         reuse = worker_session is not None and n == 0 and check.viewport is None
         sid = worker_session if reuse and worker_session else _safe(f"verify-{run_id}-{check.id}-{n}")
         try:
-            session = await MANAGER.session(sid, settings, viewport=check.viewport)
+            session = await MANAGER.session(sid, settings, viewport=check.viewport, route_websockets=False)
         except ActionError as exc:
             return done("FAIL", exc.message)
         assert session is not None
@@ -407,6 +407,7 @@ async def run_check(
                 )
                 if problem:
                     attempt.failures.append(problem.replace("step[0] navigate_to_url", "open url"))
+
             for i, step in enumerate(check.steps, 1):
                 if attempt.failures:
                     break
@@ -470,22 +471,33 @@ async def evidence_png(page: Page, timeout_s: float) -> bytes:
 
 
 async def reset_session(session: Session) -> None:
-    """Make a reused worker context clean for the next check: one blank tab, no cookies or storage."""
-    from playwright.async_api import Error as PlaywrightError
+    """Make a reused worker context clean for the next check: one blank tab, no cookies or storage.
 
+    The tab leaves its page first, so nothing the page still runs (a timer, an unload handler) can
+    write after the clearing; then everything the origins it showed stored is cleared through CDP
+    (local and session storage, IndexedDB, cache storage, service workers), and every cookie.
+    """
     try:
         keep = min(session.tabs) if session.tabs else None
+        origins: set[str] = set()
         for tab_id, page in list(session.tabs.items()):
+            origins.add(_origin(page.url))
             if tab_id != keep:
                 await page.close()
         if keep is not None:
             page = session.tabs[keep]
-            # Storage of the origin the check visited; cookies of every origin below.
-            await page.evaluate(
-                "() => { try { localStorage.clear(); sessionStorage.clear(); } catch (e) {} }"
-            )
             await page.goto("about:blank")
             session.active = keep
+            origins.discard("")
+            if origins:
+                cdp = await session.context.new_cdp_session(page)
+                try:
+                    for origin in sorted(origins):
+                        await cdp.send(
+                            "Storage.clearDataForOrigin", {"origin": origin, "storageTypes": "all"}
+                        )
+                finally:
+                    await cdp.detach()
         await session.context.clear_cookies()
         await session.context.clear_permissions()
         session.history.clear()
@@ -494,6 +506,14 @@ async def reset_session(session: Session) -> None:
             session.guard.refusals.clear()
     except PlaywrightError:
         await MANAGER.close_session(session.id)  # next use starts a fresh context
+
+
+def _origin(url: str) -> str:
+    """scheme://host[:port] of an http(s) URL; '' for anything else (about:, data:, file:)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}" if parts.scheme in ("http", "https") and parts.netloc else ""
 
 
 def resource_policy(check: Check) -> ResourcePolicy:

@@ -53,6 +53,12 @@ PAGES: dict[str, str] = {
   document.getElementById('items').innerHTML = '<li>a</li><li>b</li><li>c</li>';
   history.pushState({}, '', '/late?done=1');
 }, 500);</script>""",
+    "/state": """<title>State</title><p id="prev"></p><script>
+document.getElementById('prev').textContent = 'prev:' + (localStorage.getItem('k') || '') + '|' + document.cookie;
+localStorage.setItem('k', 'v'); document.cookie = 'c=1; path=/';
+setTimeout(() => localStorage.setItem('k', 'late'), 50);
+addEventListener('pagehide', () => { localStorage.setItem('k', 'unload'); document.cookie = 'u=1; path=/'; });
+</script>""",
     "/a": "<title>Page A</title><h1>A</h1><a id='to-b' href='/b'>to b</a>",
     "/b": "<title>Page B</title><h1>B</h1><a href='/a'>back to a</a>",
     "/tabs": "<title>Tabs</title><a id='newtab' href='/b' target='_blank'>open b in a new tab</a>",

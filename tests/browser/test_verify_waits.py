@@ -71,3 +71,24 @@ def test_a_value_that_never_matches_fails_within_its_timeout_naming_the_last_val
     assert text.screenshot is not None  # a failure keeps its evidence
     assert "count of '#items li' is 3, expected it at least 5" in (results["CHK-COUNT"].reason or "")
     assert "Timed out after 1 s waiting for selector '#nothing'" in (results["CHK-GONE"].reason or "")
+
+
+def test_a_reused_context_keeps_nothing_from_the_previous_check(site, bctx) -> None:  # type: ignore[no-untyped-def]
+    # /state shows the storage and cookies it finds, then sets both, after load and when left (a
+    # pagehide handler): every visit must find none.
+    clean = {"text": {"selector": "#prev", "equals": "prev:|"}}
+    checks = [
+        Check.model_validate({"id": "CHK-FIRST", "url": "/state", "expect": [clean]}),
+        # No URL of its own: it must start on a blank page, not on the previous check's.
+        Check.model_validate(
+            {
+                "id": "CHK-NEXT",
+                "steps": [{"tool": "getTabs", "input": {}}],
+                "expect": [{"url": {"equals": "about:blank"}}],
+            }
+        ),
+        Check.model_validate({"id": "CHK-AGAIN", "url": "/state", "expect": [clean]}),
+        Check.model_validate({"id": "CHK-THIRD", "url": "/state", "expect": [clean]}),
+    ]
+    results = run_checks_sync(checks, bctx.settings, base_url=site, concurrency=1)
+    assert [r.status for r in results] == ["PASS"] * 4, [r.reason for r in results]

@@ -190,7 +190,8 @@ def test_cheap_ids_agree_with_the_parsed_data(text: str) -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.lists(yaml_blocks(), min_size=1, max_size=4), st.sampled_from(["yaml", "yml", "verify", "json"]))
 def test_block_ids_of_a_document_agree_with_its_data(bodies: list[str], lang: str) -> None:
-    text = "# Doc\n\n" + "".join(f"## S{i}\n\n```{lang}\n{body}```\n\n" for i, body in enumerate(bodies))
+    # Marked as data (`udm`): unmarked blocks without a UDM ID are examples, which define nothing.
+    text = "# Doc\n\n" + "".join(f"## S{i}\n\n```{lang} udm\n{body}```\n\n" for i, body in enumerate(bodies))
     doc = parse_document(text, "d.md")
     for b in doc.blocks:
         assert block_ids(b) == _from_data_lang(b.lang, b.text)
@@ -225,7 +226,7 @@ def test_task_blocks_take_the_cheap_path() -> None:
 
 
 def test_block_data_is_parsed_on_first_use_only() -> None:
-    text = "# A\n\n```yaml\nid: A-1\n```\n\n```yaml\nkey: [unclosed\n```\n"
+    text = "# A\n\n```yaml udm\nid: A-1\n```\n\n```yaml udm\nkey: [unclosed\n```\n"
     doc = parse_document(text, "a.md")
     assert doc.sections[0].ids == ("A-1",)
     assert all("parsed" not in b._lazy for b in doc.blocks)  # the IDs needed no parse

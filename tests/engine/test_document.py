@@ -53,7 +53,7 @@ See [roadmap](05-roadmap.md#tasks) and [web](https://example.com) and [here](#co
 
 ## 2.6 Bad block
 
-~~~yaml
+~~~yaml udm
 key: [unclosed
 ~~~
 
@@ -151,7 +151,7 @@ def test_unclosed_fence_runs_to_eof() -> None:
 
 
 def test_json_error_reports_file_line() -> None:
-    doc = parse_document('# A\n\n```json\n{\n  "a": ,\n}\n```\n', "x.md")
+    doc = parse_document('# A\n\n```json udm\n{\n  "a": ,\n}\n```\n', "x.md")
     assert doc.errors and doc.errors[0].startswith("x.md:5: invalid JSON")
 
 

@@ -137,7 +137,7 @@ def test_filepath_shape(qctx: ToolContext) -> None:
 
 
 def test_filepath_shape_parse_failed_and_invalid(qctx: ToolContext, settings: Any) -> None:
-    (settings.udm_root / "broken.md").write_text("# B\n\n```yaml\na: [x\n```\n", encoding="utf-8")
+    (settings.udm_root / "broken.md").write_text("# B\n\n```yaml udm\na: [x\n```\n", encoding="utf-8")
     data = q(qctx, udm_filepath="broken.md", section_identifier="B", return_format="json_parsed_section")
     assert data["status"] == "ERROR_PARSE_FAILED" and data["errorDetails"].startswith("broken.md:4")
     (settings.udm_root / "x").mkdir()

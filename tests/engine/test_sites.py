@@ -11,12 +11,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from udm.config import Settings, load_settings
 from udm.index import UdmIndex
 from udm.lint import lint
-from udm.lookup import MARKDOWN_SUFFIXES
-from udm.site import LinkResolver, Routes, detect_site
+from udm.site import LinkResolver, Routes, detect_site, resolve_links
 
 SITES = Path(__file__).parent / "fixtures" / "sites"
 
@@ -71,7 +72,6 @@ EXPECTED: dict[str, tuple[str, str, set[tuple[str, str, str]]]] = {
         },
     ),
 }
-_MDX = ".mdx" in MARKDOWN_SUFFIXES
 
 
 def _site_copy(tmp_path: Path, generator: str, root: str | None = None) -> Settings:
@@ -105,8 +105,6 @@ def _targets(settings: Settings) -> dict[tuple[str, str], bool | None]:
 
 @pytest.mark.parametrize("generator", sorted(EXPECTED))
 def test_every_link_to_an_existing_page_resolves(tmp_path: Path, generator: str) -> None:
-    if generator == "mintlify" and not _MDX:
-        pytest.skip("needs .mdx files indexed (issue 18.3, the parser's slice)")
     settings = _site_copy(tmp_path, generator)
     site = detect_site(settings.udm_root, stop=tmp_path)
     assert site.generator == generator and site.base_path == EXPECTED[generator][1]
@@ -211,3 +209,56 @@ def test_hugo_module_mounts(tmp_path: Path) -> None:
 def test_unknown_generator_setting_is_refused(tmp_path: Path) -> None:
     with pytest.raises(Exception, match="site_generator"):
         load_settings(cwd=tmp_path, site_generator="jekyll")
+
+
+def test_explicit_anchors() -> None:
+    from udm.site import has_explicit_anchor
+
+    text = "## macOS {#mac-os}\n\n<div id=\"setup-x\">\n<a name='old'></a>\n"
+    assert has_explicit_anchor(text, "mac-os") and has_explicit_anchor(text, "setup-x")
+    assert has_explicit_anchor(text, "old")
+    assert not has_explicit_anchor(text, "setup") and not has_explicit_anchor(text, "mac")
+
+
+def test_bare_hash_is_the_top_of_the_page(tmp_path: Path) -> None:
+    settings = _site_copy(tmp_path, "none")
+    assert _targets(settings).get(("README.md", "#"), True) is True
+    resolver = LinkResolver(Routes(detect_site(settings.udm_root, "none"), ["README.md"]), lambda rel: False)
+    verdicts = resolve_links(resolver, [(0, "README.md", "#")], lambda pairs: set())
+    assert verdicts == [(0, "README.md", None, True)]
+
+
+_SEGMENT = st.from_regex(r"(?:\d{2}-)?[a-z][a-z0-9-]{0,8}", fullmatch=True)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    paths=st.lists(
+        st.tuples(st.lists(_SEGMENT, max_size=3), _SEGMENT, st.sampled_from([".md", ".mdx"])),
+        min_size=1,
+        max_size=12,
+    ),
+    generator=st.sampled_from(["none", "docusaurus", "mintlify", "mkdocs", "mdbook", "hugo"]),
+)
+def test_every_page_is_reached_by_its_route_and_its_path(
+    paths: list[tuple[list[str], str, str]], generator: str
+) -> None:
+    site = detect_site(Path("/nonexistent-site-root"), generator)
+    folder = site.mounts[0].folder  # docs/, src/, content/: the generator's own content folder
+    pages = sorted(
+        {"/".join([*([folder] if folder else []), *dirs, name + suffix]) for dirs, name, suffix in paths}
+    )
+    routes = Routes(site, pages)
+    resolver = LinkResolver(routes, lambda rel: rel in pages)
+    owners: dict[str | None, list[str]] = {}
+    for page in pages:
+        owners.setdefault(routes.page_route(page), []).append(page)
+    source = pages[0]
+    for page in pages:
+        up = "/".join([".."] * source.count("/"))
+        assert resolver.locate(source, f"{up}/{page}" if up else page).file == page
+        route = routes.page_route(page)
+        assert route is not None
+        if len(owners[route]) == 1:
+            # A route two pages share (a.md and a/index.md) reaches one of them; any other reaches its own.
+            assert resolver.locate(source, "/" + route).file == page, (route, page)

@@ -79,7 +79,13 @@ def sample() -> dict[str, Parsed]:
 def data_blocks(sample: dict[str, Parsed], lang: str) -> list[tuple[str, Any]]:
     """(file, parsed data) of every block in this language."""
     loader = yaml.safe_load if lang == "yaml" else json.loads
-    return [(rel, loader(text)) for rel, p in sample.items() for info, text in p.blocks if info == lang]
+    # The language is the info string's first word (`yaml udm` marks a data block).
+    return [
+        (rel, loader(text))
+        for rel, p in sample.items()
+        for info, text in p.blocks
+        if info.split()[:1] == [lang]
+    ]
 
 
 def test_files_exactly(sample: dict[str, Parsed]) -> None:

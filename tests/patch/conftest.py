@@ -48,7 +48,7 @@ CONFIG_DOC = """# Config
 
 ## HTTP
 
-```yaml
+```yaml udm
 http:
   timeout: 10
   retries: 3

@@ -152,7 +152,7 @@ def test_replace_code_block_and_file_operations(small: Settings) -> None:
         {"op": "rename_file", "file": "notes/new.md", "to": "notes/renamed.md"},
     )
     assert res.status == "committed", res.error
-    assert "```yaml\nhttp:\n  timeout: 30\n```\n" in read(small, "config.md")
+    assert "```yaml udm\nhttp:\n  timeout: 30\n```\n" in read(small, "config.md")
     assert read(small, "notes/renamed.md") == "# New\n\nText.\n"
     assert not (small.udm_root / "notes" / "new.md").exists()
 

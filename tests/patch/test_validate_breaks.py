@@ -105,7 +105,7 @@ def test_override_records_who_and_why_and_the_findings(manual: Settings) -> None
 
 
 def test_override_does_not_pass_a_block_that_stops_parsing(tmp_path: Path) -> None:
-    s = _root(tmp_path, {"c.md": "# C\n\n```yaml\na: 1\n```\n"})
+    s = _root(tmp_path, {"c.md": "# C\n\n```yaml udm\na: 1\n```\n"})
     res = _apply(
         s,
         {"op": "replace_text", "file": "c.md", "old": "a: 1", "new": "a: [1"},
@@ -208,3 +208,18 @@ def test_a_slug_route_and_moving_it(tmp_path: Path) -> None:
     assert "intro.md: link to /docs/custom#keys would break" in (moved.error or "")
     ok = _apply(s, {"op": "replace_text", "file": "conf.md", "old": "Text.", "new": "Text, again."})
     assert ok.status == "committed", ok.error
+
+
+def test_renaming_a_heading_of_a_numbered_page_linked_by_route(tmp_path: Path) -> None:
+    (tmp_path / "website" / "docs").mkdir(parents=True)
+    (tmp_path / "website" / "docusaurus.config.js").write_text(DOCUSAURUS)
+    docs = tmp_path / "website" / "docs"
+    (docs / "01-install.md").write_text("# Install\n\n## Linux\n\nText.\n")
+    (docs / "intro.md").write_text("# Intro\n\nSee [Linux](/docs/install#linux).\n")
+    for sub in ("state", "logs"):
+        (tmp_path / sub).mkdir()
+    s = load_settings(cwd=tmp_path, root=docs)
+    res = _apply(s, {"op": "rename_heading", "file": "01-install.md", "section": "Linux", "to": "GNU/Linux"})
+    assert res.status == "invalid" and "intro.md: link to /docs/install#linux would break" in (
+        res.error or ""
+    )

@@ -216,6 +216,30 @@ def test_a_websocket_to_loopback_is_refused(servers, sid, tmp_path) -> None:  # 
     assert forbidden.connections == before
 
 
+def test_verification_contexts_refuse_the_same_requests(servers, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from tasks.browser.verify import run_checks_sync
+    from udm.verify_spec import Check
+
+    allowed, _bad, forbidden = servers
+    before = forbidden.connections
+    settings = _ctx(tmp_path, ["127.0.0.1"]).settings
+    checks = [
+        # Verification contexts leave WebSockets to the guard proxy: refused at CONNECT (close 1006).
+        Check.model_validate({"id": "CHK-WS", "url": "/ws", "timeout": 5, "expect": [{"title": "closed"}]}),
+        Check.model_validate(
+            {"id": "CHK-REDIRECT", "url": "/redirect", "timeout": 2, "expect": [{"status": 200}]}
+        ),
+        Check.model_validate({"id": "CHK-SUB", "url": "/sub", "hosts": ["*"], "expect": [{"exists": "img"}]}),
+    ]
+    results = {r.id: r for r in run_checks_sync(checks, settings, base_url=allowed, concurrency=3)}
+    assert results["CHK-WS"].status == "PASS", results["CHK-WS"].reason
+    assert results["CHK-REDIRECT"].status == "FAIL" and "ERROR_URL_BLOCKED" in (
+        results["CHK-REDIRECT"].reason or ""
+    )
+    assert results["CHK-SUB"].status == "PASS", results["CHK-SUB"].reason
+    assert forbidden.connections == before
+
+
 def _through_proxy(proxy_url: str, request: bytes) -> bytes:
     host, port = proxy_url.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port)), timeout=10) as sock:

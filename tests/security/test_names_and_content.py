@@ -84,6 +84,13 @@ def test_the_guard_still_accepts_ordinary_unicode_names(proj: Settings) -> None:
         assert guard.resolve(f"docs/udm/{name}").name == name
 
 
+def test_the_guard_accepts_the_joiners_real_names_are_spelled_with(proj: Settings) -> None:
+    # Persian and Indic words use ZERO WIDTH NON-JOINER; emoji sequences join with ZERO WIDTH JOINER.
+    guard = PathGuard(proj.allowed_roots(), proj.project_root)
+    for name in ["می\u200cخواهم.md", "क्\u200dष.md", "👩\u200d💻-notes.md"]:
+        assert guard.resolve(f"docs/udm/{name}").name == name
+
+
 @pytest.mark.parametrize(("ch", "code"), [("\x00", "NUL"), *BAD_CHARS[:3], ("\n", "U+000A")])
 def test_the_file_tool_refuses_such_names(proj: Settings, ch: str, code: str) -> None:
     before = _all_names(proj)
@@ -141,7 +148,7 @@ def _texts(min_size: int = 0, max_size: int = 12) -> st.SearchStrategy[str]:
 )
 def test_any_name_is_accepted_inside_or_refused_clearly(proj: Settings, name: str) -> None:
     guard = PathGuard(proj.allowed_roots(), proj.project_root)
-    bad = any(unicodedata.category(c) in ("Cc", "Cf", "Cs") for c in name)
+    bad = any(unicodedata.category(c) in ("Cc", "Cf", "Cs") and c not in "\u200c\u200d" for c in name)
     try:
         real = guard.resolve(f"docs/udm/{name}")
     except InvalidPathError as exc:
