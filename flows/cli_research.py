@@ -29,6 +29,12 @@ def research(
     library: list[str] = typer.Option(
         [], "--library", "-l", help="A library to look up in Context7 (repeatable)."
     ),
+    sub_question: list[str] = typer.Option(
+        [], "--sub-question", "-s", help="A part of the question to group findings by (repeatable)."
+    ),
+    include_manual: bool = typer.Option(
+        False, "--include-manual", help="Cite the manual's own files found by search (default: context only)."
+    ),
     topic: str | None = typer.Option(
         None, "--topic", help="Appendix topic, e.g. DUCKDB-FTS (default: from the question)."
     ),
@@ -58,6 +64,8 @@ def research(
             urls=url,
             files=file,
             libraries=library,
+            sub_questions=sub_question,
+            include_manual=include_manual,
             topic=topic,
             max_sources=max_sources,
             max_cache_age_s=max_age,
@@ -93,12 +101,15 @@ def research(
     else:
         typer.echo(f"{result.appendix_id}: {result.status} — {result.message}")
         for src in result.sources:
-            mark = "ok " if src["status"] == "ok" else "ERR"
+            mark = "ok " if src["status"] == "ok" else ("dup" if src["status"] == "DUPLICATE" else "ERR")
             reason = f"  ({src['reason'][:100]})" if src.get("reason") else ""
             typer.echo(f"  [{src['n']}] {mark} {src['url']}{reason}")
         typer.echo(
-            f"{result.sources_ok} of {len(result.sources)} sources usable; {result.findings} passages cited"
+            f"{result.sources_ok} of {len(result.sources)} sources usable; {result.findings} claims cited"
+            f" ({result.synthesizer or 'extractive'})"
         )
+        for claim in result.unsupported:
+            typer.echo(f"  unsupported, not published: {claim['text'][:100]} ({claim['reason']})")
         if result.status in ("written",):
             typer.echo(f"written: {s.udm_root / result.appendix_path}")
     if result.status not in ("written", "unchanged", "reported"):

@@ -1,23 +1,32 @@
-"""research_flow: search -> dedupe -> fetch and parse (fan-out, cached, retried) -> rank -> Context7 ->
-a cited research appendix written into the manual through the UDM-update flow's steps (diff artifact,
+"""research_flow: search -> dedupe -> fetch and parse (batched fan-out, cached, retried) -> dedupe
+documents -> synthesise a cited answer (extractive or LLM) -> check citations and Markdown -> a
+research appendix written into the manual through the UDM-update flow's steps (diff artifact,
 approval pause, transactional commit, re-index), run inside this flow run.
 
-Each source is one task run of documentFetchingParsingTool, cached with INPUTS + TASK_SOURCE (+ the
-tool's name) for `max_cache_age_s` in `<state>/prefect-results` and retried on transient failures
-(exponential backoff with jitter, Retry-After honoured). The fan-out as a whole is one more cached
-task run ("fetch N sources", the per-source runs nested in it), so the same request again costs one
-cache hit; a batch with a failed source is not cached, and a cached batch holding a document older
-than `max_cache_age_s` is refreshed. A failed source never fails the flow: it is listed with its
-reason in the sources table artifact and in the appendix.
+Sources: seed URLs, local files and search hits, canonical URLs de-duplicated; the manual's own
+search hits (`udm://`) are context, not sources, unless the request sets `include_manual`. After the
+fetch, a source whose final URL or content hash repeats an earlier one is DUPLICATE of it.
+
+Fan-out: one task run per batch of `research_batch_size` sources (each fetching its sources in
+`research_batch_threads` threads, transient failures retried with exponential backoff and jitter,
+Retry-After honoured), cached with INPUTS + TASK_SOURCE (+ the tool's name) for `max_cache_age_s` in
+`<state>/prefect-results`; the fan-out as a whole is one more cached task run ("fetch N sources"), so
+the same request again costs one cache hit. A batch with a source that failed after its retries is
+not cached; a cached batch holding a document older than `max_cache_age_s` is refreshed. A failed
+source never fails the flow: it is listed with its reason in the sources table artifact (one row per
+source) and in the appendix. A run whose synthesizer fails, whose appendix fails its checks, or whose
+write is refused ends Failed with the reason in an artifact.
 """
 
 from __future__ import annotations
 
+import random
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
@@ -29,24 +38,24 @@ from pydantic import BaseModel, Field, field_validator
 
 from flows import engine_patch
 from flows.research_report import (
-    Finding,
+    AppendixCheckError,
     Source,
     appendix_id,
     canonical_url,
+    check_quotes,
     heading_safe,
     index_link_operation,
     latest_fingerprint,
     next_version,
-    rank_findings,
     render_appendix,
     research_fingerprint,
     topic_of,
 )
 from flows.runners import on_runner
 from flows.states import state_result
-from tasks.base import ToolContext, always_approve, process_policy
+from tasks.base import Envelope, ToolContext, TransientToolError, always_approve, call_tool, process_policy
 from tasks.context7 import Context7DocumentationTool
-from tasks.documents import DocumentFetchingParsingTool
+from tasks.documents import DocumentFetchingParsingTool, FetchOutput
 from tasks.parse_pool import parse_pool, workers_for
 from tasks.prefect_task import envelope_of, tool_cache_policy, tool_task
 from tasks.web_search import WebSearchTool
@@ -54,6 +63,14 @@ from udm.config import ApprovalPolicy, Settings, load_settings
 from udm.document import slugify
 from udm.errors import ConfigError, InvalidURLError
 from udm.netguard import split_url
+from udm.synthesis import (
+    Evidence,
+    ExtractiveSynthesizer,
+    Synthesis,
+    Synthesizer,
+    split_sub_questions,
+    verify_claims,
+)
 
 engine_patch.apply()
 
@@ -78,6 +95,17 @@ _PASSED_SETTINGS = (
     "context7_url",
     "research_max_workers",
     "research_parse_processes",
+    "research_batch_size",
+    "research_batch_threads",
+    "research_synthesizer",
+    "llm_protocol",
+    "llm_url",
+    "llm_model",
+    "llm_max_output_tokens",
+    "llm_token_budget",
+    "llm_timeout_s",
+    "llm_retries",
+    "secrets_from_prefect",
 )
 # Sources from which the fetch fan-out parses in worker processes (see tasks/parse_pool.py).
 _POOL_FROM = 8
@@ -95,6 +123,16 @@ class ResearchRequest(BaseModel):
         default_factory=list, description="Local files (inside the allowed directories)."
     )
     libraries: list[str] = Field(default_factory=list, description="Library names looked up in Context7.")
+    sub_questions: list[str] = Field(
+        default_factory=list,
+        max_length=10,
+        description="Parts of the question the findings are grouped by (default: the question's own sentences).",
+    )
+    include_manual: bool = Field(
+        default=False,
+        description="Cite the manual's own files and appendices found by search (default: they are "
+        "context, not sources; files named in `files` are always read).",
+    )
     topic: str | None = Field(
         default=None,
         pattern=r"^[A-Za-z0-9]+(-[A-Za-z0-9]+)*$",
@@ -143,7 +181,11 @@ class ResearchResult(BaseModel):
     sources: list[dict[str, Any]] = Field(default_factory=list, description="Every source with its status.")
     sources_ok: int = Field(default=0, description="Sources that gave usable text.")
     sources_failed: int = Field(default=0, description="Sources that failed (see their reasons).")
-    findings: int = Field(default=0, description="Passages cited.")
+    findings: int = Field(default=0, description="Claims published (answer and findings).")
+    unsupported: list[dict[str, Any]] = Field(
+        default_factory=list, description="Claims dropped because no cited source supports them."
+    )
+    synthesizer: str = Field(default="", description="Who wrote the answer (extractive or the LLM).")
     markdown: str = Field(default="", description="The appendix text.")
     update: dict[str, Any] | None = Field(default=None, description="The UDM-update flow's result.")
     flow_run_id: str | None = Field(default=None, description="This flow run.")
@@ -211,8 +253,10 @@ def _plan_sources(settings: Settings, request: ResearchRequest, links: list[tupl
         add("file", path, "file")
     for link, origin in links:
         if link.startswith("udm://"):
-            # A hit in the manual itself: its file is the source (the ranking finds the passage).
-            add("file", str(settings.udm_root / link[len("udm://") :].split("#", 1)[0]), origin)
+            # A hit in the manual itself is context, not evidence: citing the manual's roadmap or an
+            # earlier appendix would only repeat the manual back to itself, unless the request asks.
+            if request.include_manual:
+                add("file", str(settings.udm_root / link[len("udm://") :].split("#", 1)[0]), origin)
         elif link.startswith(("http://", "https://")):
             add("url", link, origin)
     return sources
@@ -224,9 +268,10 @@ class _BatchIncomplete(Exception):
     def __init__(self, envelopes: list[dict[str, Any]], failed: int) -> None:
         super().__init__(
             f"{failed} of {len(envelopes)} sources failed after their retries; the batch is not cached, "
-            "so the next run fetches them again (the others stay cached)"
+            "so the next run fetches it again (the other batches stay cached)"
         )
         self.envelopes = envelopes
+        self.failed = failed
 
 
 def _fresh(envelopes: list[dict[str, Any]], max_age_s: int) -> bool:
@@ -247,6 +292,31 @@ def _fresh(envelopes: list[dict[str, Any]], max_age_s: int) -> bool:
     return True
 
 
+def _fetch_one(
+    tool: DocumentFetchingParsingTool, raw: dict[str, Any], ctx: ToolContext, retries: int, max_wait_s: float
+) -> tuple[dict[str, Any], bool]:
+    """One source's envelope, transient failures retried with exponential backoff and jitter (a
+    Retry-After honoured, capped at `max_wait_s`); True when it still failed transiently."""
+    for attempt in range(retries + 1):
+        try:
+            return call_tool(tool, raw, ctx, raise_transient=True).envelope.model_dump(mode="json"), False
+        except TransientToolError as exc:
+            if attempt == retries:
+                ok, error = tool.outcome(cast(FetchOutput, exc.result))
+                data = exc.result.model_dump(mode="json", by_alias=True)
+                return Envelope(success=ok, data=data, error=error or str(exc)).model_dump(mode="json"), True
+            backoff = 0.5 * 2**attempt * (1 + 0.5 * random.random())
+            time.sleep(min(max_wait_s, max(backoff, exc.retry_after or 0.0)))
+    raise AssertionError("unreachable: the last attempt returns")
+
+
+def _batches(items: list[Any], size: int) -> list[list[Any]]:
+    """`items` in consecutive batches of at most `size`, as even as possible."""
+    count = max(1, -(-len(items) // size))
+    step = -(-len(items) // count)
+    return [items[i : i + step] for i in range(0, len(items), step)]
+
+
 def _fetch_all(settings: Settings, request: ResearchRequest, sources: list[Source], ctx: ToolContext) -> None:
     tool = DocumentFetchingParsingTool()
     options: dict[str, Any] = {}
@@ -258,61 +328,88 @@ def _fetch_all(settings: Settings, request: ResearchRequest, sources: list[Sourc
             "result_storage": settings.state_path / "prefect-results",
             "result_serializer": "json",
         }
-    fetch = tool_task(
-        tool,
-        retries=settings.fetch_retries,
-        backoff_s=0.5,
-        max_retry_after_s=settings.retry_max_wait_s,
-        fail_on_final=True,
-        task_name="fetch",
-        task_run_name="fetch: {run_label}",
-        **options,
-    )
     raws: list[dict[str, Any]] = []
     for src in sources:
         raw: dict[str, Any] = {"maxLengthBytes": request.max_length_bytes}
         raw["url" if src.kind == "url" else "filePath"] = src.url
         raws.append(raw)
+    retries, max_wait = settings.fetch_retries, settings.retry_max_wait_s
+    inner = max(1, min(settings.research_batch_threads, settings.research_max_workers))
 
-    def fan_out(raws: list[dict[str, Any]], ctx: ToolContext, run_label: str = "") -> list[dict[str, Any]]:
-        # Inside the batch's task run each source's run would join the batch's transaction and commit
-        # only with it: a failed source would lose the others' cached results, and every result would
-        # be written at the end, one after another. An eager transaction lets each commit as it ends.
-        with transaction(commit_mode=CommitMode.EAGER):
-            # The run name comes from run_label (not with_options, which copies the task: ~7 ms each).
-            futures = [
-                fetch.submit(raw, ctx, run_label=src.url[-70:])
-                for raw, src in zip(raws, sources, strict=True)
-            ]
-            envelopes = [envelope_of(fut) for fut in futures]
-        failed = sum(1 for fut in futures if not fut.state.is_completed())
+    def fetch_batch(
+        raws: list[dict[str, Any]], ctx: ToolContext, run_label: str = ""
+    ) -> list[dict[str, Any]]:
+        # One task run fetches a batch of sources in threads of its own: the Prefect server records
+        # a task run in 25-45 ms of its CPU, more than a page costs to fetch and parse here.
+        with ThreadPoolExecutor(max_workers=min(inner, len(raws))) as pool:
+            done = list(pool.map(lambda raw: _fetch_one(tool, raw, ctx, retries, max_wait), raws))
+        envelopes = [env for env, _ in done]
+        failed = sum(1 for _, bad in done if bad)
         if failed:
             raise _BatchIncomplete(envelopes, failed)
         return envelopes
 
-    if not options or len(raws) < 2:
-        envelopes = fan_out(raws, ctx)
+    batch_task: Any = task(name="fetch batch", task_run_name="fetch {run_label}", retries=0, **options)(
+        fetch_batch
+    )
+
+    def batch_envelopes(state_or_future: Any) -> tuple[list[dict[str, Any]], int]:
+        """A batch's envelopes and how many of its sources failed after their retries."""
+        value = state_or_future.result(raise_on_failure=False)
+        if isinstance(value, _BatchIncomplete):
+            return value.envelopes, value.failed
+        if isinstance(value, BaseException):
+            raise value
+        return list(value), 0
+
+    def fan_out(raws: list[dict[str, Any]], ctx: ToolContext, run_label: str = "") -> list[dict[str, Any]]:
+        # Inside the outer task run each batch's run would join its transaction and commit only with
+        # it: a failed batch would lose the others' cached results. An eager transaction lets each
+        # commit as it ends.
+        groups = _batches(list(range(len(raws))), settings.research_batch_size)
+        envelopes: list[dict[str, Any]] = [{} for _ in raws]
+        failed = 0
+        with transaction(commit_mode=CommitMode.EAGER):
+            futures = []
+            for k, group in enumerate(groups, 1):
+                first, last = sources[group[0]].n, sources[group[-1]].n
+                label = f"batch {k}/{len(groups)}: sources {first}-{last}"
+                futures.append(batch_task.submit([raws[i] for i in group], ctx, run_label=label))
+            for group, fut in zip(groups, futures, strict=True):
+                got, bad = batch_envelopes(fut)
+                if fut.state.name == "Cached" and not _fresh(got, request.max_cache_age_s):
+                    # A batch cached longer ago than this request allows: fetch it again.
+                    again = batch_task.with_options(refresh_cache=True)
+                    label = f"{len(group)} stale sources"
+                    got, bad = batch_envelopes(
+                        again([raws[i] for i in group], ctx, run_label=label, return_state=True)
+                    )
+                failed += bad
+                for i, env in zip(group, got, strict=True):
+                    envelopes[i] = env
+        if failed:
+            raise _BatchIncomplete(envelopes, failed)
+        return envelopes
+
+    if not options or len(raws) <= settings.research_batch_size:
+        label = f"{len(raws)} sources"
+        state: Any = batch_task(raws, ctx, run_label=label, return_state=True)
+        envelopes, _ = batch_envelopes(state)
+        if state.name == "Cached" and not _fresh(envelopes, request.max_cache_age_s):
+            state = batch_task.with_options(refresh_cache=True)(raws, ctx, run_label=label, return_state=True)
+            envelopes, _ = batch_envelopes(state)
     else:
-        # The whole fan-out is cached too, under the same key rules and expiration: the same request
-        # again is one cache hit instead of a cache-hit task run per source. Each source keeps its own
-        # cached run (another request sharing some sources reuses those); a batch with a failed source
-        # raises, so Prefect does not cache it and the next run retries that source.
-        batch: Any = task(name="fetch sources", task_run_name="fetch {run_label}", retries=0, **options)(
+        # Several batches, and the whole fan-out cached too under the same key rules and expiration:
+        # the same request again is one cache hit; a request sharing a batch reuses it.
+        outer: Any = task(name="fetch sources", task_run_name="fetch {run_label}", retries=0, **options)(
             fan_out
         )
         label = f"{len(raws)} sources"
-        state = batch(raws, ctx, run_label=label, return_state=True)
+        state = outer(raws, ctx, run_label=label, return_state=True)
         value = state.result(raise_on_failure=False)
         if state.name == "Cached" and isinstance(value, list) and not _fresh(value, request.max_cache_age_s):
-            # A source's own cached run was older than this batch: take the stale ones again.
-            state = batch.with_options(refresh_cache=True)(raws, ctx, run_label=label, return_state=True)
-            value = state.result(raise_on_failure=False)
-        if isinstance(value, _BatchIncomplete):
-            envelopes = value.envelopes
-        elif isinstance(value, BaseException):
-            raise value
-        else:
-            envelopes = value
+            state = outer.with_options(refresh_cache=True)(raws, ctx, run_label=label, return_state=True)
+        envelopes, _ = batch_envelopes(state)
     for src, env in zip(sources, envelopes, strict=True):
         data = env.get("data") or {}
         meta = data.get("metadata") or {}
@@ -323,6 +420,45 @@ def _fetch_all(settings: Settings, request: ResearchRequest, sources: list[Sourc
         src.fetched_at = str(meta.get("fetched_at") or "")
         src.content_hash = str(meta.get("content_hash") or "")
         src.meta = {k: meta.get(k) for k in ("final_url", "from_cache", "truncation_applied") if k in meta}
+
+
+def _dedupe_fetched(sources: list[Source]) -> None:
+    """Mark a source DUPLICATE when an earlier one is the same document: the same canonical final URL
+    (after redirects) or the same content hash. Each document is cited once, under its first number."""
+    first: dict[str, int] = {}
+    for src in sources:
+        if not src.ok:
+            continue
+        keys = [f"hash:{src.content_hash}"] if src.content_hash else []
+        final = str(src.meta.get("final_url") or "")
+        if final.startswith(("http://", "https://")):
+            keys.append(f"url:{canonical_url(final)}")
+        same = next((first[k] for k in keys if k in first), None)
+        if same is not None:
+            src.status, src.reason = "DUPLICATE", f"the same document as source {same}"
+            continue
+        for k in keys:
+            first.setdefault(k, src.n)
+
+
+def _synthesizer(settings: Settings) -> Synthesizer:
+    """The synthesizer the settings name (research_synthesizer)."""
+    if settings.research_synthesizer == "llm":
+        from tasks.llm_synth import LLMSynthesizer
+
+        return LLMSynthesizer(settings)
+    return ExtractiveSynthesizer()
+
+
+def _synthesize(
+    settings: Settings, question: str, sub_questions: list[str], sources: list[Source]
+) -> Synthesis:
+    """The cited answer from the usable sources, every citation verified against its source's text."""
+    evidence = [Evidence(s.n, s.title, s.url, s.text) for s in sources if s.ok]
+    subs = [q.strip() for q in sub_questions if q.strip()] or split_sub_questions(question)
+    synthesis = _synthesizer(settings).synthesize(question, subs, evidence)
+    verify_claims(synthesis, evidence)
+    return synthesis
 
 
 def _context7(settings: Settings, request: ResearchRequest, sources: list[Source], ctx: ToolContext) -> None:
@@ -397,9 +533,10 @@ def _artifacts(app_id: str, sources: list[Source], markdown: str) -> None:
         create_table_artifact(
             table=failed, key=f"{slug}-failed-sources", description=f"Sources of {app_id} that failed"
         )
-    create_markdown_artifact(
-        markdown=markdown[:100_000], key=f"{slug}-appendix", description=f"Research appendix {app_id}"
-    )
+    if markdown:
+        create_markdown_artifact(
+            markdown=markdown[:100_000], key=f"{slug}-appendix", description=f"Research appendix {app_id}"
+        )
 
 
 def _write(
@@ -506,6 +643,7 @@ def _research(
     workers = workers_for(settings.research_parse_processes) if fetched >= _POOL_FROM else 0
     with parse_pool(min(workers, fetched)):
         _fetch_all(settings, request, sources, ctx)
+    _dedupe_fetched(sources)
     lap("fetch")
     _context7(settings, request, sources, ctx)
     lap("context7")
@@ -520,23 +658,47 @@ def _research(
         if latest and latest.fingerprint == fingerprint and not request.new_version_if_unchanged
         else None
     )
-    findings: list[Finding] = []
+    synthesis: Synthesis | None = None
+    failure = ""
+    findings_count = 0
     if unchanged_id and latest and latest.findings is not None:
-        # The same texts rank the same: that appendix already holds these findings.
+        # The same texts synthesise the same: that appendix already holds these findings.
         findings_count = latest.findings
     else:
-        findings = rank_findings(request.question, sources)
-        findings_count = len(findings)
-    lap("rank")
+        try:
+            synthesis = _synthesize(settings, request.question, request.sub_questions, sources)
+        except Exception as exc:  # an LLM endpoint's failure is this run's outcome, not a traceback
+            from tasks.llm_synth import LLMError
 
+            if not isinstance(exc, LLMError):
+                raise
+            failure = f"the synthesizer failed: {exc}"
+        else:
+            findings_count = len(synthesis.claims())
+    lap("synthesize")
+
+    markdown = ""
     if unchanged_id:
         app_id = unchanged_id
         markdown = (appendices / f"{app_id}.md").read_text(encoding="utf-8")
     else:
         app_id = appendix_id(topic, next_version(appendices, topic))
-        markdown = render_appendix(
-            app_id, request.question, sources, findings, title=title, run_id=run_id, fingerprint=fingerprint
-        )
+        if synthesis is not None:
+            problems = check_quotes(synthesis, sources)
+            try:
+                markdown = render_appendix(
+                    app_id,
+                    request.question,
+                    sources,
+                    synthesis,
+                    title=title,
+                    run_id=run_id,
+                    fingerprint=fingerprint,
+                )
+            except AppendixCheckError as exc:
+                problems.append(str(exc))
+            if problems:
+                failure = "the appendix failed its checks: " + "; ".join(problems[:5])
     _artifacts(app_id, sources, markdown)
     lap("render")
     ok = sum(1 for s in sources if s.ok)
@@ -565,7 +727,17 @@ def _research(
         flow_run_id=run_id,
         timings_s=timings,
     )
+    if synthesis is not None:
+        result.unsupported = [
+            {"text": c.text, "cites": c.cites, "reason": c.reason} for c in synthesis.unsupported
+        ]
+        result.synthesizer = synthesis.synthesizer
     logger.info("%s: %d sources (%d ok), %d findings", app_id, len(sources), ok, findings_count)
+    if failure:
+        # Nothing is written: the reason reaches the run's artifacts through research_state.
+        result.status, result.message = "failed", failure
+        result.timings_s = dict(timings)
+        return result
     if not request.write:
         result.timings_s = dict(timings)
         result.message = "not written (write=false)"

@@ -1,5 +1,6 @@
-"""The research flow's pure parts: URL canonicalisation, appendix ID and version, ranking, and the
-appendix Markdown (extractive summary with numbered citations, sources table, `sources` YAML block).
+"""The research flow's pure parts: URL canonicalisation, appendix ID and version, and the appendix
+Markdown (answer, findings by sub-question with a citation on every sentence, unsupported claims,
+sources table, `sources` YAML block), checked to parse back to the blocks it was built from.
 """
 
 from __future__ import annotations
@@ -15,18 +16,20 @@ from urllib.parse import parse_qsl, urlencode, urlunsplit
 
 from udm.errors import InvalidURLError
 from udm.netguard import split_url
-from udm.passages import Passage, rank_passages, split_passages, terms
+from udm.passages import terms
+from udm.synthesis import Claim, Synthesis, comparable
 
 __all__ = [
-    "Finding",
+    "AppendixCheckError",
     "Latest",
     "Source",
     "appendix_id",
     "canonical_url",
+    "check_markdown",
+    "check_quotes",
     "index_link_operation",
     "latest_fingerprint",
     "next_version",
-    "rank_findings",
     "render_appendix",
     "research_fingerprint",
     "topic_of",
@@ -148,49 +151,6 @@ class Source:
         return self.status in ("SUCCESS", "PARTIAL_SUCCESS_TRUNCATED") and bool(self.text.strip())
 
 
-@dataclass(frozen=True)
-class Finding:
-    """A ranked passage of one source."""
-
-    source: int
-    passage: Passage
-
-
-def rank_findings(question: str, sources: list[Source], limit: int = 8, per_source: int = 2) -> list[Finding]:
-    """The best passages for the question across all sources (one BM25 corpus, so scores compare
-    across sources), at most `per_source` from each."""
-    query = terms(question)
-    owners: list[int] = []
-    corpus: list[Passage] = []
-    for src in sources:
-        if not src.ok:
-            continue
-        for p in split_passages(src.text):
-            owners.append(src.n)
-            corpus.append(Passage(len(corpus), p.text))
-    taken: dict[int, int] = {}
-    out: list[Finding] = []
-    for p in rank_passages(corpus, query):
-        if p.score <= 0 or len(out) >= limit:
-            break
-        n = owners[p.index]
-        if taken.get(n, 0) >= per_source:
-            continue
-        taken[n] = taken.get(n, 0) + 1
-        out.append(Finding(n, p))
-    return out
-
-
-def _sentences(text: str, count: int = 2) -> str:
-    no_code = re.sub(r"(?ms)^\s*(`{3,}|~{3,}).*?^\s*\1\s*$", "", text)
-    # A passage's heading line (or bold title line) is not a sentence of its findings.
-    no_code = re.sub(r"(?m)^\s*(#{1,6}\s+.*|\*\*[^*]+\*\*\s*)$", "", no_code)
-    flat = re.sub(r"\s+", " ", re.sub(r"^#+\s*.*$", "", quotable(no_code), flags=re.M)).strip()
-    parts = re.split(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(])", flat)
-    out = " ".join(parts[:count]).strip()
-    return out[:600].rstrip() + ("…" if len(out) > 600 else "")
-
-
 _FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*\S*\s*$")
 _CITATION = re.compile(r"\s?(\[\d{1,3}\])+(?!\()")
 _LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]*)(?:\s+\"[^\"]*\")?\)")
@@ -276,76 +236,149 @@ def latest_fingerprint(appendices_dir: Path, topic: str) -> Latest | None:
     return Latest(app_id, match.group(1), int(count.group(1)) if count else None)
 
 
+class AppendixCheckError(Exception):
+    """The appendix's Markdown does not parse back to the blocks it was built from."""
+
+
+@dataclass(frozen=True)
+class _Block:
+    kind: str  # the parser's top-level node name: heading, paragraph, fence, bullet_list, table
+    text: str
+    size: int = 0  # list items or table body rows
+
+
+def _parser() -> Any:
+    from markdown_it_pyrs import MarkdownIt
+
+    # The project's parser (udm/scanner.py) with the same CommonMark + GFM rules.
+    return MarkdownIt("commonmark").enable_many(
+        ["table", "strikethrough", "tasklist", "autolink_ext", "footnote"]
+    )
+
+
+def check_markdown(markdown: str, expected: list[tuple[str, int]]) -> None:
+    """Raise AppendixCheckError unless `markdown` parses to exactly the `expected` top-level blocks
+    (node name, and the item count of a list or body-row count of a table)."""
+    tree = _parser().tree(markdown)
+    got: list[tuple[str, int]] = []
+    for node in tree.children:
+        size = 0
+        if node.name == "bullet_list":
+            size = len(node.children)
+        elif node.name == "table":
+            size = sum(len(part.children) for part in node.children if part.name == "tbody")
+        got.append((node.name, size))
+    if got == expected:
+        return
+    at = next(
+        (i for i, (a, b) in enumerate(zip(got, expected, strict=False)) if a != b),
+        min(len(got), len(expected)),
+    )
+    want = expected[at] if at < len(expected) else "nothing"
+    found = got[at] if at < len(got) else "nothing"
+    raise AppendixCheckError(
+        f"the appendix's Markdown does not parse back to the blocks it was built from: block {at + 1} "
+        f"should be {want} but parses as {found} ({len(got)} blocks parsed, {len(expected)} built)"
+    )
+
+
+def _cite(claim: Claim) -> str:
+    return " ".join(f"[{n}]" for n in claim.cites)
+
+
+def _quoted(claim: Claim) -> str:
+    # Extractive claims are verbatim quotes and read as such; an LLM's sentences are its own words.
+    return f"“{claim.text}” {_cite(claim)}" if claim.quote == claim.text else f"{claim.text} {_cite(claim)}"
+
+
 def render_appendix(
     app_id: str,
     question: str,
     sources: list[Source],
-    findings: list[Finding],
+    synthesis: Synthesis,
     *,
     title: str | None = None,
     run_id: str | None = None,
     created: datetime | None = None,
     fingerprint: str | None = None,
 ) -> str:
-    """The research appendix as Markdown (see the module docstring)."""
+    """The research appendix as Markdown: header, answer, findings by sub-question, unsupported
+    claims, sources table and `sources` block; checked to parse back to the blocks built (raises
+    AppendixCheckError otherwise)."""
     created = created or datetime.now(UTC)
     heading = title or question.rstrip("?").strip()
-    lines = [f"# {app_id}: {heading_safe(heading)}", "", "```yaml"]
-    lines += [
+    claims = synthesis.claims()
+    header = [
         f"appendix: {app_id}",
         f"title: {_yaml_str(heading)}",
         f"question: {_yaml_str(question)}",
         "mode: ROO-MODE-RESEARCH",
         "status: draft",
         f'created: "{created.date().isoformat()}"',
+        f"synthesizer: {_yaml_str(synthesis.synthesizer)}",
     ]
     if run_id:
-        lines.append(f'flow_run: "{run_id}"')
+        header.append(f'flow_run: "{run_id}"')
     if fingerprint:
-        lines.append(f'fingerprint: "{fingerprint}"')
-        # With the fingerprint, an unchanged re-run reports this count without ranking again.
-        lines.append(f"findings: {len(findings)}")
-    lines += ["```", "", "## 1. Summary", ""]
+        header.append(f'fingerprint: "{fingerprint}"')
+        # With the fingerprint, an unchanged re-run reports this count without synthesising again.
+        header.append(f"findings: {len(claims)}")
+    blocks = [
+        _Block("heading", f"# {app_id}: {heading_safe(heading)}"),
+        _Block("fence", "```yaml\n" + "\n".join(header) + "\n```"),
+        _Block("heading", "## 1. Answer"),
+    ]
     ok_sources = [s for s in sources if s.ok]
-    if findings:
-        lead = findings[: min(4, len(findings))]
-        lines.append(" ".join(f"{_sentences(f.passage.text, 1)} [{f.source}]" for f in lead))
-        lines.append("")
-        lines.append(
-            f"This summary is extractive: each sentence is quoted from the source it cites. "
-            f"{len(ok_sources)} of {len(sources)} sources gave usable text."
-        )
+    if synthesis.answer:
+        blocks.append(_Block("paragraph", " ".join(_quoted(c) for c in synthesis.answer)))
     else:
-        lines.append(
-            f"No source gave text matching the question ({len(ok_sources)} of {len(sources)} sources usable)."
+        blocks.append(
+            _Block(
+                "paragraph",
+                f"No source gave text answering the question ({len(ok_sources)} of {len(sources)} sources usable).",
+            )
         )
-    lines += ["", "## 2. Findings", ""]
-    by_number = {s.n: s for s in sources}
-    for i, f in enumerate(findings, 1):
-        src = by_number[f.source]
-        lines += [f"### 2.{i} {heading_safe(_cell(src.title or src.url))} [{f.source}]", ""]
-        excerpt = quotable(f.passage.text.strip())
-        if len(excerpt) > 1200:
-            excerpt = excerpt[:1200].rsplit(" ", 1)[0] + " …"
-        lines += ["> " + line if line.strip() else ">" for line in excerpt.splitlines()]
-        lines.append("")
-    if not findings:
-        lines += ["No passage matched the question.", ""]
-    lines += [
-        "## 3. Sources",
-        "",
+    how = (
+        "The answer and findings are quoted verbatim from the sources they cite."
+        if synthesis.synthesizer == "extractive"
+        else f"Written by {synthesis.synthesizer} from the sources' text; every citation was checked "
+        "against the cited source, and claims no source supports are listed apart."
+    )
+    notes = "".join(f" {n[0].upper()}{n[1:]}." for n in synthesis.notes)
+    blocks.append(
+        _Block("paragraph", f"{how} {len(ok_sources)} of {len(sources)} sources gave usable text.{notes}")
+    )
+    blocks.append(_Block("heading", "## 2. Findings"))
+    for i, (sub, group) in enumerate(synthesis.groups, 1):
+        blocks.append(_Block("heading", f"### 2.{i} {heading_safe(_cell(sub))}"))
+        if group:
+            blocks.append(_Block("bullet_list", "\n".join(f"- {_quoted(c)}" for c in group), len(group)))
+        else:
+            blocks.append(_Block("paragraph", "No source passage answers this part."))
+    if synthesis.unsupported:
+        blocks.append(_Block("heading", "## Unsupported claims"))
+        blocks.append(
+            _Block(
+                "paragraph",
+                "These sentences of the draft were not published as findings: no cited source supports them.",
+            )
+        )
+        items = [f"- {_cell(c.text)} ({_cell(c.reason) or 'unsupported'})" for c in synthesis.unsupported]
+        blocks.append(_Block("bullet_list", "\n".join(items), len(items)))
+    rows = [
         "| n | Title | URL | Fetched at | Content hash | Status |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for s in sources:
         short = f"`{s.content_hash.removeprefix('sha256:')[:12]}`" if s.content_hash else ""
         status = "ok" if s.ok else (s.status if not s.reason else f"{s.status}: {_cell(s.reason)[:120]}")
-        lines.append(
-            f"| {s.n} | {_cell(s.title or '-')} | {s.url} | {s.fetched_at or '-'} | {short} | {status} |"
+        rows.append(
+            f"| {s.n} | {_cell(s.title or '-')} | {_cell(s.url)} | {s.fetched_at or '-'} | {short} | {status} |"
         )
-    lines += ["", "```yaml", "sources:"]
+    blocks += [_Block("heading", "## 3. Sources"), _Block("table", "\n".join(rows), len(sources))]
+    yaml_lines = ["```yaml", "sources:"]
     for s in sources:
-        lines += [
+        yaml_lines += [
             f"  - n: {s.n}",
             f"    title: {_yaml_str(s.title or s.url)}",
             f"    url: {_yaml_str(s.url)}",
@@ -353,8 +386,24 @@ def render_appendix(
             f"    sha256: {_yaml_str(s.content_hash.removeprefix('sha256:'))}",
             f"    status: {_yaml_str('ok' if s.ok else s.status)}",
         ]
-    lines += ["```", ""]
-    return "\n".join(lines)
+    blocks.append(_Block("fence", "\n".join([*yaml_lines, "```"])))
+    markdown = "\n\n".join(b.text for b in blocks) + "\n"
+    check_markdown(markdown, [(b.kind, b.size) for b in blocks])
+    return markdown
+
+
+def check_quotes(synthesis: Synthesis, sources: list[Source]) -> list[str]:
+    """Problems with the published quotes: each must occur in its cited sources' text (whitespace
+    normalised). Empty when every quote checks out."""
+    texts = {s.n: comparable(s.text) for s in sources if s.ok}
+    problems = []
+    for claim in synthesis.claims():
+        if claim.quote is None:
+            continue
+        for n in claim.cites:
+            if comparable(claim.quote) not in texts.get(n, ""):
+                problems.append(f"the quote {claim.quote[:60]!r}… is not in source [{n}]")
+    return problems
 
 
 def index_link_operation(index_text: str, app_id: str, title: str, anchor: str) -> dict[str, Any]:

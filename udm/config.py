@@ -13,7 +13,7 @@ import os
 import tomllib
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import (
@@ -184,6 +184,47 @@ class Settings(BaseSettings):
     dask_connect_timeout_s: float = Field(
         default=10.0, gt=0, le=300, description="How long to wait for the Dask scheduler at dask_address."
     )
+    research_batch_size: int = Field(
+        default=25,
+        ge=1,
+        le=500,
+        description="Sources one task run of the research fan-out fetches (a task run costs the Prefect "
+        "server 25-45 ms of CPU, more than a page).",
+    )
+    research_batch_threads: int = Field(
+        default=8, ge=1, le=64, description="Threads fetching the sources of one research batch at a time."
+    )
+    research_synthesizer: Literal["extractive", "llm"] = Field(
+        default="extractive",
+        description="Who writes a research appendix's answer: extractive (offline, verbatim quotes) or llm.",
+    )
+    llm_protocol: Literal["openai", "anthropic"] = Field(
+        default="openai",
+        description="openai: any OpenAI-compatible chat-completions endpoint (Ollama, vLLM, llama.cpp); "
+        "anthropic: the Anthropic Messages API.",
+    )
+    llm_url: str = Field(
+        default="http://127.0.0.1:11434/v1",
+        description="Base URL of the LLM API (OpenAI-compatible: up to /v1; Anthropic: https://api.anthropic.com).",
+    )
+    llm_model: str = Field(default="llama3.1", description="Model name sent to the LLM API.")
+    llm_max_output_tokens: int = Field(
+        default=1500, ge=64, le=32_000, description="Most tokens the LLM may write for one appendix."
+    )
+    llm_token_budget: int = Field(
+        default=12_000,
+        ge=1000,
+        le=1_000_000,
+        description="Tokens of one LLM call in all (prompt estimated at 4 characters a token, plus the output).",
+    )
+    llm_timeout_s: float = Field(default=120.0, gt=0, description="Timeout of one LLM call, seconds.")
+    llm_retries: int = Field(
+        default=3, ge=0, le=10, description="Retries of an LLM call answered 429, 5xx or 529."
+    )
+    openai_api_key: SecretStr | None = Field(
+        default=None, description="API key of the OpenAI-compatible endpoint (none for a local server)."
+    )
+    anthropic_api_key: SecretStr | None = Field(default=None, description="Anthropic API key.")
     search_provider: str = Field(default="udm", description="udm | searxng | brave | google.")
     searxng_url: str | None = Field(default=None, description="Base URL of a SearXNG instance.")
     brave_api_key: SecretStr | None = Field(default=None, description="Brave Search API key.")

@@ -18,10 +18,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
+import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Route, WebSocketRoute
@@ -41,7 +42,7 @@ _HOP_HEADERS = {b"connection", b"keep-alive", b"proxy-connection", b"proxy-autho
 
 @dataclass(frozen=True)
 class Refusal:
-    """A request the guard refused: what, why, and whether it was a tab's own navigation."""
+    """A request the guard refused: what, why, and whether it was a tab's own (main-frame) navigation."""
 
     url: str
     reason: str
@@ -82,6 +83,11 @@ class Guard:
     """One context's guard: its allow-list, its proxy, and what it refused or skipped."""
 
     allow: AllowList
+    # Real paths of the allowed directories: a file: request elsewhere (an <img> or <iframe> of a
+    # local page pointing at /etc/...) is refused like a private address.
+    file_roots: tuple[str, ...] = ()
+    # ... and the engine's own state inside them, refused all the same (#17.3).
+    file_protected: tuple[str, ...] = ()
     refusals: list[Refusal] = field(default_factory=list)
     policy: ResourcePolicy | None = None
     skipped: int = 0
@@ -111,12 +117,29 @@ class Guard:
         for task in list(self._tasks):
             task.cancel()
 
-    def set_allow(self, entries: Iterable[str]) -> None:
-        """Use this allow-list from now on (the settings of the latest call)."""
+    def set_allow(
+        self, entries: Iterable[str], file_roots: Iterable[str] = (), file_protected: Iterable[str] = ()
+    ) -> None:
+        """Use this allow-list and these allowed directories from now on (the latest call's settings)."""
         allow = AllowList.parse(entries)
         if allow != self.allow:
             self.allow = allow
             self._verdicts.clear()
+        self.file_roots = tuple(os.path.realpath(r) for r in file_roots)
+        self.file_protected = tuple(os.path.realpath(r) for r in file_protected)
+
+    def file_verdict(self, url: str) -> str | None:
+        """Why a file: request is refused (None: inside an allowed directory)."""
+        parts = urlsplit(url)
+        try:
+            real = os.path.realpath(unquote(parts.path))
+        except (ValueError, OSError) as exc:
+            return f"not a usable file path: {exc}"
+        if parts.netloc not in ("", "localhost") or not any(_within(real, r) for r in self.file_roots):
+            return "file: URL outside the allowed directories"
+        if any(_within(real, r) for r in self.file_protected):
+            return "file: URL inside the engine's own state"
+        return None
 
     def mark(self) -> int:
         """A position in the refusal list, to ask later what was refused since."""
@@ -163,15 +186,17 @@ class Guard:
         url = request.url
         scheme = url.split(":", 1)[0].lower()
         with contextlib.suppress(PlaywrightError):
-            if scheme not in ("http", "https"):
-                # data:, blob: and file: (checked against the allowed folders where a tool opens one)
-                # never reach the network.
+            navigation = request.is_navigation_request()
+            if scheme == "file":
+                reason = self.file_verdict(url)
+            elif scheme in ("http", "https"):
+                reason = await self.verdict(url)
+            else:
+                # data: and blob: never reach the network.
                 await route.continue_()
                 return
-            navigation = request.is_navigation_request()
-            reason = await self.verdict(url)
             if reason is not None:
-                self.refusals.append(Refusal(url, reason, navigation=navigation))
+                self.refusals.append(Refusal(url, reason, navigation=navigation and _main_frame(route)))
                 await route.abort("blockedbyclient")
                 return
             policy = self.policy
@@ -264,6 +289,19 @@ class Guard:
                 upstream.cancel()
         finally:
             up_writer.close()
+
+
+def _main_frame(route: Route) -> bool:
+    """Whether a navigation request is a tab's own document (not an iframe's)."""
+    try:
+        return route.request.frame.parent_frame is None
+    except PlaywrightError:
+        # A popup's first navigation is issued before its frame exists: a new tab's own document.
+        return True
+
+
+def _within(real: str, root: str) -> bool:
+    return real == root or real.startswith(root.rstrip("/") + "/")
 
 
 def _page_host(route: Route) -> str | None:

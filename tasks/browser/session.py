@@ -506,11 +506,12 @@ class BrowserManager:
         existing = self.sessions.get(session_id)
         if existing is not None and self.alive():
             if existing.guard is not None:
-                existing.guard.set_allow(settings.fetch_allow)
+                existing.guard.set_allow(settings.fetch_allow, *_file_roots(settings))
             return existing
         if not create:
             return None
         guard = Guard(AllowList.parse(settings.fetch_allow))
+        guard.set_allow(settings.fetch_allow, *_file_roots(settings))
         options: dict[str, Any] = {
             "viewport": cast(ViewportSize, viewport or DEFAULT_VIEWPORT),
             "accept_downloads": accept_downloads,
@@ -587,6 +588,11 @@ class BrowserManager:
             with contextlib.suppress(Exception):
                 await self._playwright.stop()
             self._playwright = None
+
+
+def _file_roots(settings: Settings) -> tuple[list[str], list[str]]:
+    """The allowed directories and the protected folders in them, for the guard's file: check."""
+    return [str(r) for r in settings.allowed_roots()], [str(p) for p in settings.protected_paths()]
 
 
 MANAGER = BrowserManager()

@@ -7,7 +7,6 @@ from pathlib import Path
 import yaml
 
 from flows.research_report import (
-    Finding,
     Source,
     appendix_id,
     canonical_url,
@@ -16,13 +15,13 @@ from flows.research_report import (
     latest_fingerprint,
     next_version,
     quotable,
-    rank_findings,
     render_appendix,
     research_fingerprint,
     topic_of,
 )
 from udm.document import parse_document
-from udm.passages import Passage, rank_passages, split_passages
+from udm.passages import rank_passages, split_passages
+from udm.synthesis import Claim, Evidence, ExtractiveSynthesizer, Synthesis
 
 
 def test_canonical_url_merges_spellings() -> None:
@@ -72,7 +71,8 @@ def _sources() -> list[Source]:
         title="A on COMP-004",
         fetched_at="2026-01-01T00:00:00+00:00",
         content_hash="sha256:" + "ab" * 32,
-        text="# Caching\n\nPrefect caches task results by key. Keys come from inputs.\n\nUnrelated tail.",
+        text="# Caching\n\nPrefect caches task results by key and input. Keys come from the inputs of each task.\n\n"
+        "Unrelated tail.",
     )
     bad = Source(
         n=2,
@@ -87,11 +87,12 @@ def _sources() -> list[Source]:
 
 def test_render_appendix_is_valid_udm_markdown() -> None:
     sources = _sources()
-    findings = rank_findings("How does Prefect caching work?", sources)
-    assert [f.source for f in findings] == [1]
-    md = render_appendix(
-        "APP-PREFECT-CACHING-RESEARCH-V1", "How does Prefect caching work?", sources, findings
+    q = "How does Prefect caching work?"
+    synthesis = ExtractiveSynthesizer().synthesize(
+        q, [q], [Evidence(1, "A", "https://a.example/", sources[0].text)]
     )
+    assert [c.cites for c in synthesis.claims()] == [[1]]
+    md = render_appendix("APP-PREFECT-CACHING-RESEARCH-V1", q, sources, synthesis)
     assert md.startswith("# APP-PREFECT-CACHING-RESEARCH-V1: How does Prefect caching work")
     assert "[1]" in md and "| 2 | - | https://b.example/ |" in md and "HTTP 500 \\| retried" in md
     doc = parse_document(md, "appendices/APP-PREFECT-CACHING-RESEARCH-V1.md")
@@ -100,6 +101,10 @@ def test_render_appendix_is_valid_udm_markdown() -> None:
     block = md.split("```yaml\nsources:", 1)[1].split("```", 1)[0]
     data = yaml.safe_load("sources:" + block)
     assert data["sources"][0]["sha256"] == "ab" * 32 and data["sources"][1]["status"] == "ERROR_FETCH_FAILED"
+
+
+def _empty(q: str) -> Synthesis:
+    return Synthesis(answer=[], groups=[(q, [])])
 
 
 def test_fingerprint_follows_sources_and_is_read_back(tmp_path: Path) -> None:
@@ -115,12 +120,20 @@ def test_fingerprint_follows_sources_and_is_read_back(tmp_path: Path) -> None:
     assert latest_fingerprint(tmp_path, "PREFECT-CACHING") is None
     for version in (1, 2):
         app = appendix_id("PREFECT-CACHING", version)
-        md = render_appendix(app, q, sources, [], fingerprint=fp if version == 2 else "0" * 32)
+        md = render_appendix(app, q, sources, _empty(q), fingerprint=fp if version == 2 else "0" * 32)
         (tmp_path / f"{app}.md").write_text(md, encoding="utf-8")
     assert latest_fingerprint(tmp_path, "PREFECT-CACHING") == ("APP-PREFECT-CACHING-RESEARCH-V2", fp, 0)
     # The number of findings is recorded beside the fingerprint (an unchanged re-run reports it).
-    passage = Passage(0, "Prefect caches task results by key.")
-    md = render_appendix(appendix_id("PREFECT-CACHING", 3), q, sources, [Finding(1, passage)], fingerprint=fp)
+    one = Claim(
+        "Prefect caches task results by key and input.", [1], "Prefect caches task results by key and input."
+    )
+    md = render_appendix(
+        appendix_id("PREFECT-CACHING", 3),
+        q,
+        sources,
+        Synthesis(answer=[one], groups=[(q, [])]),
+        fingerprint=fp,
+    )
     (tmp_path / "APP-PREFECT-CACHING-RESEARCH-V3.md").write_text(md, encoding="utf-8")
     assert latest_fingerprint(tmp_path, "PREFECT-CACHING") == ("APP-PREFECT-CACHING-RESEARCH-V3", fp, 1)
     # An appendix from before the count: no count, so the flow ranks again.

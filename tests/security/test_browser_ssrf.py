@@ -270,3 +270,21 @@ def test_the_guard_proxy_refuses_by_address_whatever_routing_saw(servers, sid, t
     ok = _through_proxy(guard.proxy_url, f"GET {allowed}/ HTTP/1.1\r\nHost: x\r\n\r\n".encode())
     assert ok.startswith(b"HTTP/1.0 200") and b"allowed page" in ok and b"Connection: close" in ok
     assert forbidden.connections == before
+
+
+def test_a_local_page_cannot_pull_in_files_outside_the_allowed_directories(sid, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    ctx = _ctx(tmp_path, [])
+    outside = tmp_path / "outside-secret.txt"
+    outside.write_text(SECRET, encoding="utf-8")
+    inside = tmp_path / "docs" / "udm" / "page.html"
+    inside.write_text(
+        f"<title>local</title><iframe id='f' src='{outside.as_uri()}'></iframe><img src='{outside.as_uri()}'>",
+        encoding="utf-8",
+    )
+    out = _call("navigate_to_url", {"url": inside.as_uri(), "session_id": sid}, ctx)
+    assert out["status"] == "SUCCESS", out  # the page itself lies in the manual's folder
+    assert _eventually(lambda: any(r.url == outside.as_uri() for r in _refusals(sid)))
+    assert all("outside the allowed directories" in r.reason for r in _refusals(sid))
+    page = MANAGER.sessions[sid].page()[1]
+    frames = [run_coroutine(f.content(), timeout=10) for f in page.frames]
+    assert not any(SECRET in text for text in frames)
