@@ -61,6 +61,10 @@ class ToolFailedError(Exception):
         super().__init__(message)
         self.envelope = envelope
 
+    def __reduce__(self) -> tuple[type[ToolFailedError], tuple[str, dict[str, Any]]]:
+        """Pickle by the constructor's arguments: a task run on a Dask worker sends it back."""
+        return (type(self), (str(self), self.envelope))
+
 
 def envelope_of(future: Any) -> dict[str, Any]:
     """The envelope dict a tool task produced, whether it returned it or failed with ToolFailedError."""

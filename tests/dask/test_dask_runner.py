@@ -21,7 +21,7 @@ PAGES = 6
 
 
 class Handler(BaseHTTPRequestHandler):
-    """/p/N: a page whose claim is set by a script after load; anything else: 404."""
+    """/p/N: a page with a claim; /down: 503 (a transient failure); anything else: 404."""
 
     protocol_version = "HTTP/1.1"
 
@@ -30,7 +30,10 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         """Serve one page."""
-        if self.path.startswith("/p/"):
+        if self.path == "/down":
+            body = b"try later"
+            self.send_response(503)
+        elif self.path.startswith("/p/"):
             n = self.path.rsplit("/", 1)[-1]
             body = (
                 f"<!DOCTYPE html><html><head><title>Page {n}</title></head><body><main><h1>Page {n}</h1>"
@@ -217,6 +220,47 @@ def test_verification_checks_run_on_dask_workers(
 
 @pytest.mark.prefect
 @pytest.mark.slow
+def test_pipeline_parallel_steps_run_on_dask_workers(
+    prefect_server: None, site: str, cluster: Any, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from distributed import Client
+
+    from flows.pipeline import POOL_SIZE, pipeline_flow
+    from flows.runners import on_runner
+
+    monkeypatch.setenv("UDM_FETCH_ALLOW", "127.0.0.1")
+    spec = workspace / "fan.yaml"
+    spec.write_text(
+        "name: dask-fan\n"
+        "parameters: {urls: []}\n"
+        "steps:\n"
+        "  fetch:\n"
+        "    tool: documentFetchingParsingTool\n"
+        "    for_each: ${{ params.urls }}\n"
+        '    input: {url: "${{ item }}"}\n'
+        "  lookup:\n"
+        "    tool: udmQueryTool\n"
+        "    input: {query_type: find_by_id, udm_path_or_id: TASK-P0-M0.1-T001}\n",
+        encoding="utf-8",
+    )
+    settings = _dask_settings(workspace, dask_address=cluster.scheduler_address)
+    urls = [f"{site}/p/{n}" for n in range(PAGES)]
+    state = on_runner(pipeline_flow, settings, POOL_SIZE)(
+        spec=str(spec), params={"urls": urls}, project=str(workspace), artifact=False, return_state=True
+    )
+    assert state.is_completed(), state.message
+    steps = state.result()["steps"]
+    assert steps["fetch"]["status"] == "completed" and steps["fetch"]["items"] == PAGES
+    texts = [o["cleanedTextContent"] for o in steps["fetch"]["output"]]
+    assert all(f"page number {n} " in text for n, text in enumerate(texts)), texts
+    assert steps["lookup"]["status"] == "completed", steps["lookup"]
+    with Client(cluster.scheduler_address, timeout="10s") as client:
+        # The fetches ran in the workers, each on its own process-wide HTTP client.
+        assert sum(w["http"] for w in client.run(_worker_state).values()) >= 1
+
+
+@pytest.mark.prefect
+@pytest.mark.slow
 def test_research_fan_out_runs_on_a_local_dask_cluster(
     prefect_server: None, site: str, workspace: Path
 ) -> None:
@@ -225,32 +269,37 @@ def test_research_fan_out_runs_on_a_local_dask_cluster(
 
     from flows.research import ResearchRequest, run_research
 
-    # No address: the runner starts a LocalCluster of 2 worker processes for the run.
-    settings = _dask_settings(workspace, dask_workers=2, dask_threads_per_worker=2, fetch_retries=0)
-    urls = [f"{site}/p/{n}" for n in range(PAGES)] + [f"{site}/gone"]
+    # No address: the runner starts a LocalCluster of 2 worker processes for the run. Batches of 2
+    # sources: 8 sources are 4 task runs on the workers.
+    settings = _dask_settings(
+        workspace, dask_workers=2, dask_threads_per_worker=2, fetch_retries=0, research_batch_size=2
+    )
+    urls = [f"{site}/p/{n}" for n in range(PAGES)] + [f"{site}/gone", f"{site}/down"]
     request = ResearchRequest(
         question="Which page number do the Dask workers fetch?",
         urls=urls,
         write=False,
         max_cache_age_s=0,
-        max_sources=PAGES + 1,
+        max_sources=len(urls),
     )
     result = run_research(request, settings)
     assert result.status == "reported", result.message
     by_url = {s["url"]: s for s in result.sources}
     assert all(by_url[f"{site}/p/{n}"]["status"] == "ok" for n in range(PAGES)), result.sources
     assert by_url[f"{site}/gone"]["status"] != "ok" and "404" in by_url[f"{site}/gone"]["reason"]
-    assert result.sources_ok == PAGES and result.sources_failed == 1
+    # The transient failure came back from its worker inside the batch's (pickled) exception.
+    assert by_url[f"{site}/down"]["status"] != "ok" and "503" in by_url[f"{site}/down"]["reason"]
+    assert result.sources_ok == PAGES and result.sources_failed == 2
     assert result.findings > 0 and "page number" in result.markdown
 
     with get_client(sync_client=True) as client:
         runs = client.read_task_runs(
             flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[result.flow_run_id]))
         )
-    fetches = [r for r in runs if r.name.startswith("fetch: ")]
-    assert len(fetches) == PAGES + 1 and all(r.state_name == "Completed" for r in fetches), [
-        (r.name, r.state_name) for r in fetches
-    ]
+    batches = {r.name: r.state_name for r in runs if r.name.startswith("fetch batch ")}
+    assert len(batches) == 4, batches
+    # The batch holding /down failed (never cached); the others completed.
+    assert sorted(batches.values()) == ["Completed", "Completed", "Completed", "Failed"], batches
 
 
 def test_every_tool_task_pickles_for_a_worker() -> None:
@@ -267,3 +316,22 @@ def test_every_tool_task_pickles_for_a_worker() -> None:
         task_obj = tool_task(tool, retries=2, fail_on_final=True)
         back = cloudpickle.loads(cloudpickle.dumps(task_obj))
         assert back.name == task_obj.name
+
+
+def test_the_errors_a_task_run_raises_come_back_from_a_worker() -> None:
+    """A worker pickles a task's exception back to the flow: errors with their own constructor
+    arguments must survive that (a failed step read as a TypeError before)."""
+    import pickle
+
+    from flows.research import _BatchIncomplete
+    from tasks.base import TransientToolError
+    from tasks.documents import FetchOutput
+    from tasks.prefect_task import ToolFailedError
+
+    failed = pickle.loads(pickle.dumps(ToolFailedError("ERROR_ID_NOT_FOUND: no RM-9", {"success": False})))
+    assert str(failed) == "ERROR_ID_NOT_FOUND: no RM-9" and failed.envelope == {"success": False}
+    output = FetchOutput(status="ERROR_FETCH_FAILED")
+    transient = pickle.loads(pickle.dumps(TransientToolError("503 from host", output, retry_after=2.0)))
+    assert str(transient) == "503 from host" and transient.result == output and transient.retry_after == 2.0
+    batch = pickle.loads(pickle.dumps(_BatchIncomplete([{"success": False}, {"success": True}], 1)))
+    assert batch.envelopes == [{"success": False}, {"success": True}] and batch.failed == 1
