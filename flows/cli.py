@@ -26,7 +26,7 @@ if __name__ == "__main__":
 
     _entry_main()
 
-__all__ = ["app", "emit_json", "fail", "main", "run", "settings"]
+__all__ = ["app", "emit_json", "fail", "main", "memoize_settings", "run", "settings"]
 
 app = typer.Typer(
     name="udm",
@@ -82,9 +82,27 @@ def _use_local_server() -> None:
         use_running_server(cfg)
 
 
+# Set by `udm daemon` only: its environment, working directory and config files are fixed (a client
+# whose differ is not served), so equal options give equal settings and loading once is enough.
+_SETTINGS_MEMO: dict[str, Settings] | None = None
+
+
+def memoize_settings() -> None:
+    """Load each distinct set of options' settings once for the rest of this process (the daemon)."""
+    global _SETTINGS_MEMO
+    _SETTINGS_MEMO = {}
+
+
 def settings(**extra: Any) -> Settings:
     """The settings for this invocation: environment and config files, then the global options."""
-    return load_settings(**{**_OVERRIDES, **extra})
+    options = {**_OVERRIDES, **extra}
+    if _SETTINGS_MEMO is None:
+        return load_settings(**options)
+    key = repr(sorted(options.items()))
+    found = _SETTINGS_MEMO.get(key)
+    if found is None:
+        found = _SETTINGS_MEMO[key] = load_settings(**options)
+    return found
 
 
 def emit_json(obj: Any) -> None:
@@ -104,11 +122,17 @@ for _name in COMMAND_MODULES:
     importlib.import_module(_name).register(app)
 
 
-def run(argv: list[str] | None = None) -> int:
-    """Run the CLI with these arguments and return the exit code (never raises for user errors)."""
+def run(argv: list[str] | None = None, command: Any = None) -> int:
+    """Run the CLI with these arguments and return the exit code (never raises for user errors).
+
+    `command` is the app already built as a click command (`typer.main.get_command(app)`): the
+    daemon builds it once instead of on every call."""
     args = sys.argv[1:] if argv is None else list(argv)
     try:
-        result = app(args=args, prog_name="udm", standalone_mode=False)
+        if command is not None:
+            result = command.main(args=args, prog_name="udm", standalone_mode=False)
+        else:
+            result = app(args=args, prog_name="udm", standalone_mode=False)
     except (typer.Exit, click.exceptions.Exit) as exc:
         return int(exc.exit_code)
     except (TyperException, click.ClickException) as exc:

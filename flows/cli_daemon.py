@@ -43,6 +43,7 @@ class _Handlers:
         self.state = str(s.state_path)
         self.fingerprint = dc.fingerprint(os.getcwd())
         self.digest = settings_digest(s)
+        self._command: Any = None  # the CLI as a click command, built on first use
 
     def run(self, req: dict[str, Any]) -> dict[str, Any]:
         """Run an eligible `udm` command line as the client would, capturing its output."""
@@ -57,9 +58,12 @@ class _Handlers:
         conf = daemon_eligible(argv)
         if conf is None or conf["root"] != self.root or conf["state"] != self.state:
             return {"fallback": "not a command for this daemon"}
+        if self._command is None:
+            cli.memoize_settings()
+            self._command = typer.main.get_command(cli.app)
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = cli.run(argv)
+            code = cli.run(argv, command=self._command)
         if code == 2:
             # Usage errors are laid out for the client's terminal: it prints them itself.
             return {"fallback": "usage error"}

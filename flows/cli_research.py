@@ -159,6 +159,10 @@ def step_research(ws: Any) -> None:
             "http://127.0.0.2/metadata",  # not allow-listed: refused before any connection
         ],
         files=[str(ws.settings.udm_root / "02-system-architecture.md")],
+        sub_questions=[
+            "How should the search index rank passages with BM25?",
+            "How should the index handle concurrent readers?",
+        ],
         topic="INDEX-RANKING",
         max_sources=10,
     )

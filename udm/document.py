@@ -284,6 +284,11 @@ class Document:
     def errors(self, value: list[str]) -> None:
         self._errors = value
 
+    @property
+    def opaque(self) -> list[Opaque]:
+        """MDX blocks kept out of the Markdown parse (ESM `import`/`export`, JSX), in text order."""
+        return list(self._outline.opaque) if self._outline else []
+
     def section(self, index: int) -> Section:
         """Section `index`, without working out the others' IDs when they are not known yet."""
         outline = self._outline

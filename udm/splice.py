@@ -8,6 +8,7 @@ import itertools
 import operator
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from udm.lines import split_lines
 
@@ -280,4 +281,27 @@ def format_markdown_fragment(text: str) -> str:
     if not text.strip():
         return ""
     formatted = mdformat.text(text, extensions={"gfm", "frontmatter"})
+    if not _same_meaning(text, formatted):
+        # mdformat-gfm escapes a paragraph that starts like a task box (`[x](a.md)` becomes the text
+        # `\[x\](a.md)`), and mdformat drops a reference definition the fragment itself never uses,
+        # though the rest of the page may. Formatting is a nicety; losing a link is not.
+        return ensure_newline(text.strip("\n"))
     return formatted.rstrip("\n") + "\n"
+
+
+def _same_meaning(before: str, after: str) -> bool:
+    """Whether two Markdown texts render the same and define the same link references."""
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+    env_a: dict[str, Any] = {}
+    env_b: dict[str, Any] = {}
+    # Runs of spaces and line breaks mean one space to a browser; mdformat collapses them on purpose.
+    html_a = " ".join(md.render(before, env_a).split())
+    html_b = " ".join(md.render(after, env_b).split())
+    return html_a == html_b and _definitions(env_a) == _definitions(env_b)
+
+
+def _definitions(env: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    # Where a definition stands does not matter to a reader (mdformat moves them to the end).
+    return {k: (v.get("href", ""), v.get("title", "")) for k, v in env.get("references", {}).items()}

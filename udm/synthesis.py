@@ -17,7 +17,6 @@ whitespace normalisation (`comparable`), and a cited source must hold a sentence
 from __future__ import annotations
 
 import hashlib
-import math
 import re
 import struct
 from dataclasses import dataclass, field
@@ -345,11 +344,11 @@ class ExtractiveSynthesizer:
         self, candidates: list[_Candidate], query: list[str], k: int, taken: list[_Candidate]
     ) -> list[_Candidate]:
         wanted = set(query)
-        # A sentence sharing one common word with the question does not answer it: ask for 40% of
-        # its words, or as many as the best sentence holds (a question may use words no source does).
+        # A sentence sharing one word with a longer question rarely answers it: ask for two of its
+        # words (or as many as the best sentence holds: a question may use words no source does).
         overlap = {id(c): len(wanted & c.terms) for c in candidates}
         most = max(overlap.values(), default=0)
-        need = max(1, min(math.ceil(0.4 * len(wanted)), most))
+        need = max(1, min(2 if len(wanted) >= 3 else 1, most))
         pool = [c for c in candidates if c not in taken and overlap[id(c)] >= need]
         if not pool:
             return []
@@ -372,9 +371,9 @@ class ExtractiveSynthesizer:
         """The cited answer to `question`: whole quoted sentences from `evidence`."""
         subs = sub_questions or [question]
         candidates, collapsed = self._candidates(" ".join([question, *subs]), evidence)
+        answer = self._mmr(candidates, terms(question), self.answer_sentences, [])
+        # The findings may repeat an answer sentence (the answer sums them up), never each other.
         taken: list[_Candidate] = []
-        answer = self._mmr(candidates, terms(question), self.answer_sentences, taken)
-        taken += answer
         groups: list[tuple[str, list[Claim]]] = []
         for sub in subs:
             picked = self._mmr(candidates, terms(sub), self.per_group, taken)

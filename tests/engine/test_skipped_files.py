@@ -12,6 +12,7 @@ import pytest
 
 from flows.cli import run
 from udm.config import load_settings
+from udm.document import parse_document
 from udm.index import UdmIndex
 
 MDX = """\
@@ -71,6 +72,12 @@ def test_mdx_is_indexed_and_every_skipped_file_is_listed(
     finally:
         index.close()
     assert sections == [("cards.mdx", "Cards"), ("guide.md", "Guide")]
+    doc = parse_document(MDX, "cards.mdx")
+    assert [(o.kind, o.start + 1, o.end) for o in doc.opaque] == [
+        ("esm", 5, 6),
+        ("jsx", 10, 10),
+        ("jsx", 12, 12),
+    ]
     assert links == [
         ("cards.mdx", 10, "/guide/install", "jsx"),
         ("cards.mdx", 11, "guide.md", "inline"),
@@ -99,6 +106,7 @@ def test_suffixes_are_a_setting(tmp_path: Path, capsys: pytest.CaptureFixture[st
 _BIG_INDEX = """
 import resource, sys
 from udm.config import load_settings
+from udm.document import parse_document
 from udm.index import UdmIndex
 ix = UdmIndex(load_settings(sys.argv[1], root=sys.argv[2], state_dir=sys.argv[3]))
 stats = ix.refresh(full=True)

@@ -234,3 +234,24 @@ def _trailing_list(text: str, section: str) -> tuple[Any, ...] | None:
         return None
     items, _ = _items(text)
     return [i for i in items if i[3] == 0 and start <= i[0] < end][-1]
+
+
+# -- formatting never changes what inserted Markdown says ------------------------------------------
+
+
+def test_an_appended_link_that_looks_like_a_task_box_stays_a_link() -> None:
+    # mdformat-gfm escapes `[x](...)` at the start of a paragraph into the text `\[x\](...)`.
+    doc = "# T\n\n## S\n\nSome text.\n"
+    out = _apply(doc, {"op": "append_to_section", "section": "S", "content": "[x](b.md)"})
+    assert "[x](b.md)" in out and "\\[" not in out
+
+
+def test_an_appended_reference_definition_is_kept() -> None:
+    # mdformat drops a definition the fragment never uses, though the page may use it elsewhere.
+    doc = "# T\n\nSee [the guide][g].\n\n## S\n\nSome text.\n"
+    content = "More text.\n\n[g]: guide.md"
+    out = _apply(doc, {"op": "append_to_section", "section": "S", "content": content})
+    assert "[g]: guide.md" in out
+    env: dict[str, Any] = {}
+    MarkdownIt("commonmark").render(out, env)
+    assert env["references"]["G"]["href"] == "guide.md"

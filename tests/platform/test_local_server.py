@@ -189,19 +189,19 @@ def test_prefect_deployment_run_against_udm_serve(server: SimpleNamespace) -> No
         def deployed() -> bool:
             with api(server), get_client(sync_client=True) as client:
                 try:
-                    client.read_deployment_by_name("udm-pipeline/run-pipeline")
+                    client.read_deployment_by_name("udm-pipeline/run-pipeline-served")
                 except Exception:
                     return False
                 return True
 
-        wait_for(deployed, 120, "udm serve to register run-pipeline")
+        wait_for(deployed, 120, "udm serve to register run-pipeline-served")
         prefect = Path(sys.executable).with_name("prefect")
         done = subprocess.run(
             [
                 str(prefect),
                 "deployment",
                 "run",
-                "udm-pipeline/run-pipeline",
+                "udm-pipeline/run-pipeline-served",
                 "--param",
                 f"spec={spec}",
                 "--param",

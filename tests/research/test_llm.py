@@ -275,6 +275,25 @@ def test_research_flow_with_an_llm_writes_checked_claims_or_fails_with_the_reaso
     text = (settings.udm_root / result.appendix_path).read_text(encoding="utf-8")
     assert "## Unsupported claims" in text and "match_bm25 function gives each row" in text
 
+    # The per-source results are a table artifact, one row per source.
+    with get_client(sync_client=True) as client:
+        table = client._client.get(f"/artifacts/{result.appendix_id.lower()}-sources/latest").json()
+    rows = json.loads(table["data"]) if isinstance(table["data"], str) else table["data"]
+    assert [(r["n"], r["status"], r["url"]) for r in rows] == [(1, "ok", site.base + "/article.html")]
+
+    # A sentence that would open a fence breaks the appendix's block structure: Failed before the write.
+    reply = json.loads(_reply("openai_chat_completion.json"))
+    draft = json.loads(reply["choices"][0]["message"]["content"])
+    draft["answer"][0]["text"] = (
+        "```python The match_bm25 function returns a score per row; higher is better."
+    )
+    draft["answer"][0].pop("quote")
+    reply["choices"][0]["message"]["content"] = json.dumps(draft)
+    llm_api.queue("/v1/chat/completions", 200, json.dumps(reply))
+    broken = run_research(request.model_copy(update={"new_version_if_unchanged": True}), settings)
+    assert broken.status == "failed" and "does not parse back to the blocks" in broken.message
+    assert not (settings.udm_root / broken.appendix_path).exists()
+
     # The endpoint goes away: the run ends Failed, nothing is written, the reason is in its artifacts.
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -91,7 +91,7 @@ def test_render_appendix_is_valid_udm_markdown() -> None:
     synthesis = ExtractiveSynthesizer().synthesize(
         q, [q], [Evidence(1, "A", "https://a.example/", sources[0].text)]
     )
-    assert [c.cites for c in synthesis.claims()] == [[1]]
+    assert [c.cites for c in synthesis.claims()] == [[1], [1]]  # the answer, then the finding
     md = render_appendix("APP-PREFECT-CACHING-RESEARCH-V1", q, sources, synthesis)
     assert md.startswith("# APP-PREFECT-CACHING-RESEARCH-V1: How does Prefect caching work")
     assert "[1]" in md and "| 2 | - | https://b.example/ |" in md and "HTTP 500 \\| retried" in md
