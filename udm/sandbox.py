@@ -127,6 +127,10 @@ class Listing:
     truncated: bool = False
 
 
+# Protected files rather than folders (Settings.tool_sandbox): named as settings in a refusal.
+_SETTINGS_FILES = frozenset({"udm.toml", "pyproject.toml", "prefect.yaml"})
+
+
 class Sandbox(PathGuard):
     """The allowed roots plus the safe operations on them; every method refuses paths that leave them."""
 
@@ -160,9 +164,13 @@ class Sandbox(PathGuard):
         if shown is not None:
             what = "lies in" if self._protected_by(real) else "holds"
             raise PathProtectedError(
-                f"{escape_name(os.fspath(original))!r} {what} {self.display(shown)!r}, a folder of the "
-                "engine's own state, which the tools may neither read nor write (use the scratch folder "
-                "for scratch files)"
+                f"{escape_name(os.fspath(original))!r} {what} {self.display(shown)!r}, "
+                + (
+                    "a file of the engine's settings"
+                    if os.path.basename(shown) in _SETTINGS_FILES
+                    else "a folder of the engine's own state"
+                )
+                + ", which the tools may neither read nor write (use the scratch folder for scratch files)"
             )
 
     def _refuse_git(self, real: str, original: str | Path) -> None:
