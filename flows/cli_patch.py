@@ -217,6 +217,9 @@ def recover_cmd() -> None:
     except UdmError as exc:
         raise fail(str(exc)) from None
     typer.echo("\n".join(done) if done else "nothing to recover")
+    if any(line.startswith("refused ") for line in done):
+        # A refused journal is a transaction nobody finished: a script or CI must not read "ok".
+        raise typer.Exit(1)
 
 
 def fmt_cmd(

@@ -470,7 +470,12 @@ class Settings(BaseSettings):
         with contextlib.suppress(OSError):
             self.scratch_path.mkdir(parents=True, exist_ok=True)
 
-        return Sandbox(self.allowed_roots(), self.project_root, protected=self.protected_paths())
+        # The settings files are trusted configuration (the approval policy, the allowed directories):
+        # with the manual at the project root a tool could otherwise loosen them for every later run.
+        settings_files = [self.project_root / name for name in ("udm.toml", "pyproject.toml", "prefect.yaml")]
+        return Sandbox(
+            self.allowed_roots(), self.project_root, protected=[*self.protected_paths(), *settings_files]
+        )
 
     def public_dict(self) -> dict[str, Any]:
         """The resolved settings as JSON-able data, secrets masked."""

@@ -127,6 +127,10 @@ class Listing:
     truncated: bool = False
 
 
+# Protected files rather than folders (Settings.tool_sandbox): named as settings in a refusal.
+_SETTINGS_FILES = frozenset({"udm.toml", "pyproject.toml", "prefect.yaml"})
+
+
 class Sandbox(PathGuard):
     """The allowed roots plus the safe operations on them; every method refuses paths that leave them."""
 
@@ -160,20 +164,41 @@ class Sandbox(PathGuard):
         if shown is not None:
             what = "lies in" if self._protected_by(real) else "holds"
             raise PathProtectedError(
-                f"{escape_name(os.fspath(original))!r} {what} {self.display(shown)!r}, a folder of the "
-                "engine's own state, which the tools may neither read nor write (use the scratch folder "
-                "for scratch files)"
+                f"{escape_name(os.fspath(original))!r} {what} {self.display(shown)!r}, "
+                + (
+                    "a file of the engine's settings"
+                    if os.path.basename(shown) in _SETTINGS_FILES
+                    else "a folder of the engine's own state"
+                )
+                + ", which the tools may neither read nor write (use the scratch folder for scratch files)"
             )
+
+    def _refuse_git(self, real: str, original: str | Path) -> None:
+        # git runs what a repository's config names (core.fsmonitor, hooks, filters) whenever the
+        # engine commits a patch, and finds the repository by the first `.git` above the manual: a
+        # `.git` a tool could write or plant below a root would be code execution at the next commit.
+        parts = _split(real)
+        for root in self._roots:
+            for form in root.forms:
+                if parts[: len(form)] == form:
+                    if any(p.casefold() == ".git" for p in parts[len(form) :]):
+                        raise PathProtectedError(
+                            f"{escape_name(os.fspath(original))!r} lies in or names a git folder "
+                            "('.git'), whose configuration and hooks git runs as code: the tools may "
+                            "neither read nor write it"
+                        )
+                    return
+
+    def _refuse(self, real: str, original: str | Path) -> None:
+        self._refuse_git(real, original)
+        self._refuse_protected(real, original)
 
     def _walk(
         self, path: str | Path, *, follow_final: bool, create_dirs: bool = False, follow_links: bool = True
     ) -> _Walk:
-        if not self._protected:
-            return super()._walk(
-                path, follow_final=follow_final, create_dirs=create_dirs, follow_links=follow_links
-            )
         if create_dirs:
-            # Where the path leads, found without creating anything: no folder is made inside state.
+            # Where the path leads, found without creating anything: no folder is made inside state
+            # or a git folder.
             with suppress(_NotFound):
                 self._walk(path, follow_final=follow_final, follow_links=follow_links).close()
         try:
@@ -181,10 +206,10 @@ class Sandbox(PathGuard):
                 path, follow_final=follow_final, create_dirs=create_dirs, follow_links=follow_links
             )
         except _NotFound as exc:
-            self._refuse_protected(os.path.join(exc.existing, *exc.missing), path)
+            self._refuse(os.path.join(exc.existing, *exc.missing), path)
             raise
         try:
-            self._refuse_protected(w.path, path)
+            self._refuse(w.path, path)
         except BaseException:
             w.close()
             raise

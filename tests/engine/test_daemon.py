@@ -311,3 +311,45 @@ def test_hostile_bytes_never_crash_the_daemon(server: DaemonServer, payload: byt
     if reply is not None:
         assert reply["v"] == 1 and set(reply) <= {"v", "error", "code", "echo"}
     assert dc.request(server.state, {"op": "ping"})["ok"] is True
+
+
+@pytest.mark.parametrize(
+    ("reply", "handled"),
+    [
+        ({"code": 0, "stdout": "out\n", "stderr": "err\n"}, True),
+        ({"code": 1, "stdout": "", "stderr": "error: x\n"}, True),
+        ({"code": "0", "stdout": "out\n"}, False),
+        ({"code": True, "stdout": "out\n"}, False),
+        ({"fallback": "usage error"}, False),
+        ({"error": "bad request"}, False),
+    ],
+)
+def test_client_reproduces_a_reply_or_steps_aside(
+    workspace: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    reply: dict[str, Any],
+    handled: bool,
+) -> None:
+    from flows.entry import via_daemon
+
+    monkeypatch.chdir(workspace)
+    seen: list[dict[str, Any]] = []
+    srv = DaemonServer(str(workspace / "state"), {"run": lambda req: seen.append(req) or dict(reply)})
+    srv.acquire()
+    srv.bind()
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    try:
+        code = via_daemon(["query", "id", "COMP-002"])
+    finally:
+        srv.stop()
+        thread.join(5)
+        srv.close()
+    assert seen and seen[0]["argv"] == ["query", "id", "COMP-002"]
+    assert seen[0]["fingerprint"] == dc.fingerprint(str(workspace))
+    out, err = capsys.readouterr()
+    if handled:
+        assert code == reply["code"] and out == reply["stdout"] and err == reply["stderr"]
+    else:
+        assert code is None and out == "" and err == ""

@@ -459,8 +459,11 @@ def test_the_status_and_udm_recover_name_the_refusal(
     path.write_text(path.read_text().replace(TXID, "20250101T000002-0badc0de"))
     code = run(["--root", str(settings.udm_root), "--state-dir", str(settings.state_path), "recover"])
     out = capsys.readouterr().out
-    assert code == 0 and "refused '20250101T000002-0badc0de'" in out and "outside" in out, out
+    # A refused journal is an unfinished transaction: the exit code says so.
+    assert code == 1 and "refused '20250101T000002-0badc0de'" in out and "outside" in out, out
     assert (outside / "secret.txt").read_bytes() == SECRET
+    code = run(["--root", str(settings.udm_root), "--state-dir", str(settings.state_path), "recover"])
+    assert code == 0 and "nothing to recover" in capsys.readouterr().out
 
 
 def test_journals_are_written_with_relative_paths(
