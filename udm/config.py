@@ -253,7 +253,7 @@ class Settings(BaseSettings):
         description="File suffixes of the manual's pages (`.mdx` parses as MDX); comma-separated in the environment.",
     )
     max_file_bytes: int = Field(
-        default=8_000_000,
+        default=4_000_000,
         ge=1,
         description="Largest page the index parses, bytes; a larger one is listed as 'skipped: too large'.",
     )
