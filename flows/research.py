@@ -181,7 +181,9 @@ class ResearchResult(BaseModel):
     appendix_path: str = Field(description="Its path relative to the UDM root.")
     sources: list[dict[str, Any]] = Field(default_factory=list, description="Every source with its status.")
     sources_ok: int = Field(default=0, description="Sources that gave usable text.")
-    sources_failed: int = Field(default=0, description="Sources that failed (see their reasons).")
+    sources_failed: int = Field(
+        default=0, description="Sources that failed (see their reasons); duplicates are not failures."
+    )
     findings: int = Field(default=0, description="Claims published (answer and findings).")
     unsupported: list[dict[str, Any]] = Field(
         default_factory=list, description="Claims dropped because no cited source supports them."
@@ -537,7 +539,7 @@ def _artifacts(app_id: str, sources: list[Source], markdown: str) -> None:
     create_table_artifact(
         table=rows, key=f"{slug}-sources", description=f"Sources of {app_id} (failed ones with their reason)"
     )
-    failed = [r for r in rows if r["status"] != "ok"]
+    failed = [r for r in rows if r["status"] not in ("ok", "DUPLICATE")]
     if failed:
         create_table_artifact(
             table=failed, key=f"{slug}-failed-sources", description=f"Sources of {app_id} that failed"
@@ -730,7 +732,7 @@ def _research(
             for s in sources
         ],
         sources_ok=ok,
-        sources_failed=len(sources) - ok,
+        sources_failed=sum(1 for s in sources if not s.ok and s.status != "DUPLICATE"),
         findings=findings_count,
         markdown=markdown,
         flow_run_id=run_id,
