@@ -122,7 +122,7 @@ _LOCAL_LINK = re.compile(r"!\[|\]\((?!https?://)|^\[[^\]]*\]:")
 
 def _units(text: str) -> list[str]:
     """Prose blocks of Markdown-ish text: paragraphs and list items, whitespace-normalised; fences,
-    tables, headings and HTML-looking lines are left out whole."""
+    tables, headings, block quotes and HTML-looking lines are left out whole."""
     out: list[str] = []
     current: list[str] = []
     fence: str | None = None
@@ -141,7 +141,12 @@ def _units(text: str) -> list[str]:
             flush()
             fence = m.group(1)
             continue
-        stripped = _QUOTE_MARK.sub("", line)
+        if _QUOTE_MARK.match(line):
+            # A source's block quote is someone else's words, and its markers would sit inside a
+            # quote spanning its lines: left out whole.
+            flush()
+            continue
+        stripped = line
         if not stripped.strip() or _HEADING.match(stripped) or _TABLE.match(stripped):
             flush()
             continue

@@ -50,6 +50,8 @@ def test_research_flow_writes_a_cited_appendix(prefect_server: None, site, api, 
         dup = by_url[site.base + path]
         assert site.hits[path] == 2, path
         assert dup["status"] == "DUPLICATE" and dup["reason"] == f"the same document as source {article_n}"
+    # Not failures: refused, anti-bot (the duplicates and the PDF, Context7 and the article are fine).
+    assert result.sources_failed == 2, result.sources
     private = by_url[site.base + "/redirect-private"]
     assert private["status"] == "ERROR_FETCH_FAILED" and "127.0.0.2" in private["reason"]
     assert site.trap_hits == []

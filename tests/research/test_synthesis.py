@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from flows.research_report import AppendixCheckError, Source, check_markdown, check_quotes, render_appendix
@@ -188,3 +188,54 @@ def test_markdown_escapes_in_extracted_text_read_as_their_characters() -> None:
     synthesis = Synthesis(answer=[claim], groups=[])
     verify_claims(synthesis, [Evidence(1, "a", "u", extracted)])
     assert synthesis.answer == [claim] and not synthesis.unsupported
+
+
+_WORDS = st.sampled_from(
+    [
+        "The",
+        "index",
+        "ranks",
+        "passages",
+        "with",
+        "BM25",
+        "cache",
+        "keys",
+        "`code`",
+        "*em*",
+        "a|b",
+        "<b>",
+        "[link](https://x.example/)",
+        "```",
+        "~~~",
+        "#",
+        ">",
+        "-",
+        "1.",
+        "|",
+        "**",
+        "_",
+        "\\\\",
+        "&amp;",
+        "x.",
+    ]
+)
+_SENTENCE = st.lists(_WORDS, min_size=1, max_size=12).map(lambda words: " ".join(words) + ".")
+_LINE = st.lists(_SENTENCE, min_size=1, max_size=3).map(" ".join)
+_DOC = st.lists(
+    st.one_of(_LINE, st.just(""), st.just("```"), st.just("| a | b |"), st.just("| --- | --- |")), max_size=30
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_DOC.map("\n".join), min_size=1, max_size=3))
+@example(["The The The index.\n>."])
+def test_an_extractive_appendix_always_round_trips_and_quotes_verbatim(texts: list[str]) -> None:
+    # Found by this test: a block quote's marker joined its line to the paragraph before (not verbatim).
+    q = "How does the index rank passages with BM25 and cache keys?"
+    sources = [_source(n, text) for n, text in enumerate(texts, 1)]
+    evidence = [Evidence(s.n, s.title, s.url, s.text) for s in sources]
+    synthesis = ExtractiveSynthesizer().synthesize(q, split_sub_questions(q), evidence)
+    verify_claims(synthesis, evidence)
+    assert not synthesis.unsupported
+    render_appendix("APP-X-RESEARCH-V1", q, sources, synthesis)  # raises if a block broke
+    assert check_quotes(synthesis, sources) == []

@@ -206,16 +206,21 @@ def test_no_text_that_passes_the_scan_makes_a_parser_recurse_past_the_limit(text
 
 def _write_hostile_manual(root: Path, depth: int) -> None:
     (root / "90-deep-json.md").write_text(
-        f"# Deep JSON\n\nSee TASK-P0-M0.1-T001.\n\n```json\n{json_lists(depth)}\n```\n", encoding="utf-8"
+        f"# Deep JSON\n\nSee TASK-P0-M0.1-T001.\n\n```json udm\n{json_lists(depth)}\n```\n", encoding="utf-8"
     )
     (root / "91-deep-yaml.md").write_text(
-        f"# Deep YAML\n\n```yaml\n{yaml_flow(depth)}```\n\n## Block\n\n```yaml\n{yaml_block(1_500)}```\n",
+        f"# Deep YAML\n\n```yaml udm\n{yaml_flow(depth)}```\n\n## Block\n\n```yaml udm\n{yaml_block(1_500)}```\n",
         encoding="utf-8",
     )
     (root / "92-deep-front.md").write_text(
         f"---\ntitle: deep\ntags: {json_lists(depth)}\n---\n# Front matter\n\nText.\n", encoding="utf-8"
     )
     (root / "93-deep.yaml").write_text(yaml_flow(depth), encoding="utf-8")
+    # An example fence (not marked as data) is never an error, however deep: it must not break anything.
+    (root / "96-deep-example.md").write_text(
+        f"# Deep example\n\n```json\n{json_lists(depth)}\n```\n\n```yaml\n{yaml_flow(depth)}```\n",
+        encoding="utf-8",
+    )
 
 
 @pytest.mark.parametrize("depth", [1_500, 100_000])
@@ -235,6 +240,7 @@ def test_deep_blocks_become_lint_findings_and_the_manual_still_answers(
         # The block-style block: its content starts on line 10, level 101 is its 101st line.
         assert "more than 100 levels (limit data_max_depth)" in where[("91-deep-yaml.md", 110)], where
         assert "front matter" in where[("92-deep-front.md", 3)]
+        assert not [key for key in where if key[0] == "96-deep-example.md"], where
     finally:
         query.close()
     # Query, search, SQL and the graph answer for the rest of the manual.
@@ -294,7 +300,10 @@ def _udm(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_udm_index_of_100000_levels_does_not_crash(workspace: Path) -> None:
     (workspace / "docs" / "udm" / "95-crash.md").write_text(
-        f"# Crash\n\n```yaml\n{yaml_flow(100_000)}```\n", encoding="utf-8"
+        f"# Crash\n\n```yaml udm\n{yaml_flow(100_000)}```\n", encoding="utf-8"
+    )
+    (workspace / "docs" / "udm" / "96-example.md").write_text(
+        f"# Example\n\n```json\n{json_lists(100_000)}\n```\n", encoding="utf-8"
     )
     done = _udm(workspace, "index")
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
@@ -315,7 +324,7 @@ def test_udm_patch_apply_refuses_a_100000_level_block(workspace: Path) -> None:
                 "op": "append_to_section",
                 "file": "05-roadmap.md",
                 "section": "TASK-P0-M0.1-T001",
-                "content": f"```yaml\n{yaml_flow(100_000)}```\n",
+                "content": f"```yaml udm\n{yaml_flow(100_000)}```\n",
             }
         ],
     }
@@ -325,6 +334,11 @@ def test_udm_patch_apply_refuses_a_100000_level_block(workspace: Path) -> None:
     assert "validation failed" in done.stderr and "nested too deeply: more than 100 levels" in done.stderr
     assert "Traceback" not in done.stderr
     assert target.read_bytes() == before
+    # The same nesting as an example fence is text to the engine: it commits and nothing crashes.
+    patch["operations"][0]["content"] = f"```yaml\n{yaml_flow(100_000)}```\n"
+    (workspace / "deep.json").write_text(json.dumps(patch), encoding="utf-8")
+    done = _udm(workspace, "patch", "apply", "--yes", "deep.json")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, (done.returncode, done.stderr[-2000:])
 
 
 # ------------------------------------------------------------------ patches, files, the editor
