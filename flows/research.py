@@ -30,6 +30,7 @@ from typing import Any, Literal, cast
 
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.context import FlowRunContext
 from prefect.runtime import flow_run as runtime_flow_run
 from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
@@ -51,6 +52,7 @@ from flows.research_report import (
     research_fingerprint,
     topic_of,
 )
+from flows.runners import on_runner
 from flows.states import state_result
 from tasks.base import Envelope, ToolContext, TransientToolError, always_approve, call_tool, process_policy
 from tasks.context7 import Context7DocumentationTool
@@ -274,6 +276,10 @@ class _BatchIncomplete(Exception):
         self.envelopes = envelopes
         self.failed = failed
 
+    def __reduce__(self) -> tuple[type[_BatchIncomplete], tuple[list[dict[str, Any]], int]]:
+        """Pickle by the constructor's arguments: a batch run on a Dask worker sends it back."""
+        return (type(self), (self.envelopes, self.failed))
+
 
 def _fresh(envelopes: list[dict[str, Any]], max_age_s: int) -> bool:
     """Whether every fetched document in a cached batch is still younger than `max_age_s`."""
@@ -392,7 +398,11 @@ def _fetch_all(settings: Settings, request: ResearchRequest, sources: list[Sourc
             raise _BatchIncomplete(envelopes, failed)
         return envelopes
 
-    if not options or len(raws) <= settings.research_batch_size:
+    # On a thread pool an uncached fetch is one batch fetching in threads of its own; on another
+    # runner (Dask) the batches always fan out as task runs, to the workers.
+    run_ctx = FlowRunContext.get()
+    one_batch = not options and (run_ctx is None or isinstance(run_ctx.task_runner, ThreadPoolTaskRunner))
+    if one_batch or len(raws) <= settings.research_batch_size:
         label = f"{len(raws)} sources"
         state: Any = batch_task(raws, ctx, run_label=label, return_state=True)
         envelopes, _ = batch_envelopes(state)
@@ -778,11 +788,10 @@ def run_research(
     policy: ApprovalPolicy | str | None = None,
     approval_timeout_s: int = 3600,
 ) -> ResearchResult:
-    """Run research_flow for these settings, with the thread pool bounded by `research_max_workers`."""
+    """Run research_flow for these settings on their task runner (threads: `research_max_workers` of them)."""
     overrides: dict[str, Any] = settings.model_dump(mode="json", include=set(_PASSED_SETTINGS))
     overrides["project_root"] = str(Path(settings.project_root))
-    runner: Any = ThreadPoolTaskRunner(max_workers=settings.research_max_workers)
-    flow_fn: Any = research_flow.with_options(task_runner=runner)
+    flow_fn: Any = on_runner(research_flow, settings, settings.research_max_workers)
     # The caller holds the settings: it is the side running the flow, so its policy is the process's.
     with process_policy(policy or settings.approval_policy):
         state = flow_fn(
