@@ -644,9 +644,14 @@ def _research(
         timings[name] = round(now - mark, 3)
         mark = now
 
-    links, problems = _search_links(settings, request, ctx)
-    for p in problems:
-        logger.warning(p)
+    links: list[tuple[str, str]] = []
+    if settings.search_provider == "udm" and not request.include_manual:
+        # The udm provider searches the manual itself, whose hits are context, not sources.
+        logger.info("no search: the udm provider finds only the manual (include_manual is off)")
+    else:
+        links, problems = _search_links(settings, request, ctx)
+        for p in problems:
+            logger.warning(p)
     lap("search")
     sources = _plan_sources(settings, request, links)
     fetched = sum(1 for s in sources if s.kind in ("url", "file"))
@@ -710,7 +715,8 @@ def _research(
                 problems.append(str(exc))
             if problems:
                 failure = "the appendix failed its checks: " + "; ".join(problems[:5])
-    _artifacts(app_id, sources, markdown)
+    # An unchanged run's appendix is the artifact of the run that wrote it; its sources are listed anew.
+    _artifacts(app_id, sources, "" if unchanged_id else markdown)
     lap("render")
     ok = sum(1 for s in sources if s.ok)
     result = ResearchResult(
