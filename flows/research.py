@@ -37,6 +37,7 @@ from prefect.transactions import CommitMode, transaction
 from pydantic import BaseModel, Field, field_validator
 
 from flows import engine_patch
+from flows.narrowing import check_narrowing
 from flows.research_report import (
     AppendixCheckError,
     Source,
@@ -52,7 +53,16 @@ from flows.research_report import (
     topic_of,
 )
 from flows.states import state_result
-from tasks.base import Envelope, ToolContext, TransientToolError, always_approve, call_tool, process_policy
+from tasks.base import (
+    Envelope,
+    ToolContext,
+    TransientToolError,
+    always_approve,
+    call_tool,
+    caller_holds_settings,
+    own_settings,
+    process_policy,
+)
 from tasks.context7 import Context7DocumentationTool
 from tasks.documents import DocumentFetchingParsingTool, FetchOutput
 from tasks.parse_pool import parse_pool, workers_for
@@ -201,7 +211,11 @@ def _settings(overrides: dict[str, Any] | None) -> Settings:
             "may only make it stricter"
         )
     cwd = data.pop("project_root", None)
-    return load_settings(cwd, **data)
+    settings = load_settings(cwd, **data)
+    if not caller_holds_settings():
+        # A triggered run: its parameters may only narrow what the process allows (fetch_allow, ...).
+        check_narrowing(settings, own_settings())
+    return settings
 
 
 def _ctx(settings: Settings) -> ToolContext:
