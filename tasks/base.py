@@ -256,6 +256,10 @@ class TransientToolError(Exception):
         self.result = result
         self.retry_after = retry_after
 
+    def __reduce__(self) -> tuple[type[TransientToolError], tuple[str, BaseModel, float | None]]:
+        """Pickle by the constructor's arguments: a task run on a Dask worker sends it back."""
+        return (type(self), (str(self), self.result, self.retry_after))
+
 
 class Tool(ABC, Generic[InT, OutT]):
     """A tool: class attributes describe it, `execute` does the work (sync or async)."""

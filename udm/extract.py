@@ -140,7 +140,7 @@ class ParseOptions:
 
     id_patterns: tuple[str, ...]
     data_sections: tuple[str, ...] = ()
-    max_file_bytes: int = 8_000_000
+    max_file_bytes: int = 4_000_000
 
 
 def parse_options(settings: Any) -> ParseOptions:

@@ -52,7 +52,9 @@ def test_long_crafted_lines_parse_in_linear_time() -> None:
     doc = parse_document(text, "x.md")
     assert [s.title for s in doc.sections] == ["a" + " " * 40000 + "b", "a" + " " * 20000 + "b"]
     assert [link.target for link in doc.links] == ["y"]
-    assert time.perf_counter() - started < 1.0
+    # ~0.15 s on an idle core; a quadratic parse of these lines takes minutes. 2 s leaves room for
+    # a machine loaded by parallel test runs.
+    assert time.perf_counter() - started < 2.0
 
 
 def test_lines_break_only_at_newlines() -> None:
