@@ -362,7 +362,9 @@ def _fetch_all(settings: Settings, request: ResearchRequest, sources: list[Sourc
     ) -> list[dict[str, Any]]:
         # One task run fetches a batch of sources in threads of its own: the Prefect server records
         # a task run in 25-45 ms of its CPU, more than a page costs to fetch and parse here.
-        with ThreadPoolExecutor(max_workers=min(inner, len(raws))) as pool:
+        # The one uncached batch of a whole fan-out gets the flow's thread budget, a batch its own.
+        threads = inner if len(raws) <= settings.research_batch_size else settings.research_max_workers
+        with ThreadPoolExecutor(max_workers=min(threads, len(raws))) as pool:
             done = list(pool.map(lambda raw: _fetch_one(tool, raw, ctx, retries, max_wait), raws))
         envelopes = [env for env, _ in done]
         failed = sum(1 for _, bad in done if bad)
