@@ -38,6 +38,7 @@ from prefect.transactions import CommitMode, transaction
 from pydantic import BaseModel, Field, field_validator
 
 from flows import engine_patch
+from flows.narrowing import check_narrowing
 from flows.research_report import (
     AppendixCheckError,
     Source,
@@ -54,7 +55,16 @@ from flows.research_report import (
 )
 from flows.runners import on_runner
 from flows.states import state_result
-from tasks.base import Envelope, ToolContext, TransientToolError, always_approve, call_tool, process_policy
+from tasks.base import (
+    Envelope,
+    ToolContext,
+    TransientToolError,
+    always_approve,
+    call_tool,
+    caller_holds_settings,
+    own_settings,
+    process_policy,
+)
 from tasks.context7 import Context7DocumentationTool
 from tasks.documents import DocumentFetchingParsingTool, FetchOutput
 from tasks.parse_pool import parse_pool, workers_for
@@ -205,7 +215,11 @@ def _settings(overrides: dict[str, Any] | None) -> Settings:
             "may only make it stricter"
         )
     cwd = data.pop("project_root", None)
-    return load_settings(cwd, **data)
+    settings = load_settings(cwd, **data)
+    if not caller_holds_settings():
+        # A triggered run: its parameters may only narrow what the process allows (fetch_allow, ...).
+        check_narrowing(settings, own_settings())
+    return settings
 
 
 def _ctx(settings: Settings) -> ToolContext:
@@ -348,7 +362,9 @@ def _fetch_all(settings: Settings, request: ResearchRequest, sources: list[Sourc
     ) -> list[dict[str, Any]]:
         # One task run fetches a batch of sources in threads of its own: the Prefect server records
         # a task run in 25-45 ms of its CPU, more than a page costs to fetch and parse here.
-        with ThreadPoolExecutor(max_workers=min(inner, len(raws))) as pool:
+        # The one uncached batch of a whole fan-out gets the flow's thread budget, a batch its own.
+        threads = inner if len(raws) <= settings.research_batch_size else settings.research_max_workers
+        with ThreadPoolExecutor(max_workers=min(threads, len(raws))) as pool:
             done = list(pool.map(lambda raw: _fetch_one(tool, raw, ctx, retries, max_wait), raws))
         envelopes = [env for env, _ in done]
         failed = sum(1 for _, bad in done if bad)
