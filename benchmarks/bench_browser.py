@@ -1,11 +1,13 @@
 """Benchmark: browser verification against a site whose responses take 150 ms, and link checking.
 
-Run with `./run bench browser [--checks N] [--contexts 1,4,8] [--runners thread] [--delay S]
+Run with `./run bench browser [--checks N] [--contexts 1,4,8] [--runners thread,dask] [--delay S]
 [--cpu-checks N] [--links N] [--repeat N] [--only checks|cpu|links]`.
 
 1. checks/s with 1, 4 and 8 browser contexts for each runner, as a ratio to one context (goal >= 3x
-   at 8). A runner is an entry of RUNNERS: how the verification flow runs its checks (today `thread`,
-   its Prefect thread pool); every page and subresource answers after `--delay` (150 ms).
+   at 8). A runner is an entry of RUNNERS: how the verification flow runs its checks (`thread`, its Prefect
+   thread pool; `dask`, a LocalCluster of 2 worker processes with ceil(contexts/2) threads each, so
+   "1 context" is 2 checks in flight there); every page and subresource answers after `--delay`
+   (150 ms). Each figure is also a ratio to serial: the first runner's first width.
 2. CPU per check before and after, in the same run: "before" is the first round's behaviour per
    check (`lean=False`: everything loaded, a screenshot of every check), "after" today's default;
    both in today's browser, SSRF guard included (it has no switch).
@@ -263,7 +265,68 @@ def run_with_threads(spec: Path, base: str, contexts: int, settings: Settings) -
     return rows
 
 
-RUNNERS: dict[str, Runner] = {"thread": run_with_threads}
+# Dask: one LocalCluster of 2 worker processes per number of contexts, started (and warmed: each
+# worker launches its browser) outside the timed runs by `prepare_dask`, closed at the end.
+DASK_WORKERS = 2
+_CLUSTERS: dict[int, Any] = {}
+
+
+def _dask_threads(contexts: int) -> int:
+    """Threads per worker for `contexts` checks in flight (at least one per worker)."""
+    return max(1, -(-contexts // DASK_WORKERS))
+
+
+def _dask_settings(contexts: int, settings: Settings) -> Settings:
+    cluster = _CLUSTERS[contexts]
+    return settings.model_copy(update={"task_runner": "dask", "dask_address": cluster.scheduler_address})
+
+
+def prepare_dask(spec: Path, base: str, contexts: int, settings: Settings) -> None:
+    """Start the cluster for `contexts` and run the flow on it once, untimed."""
+    if contexts not in _CLUSTERS:
+        from distributed import LocalCluster
+
+        _CLUSTERS[contexts] = LocalCluster(
+            n_workers=DASK_WORKERS,
+            threads_per_worker=_dask_threads(contexts),
+            processes=True,
+            dashboard_address=":0",
+            silence_logs=40,
+        )
+    _all_pass(run_with_dask(spec, base, contexts, settings))
+
+
+def run_with_dask(spec: Path, base: str, contexts: int, settings: Settings) -> list[dict[str, Any]]:
+    """The verification flow on Dask (prefect-dask): 2 worker processes, each with its own browser."""
+    from flows.browser_verify import POOL_SIZE, browser_verification_flow
+    from flows.runners import on_runner
+
+    state = on_runner(browser_verification_flow, _dask_settings(contexts, settings), POOL_SIZE)(
+        specs=[str(spec)],
+        inline=False,
+        base_url=base,
+        concurrency=contexts,
+        record=False,
+        artifacts=False,
+        root=str(settings.udm_root),
+        state_dir=str(settings.state_path),
+        return_state=True,
+    )
+    summary: Any = state.result(raise_on_failure=False)
+    rows: list[dict[str, Any]] = summary["results"]
+    return rows
+
+
+def close_clusters() -> None:
+    """Close the Dask clusters the benchmark started."""
+    for cluster in _CLUSTERS.values():
+        cluster.close()
+    _CLUSTERS.clear()
+
+
+RUNNERS: dict[str, Runner] = {"thread": run_with_threads, "dask": run_with_dask}
+# Untimed set-up of a runner for a number of contexts (before its timed run).
+PREPARE: dict[str, Callable[[Path, str, int, Settings], None]] = {"dask": prepare_dask}
 
 
 def _write_spec(folder: Path, checks: list[Check]) -> Path:
@@ -282,9 +345,12 @@ def bench_runners(
     spec = _write_spec(settings.project_root, make_checks(n))
     RUNNERS[runners[0]](spec, base, max(contexts), settings)  # warm: imports, browser, Prefect client
     print(f"verification flow, {n} checks, every response after the site's delay:")
+    serial: float | None = None
     for name in runners:
         rates: dict[int, float] = {}
         for width in contexts:
+            if name in PREPARE:
+                PREPARE[name](spec, base, width, settings)
             cpu0, busy0, started = tree_cpu(exclude), _busy_seconds(), time.perf_counter()
             rows = RUNNERS[name](spec, base, width, settings)
             wall = time.perf_counter() - started
@@ -292,10 +358,13 @@ def bench_runners(
             busy = (_busy_seconds() - busy0) / wall
             _all_pass(rows)
             rates[width] = n / wall
+            serial = serial or rates[width]  # the first runner's first width: one check at a time
             ratio = rates[width] / rates[contexts[0]]
             goal = " (goal >= 3x at 8)" if width == 8 else ""
+            shape = f" [{DASK_WORKERS} workers x {_dask_threads(width)} threads]" if name == "dask" else ""
             print(
-                f"  {name:<8} {width:>2} contexts: {rates[width]:6.2f} checks/s, {ratio:4.2f}x {contexts[0]} context{goal}; "
+                f"  {name:<8} {width:>2} contexts{shape}: {rates[width]:6.2f} checks/s, {ratio:4.2f}x {contexts[0]} context, "
+                f"{rates[width] / serial:4.2f}x serial{goal}; "
                 f"{cpu / n * 1000:5.0f} ms CPU a check (without the Prefect server); machine busy {busy:.2f} of {os.cpu_count()} cores"
             )
 
@@ -482,6 +551,7 @@ def main() -> None:
                 _stop(child)
                 server.shutdown()
     finally:
+        close_clusters()
         run_coroutine(MANAGER.shutdown(), timeout=30)
         stop_prefect()
         shutil.rmtree(tmp, ignore_errors=True)

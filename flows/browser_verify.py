@@ -53,6 +53,13 @@ def _flow_settings(root: str | None, state_dir: str | None, **extra: Any) -> Set
     return load_settings(**{key: value for key, value in overrides.items() if value})
 
 
+def _slot_table() -> dict[str, queue.Queue[str | None]]:
+    """The runs' worker slots in this process (empty in a Dask worker process, where each check gets a
+    fresh context). Flow and task reach the table through this function, so that they pickle for Dask
+    by reference to it rather than with the queues and their locks."""
+    return _SLOTS
+
+
 @task(name="verify-check", cache_policy=NO_CACHE, task_run_name="check {check.id}")
 def verify_check(
     check: Check,
@@ -63,7 +70,7 @@ def verify_check(
     allow_destructive: bool = False,
 ) -> dict[str, Any]:
     """Run one check in a browser context (waiting for a free worker slot) and return its result."""
-    slots = _SLOTS.get(run_id)
+    slots = _slot_table().get(run_id)
     worker = slots.get() if slots is not None else None
     try:
         result: CheckResult = run_coroutine(
@@ -211,7 +218,7 @@ def browser_verification_flow(
     slots: queue.Queue[str | None] = queue.Queue()
     for name in workers:
         slots.put(name if isolation == "run" else None)
-    _SLOTS[run_id] = slots
+    _slot_table()[run_id] = slots
     try:
         futures = [
             verify_check.submit(
@@ -226,7 +233,7 @@ def browser_verification_flow(
         ]
         results = [f.result() for f in futures]
     finally:
-        _SLOTS.pop(run_id, None)
+        _slot_table().pop(run_id, None)
         run_coroutine(_close_sessions(workers))
     results += [problem_result(p).model_dump(mode="json") for p in problems]
     if artifacts:

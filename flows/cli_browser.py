@@ -84,10 +84,11 @@ def verify(
     overrides: dict[str, Any] = {"browser_concurrency": concurrency} if concurrency else {}
     cfg = settings(**overrides)
     if use_flow:
-        from flows.browser_verify import browser_verification_flow
+        from flows.browser_verify import POOL_SIZE, browser_verification_flow
+        from flows.runners import on_runner
         from flows.states import state_result
 
-        state = browser_verification_flow(
+        state = on_runner(browser_verification_flow, cfg, POOL_SIZE)(
             specs=[str(s) for s in specs or []],
             inline=inline,
             only=only or [],

@@ -136,7 +136,8 @@ def pipeline_run(
     cfg = settings()
     if not use_running_server(cfg):
         typer.echo("note: no local server (udm server start): using a temporary one (slower)", err=True)
-    from flows.pipeline import PipelineRunError, pipeline_flow
+    from flows.pipeline import POOL_SIZE, PipelineRunError, pipeline_flow
+    from flows.runners import on_runner
     from flows.states import state_result
     from tasks.base import process_policy
 
@@ -145,7 +146,7 @@ def pipeline_run(
     try:
         with process_policy("full_auto" if yes else None):
             summary = state_result(
-                pipeline_flow(
+                on_runner(pipeline_flow, cfg, POOL_SIZE)(
                     spec=str(file.resolve()),
                     params=params,
                     project=str(cfg.project_root),

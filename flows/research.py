@@ -30,6 +30,7 @@ from typing import Any, Literal, cast
 
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.context import FlowRunContext
 from prefect.runtime import flow_run as runtime_flow_run
 from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
@@ -37,6 +38,7 @@ from prefect.transactions import CommitMode, transaction
 from pydantic import BaseModel, Field, field_validator
 
 from flows import engine_patch
+from flows.narrowing import check_narrowing
 from flows.research_report import (
     AppendixCheckError,
     Source,
@@ -51,8 +53,18 @@ from flows.research_report import (
     research_fingerprint,
     topic_of,
 )
+from flows.runners import on_runner
 from flows.states import state_result
-from tasks.base import Envelope, ToolContext, TransientToolError, always_approve, call_tool, process_policy
+from tasks.base import (
+    Envelope,
+    ToolContext,
+    TransientToolError,
+    always_approve,
+    call_tool,
+    caller_holds_settings,
+    own_settings,
+    process_policy,
+)
 from tasks.context7 import Context7DocumentationTool
 from tasks.documents import DocumentFetchingParsingTool, FetchOutput
 from tasks.parse_pool import parse_pool, workers_for
@@ -179,7 +191,9 @@ class ResearchResult(BaseModel):
     appendix_path: str = Field(description="Its path relative to the UDM root.")
     sources: list[dict[str, Any]] = Field(default_factory=list, description="Every source with its status.")
     sources_ok: int = Field(default=0, description="Sources that gave usable text.")
-    sources_failed: int = Field(default=0, description="Sources that failed (see their reasons).")
+    sources_failed: int = Field(
+        default=0, description="Sources that failed (see their reasons); duplicates are not failures."
+    )
     findings: int = Field(default=0, description="Claims published (answer and findings).")
     unsupported: list[dict[str, Any]] = Field(
         default_factory=list, description="Claims dropped because no cited source supports them."
@@ -201,7 +215,11 @@ def _settings(overrides: dict[str, Any] | None) -> Settings:
             "may only make it stricter"
         )
     cwd = data.pop("project_root", None)
-    return load_settings(cwd, **data)
+    settings = load_settings(cwd, **data)
+    if not caller_holds_settings():
+        # A triggered run: its parameters may only narrow what the process allows (fetch_allow, ...).
+        check_narrowing(settings, own_settings())
+    return settings
 
 
 def _ctx(settings: Settings) -> ToolContext:
@@ -272,6 +290,10 @@ class _BatchIncomplete(Exception):
         self.envelopes = envelopes
         self.failed = failed
 
+    def __reduce__(self) -> tuple[type[_BatchIncomplete], tuple[list[dict[str, Any]], int]]:
+        """Pickle by the constructor's arguments: a batch run on a Dask worker sends it back."""
+        return (type(self), (self.envelopes, self.failed))
+
 
 def _fresh(envelopes: list[dict[str, Any]], max_age_s: int) -> bool:
     """Whether every fetched document in a cached batch is still younger than `max_age_s`."""
@@ -340,7 +362,9 @@ def _fetch_all(settings: Settings, request: ResearchRequest, sources: list[Sourc
     ) -> list[dict[str, Any]]:
         # One task run fetches a batch of sources in threads of its own: the Prefect server records
         # a task run in 25-45 ms of its CPU, more than a page costs to fetch and parse here.
-        with ThreadPoolExecutor(max_workers=min(inner, len(raws))) as pool:
+        # The one uncached batch of a whole fan-out gets the flow's thread budget, a batch its own.
+        threads = inner if len(raws) <= settings.research_batch_size else settings.research_max_workers
+        with ThreadPoolExecutor(max_workers=min(threads, len(raws))) as pool:
             done = list(pool.map(lambda raw: _fetch_one(tool, raw, ctx, retries, max_wait), raws))
         envelopes = [env for env, _ in done]
         failed = sum(1 for _, bad in done if bad)
@@ -390,7 +414,11 @@ def _fetch_all(settings: Settings, request: ResearchRequest, sources: list[Sourc
             raise _BatchIncomplete(envelopes, failed)
         return envelopes
 
-    if not options or len(raws) <= settings.research_batch_size:
+    # On a thread pool an uncached fetch is one batch fetching in threads of its own; on another
+    # runner (Dask) the batches always fan out as task runs, to the workers.
+    run_ctx = FlowRunContext.get()
+    one_batch = not options and (run_ctx is None or isinstance(run_ctx.task_runner, ThreadPoolTaskRunner))
+    if one_batch or len(raws) <= settings.research_batch_size:
         label = f"{len(raws)} sources"
         state: Any = batch_task(raws, ctx, run_label=label, return_state=True)
         envelopes, _ = batch_envelopes(state)
@@ -527,7 +555,7 @@ def _artifacts(app_id: str, sources: list[Source], markdown: str) -> None:
     create_table_artifact(
         table=rows, key=f"{slug}-sources", description=f"Sources of {app_id} (failed ones with their reason)"
     )
-    failed = [r for r in rows if r["status"] != "ok"]
+    failed = [r for r in rows if r["status"] not in ("ok", "DUPLICATE")]
     if failed:
         create_table_artifact(
             table=failed, key=f"{slug}-failed-sources", description=f"Sources of {app_id} that failed"
@@ -632,9 +660,14 @@ def _research(
         timings[name] = round(now - mark, 3)
         mark = now
 
-    links, problems = _search_links(settings, request, ctx)
-    for p in problems:
-        logger.warning(p)
+    links: list[tuple[str, str]] = []
+    if settings.search_provider == "udm" and not request.include_manual:
+        # The udm provider searches the manual itself, whose hits are context, not sources.
+        logger.info("no search: the udm provider finds only the manual (include_manual is off)")
+    else:
+        links, problems = _search_links(settings, request, ctx)
+        for p in problems:
+            logger.warning(p)
     lap("search")
     sources = _plan_sources(settings, request, links)
     fetched = sum(1 for s in sources if s.kind in ("url", "file"))
@@ -698,7 +731,8 @@ def _research(
                 problems.append(str(exc))
             if problems:
                 failure = "the appendix failed its checks: " + "; ".join(problems[:5])
-    _artifacts(app_id, sources, markdown)
+    # An unchanged run's appendix is the artifact of the run that wrote it; its sources are listed anew.
+    _artifacts(app_id, sources, "" if unchanged_id else markdown)
     lap("render")
     ok = sum(1 for s in sources if s.ok)
     result = ResearchResult(
@@ -720,7 +754,7 @@ def _research(
             for s in sources
         ],
         sources_ok=ok,
-        sources_failed=len(sources) - ok,
+        sources_failed=sum(1 for s in sources if not s.ok and s.status != "DUPLICATE"),
         findings=findings_count,
         markdown=markdown,
         flow_run_id=run_id,
@@ -770,11 +804,10 @@ def run_research(
     policy: ApprovalPolicy | str | None = None,
     approval_timeout_s: int = 3600,
 ) -> ResearchResult:
-    """Run research_flow for these settings, with the thread pool bounded by `research_max_workers`."""
+    """Run research_flow for these settings on their task runner (threads: `research_max_workers` of them)."""
     overrides: dict[str, Any] = settings.model_dump(mode="json", include=set(_PASSED_SETTINGS))
     overrides["project_root"] = str(Path(settings.project_root))
-    runner: Any = ThreadPoolTaskRunner(max_workers=settings.research_max_workers)
-    flow_fn: Any = research_flow.with_options(task_runner=runner)
+    flow_fn: Any = on_runner(research_flow, settings, settings.research_max_workers)
     # The caller holds the settings: it is the side running the flow, so its policy is the process's.
     with process_policy(policy or settings.approval_policy):
         state = flow_fn(

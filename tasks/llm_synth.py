@@ -171,8 +171,17 @@ def _claims(items: Any) -> list[Claim]:
             continue
         cites = [int(n) for n in item.get("cites") or [] if isinstance(n, int | str) and str(n).isdigit()]
         quote = item.get("quote") if isinstance(item.get("quote"), str) and item["quote"].strip() else None
-        out.append(Claim(re.sub(r"\s+", " ", item["text"]).strip(), cites, quote))
+        # Every sentence is a claim of its own, checked on its own: a supported first sentence must
+        # not carry an unsupported second one into the appendix.
+        sentences = [
+            p.strip() for p in _SENTENCES.split(re.sub(r"\s+", " ", item["text"]).strip()) if p.strip()
+        ]
+        for k, sentence in enumerate(sentences):
+            out.append(Claim(sentence, list(cites), quote if k == 0 else None))
     return out
+
+
+_SENTENCES = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 
 
 class LLMSynthesizer:

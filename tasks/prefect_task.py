@@ -61,6 +61,10 @@ class ToolFailedError(Exception):
         super().__init__(message)
         self.envelope = envelope
 
+    def __reduce__(self) -> tuple[type[ToolFailedError], tuple[str, dict[str, Any]]]:
+        """Pickle by the constructor's arguments: a task run on a Dask worker sends it back."""
+        return (type(self), (str(self), self.envelope))
+
 
 def envelope_of(future: Any) -> dict[str, Any]:
     """The envelope dict a tool task produced, whether it returned it or failed with ToolFailedError."""
@@ -130,6 +134,34 @@ def _retry_unless_final(task: Any, task_run: Any, state: Any) -> bool:
     return not isinstance(state.result(raise_on_failure=False), ToolFailedError)
 
 
+def _wait_for_retry(
+    run_id: str,
+    attempt: int,
+    retry_after: float | None,
+    planned: list[float],
+    max_retry_after_s: float,
+    max_total_wait_s: float,
+) -> None:
+    """Wait what a Retry-After asks beyond Prefect's own next delay, within the run's total wait budget.
+
+    Module-level (not a closure of the task function) so that a task pickles for a Dask worker without
+    the process's lock and wait table."""
+    prefect_delay = planned[min(attempt - 1, len(planned) - 1)] if planned else 0.0
+    with _WAITED_LOCK:
+        waited = _WAITED.get(run_id, 0.0)
+    extra = 0.0
+    if retry_after:
+        # Prefect waits `prefect_delay` next; add only what the server asked for beyond it.
+        extra = max(0.0, min(retry_after, max_retry_after_s) - prefect_delay)
+    extra = max(0.0, min(extra, max_total_wait_s - waited - prefect_delay))
+    with _WAITED_LOCK:
+        _WAITED[run_id] = waited + prefect_delay + extra
+        if len(_WAITED) > 10_000:  # finished runs are never removed one by one; bound the map
+            _WAITED.clear()
+    if extra:
+        time.sleep(extra)
+
+
 def tool_task(
     tool: Tool[Any, Any] | str,
     *,
@@ -181,29 +213,20 @@ def tool_task(
                     error=error or str(exc),
                 ).model_dump(mode="json")
                 raise ToolFailedError(error or str(exc), envelope) from exc
-            _wait_for_retry(str(runtime_task_run.id), attempt, exc.retry_after)
+            _wait_for_retry(
+                str(runtime_task_run.id),
+                attempt,
+                exc.retry_after,
+                planned,
+                max_retry_after_s,
+                max_total_wait_s,
+            )
             raise
         envelope = result.envelope.model_dump(mode="json")
         if fail_on_error and not result.envelope.success:
             # The task run ends Failed (and is never cached) with the envelope the flow reads back.
             raise ToolFailedError(result.envelope.error or "the tool call failed", envelope)
         return envelope
-
-    def _wait_for_retry(run_id: str, attempt: int, retry_after: float | None) -> None:
-        prefect_delay = planned[min(attempt - 1, len(planned) - 1)] if planned else 0.0
-        with _WAITED_LOCK:
-            waited = _WAITED.get(run_id, 0.0)
-        extra = 0.0
-        if retry_after:
-            # Prefect waits `prefect_delay` next; add only what the server asked for beyond it.
-            extra = max(0.0, min(retry_after, max_retry_after_s) - prefect_delay)
-        extra = max(0.0, min(extra, max_total_wait_s - waited - prefect_delay))
-        with _WAITED_LOCK:
-            _WAITED[run_id] = waited + prefect_delay + extra
-            if len(_WAITED) > 10_000:  # finished runs are never removed one by one; bound the map
-                _WAITED.clear()
-        if extra:
-            time.sleep(extra)
 
     _run.__name__ = the_tool.name
     _run.__doc__ = f"Call {the_tool.name} as a Prefect task."

@@ -166,6 +166,24 @@ class Settings(BaseSettings):
         description="Processes parsing fetched documents in a research fan-out (-1: one per core when "
         "there are two or more; 0: parse in the flow's own process).",
     )
+    # Task runners (flows.runners): where a run's fan-out executes
+    task_runner: str = Field(
+        default="threads",
+        description="Task runner of the research fan-out, the verification checks and the pipeline's "
+        "parallel steps: threads (a bounded thread pool in the flow's process) or dask (prefect-dask).",
+    )
+    dask_address: str | None = Field(
+        default=None,
+        description="Scheduler of an existing Dask cluster (tcp://host:8786); unset: a local cluster "
+        "of dask_workers processes, started for the run.",
+    )
+    dask_workers: int = Field(default=2, ge=1, le=64, description="Worker processes of a local Dask cluster.")
+    dask_threads_per_worker: int = Field(
+        default=4, ge=1, le=64, description="Threads of each worker process of a local Dask cluster."
+    )
+    dask_connect_timeout_s: float = Field(
+        default=10.0, gt=0, le=300, description="How long to wait for the Dask scheduler at dask_address."
+    )
     research_batch_size: int = Field(
         default=25,
         ge=1,
@@ -324,6 +342,13 @@ class Settings(BaseSettings):
     lint_max_warnings: int = Field(
         default=-1, ge=-1, description="`udm lint` exits 1 past this many warnings (-1: no cap)."
     )
+
+    @field_validator("task_runner")
+    @classmethod
+    def _check_task_runner(cls, value: str) -> str:
+        if value not in ("threads", "dask"):
+            raise ValueError(f"task_runner must be 'threads' or 'dask', not {value!r}")
+        return value
 
     @field_validator("site_generator")
     @classmethod

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from udm.datalimits import check_text
+
 if TYPE_CHECKING:
     from udm.config import Settings
 
@@ -196,8 +198,12 @@ def detect_site(
         reader = _READERS[gen]
         try:
             text = _read_config(path) if path.is_file() else ""
+            suffix = path.suffix.lower()
+            if suffix in (".json", ".yml", ".yaml"):
+                # Measured before any parser recurses into it: a file of the manual is untrusted input.
+                check_text(text, "json" if suffix == ".json" else "yaml", what="the site config")
             site = reader(root, path.parent, text)
-        except (OSError, ValueError, tomllib.TOMLDecodeError) as exc:
+        except Exception as exc:  # each reader (JSON, YAML, TOML, JS) has its own error types
             site = Site(generator=gen, problems=(f"{path}: cannot read the site config: {exc}",))
         site = Site(
             generator=gen,

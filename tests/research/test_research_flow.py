@@ -50,6 +50,8 @@ def test_research_flow_writes_a_cited_appendix(prefect_server: None, site, api, 
         dup = by_url[site.base + path]
         assert site.hits[path] == 2, path
         assert dup["status"] == "DUPLICATE" and dup["reason"] == f"the same document as source {article_n}"
+    # Not failures: refused, anti-bot (the duplicates and the PDF, Context7 and the article are fine).
+    assert result.sources_failed == 2, result.sources
     private = by_url[site.base + "/redirect-private"]
     assert private["status"] == "ERROR_FETCH_FAILED" and "127.0.0.2" in private["reason"]
     assert site.trap_hits == []
@@ -91,6 +93,18 @@ def test_research_report_only(prefect_server: None, site, workspace: Path) -> No
     assert result.status == "reported" and result.update is None
     assert not (settings.udm_root / result.appendix_path).exists()
     assert "never the truth" in result.markdown or result.sources_ok >= 1
+    # Asked for, the manual's own search hits become sources (local files).
+    manual = run_research(
+        ResearchRequest(
+            question="How does DuckDB full-text search rank matches with BM25?",
+            include_manual=True,
+            write=False,
+            max_cache_age_s=0,
+        ),
+        settings,
+    )
+    hits = [s for s in manual.sources if s["origin"].startswith("search: ")]
+    assert hits and all(str(settings.udm_root) in s["url"] for s in hits), manual.sources
 
 
 def test_research_rerun_with_the_same_sources_is_unchanged(
