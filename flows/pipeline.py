@@ -368,7 +368,9 @@ def pipeline_flow(
     from prefect.runtime import deployment, flow_run
 
     if deployment.id:
-        from flows.approval import job_variable_floor
+        from flows.approval import job_variable_floor, refuse_run_settings
+
+        refuse_run_settings()
 
         # `project` is a run parameter: its folder's udm.toml must not lower the process's own policy.
         floor = stricter(settings.approval_policy, own_policy(), job_variable_floor())

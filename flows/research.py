@@ -38,6 +38,7 @@ from prefect.transactions import CommitMode, transaction
 from pydantic import BaseModel, Field, field_validator
 
 from flows import engine_patch
+from flows.approval import refuse_run_settings
 from flows.narrowing import check_narrowing
 from flows.research_report import (
     AppendixCheckError,
@@ -217,6 +218,7 @@ def _settings(overrides: dict[str, Any] | None) -> Settings:
     cwd = data.pop("project_root", None)
     settings = load_settings(cwd, **data)
     if not caller_holds_settings():
+        refuse_run_settings()
         # A triggered run: its parameters may only narrow what the process allows (fetch_allow, ...).
         check_narrowing(settings, own_settings())
     return settings

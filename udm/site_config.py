@@ -136,8 +136,8 @@ def _looks_like_hugo(path: Path) -> bool:
     # config.toml is a common name; Hugo's has a baseURL, a contentDir or a theme.
     try:
         data = tomllib.loads(_read_config(path))
-    except (OSError, ValueError, tomllib.TOMLDecodeError):
-        return False
+    except (OSError, ValueError, tomllib.TOMLDecodeError, RecursionError):
+        return False  # tomllib recurses per nested array: a deep one in the manual is not Hugo's
     return any(k in data for k in ("baseURL", "baseurl", "contentDir", "theme", "languageCode"))
 
 

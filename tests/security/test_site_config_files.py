@@ -26,6 +26,7 @@ CASES = {
     "mkdocs.yml": "site_name: x\nnav: \x00\n",
     "mkdocs.yaml": "nav: " + DEEP + "\n",
     "book.toml": "[book\ntitle = ",
+    "config.toml": "baseURL = 'x'\na = " + DEEP + "\n",
 }
 
 
@@ -40,7 +41,10 @@ def test_a_hostile_site_config_leaves_the_manual_answering(settings: Settings, n
         env = call_tool(tool, raw, ctx).envelope
         assert env.data is not None and env.data["status"] == "SUCCESS", (tool, env)
     site = detect_site(settings.udm_root)
-    assert site.problems and name in site.problems[0], site
+    if name == "config.toml":  # a config.toml is Hugo's only when it reads as Hugo's: this one is ignored
+        assert site.generator != "hugo", site
+    else:
+        assert site.problems and name in site.problems[0], site
 
 
 def test_the_file_tool_write_that_did_it(settings: Settings, tmp_path: Path) -> None:
