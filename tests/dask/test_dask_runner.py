@@ -335,3 +335,59 @@ def test_the_errors_a_task_run_raises_come_back_from_a_worker() -> None:
     assert str(transient) == "503 from host" and transient.result == output and transient.retry_after == 2.0
     batch = pickle.loads(pickle.dumps(_BatchIncomplete([{"success": False}, {"success": True}], 1)))
     assert batch.envelopes == [{"success": False}, {"success": True}] and batch.failed == 1
+
+
+def _launch_browser() -> list[int]:
+    """Run inside a Dask worker: launch this process's browser; the pids of its process tree."""
+    import psutil
+
+    from tasks.base import run_coroutine
+    from tasks.browser.session import MANAGER
+
+    run_coroutine(MANAGER.browser(load_settings()), timeout=60)
+    return [p.pid for p in psutil.Process().children(recursive=True)]
+
+
+def _gone(pid: int) -> bool:
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("plugin", [True, False])
+def test_a_worker_closes_its_browser_when_it_shuts_down(plugin: bool) -> None:
+    """The worker plugin closes the worker's browser and driver when the worker shuts down, and not
+    when a later run registers it again. (Workers in this process, so that the process's browser
+    manager can be read after the shutdown.)"""
+    from distributed import Client, LocalCluster
+
+    from flows.runners import PLUGIN_NAME, ProcessResources
+    from tasks.base import run_coroutine
+    from tasks.browser.session import MANAGER
+
+    assert MANAGER._browser is None
+    cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0")
+    try:
+        with cluster, Client(cluster, timeout="10s") as client:
+            if plugin:
+                client.register_plugin(ProcessResources(), name=PLUGIN_NAME)
+            (pids,) = client.run(_launch_browser).values()
+            browser = MANAGER._browser
+            assert pids and browser is not None and not any(_gone(p) for p in pids)
+            if plugin:
+                client.register_plugin(ProcessResources(), name=PLUGIN_NAME)  # a later run: closes nothing
+                assert MANAGER._browser is browser and browser.is_connected()
+        if plugin:
+            assert MANAGER._browser is None and MANAGER._playwright is None
+            deadline = time.monotonic() + 15
+            while not all(_gone(p) for p in pids) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert all(_gone(p) for p in pids)
+        else:
+            assert MANAGER._browser is browser and browser.is_connected()
+    finally:
+        run_coroutine(MANAGER.shutdown(), timeout=30)
