@@ -28,6 +28,7 @@ from prefect.states import Paused, Running, State
 from pydantic import Field
 
 from udm.config import ApprovalPolicy
+from udm.errors import ConfigError
 
 __all__ = [
     "Approval",
@@ -35,6 +36,7 @@ __all__ = [
     "PausedRun",
     "flow_run_url",
     "job_variable_floor",
+    "refuse_run_settings",
     "wait_for_approval",
 ]
 
@@ -101,6 +103,38 @@ def job_variable_floor() -> ApprovalPolicy | None:
         return ApprovalPolicy(own) if own else ApprovalPolicy.ASK_ALWAYS
     except ValueError:
         return ApprovalPolicy.ASK_ALWAYS
+
+
+def refuse_run_settings() -> None:
+    """ConfigError naming each UDM_* setting other than the approval policy that the run (not its
+    deployment) set through its `env` job variable; nothing when the run was not started by a worker.
+
+    The worker merges a run's job variables into the flow run's environment, so whoever triggers a
+    deployment could otherwise widen what the flow may do (UDM_FETCH_ALLOW, UDM_ALLOWED_DIRS,
+    UDM_ROOT, UDM_GIT_COMMIT=false, ...); those are the deployment's settings. A run-level
+    UDM_APPROVAL_POLICY is handled by job_variable_floor (it may only make the policy stricter)."""
+    run_id = os.environ.get("PREFECT__FLOW_RUN_ID")
+    if not run_id:
+        return
+    with get_client(sync_client=True) as client:
+        run = client.read_flow_run(UUID(run_id))
+        asked = (run.job_variables or {}).get("env") or {}
+        if not isinstance(asked, dict) or not asked or run.deployment_id is None:
+            return
+        deployment = client.read_deployment(run.deployment_id)
+    own = (deployment.job_variables or {}).get("env") or {}
+    changed = sorted(
+        str(key)
+        for key, value in asked.items()
+        if str(key).upper().startswith("UDM_")
+        and str(key).upper() != "UDM_APPROVAL_POLICY"
+        and (not isinstance(own, dict) or own.get(key) != value)
+    )
+    if changed:
+        raise ConfigError(
+            f"a run may not set {', '.join(changed)} through its env job variable: what the flow may "
+            "reach and write is the deployment's setting (edit the deployment's job variables)"
+        )
 
 
 def _chain(client: Any, run_id: UUID) -> list[UUID]:

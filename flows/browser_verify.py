@@ -52,6 +52,10 @@ _SLOTS: dict[str, queue.Queue[str | None]] = {}
 
 def _flow_settings(root: str | None, state_dir: str | None, **extra: Any) -> Settings:
     """Settings for a flow run: the given root, state dir and other overrides win where set (truthy)."""
+    from flows.approval import refuse_run_settings
+
+    # A triggered run's own env job variable may not widen the deployment's settings (UDM_FETCH_ALLOW).
+    refuse_run_settings()
     overrides = {"root": root, "state_dir": state_dir, **extra}
     return load_settings(**{key: value for key, value in overrides.items() if value})
 

@@ -13,6 +13,8 @@ from typing import Any
 
 import typer
 
+from udm.datalimits import DataLimitError, check_json
+
 __all__ = ["register"]
 
 pipeline_app = typer.Typer(
@@ -42,7 +44,11 @@ def _params(pairs: list[str]) -> dict[str, Any]:
         if not sep or not key:
             raise typer.BadParameter(f"'{pair}' is not KEY=VALUE", param_hint="--param")
         try:
+            # Measured before json.loads recurses into it: a deep value is a clear error, not a traceback.
+            check_json(value, what=f"--param {key}")
             out[key] = json.loads(value)
+        except DataLimitError as exc:
+            raise typer.BadParameter(f"'{key}' is refused: {exc}", param_hint="--param") from exc
         except json.JSONDecodeError:
             out[key] = value
     return out

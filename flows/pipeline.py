@@ -34,6 +34,7 @@ from tasks.base import (
     ToolContext,
     always_approve,
     deny_all,
+    own_policy,
     stricter,
 )
 from tasks.pipeline_spec import (
@@ -367,9 +368,12 @@ def pipeline_flow(
     from prefect.runtime import deployment, flow_run
 
     if deployment.id:
-        from flows.approval import job_variable_floor
+        from flows.approval import job_variable_floor, refuse_run_settings
 
-        floor = stricter(settings.approval_policy, job_variable_floor())
+        refuse_run_settings()
+
+        # `project` is a run parameter: its folder's udm.toml must not lower the process's own policy.
+        floor = stricter(settings.approval_policy, own_policy(), job_variable_floor())
         settings = settings.model_copy(update={"approval_policy": floor})
         approver: Approver = _review_approver(approval_timeout_s, settings)
     else:

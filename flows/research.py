@@ -38,6 +38,8 @@ from prefect.transactions import CommitMode, transaction
 from pydantic import BaseModel, Field, field_validator
 
 from flows import engine_patch
+from flows.approval import refuse_run_settings
+from flows.narrowing import check_narrowing
 from flows.research_report import (
     AppendixCheckError,
     Source,
@@ -54,7 +56,16 @@ from flows.research_report import (
 )
 from flows.runners import on_runner
 from flows.states import state_result
-from tasks.base import Envelope, ToolContext, TransientToolError, always_approve, call_tool, process_policy
+from tasks.base import (
+    Envelope,
+    ToolContext,
+    TransientToolError,
+    always_approve,
+    call_tool,
+    caller_holds_settings,
+    own_settings,
+    process_policy,
+)
 from tasks.context7 import Context7DocumentationTool
 from tasks.documents import DocumentFetchingParsingTool, FetchOutput
 from tasks.parse_pool import parse_pool, workers_for
@@ -205,7 +216,12 @@ def _settings(overrides: dict[str, Any] | None) -> Settings:
             "may only make it stricter"
         )
     cwd = data.pop("project_root", None)
-    return load_settings(cwd, **data)
+    settings = load_settings(cwd, **data)
+    if not caller_holds_settings():
+        refuse_run_settings()
+        # A triggered run: its parameters may only narrow what the process allows (fetch_allow, ...).
+        check_narrowing(settings, own_settings())
+    return settings
 
 
 def _ctx(settings: Settings) -> ToolContext:
@@ -348,7 +364,9 @@ def _fetch_all(settings: Settings, request: ResearchRequest, sources: list[Sourc
     ) -> list[dict[str, Any]]:
         # One task run fetches a batch of sources in threads of its own: the Prefect server records
         # a task run in 25-45 ms of its CPU, more than a page costs to fetch and parse here.
-        with ThreadPoolExecutor(max_workers=min(inner, len(raws))) as pool:
+        # The one uncached batch of a whole fan-out gets the flow's thread budget, a batch its own.
+        threads = inner if len(raws) <= settings.research_batch_size else settings.research_max_workers
+        with ThreadPoolExecutor(max_workers=min(threads, len(raws))) as pool:
             done = list(pool.map(lambda raw: _fetch_one(tool, raw, ctx, retries, max_wait), raws))
         envelopes = [env for env, _ in done]
         failed = sum(1 for _, bad in done if bad)
@@ -644,9 +662,14 @@ def _research(
         timings[name] = round(now - mark, 3)
         mark = now
 
-    links, problems = _search_links(settings, request, ctx)
-    for p in problems:
-        logger.warning(p)
+    links: list[tuple[str, str]] = []
+    if settings.search_provider == "udm" and not request.include_manual:
+        # The udm provider searches the manual itself, whose hits are context, not sources.
+        logger.info("no search: the udm provider finds only the manual (include_manual is off)")
+    else:
+        links, problems = _search_links(settings, request, ctx)
+        for p in problems:
+            logger.warning(p)
     lap("search")
     sources = _plan_sources(settings, request, links)
     fetched = sum(1 for s in sources if s.kind in ("url", "file"))
@@ -710,7 +733,8 @@ def _research(
                 problems.append(str(exc))
             if problems:
                 failure = "the appendix failed its checks: " + "; ".join(problems[:5])
-    _artifacts(app_id, sources, markdown)
+    # An unchanged run's appendix is the artifact of the run that wrote it; its sources are listed anew.
+    _artifacts(app_id, sources, "" if unchanged_id else markdown)
     lap("render")
     ok = sum(1 for s in sources if s.ok)
     result = ResearchResult(

@@ -151,38 +151,6 @@ class Source:
         return self.status in ("SUCCESS", "PARTIAL_SUCCESS_TRUNCATED") and bool(self.text.strip())
 
 
-_FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*\S*\s*$")
-_CITATION = re.compile(r"\s?(\[\d{1,3}\])+(?!\()")
-_LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]*)(?:\s+\"[^\"]*\")?\)")
-
-
-def quotable(text: str) -> str:
-    """Source text made safe to quote inside the manual: headings become bold lines (a quoted heading
-    must not define the IDs it names), fenced blocks lose their language (a quoted YAML block must
-    not define IDs either), and relative links become their text (they pointed elsewhere)."""
-    out: list[str] = []
-    in_fence = False
-    for line in text.splitlines():
-        fence = _FENCE.match(line)
-        if fence:
-            out.append(fence.group(1) + fence.group(2) + ("" if in_fence else "text"))
-            in_fence = not in_fence
-        elif in_fence:
-            out.append(line)
-        elif heading := re.match(r"^\s*#{1,6}\s+(.*?)\s*#*\s*$", line):
-            out.append(f"**{heading.group(1)}**")
-        else:
-            # The source's own numbered citations would read as this appendix's: drop them.
-            out.append(_CITATION.sub("", _LINK.sub(_keep_web_link, line)))
-    if in_fence:
-        out.append("```")
-    return "\n".join(out)
-
-
-def _keep_web_link(m: re.Match[str]) -> str:
-    return m.group(0) if re.match(r"^https?://", m.group(3)) and not m.group(1) else m.group(2)
-
-
 _ID_LIKE = re.compile(r"\b[A-Z][A-Z0-9]*(?:-[A-Za-z0-9.]+)+\b")
 
 

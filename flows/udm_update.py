@@ -27,6 +27,7 @@ from flows.approval import (
     PausedRun,
     flow_run_url,
     job_variable_floor,
+    refuse_run_settings,
     wait_for_approval,
 )
 from flows.notify import notify_review_waiting
@@ -107,6 +108,7 @@ class UpdateResult(BaseModel):
 def _settings(overrides: dict[str, Any] | None) -> Settings:
     """Settings from the process (environment, udm.toml) with the run's path overrides on top."""
     data = dict(overrides or {})
+    refuse_run_settings()
     # Anything else (the approval policy above all) is the side running the flow's to decide.
     refused = sorted(set(data) - set(_PASSED_SETTINGS))
     if refused:

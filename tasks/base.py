@@ -28,11 +28,12 @@ from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import Enum, StrEnum
+from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from udm.config import ApprovalPolicy, Settings, load_settings
+from udm.config import ApprovalPolicy, ConfigError, Settings, load_settings
 
 __all__ = [
     "APPROVAL_MATRIX",
@@ -49,12 +50,15 @@ __all__ = [
     "TransientToolError",
     "always_approve",
     "call_tool",
+    "caller_holds_settings",
     "cli_approver",
     "deny_all",
     "effective_policy",
     "export_schema",
     "input_digest",
     "needs_approval",
+    "own_policy",
+    "own_settings",
     "process_policy",
     "run_coroutine",
     "stricter",
@@ -118,9 +122,36 @@ def process_policy(policy: ApprovalPolicy | str | None) -> Iterator[None]:
         _PROCESS_POLICY.reset(token)
 
 
+def own_settings() -> Settings:
+    """This process's own settings: its environment and the udm.toml/pyproject.toml of its working
+    directory, never a folder a run parameter named (ConfigError when they are invalid)."""
+    try:
+        # Settings() directly: load_settings would also make these the parsers' current settings.
+        return Settings(project_root=Path.cwd())
+    except (ValidationError, ValueError) as exc:
+        raise ConfigError(f"this process's own settings are invalid: {exc}") from exc
+
+
+def own_policy() -> ApprovalPolicy:
+    """This process's own approval policy (ask_always when its settings cannot be read)."""
+    try:
+        return own_settings().approval_policy
+    except ConfigError:
+        return ApprovalPolicy.ASK_ALWAYS
+
+
+def caller_holds_settings() -> bool:
+    """Whether in-process code that holds the Settings started this run (process_policy is set)."""
+    return _PROCESS_POLICY.get() is not None
+
+
 def effective_policy(settings: Settings, requested: ApprovalPolicy | str | None = None) -> ApprovalPolicy:
     """The policy a flow run applies: the process's (else its settings'), made stricter by `requested`."""
-    base = _PROCESS_POLICY.get() or settings.approval_policy
+    base = _PROCESS_POLICY.get()
+    if base is None:
+        # A triggered run's settings may come from a folder its parameters named (project_root), whose
+        # udm.toml must not lower the policy of the process running it.
+        base = stricter(settings.approval_policy, own_policy())
     return stricter(base, requested)
 
 

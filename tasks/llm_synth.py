@@ -31,6 +31,7 @@ import httpx
 
 from tasks.secrets import api_key, redact
 from udm.config import Settings
+from udm.datalimits import DataLimitError, check_json
 from udm.synthesis import Claim, Evidence, ExtractiveSynthesizer, Synthesis
 
 __all__ = ["ANTHROPIC_VERSION", "LLMError", "LLMSynthesizer", "chat"]
@@ -156,7 +157,11 @@ def _json_object(text: str) -> dict[str, Any]:
     if start < 0 or end < start:
         raise LLMError(f"the model's reply holds no JSON object: {text[:200]!r}")
     try:
+        # The reply may echo fetched pages: its nesting is measured before json.loads recurses into it.
+        check_json(text[start : end + 1], what="the model's reply")
         data = json.loads(text[start : end + 1])
+    except DataLimitError as exc:
+        raise LLMError(f"the model's reply is refused: {exc}") from None
     except json.JSONDecodeError as exc:
         raise LLMError(f"the model's reply is not valid JSON ({exc.msg} at {exc.pos})") from None
     if not isinstance(data, dict):
@@ -171,8 +176,17 @@ def _claims(items: Any) -> list[Claim]:
             continue
         cites = [int(n) for n in item.get("cites") or [] if isinstance(n, int | str) and str(n).isdigit()]
         quote = item.get("quote") if isinstance(item.get("quote"), str) and item["quote"].strip() else None
-        out.append(Claim(re.sub(r"\s+", " ", item["text"]).strip(), cites, quote))
+        # Every sentence is a claim of its own, checked on its own: a supported first sentence must
+        # not carry an unsupported second one into the appendix.
+        sentences = [
+            p.strip() for p in _SENTENCES.split(re.sub(r"\s+", " ", item["text"]).strip()) if p.strip()
+        ]
+        for k, sentence in enumerate(sentences):
+            out.append(Claim(sentence, list(cites), quote if k == 0 else None))
     return out
+
+
+_SENTENCES = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 
 
 class LLMSynthesizer:

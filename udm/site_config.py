@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from udm.datalimits import check_text
+
 if TYPE_CHECKING:
     from udm.config import Settings
 
@@ -134,8 +136,8 @@ def _looks_like_hugo(path: Path) -> bool:
     # config.toml is a common name; Hugo's has a baseURL, a contentDir or a theme.
     try:
         data = tomllib.loads(_read_config(path))
-    except (OSError, ValueError, tomllib.TOMLDecodeError):
-        return False
+    except (OSError, ValueError, tomllib.TOMLDecodeError, RecursionError):
+        return False  # tomllib recurses per nested array: a deep one in the manual is not Hugo's
     return any(k in data for k in ("baseURL", "baseurl", "contentDir", "theme", "languageCode"))
 
 
@@ -196,8 +198,12 @@ def detect_site(
         reader = _READERS[gen]
         try:
             text = _read_config(path) if path.is_file() else ""
+            suffix = path.suffix.lower()
+            if suffix in (".json", ".yml", ".yaml"):
+                # Measured before any parser recurses into it: a file of the manual is untrusted input.
+                check_text(text, "json" if suffix == ".json" else "yaml", what="the site config")
             site = reader(root, path.parent, text)
-        except (OSError, ValueError, tomllib.TOMLDecodeError) as exc:
+        except Exception as exc:  # each reader (JSON, YAML, TOML, JS) has its own error types
             site = Site(generator=gen, problems=(f"{path}: cannot read the site config: {exc}",))
         site = Site(
             generator=gen,

@@ -266,6 +266,8 @@ class Check(_Strict):
         default="failure", description="When to keep a final screenshot: on failure (default) or always."
     )
     _base_dir: Path | None = PrivateAttr(default=None)
+    # A ```verify block of the manual (untrusted input): its baseline goes through the tools' sandbox.
+    _in_manual: bool = PrivateAttr(default=False)
 
     @model_validator(mode="after")
     def _has_work(self) -> Check:
@@ -277,6 +279,11 @@ class Check(_Strict):
     def base_dir(self) -> Path | None:
         """Folder that relative baselines resolve against (the spec file's, or the UDM file's)."""
         return self._base_dir
+
+    @property
+    def in_manual(self) -> bool:
+        """Whether the check comes from a ```verify block of the manual rather than a spec file."""
+        return self._in_manual
 
 
 class VerifySpec(_Strict):
@@ -396,6 +403,7 @@ def _block_checks(
             problems.append(CheckProblem(source, _describe(exc), tuple(default_refs)))
             continue
         check._base_dir = base_dir
+        check._in_manual = True
         checks.append(check)
     return checks, problems
 

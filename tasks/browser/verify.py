@@ -30,6 +30,7 @@ from tasks.browser.common import write_atomic
 from tasks.browser.guard import ResourcePolicy
 from tasks.browser.session import MANAGER, ActionError, Session, pw_selector, timeout_message
 from udm.config import Settings
+from udm.errors import UdmError
 from udm.verify_spec import Check, CheckProblem, Expectation, resolve_url, substitute
 
 __all__ = [
@@ -89,9 +90,28 @@ def problem_result(problem: CheckProblem) -> CheckResult:
     )
 
 
-def compare_images(actual: bytes, baseline: Path, threshold: int) -> tuple[float, Image.Image | None]:
+# A baseline larger than this is not an image a check compares with.
+_MAX_BASELINE_BYTES = 64 * 1024 * 1024
+
+
+def _manual_baseline(settings: Settings, baseline: Path, shot: bytes) -> bytes | None:
+    """The bytes of a manual check's baseline, through the tools' sandbox; None after saving `shot` there."""
+    box = settings.tool_sandbox()
+    try:
+        read = box.read(baseline, max_bytes=_MAX_BASELINE_BYTES)
+    except FileNotFoundError:
+        box.mkdir(baseline.parent, parents=True)
+        box.write(baseline, shot)
+        return None
+    if read.truncated:
+        raise ValueError(f"larger than {_MAX_BASELINE_BYTES} bytes")
+    return read.data
+
+
+def compare_images(actual: bytes, baseline: Path | bytes, threshold: int) -> tuple[float, Image.Image | None]:
     """Share of differing pixels (0..1) and a diff image (changed pixels red over a dimmed copy)."""
-    with Image.open(io.BytesIO(actual)) as a_raw, Image.open(baseline) as b_raw:
+    source = io.BytesIO(baseline) if isinstance(baseline, bytes) else baseline
+    with Image.open(io.BytesIO(actual)) as a_raw, Image.open(source) as b_raw:
         a, b = a_raw.convert("RGB"), b_raw.convert("RGB")
     width, height = max(a.width, b.width), max(a.height, b.height)
     if a.size != b.size:
@@ -241,12 +261,24 @@ class _Attempt:
         baseline = Path(spec.baseline)
         if not baseline.is_absolute():
             baseline = (self.check.base_dir or self.settings.project_root) / baseline
-        if not baseline.exists():
+        reference: Path | bytes = baseline
+        if self.check.in_manual:
+            # The manual is untrusted: its baseline is read and written only where a tool could.
+            try:
+                stored = _manual_baseline(self.settings, baseline, shot)
+            except (UdmError, OSError, ValueError) as exc:
+                self.failures.append(f"{label}: baseline {spec.baseline!r} refused: {exc}")
+                return
+            if stored is None:
+                self.warnings.append(f"{label}: no baseline yet; saved this screenshot as {baseline}")
+                return
+            reference = stored
+        elif not baseline.exists():
             baseline.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(baseline, shot)
             self.warnings.append(f"{label}: no baseline yet; saved this screenshot as {baseline}")
             return
-        variation, diff = compare_images(shot, baseline, spec.pixel_threshold)
+        variation, diff = compare_images(shot, reference, spec.pixel_threshold)
         if variation <= spec.max_variation:
             return
         if diff is not None:

@@ -310,3 +310,24 @@ def test_research_flow_with_an_llm_writes_checked_claims_or_fails_with_the_reaso
         slug = failed.appendix_id.lower()
         art = client._client.get(f"/artifacts/{slug}-write-refused/latest").json()
     assert "cannot reach the LLM endpoint" in art["data"]
+
+
+def test_each_sentence_of_a_claim_is_checked_on_its_own(llm_api: Api, tmp_path: Path) -> None:
+    settings = _settings(tmp_path, llm_url=llm_api.base + "/v1")
+    reply = json.loads(_reply("openai_chat_completion.json"))
+    two = {
+        "answer": [
+            {
+                "text": "The match_bm25 function returns a score per row. It was invented at CERN in 1989.",
+                "cites": [1],
+            }
+        ],
+        "findings": [],
+    }
+    reply["choices"][0]["message"]["content"] = json.dumps(two)
+    llm_api.queue("/v1/chat/completions", 200, json.dumps(reply))
+    synthesis = LLMSynthesizer(settings).synthesize(QUESTION, [QUESTION], EVIDENCE)
+    verify_claims(synthesis, EVIDENCE)
+    assert [c.text for c in synthesis.answer] == ["The match_bm25 function returns a score per row."]
+    assert [c.text for c in synthesis.unsupported] == ["It was invented at CERN in 1989."]
+    assert synthesis.groups == [(QUESTION, [])]

@@ -14,7 +14,6 @@ from flows.research_report import (
     index_link_operation,
     latest_fingerprint,
     next_version,
-    quotable,
     render_appendix,
     research_fingerprint,
     topic_of,
@@ -53,11 +52,7 @@ def test_passages_ranked_by_bm25() -> None:
     assert ranked[0].index == 1 and ranked[0].score > 0 and ranked[-1].score == 0
 
 
-def test_quotable_and_heading_safe() -> None:
-    text = "#### TASK-P1-M1.1-T001: Do\nSee [x](other.md#a) and [w](https://w.example/).\n```yaml\n# c\nid: COMP-1\n```"
-    out = quotable(text)
-    assert out.splitlines()[0] == "**TASK-P1-M1.1-T001: Do**"
-    assert "See x and [w](https://w.example/)." in out and "```text\n# c\nid: COMP-1\n```" in out
+def test_heading_safe() -> None:
     assert heading_safe("About COMP-004 and APP-X-RESEARCH-V1") == "About comp-004 and app-x-research-v1"
 
 

@@ -93,6 +93,18 @@ def test_research_report_only(prefect_server: None, site, workspace: Path) -> No
     assert result.status == "reported" and result.update is None
     assert not (settings.udm_root / result.appendix_path).exists()
     assert "never the truth" in result.markdown or result.sources_ok >= 1
+    # Asked for, the manual's own search hits become sources (local files).
+    manual = run_research(
+        ResearchRequest(
+            question="How does DuckDB full-text search rank matches with BM25?",
+            include_manual=True,
+            write=False,
+            max_cache_age_s=0,
+        ),
+        settings,
+    )
+    hits = [s for s in manual.sources if s["origin"].startswith("search: ")]
+    assert hits and all(str(settings.udm_root) in s["url"] for s in hits), manual.sources
 
 
 def test_research_rerun_with_the_same_sources_is_unchanged(

@@ -1,0 +1,83 @@
+"""A triggered run cannot widen what the flow may do through its own `env` job variable: a UDM_*
+setting the run (not its deployment) sets ends the run Failed "Invalid", naming it, before any review."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from udm.config import Settings
+
+pytestmark = [pytest.mark.prefect, pytest.mark.timeout(300)]
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_a_run_level_env_job_variable_cannot_change_the_deployments_settings(
+    prefect_server: None, settings: Settings
+) -> None:
+    from prefect import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.deployments import run_deployment
+    from prefect.settings import PREFECT_API_URL
+    from prefect.workers.process import ProcessWorker
+
+    from flows.udm_update import udm_update_flow
+
+    with get_client(sync_client=True) as client:
+        client.create_work_pool(
+            WorkPoolCreate(
+                name="env-pool",
+                type="process",
+                base_job_template=ProcessWorker.get_default_base_job_template(),
+            ),
+            overwrite=True,
+        )
+    deployment_env = {"UDM_APPROVAL_POLICY": "smart_auto", "UDM_GIT_COMMIT": "true"}
+    udm_update_flow.to_deployment(name="env-test", job_variables={"env": deployment_env}).apply(
+        work_pool_name="env-pool"
+    )
+    run_env = {"UDM_GIT_COMMIT": "false", "UDM_ALLOWED_DIRS": "/"}
+    before = (settings.udm_root / "06-config.md").read_bytes()
+    flow_run = run_deployment(
+        "udm-update/env-test",
+        parameters={
+            "patch": {
+                "id": "env-widen",
+                "description": "a run widening the deployment's settings",
+                "operations": [
+                    {"op": "replace_text", "file": "06-config.md", "old": "timeout: 10", "new": "timeout: 20"}
+                ],
+            },
+            "options": {"poll_interval_s": 1, "approval_timeout_s": 3},
+            "settings_overrides": {"project_root": str(settings.project_root)},
+        },
+        job_variables={"env": run_env},
+        timeout=0,
+    )
+    # The environment a process worker builds: the deployment's and the run's env job variables merged.
+    env = {
+        **os.environ,
+        **deployment_env,
+        **run_env,
+        "PREFECT_API_URL": str(PREFECT_API_URL.value()),
+        "PREFECT__FLOW_RUN_ID": str(flow_run.id),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "prefect.engine"], cwd=REPO, env=env, capture_output=True, timeout=120
+    )
+    with get_client(sync_client=True) as client:
+        deadline = time.monotonic() + 30
+        state = client.read_flow_run(flow_run.id).state
+        while not state.is_final() and time.monotonic() < deadline:
+            time.sleep(0.5)
+            state = client.read_flow_run(flow_run.id).state
+    assert (state.type.value, state.name) == ("FAILED", "Invalid"), (state, proc.stdout[-2000:])
+    message = state.message or ""
+    assert "UDM_ALLOWED_DIRS" in message and "UDM_GIT_COMMIT" in message, message
+    assert (settings.udm_root / "06-config.md").read_bytes() == before
