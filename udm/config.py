@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 import tomllib
 from enum import StrEnum
 from pathlib import Path
@@ -499,7 +500,9 @@ class Settings(BaseSettings):
         # with the manual at the project root a tool could otherwise loosen them for every later run.
         settings_files = [self.project_root / name for name in ("udm.toml", "pyproject.toml", "prefect.yaml")]
         return Sandbox(
-            self.allowed_roots(), self.project_root, protected=[*self.protected_paths(), *settings_files]
+            self.allowed_roots(),
+            self.project_root,
+            protected=[*self.protected_paths(), *settings_files, *_engine_code()],
         )
 
     def public_dict(self) -> dict[str, Any]:
@@ -515,6 +518,16 @@ class Settings(BaseSettings):
         data["protected_paths"] = [str(p) for p in self.protected_paths()]
         data["allowed_roots"] = [str(p) for p in self.allowed_roots()]
         return data
+
+
+def _engine_code() -> list[Path]:
+    """The code this process runs: the engine's packages and its virtual environment (a `.pth` file or a
+    module written there runs at the next start), out of bounds even inside an allowed directory."""
+    here = Path(__file__).resolve().parent
+    code = [here, *(p for p in (here.parent / "tasks", here.parent / "flows") if p.is_dir())]
+    if sys.prefix != sys.base_prefix:  # a virtual environment: all of it is code
+        code.append(Path(sys.prefix))
+    return code
 
 
 def ensure_folder(path: Path) -> Path:
