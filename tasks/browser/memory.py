@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field, model_validator
 from tasks.base import Permission, Tool, ToolContext, ToolInput
 from tasks.browser.common import SESSION_ID
 from tasks.browser.session import MANAGER
-from udm.datalimits import DataLimitError, load_json
+from udm.datalimits import DataLimitError, DataLimits, check_json, load_json
 
 __all__ = ["HistoryTrackerTool", "PersistentCacheTool", "SessionMemoryTool", "cache_file"]
 
@@ -122,11 +122,13 @@ class PersistentCacheTool(Tool[KeyValueInput, KeyValueOutput]):
         """Read-modify-write the JSON file under a file lock, replacing it atomically."""
         path = cache_file(ctx)
         path.parent.mkdir(parents=True, exist_ok=True)
+        limits = DataLimits(max_depth=ctx.settings.data_max_depth, max_bytes=ctx.settings.data_max_bytes)
         with FileLock(str(path) + ".lock", timeout=10):
             store: dict[str, Any] = {}
-            if path.exists():
+            # A full clear needs nothing from the file: it is the way out of an unreadable one.
+            if path.exists() and not (data.action == "clear" and data.key is None):
                 try:
-                    loaded = load_json(path.read_text(encoding="utf-8"), what=path.name)
+                    loaded = load_json(path.read_text(encoding="utf-8"), what=path.name, limits=limits)
                     store = loaded if isinstance(loaded, dict) else {}
                 except (OSError, json.JSONDecodeError, DataLimitError) as exc:
                     return KeyValueOutput(status="ERROR_CACHE_UNREADABLE", errorDetails=f"{path}: {exc}")
@@ -138,6 +140,12 @@ class PersistentCacheTool(Tool[KeyValueInput, KeyValueOutput]):
                     return KeyValueOutput(
                         status="ERROR_INVALID_VALUE", errorDetails=f"value is not JSON: {exc}"
                     )
+                try:
+                    # What is stored must read back: a value past the limits would make every later
+                    # call (clear by key included) ERROR_CACHE_UNREADABLE.
+                    check_json(text, what="the cache with this value", limits=limits)
+                except DataLimitError as exc:
+                    return KeyValueOutput(status="ERROR_INVALID_VALUE", errorDetails=str(exc))
                 tmp = path.with_suffix(f".tmp-{os.getpid()}")
                 tmp.write_text(text, encoding="utf-8")
                 os.replace(tmp, path)
