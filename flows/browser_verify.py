@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import base64
 import io
+import os
 import queue
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows import engine_patch
+from flows.runners import on_dask_workers
 from tasks.base import run_coroutine
 from tasks.browser.session import MANAGER
 from tasks.browser.verify import CheckResult, new_run_id, problem_result, run_check
@@ -58,10 +61,37 @@ def _flow_settings(root: str | None, state_dir: str | None, **extra: Any) -> Set
 
 
 def _slot_table() -> dict[str, queue.Queue[str | None]]:
-    """The runs' worker slots in this process (empty in a Dask worker process, where each check gets a
-    fresh context). Flow and task reach the table through this function, so that they pickle for Dask
-    by reference to it rather than with the queues and their locks."""
+    """The runs' worker slots in this process. Flow and task reach the table through this function,
+    so that they pickle for Dask by reference to it rather than with the queues and their locks."""
     return _SLOTS
+
+
+_SLOTS_LOCK = threading.Lock()
+
+
+def _worker_slots(run_id: str, count: int) -> queue.Queue[str | None]:
+    """A run's slots in a Dask worker process (its own `count` reusable contexts), made on first use
+    and closed by `_release_run` when the run ends."""
+    with _SLOTS_LOCK:
+        slots = _SLOTS.get(run_id)
+        if slots is None:
+            slots = _SLOTS[run_id] = queue.Queue()
+            for k in range(count):
+                slots.put(f"verify-{run_id}-p{os.getpid()}-w{k}")
+        return slots
+
+
+def _release_run(run_id: str) -> None:
+    """In a Dask worker process: close the run's contexts there (called on every worker at run end)."""
+    with _SLOTS_LOCK:
+        slots = _SLOTS.pop(run_id, None)
+    names: list[str] = []
+    while slots is not None and not slots.empty():
+        name = slots.get_nowait()
+        if name:
+            names.append(name)
+    if names:
+        run_coroutine(_close_sessions(names))
 
 
 @task(name="verify-check", cache_policy=NO_CACHE, task_run_name="check {check.id}")
@@ -72,9 +102,13 @@ def verify_check(
     base_url: str | None = None,
     variables: dict[str, str] | None = None,
     allow_destructive: bool = False,
+    isolation: str = "run",
 ) -> dict[str, Any]:
     """Run one check in a browser context (waiting for a free worker slot) and return its result."""
     slots = _slot_table().get(run_id)
+    if slots is None and isolation == "run":
+        # Not the flow's process (a Dask worker): this process's own reusable contexts for the run.
+        slots = _worker_slots(run_id, settings.browser_concurrency)
     worker = slots.get() if slots is not None else None
     try:
         result: CheckResult = run_coroutine(
@@ -232,6 +266,7 @@ def browser_verification_flow(
                 base_url=base_url,
                 variables=variables,
                 allow_destructive=allow_destructive,
+                isolation=isolation,
             )
             for check in checks
         ]
@@ -239,6 +274,7 @@ def browser_verification_flow(
     finally:
         _slot_table().pop(run_id, None)
         run_coroutine(_close_sessions(workers))
+        on_dask_workers(_release_run, run_id)
     results += [problem_result(p).model_dump(mode="json") for p in problems]
     if artifacts:
         _publish(run_id, results)

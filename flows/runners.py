@@ -21,13 +21,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import socket
+from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
 import distributed
 from distributed.comm.addressing import parse_address, parse_host_port
 from distributed.core import Status
 from prefect import Flow
+from prefect.context import FlowRunContext
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 from prefect_dask import DaskTaskRunner
 
@@ -39,6 +42,7 @@ __all__ = [
     "UdmDaskTaskRunner",
     "check_scheduler",
     "close_process_resources",
+    "on_dask_workers",
     "on_runner",
     "task_runner_for",
 ]
@@ -74,6 +78,19 @@ class ProcessResources(distributed.WorkerPlugin):
         """At worker shutdown only: a later run registering the plugin again must not close them."""
         if worker.status in (Status.closing, Status.closing_gracefully, Status.closed):
             await close_process_resources()
+
+
+def on_dask_workers(fn: Callable[..., Any], *args: Any) -> None:
+    """Call `fn(*args)` in every worker process of the current flow run's Dask cluster (nothing on
+    another runner): per-process clean-up at the end of a run. A failure is logged, never raised."""
+    run_ctx = FlowRunContext.get()
+    runner = run_ctx.task_runner if run_ctx else None
+    if not isinstance(runner, DaskTaskRunner):
+        return
+    try:
+        runner.client.run(fn, *args)
+    except Exception as exc:  # a worker that died took its resources with it
+        logging.getLogger(__name__).warning("clean-up on the Dask workers failed: %s", exc)
 
 
 def check_scheduler(address: str, timeout_s: float) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 import tomllib
 from enum import StrEnum
 from pathlib import Path
@@ -475,12 +476,16 @@ class Settings(BaseSettings):
         return unique
 
     def protected_paths(self) -> list[Path]:
-        """Folders no tool may read or write: the engine's state, and Prefect's home (its results)."""
+        """What no tool or patch may read or write: the engine's state, Prefect's home (its results), the
+        settings files and the engine's own code."""
         paths = [self.state_path, self.resolve(os.environ.get("PREFECT_HOME") or "~/.prefect")]
         storage = os.environ.get("PREFECT_LOCAL_STORAGE_PATH")
         if storage:
             paths.append(self.resolve(storage))
-        return paths
+        # The settings files are trusted configuration (the approval policy, the allowed directories):
+        # with the manual at the project root a tool could otherwise loosen them for every later run.
+        paths += [self.project_root / name for name in ("udm.toml", "pyproject.toml", "prefect.yaml")]
+        return paths + _engine_code()
 
     def image_roots(self) -> list[Path]:
         """Where a tool result's screenshot path may point: the allowed roots, plus the state folder
@@ -495,12 +500,7 @@ class Settings(BaseSettings):
         with contextlib.suppress(OSError):
             self.scratch_path.mkdir(parents=True, exist_ok=True)
 
-        # The settings files are trusted configuration (the approval policy, the allowed directories):
-        # with the manual at the project root a tool could otherwise loosen them for every later run.
-        settings_files = [self.project_root / name for name in ("udm.toml", "pyproject.toml", "prefect.yaml")]
-        return Sandbox(
-            self.allowed_roots(), self.project_root, protected=[*self.protected_paths(), *settings_files]
-        )
+        return Sandbox(self.allowed_roots(), self.project_root, protected=self.protected_paths())
 
     def public_dict(self) -> dict[str, Any]:
         """The resolved settings as JSON-able data, secrets masked."""
@@ -515,6 +515,16 @@ class Settings(BaseSettings):
         data["protected_paths"] = [str(p) for p in self.protected_paths()]
         data["allowed_roots"] = [str(p) for p in self.allowed_roots()]
         return data
+
+
+def _engine_code() -> list[Path]:
+    """The code this process runs: the engine's packages and its virtual environment (a `.pth` file or a
+    module written there runs at the next start), out of bounds even inside an allowed directory."""
+    here = Path(__file__).resolve().parent
+    code = [here, *(p for p in (here.parent / "tasks", here.parent / "flows") if p.is_dir())]
+    if sys.prefix != sys.base_prefix:  # a virtual environment: all of it is code
+        code.append(Path(sys.prefix))
+    return code
 
 
 def ensure_folder(path: Path) -> Path:

@@ -124,6 +124,9 @@ def recv_message(sock: socket.socket, limit: int) -> dict[str, Any]:
         obj = json.loads(body.decode("utf-8", "surrogatepass"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise ProtocolError(f"not UTF-8 JSON: {exc}") from None
+    except RecursionError:
+        # json's decoder stops itself at the interpreter's depth limit: a clear refusal, not a dead thread.
+        raise ProtocolError("the message is nested too deeply") from None
     if not isinstance(obj, dict):
         raise ProtocolError("the message is not a JSON object")
     return obj

@@ -527,10 +527,12 @@ def _cheap_block_ids(block: Block) -> list[str] | None:
     return simple_yaml_ids(text, DEFINING_KEYS)
 
 
-# Info-string words that mark a fence's role: ```yaml udm / ```yaml {data} is data, ```json example is not.
+# Info-string marks of a fence's role: the word `udm`, or an attribute block `{data}` / `{.data ...}` /
+# `{udm}` for data, `{example}` / `{.example}` for an example. Bare words other than `udm` are no
+# marks: sites use the rest of the info string as a title ("json User data response").
 _DATA_MARKS = frozenset({"udm", "data", ".udm", ".data"})
 _EXAMPLE_MARKS = frozenset({"example", ".example"})
-_MARK_SPLIT = re.compile(r"[\s{}]+")
+_ATTR_BLOCK = re.compile(r"\{([^{}]*)\}")
 # A key `id` or `..._id` (quoted or not, YAML or JSON) and the value after it: `api_id: "API-COMP-001-v1"`.
 _ID_KEY_VALUE = re.compile(
     r"""(?:^|[\s{,\-])["']?(?:[A-Za-z0-9]+_)*id["']?[ \t]*:[ \t]*["']?([^\s"',}\]#]+)""",
@@ -549,14 +551,18 @@ def fence_role(
 ) -> str:
     """'data' or 'example': a YAML/JSON fence is data only when the manual says so.
 
-    In order: an info-string mark (`example` / `udm`, `data`, `{data}`, `{.data}`); a `verify`
+    In order: an info-string mark (`{example}` / `udm`, `{data}`, `{.data}`); a `verify`
     block; a section whose heading path matches a `data_sections` pattern; or a block that defines
     a UDM ID (a `task_id`/`mode_id`/`tool_id` key, or an `id` /
     `..._id` key holding an ID of the configured families). Everything else is an example.
     """
     if lang not in DATA_LANGS:
         return "example"
-    words = set(_MARK_SPLIT.split(info.lower())[1:]) if info else set()
+    low = info.lower()
+    words = set(low.split()[1:]) & {"udm"}
+    if "{" in low:
+        for attrs in _ATTR_BLOCK.findall(low):
+            words.update(attrs.split())
     if words & _EXAMPLE_MARKS:
         return "example"
     if words & _DATA_MARKS or lang == "verify":

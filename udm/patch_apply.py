@@ -26,6 +26,7 @@ from udm.errors import (
     UdmError,
 )
 from udm.list_style import needs_list_style, read_list_styles, restyle_lists, starts_a_block
+from udm.lookup import MARKDOWN_SUFFIXES as PAGE_SUFFIXES
 from udm.splice import (
     changed_line_count,
     disk_form,
@@ -47,20 +48,22 @@ _ATX_LINE = re.compile(
 )
 
 
-_CACHE: OrderedDict[tuple[str, str, tuple[str, ...] | None], Document] = OrderedDict()
+_CACHE: OrderedDict[tuple[str, str, tuple[str, ...] | None, tuple[str, ...]], Document] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
 _CACHE_SIZE = 64
 
 
-def cached_parse(text: str, path: str, id_patterns: list[str] | None = None) -> Document:
+def cached_parse(
+    text: str, path: str, id_patterns: list[str] | None = None, data_sections: tuple[str, ...] = ()
+) -> Document:
     """parse_document, remembered for the last few texts: a plan and its commit parse the same files."""
-    key = (path, sha256_text(text), tuple(id_patterns) if id_patterns is not None else None)
+    key = (path, sha256_text(text), tuple(id_patterns) if id_patterns is not None else None, data_sections)
     with _CACHE_LOCK:
         doc = _CACHE.get(key)
         if doc is not None:
             _CACHE.move_to_end(key)
             return doc
-    doc = parse_document(text, path, id_patterns)
+    doc = parse_document(text, path, id_patterns, data_sections=data_sections)
     with _CACHE_LOCK:
         _CACHE[key] = doc
         while len(_CACHE) > _CACHE_SIZE:
@@ -94,6 +97,10 @@ class Workspace:
     _edit: dict[str, tuple[str, str]] = field(default_factory=dict)
     # Folders no patch may touch even when they lie inside the root (the engine's state, #17.3).
     protected: tuple[Path, ...] = ()
+    # The manual's settings that decide how a page parses, as the index parses it: which suffixes are
+    # Markdown pages (.mdx among them) and which sections hold data blocks.
+    markdown_suffixes: tuple[str, ...] = PAGE_SUFFIXES
+    data_sections: tuple[str, ...] = ()
     _sandbox: Any = None
 
     def __post_init__(self) -> None:
@@ -191,7 +198,7 @@ class Workspace:
         text = self.text(rel)
         cached = self._docs.get(rel)
         if cached is None or cached[0] is not text:
-            cached = (text, cached_parse(text, rel, self.id_patterns))
+            cached = (text, cached_parse(text, rel, self.id_patterns, self.data_sections))
             self._docs[rel] = cached
         return cached[1]
 
@@ -453,8 +460,11 @@ class _Applier:
     # -- section operations -----------------------------------------------------------------------
 
     def _md(self, rel: str) -> Document:
-        if not rel.lower().endswith(MARKDOWN_SUFFIXES):
-            raise PatchError(f"{rel} is not a Markdown file; section operations need .md files")
+        if not rel.lower().endswith(self.ws.markdown_suffixes):
+            raise PatchError(
+                f"{rel} is not a Markdown page; section operations need one of "
+                f"{', '.join(self.ws.markdown_suffixes)} (the markdown_suffixes setting)"
+            )
         return self.ws.doc(rel)
 
     def section_op(self, op: Any, expect_check: Callable[[str, str], None]) -> str:

@@ -346,14 +346,21 @@ class ExtractiveSynthesizer:
         return out, len(top) - len(kept)
 
     def _mmr(
-        self, candidates: list[_Candidate], query: list[str], k: int, taken: list[_Candidate]
+        self,
+        candidates: list[_Candidate],
+        query: list[str],
+        k: int,
+        taken: list[_Candidate],
+        strict: bool = False,
     ) -> list[_Candidate]:
         wanted = set(query)
         # A sentence sharing one word with a longer question rarely answers it: ask for two of its
-        # words (or as many as the best sentence holds: a question may use words no source does).
+        # words. The answer settles for as many as the best sentence holds (a question may use words
+        # no source does); a sub-question's findings do not (better "nothing answers this part").
         overlap = {id(c): len(wanted & c.terms) for c in candidates}
         most = max(overlap.values(), default=0)
-        need = max(1, min(2 if len(wanted) >= 3 else 1, most))
+        need = 2 if len(wanted) >= 3 else 1
+        need = need if strict else max(1, min(need, most))
         pool = [c for c in candidates if c not in taken and overlap[id(c)] >= need]
         if not pool:
             return []
@@ -376,12 +383,16 @@ class ExtractiveSynthesizer:
         """The cited answer to `question`: whole quoted sentences from `evidence`."""
         subs = sub_questions or [question]
         candidates, collapsed = self._candidates(" ".join([question, *subs]), evidence)
-        answer = self._mmr(candidates, terms(question), self.answer_sentences, [])
-        # The findings may repeat an answer sentence (the answer sums them up), never each other.
+        answer = self._mmr(candidates, _asked(question), self.answer_sentences, [])
+        # The findings may repeat an answer sentence (the answer sums them up), never each other; a
+        # sentence goes to the sub-question(s) sharing the most words with it.
+        asked = [set(_asked(sub)) for sub in subs]
+        best = {id(c): max(len(a & c.terms) for a in asked) for c in candidates}
         taken: list[_Candidate] = []
         groups: list[tuple[str, list[Claim]]] = []
-        for sub in subs:
-            picked = self._mmr(candidates, terms(sub), self.per_group, taken)
+        for sub, wanted in zip(subs, asked, strict=True):
+            mine = [c for c in candidates if len(wanted & c.terms) == best[id(c)]]
+            picked = self._mmr(mine, sorted(wanted), self.per_group, taken, strict=True)
             taken += picked
             groups.append((sub, [Claim(c.text, [c.source], c.text) for c in picked]))
         notes = (
@@ -393,6 +404,15 @@ class ExtractiveSynthesizer:
             synthesizer=self.name,
             notes=notes,
         )
+
+
+# Words of a question that ask rather than say what about: matching them finds nothing.
+_ASKING = frozenset(["should", "would", "could", "might", "must", "shall", "way", "ways", "best", "need"])
+
+
+def _asked(question: str) -> list[str]:
+    """The question's terms that a sentence answering it would share."""
+    return [t for t in terms(question) if t not in _ASKING]
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:

@@ -286,9 +286,7 @@ def apply_patch(
     try:
         with _writer_or_reader(settings, dry_run):
             recovered = _recover(settings) if not dry_run or _interrupted(settings) else []
-            ws = Workspace(
-                settings.udm_root, list(settings.id_patterns), protected=tuple(settings.protected_paths())
-            )
+            ws = _workspace(settings)
             if _record_path(settings, patch.id).exists():
                 raise PatchError(f"patch {patch.id} was already applied (see `udm patch show {patch.id}`)")
             reports, hashes = apply_operations(patch, ws, check_expect=check_expect, reports=reports)
@@ -410,9 +408,7 @@ def revert_patch(patch_id: str, settings: Settings) -> PatchResult:
             record = load_record(settings, patch_id)
             if record.get("reverted_by"):
                 raise PatchError(f"patch {patch_id} was already reverted by {record['reverted_by']}")
-            ws = Workspace(
-                settings.udm_root, list(settings.id_patterns), protected=tuple(settings.protected_paths())
-            )
+            ws = _workspace(settings)
             problems: list[str] = []
             for entry in record["inverse"]:
                 path = entry["path"]
@@ -525,6 +521,17 @@ def list_records(settings: Settings) -> list[dict[str, Any]]:
     return sorted(out, key=lambda r: (r["applied_at"] or "", r["id"]))
 
 
+def _workspace(settings: Settings) -> Workspace:
+    """The manual as a patch sees it: its ID patterns, protected state, page suffixes and data sections."""
+    return Workspace(
+        settings.udm_root,
+        list(settings.id_patterns),
+        protected=tuple(settings.protected_paths()),
+        markdown_suffixes=tuple(s.lower() for s in settings.markdown_suffixes),
+        data_sections=tuple(settings.data_sections),
+    )
+
+
 def recover_root(settings: Settings) -> list[str]:
     """Take the write lock and recover interrupted transactions; what was done."""
     with write_lock(settings.state_path, settings.lock_timeout_s):
@@ -540,9 +547,7 @@ def format_files(settings: Settings, paths: list[str] | None = None, *, dry_run:
     try:
         with write_lock(settings.state_path, settings.lock_timeout_s):
             recovered = _recover(settings)
-            ws = Workspace(
-                settings.udm_root, list(settings.id_patterns), protected=tuple(settings.protected_paths())
-            )
+            ws = _workspace(settings)
             root = ws.root
             targets: list[str] = []
             not_markdown: list[str] = []

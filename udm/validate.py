@@ -140,7 +140,11 @@ class _Resolver:
         """The parsed Markdown file (None when absent or not Markdown)."""
         if rel not in self._docs:
             text = self.text(rel) if rel.lower().endswith(PAGE_SUFFIXES) else None
-            self._docs[rel] = cached_parse(text, rel, self.ws.id_patterns) if text is not None else None
+            self._docs[rel] = (
+                cached_parse(text, rel, self.ws.id_patterns, self.ws.data_sections)
+                if text is not None
+                else None
+            )
         return self._docs[rel]
 
     def route_meta(self, rel: str) -> dict[str, Any] | None:
@@ -376,7 +380,7 @@ def _check_others(
         linked = any(n in text for n in names)
         if not hits and not linked and not lost_hits:
             continue
-        doc = cached_parse(text, rel, ws.id_patterns)
+        doc = cached_parse(text, rel, ws.id_patterns, ws.data_sections)
         defined = {d.id: d.line for d in doc.id_defs}
         for ident in hits:
             if ident in defined:

@@ -150,6 +150,7 @@ def test_settings_and_tool_contexts_pickle() -> None:
 
 def _worker_state() -> dict[str, Any]:
     """Run inside a Dask worker: which of this process's resources exist."""
+    from flows import browser_verify
     from tasks import fetching
     from tasks.browser.session import MANAGER
 
@@ -158,6 +159,8 @@ def _worker_state() -> dict[str, Any]:
         "pid": os.getpid(),
         "browser": id(browser) if browser is not None else None,
         "http": len(fetching._CLIENTS),
+        "contexts": len(MANAGER.sessions),  # the run's reused contexts, closed when it ends
+        "runs": len(browser_verify._SLOTS),
     }
 
 
@@ -195,6 +198,9 @@ def test_verification_checks_run_on_dask_workers(
             return_state=True,
         )
 
+    from tasks.browser.session import MANAGER
+
+    browser_before = MANAGER._browser
     state = run()
     # The failing check fails the run; every result came back from the workers.
     assert state.is_failed() and "1 check(s) failed: CHK-DASK-BAD" in (state.message or "")
@@ -210,9 +216,10 @@ def test_verification_checks_run_on_dask_workers(
         first = client.run(_worker_state)
         # Each worker process started its own browser (the flow's process started none).
         assert len(first) == 2 and all(w["browser"] is not None for w in first.values()), first
-        from tasks.browser.session import MANAGER
-
-        assert MANAGER._browser is None
+        # Each worker reused its own contexts for the run and closed them when the run ended.
+        assert all(w["contexts"] == 0 and w["runs"] == 0 for w in first.values()), first
+        assert all(w["pid"] != os.getpid() for w in first.values())
+        assert MANAGER._browser is browser_before  # the flow's process launched none
         # A second run on the same workers keeps their browsers (registering the plugin again closes nothing).
         assert run().is_failed()
         assert client.run(_worker_state) == first
@@ -335,3 +342,67 @@ def test_the_errors_a_task_run_raises_come_back_from_a_worker() -> None:
     assert str(transient) == "503 from host" and transient.result == output and transient.retry_after == 2.0
     batch = pickle.loads(pickle.dumps(_BatchIncomplete([{"success": False}, {"success": True}], 1)))
     assert batch.envelopes == [{"success": False}, {"success": True}] and batch.failed == 1
+
+
+def _launch_browser() -> list[int]:
+    """Run inside a Dask worker: launch this process's browser; the pids of its process tree."""
+    import psutil
+
+    from tasks.base import run_coroutine
+    from tasks.browser.session import MANAGER
+
+    run_coroutine(MANAGER.browser(load_settings()), timeout=60)
+    return [p.pid for p in psutil.Process().children(recursive=True)]
+
+
+def _children() -> list[int]:
+    import psutil
+
+    return [p.pid for p in psutil.Process().children(recursive=True)]
+
+
+def _gone(pid: int) -> bool:
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("plugin", [True, False])
+def test_a_worker_closes_its_browser_when_it_shuts_down(plugin: bool) -> None:
+    """The worker plugin closes the worker's browser and driver when the worker shuts down, and not
+    when a later run registers it again. (Workers in this process, so that the process's browser
+    manager can be read after the shutdown.)"""
+    from distributed import Client, LocalCluster
+
+    from flows.runners import PLUGIN_NAME, ProcessResources
+    from tasks.base import run_coroutine
+    from tasks.browser.session import MANAGER
+
+    run_coroutine(MANAGER.shutdown(), timeout=30)  # another test's browser; relaunched on demand
+    cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0")
+    try:
+        with cluster, Client(cluster, timeout="10s") as client:
+            if plugin:
+                client.register_plugin(ProcessResources(), name=PLUGIN_NAME)
+            others = _children()
+            client.run(_launch_browser)
+            pids = sorted(set(_children()) - set(others))  # the browser's and its driver's processes
+            browser = MANAGER._browser
+            assert pids and browser is not None and not any(_gone(p) for p in pids)
+            if plugin:
+                client.register_plugin(ProcessResources(), name=PLUGIN_NAME)  # a later run: closes nothing
+                assert MANAGER._browser is browser and browser.is_connected()
+        if plugin:
+            assert MANAGER._browser is None and MANAGER._playwright is None
+            deadline = time.monotonic() + 15
+            while not all(_gone(p) for p in pids) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert all(_gone(p) for p in pids)
+        else:
+            assert MANAGER._browser is browser and browser.is_connected()
+    finally:
+        run_coroutine(MANAGER.shutdown(), timeout=30)

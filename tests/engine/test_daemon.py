@@ -260,6 +260,15 @@ def test_protocol_answers_and_bounds(server: DaemonServer) -> None:
     assert dc.request(state, {"op": "ping"})["ok"] is True
 
 
+def test_a_deeply_nested_request_is_answered_as_a_bad_request(server: DaemonServer) -> None:
+    # 200,000 nested lists fit the 1 MiB frame; json.loads raised RecursionError in the connection's
+    # thread, which died with a traceback on the daemon's stderr and left the client without an answer.
+    body = b"[" * 200_000 + b"]" * 200_000
+    reply = _raw(server, struct.pack(">I", len(body)) + body)
+    assert reply is not None and "nested too deeply" in reply["error"], reply
+    assert dc.request(server.state, {"op": "ping"})["ok"] is True
+
+
 def test_peer_of_another_uid_is_refused(server: DaemonServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(daemon_mod, "peer_uid", lambda conn: os.getuid() + 1)
     reply = _raw(server, _frame({"v": 1, "op": "run", "argv": []}))

@@ -69,8 +69,16 @@ ok: true
 ok: true
 ```
 
-```yaml example
+```yaml {.example}
 id: TASK-P0-M0.1-T009
+```
+
+```json User data response
+{"id": "TASK-P0-M0.1-T010",}
+```
+
+```json Mixpanel with EU data residency
+"integrations": {"x": 1}
 ```
 
 ```json
@@ -81,9 +89,11 @@ id: TASK-P0-M0.1-T009
 
 def test_data_when_it_defines_an_id_or_is_marked() -> None:
     doc = parse_document(DATA, "tasks.md")
-    assert [b.role for b in doc.blocks] == ["data", "data", "data", "data", "data", "example", "data"]
+    # A title in the info string is no mark ("data" in it included); the ID makes the first JSON data.
+    roles = [b.role for b in doc.blocks]
+    assert roles == ["data", "data", "data", "data", "data", "example", "data", "example", "data"]
     # Invalid data blocks stay errors; the marked example's ID is no definition.
-    assert [e.split(": ", 1)[0] for e in doc.errors] == ["tasks.md:5", "tasks.md:13"]
+    assert [e.split(": ", 1)[0] for e in doc.errors] == ["tasks.md:5", "tasks.md:13", "tasks.md:29"]
     # The invalid task block defines nothing (it does not parse); the tool block does.
     assert [d.id for d in doc.id_defs] == ["search"]
     assert block_ids(doc.blocks[5]) == []

@@ -239,3 +239,17 @@ def test_an_extractive_appendix_always_round_trips_and_quotes_verbatim(texts: li
     assert not synthesis.unsupported
     render_appendix("APP-X-RESEARCH-V1", q, sources, synthesis)  # raises if a block broke
     assert check_quotes(synthesis, sources) == []
+
+
+def test_a_sentence_goes_to_the_sub_question_it_answers_best() -> None:
+    text = (
+        "Readers of the index retry with a bounded wait while a writer holds the index lock.\n\n"
+        "The index ranks passages with BM25 scores per query term."
+    )
+    subs = ["How should the index rank passages?", "How should index readers wait for the writer lock?"]
+    synthesis = ExtractiveSynthesizer().synthesize(" ".join(subs), subs, [Evidence(1, "a", "u", text)])
+    (_, ranking), (_, readers) = synthesis.groups
+    assert [c.text for c in ranking] == ["The index ranks passages with BM25 scores per query term."]
+    assert [c.text for c in readers] == [
+        "Readers of the index retry with a bounded wait while a writer holds the index lock."
+    ]
