@@ -476,12 +476,16 @@ class Settings(BaseSettings):
         return unique
 
     def protected_paths(self) -> list[Path]:
-        """Folders no tool may read or write: the engine's state, and Prefect's home (its results)."""
+        """What no tool or patch may read or write: the engine's state, Prefect's home (its results), the
+        settings files and the engine's own code."""
         paths = [self.state_path, self.resolve(os.environ.get("PREFECT_HOME") or "~/.prefect")]
         storage = os.environ.get("PREFECT_LOCAL_STORAGE_PATH")
         if storage:
             paths.append(self.resolve(storage))
-        return paths
+        # The settings files are trusted configuration (the approval policy, the allowed directories):
+        # with the manual at the project root a tool could otherwise loosen them for every later run.
+        paths += [self.project_root / name for name in ("udm.toml", "pyproject.toml", "prefect.yaml")]
+        return paths + _engine_code()
 
     def image_roots(self) -> list[Path]:
         """Where a tool result's screenshot path may point: the allowed roots, plus the state folder
@@ -496,14 +500,7 @@ class Settings(BaseSettings):
         with contextlib.suppress(OSError):
             self.scratch_path.mkdir(parents=True, exist_ok=True)
 
-        # The settings files are trusted configuration (the approval policy, the allowed directories):
-        # with the manual at the project root a tool could otherwise loosen them for every later run.
-        settings_files = [self.project_root / name for name in ("udm.toml", "pyproject.toml", "prefect.yaml")]
-        return Sandbox(
-            self.allowed_roots(),
-            self.project_root,
-            protected=[*self.protected_paths(), *settings_files, *_engine_code()],
-        )
+        return Sandbox(self.allowed_roots(), self.project_root, protected=self.protected_paths())
 
     def public_dict(self) -> dict[str, Any]:
         """The resolved settings as JSON-able data, secrets masked."""

@@ -63,6 +63,7 @@ __all__ = [
     "WriteResult",
     "atomic_write",
     "escape_name",
+    "in_git_folder",
     "resolve_inside",
     "safe_delete",
     "safe_list",
@@ -125,6 +126,16 @@ class Listing:
     entries: list[DirEntry] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     truncated: bool = False
+
+
+def in_git_folder(real: str | Path, roots: Iterable[str | Path]) -> bool:
+    """Whether the real path `real` lies in or names a `.git` below the allowed root it is in (any case)."""
+    parts = _split(os.fspath(real))
+    for root in roots:
+        form = _split(os.path.realpath(os.fspath(root)))
+        if parts[: len(form)] == form:
+            return any(p.casefold() == ".git" for p in parts[len(form) :])
+    return False
 
 
 # Protected files rather than folders (Settings.tool_sandbox): named as settings in a refusal.

@@ -29,6 +29,7 @@ from playwright.async_api import Route, WebSocketRoute
 
 from udm.errors import BlockedAddressError, InvalidURLError
 from udm.netguard import AllowList, VettedAddress, resolve_and_vet, url_port
+from udm.sandbox import in_git_folder
 
 __all__ = ["Guard", "Refusal", "ResourcePolicy", "first_refusal"]
 
@@ -139,6 +140,8 @@ class Guard:
             return "file: URL outside the allowed directories"
         if any(_within(real, r) for r in self.file_protected):
             return "file: URL inside the engine's own state"
+        if in_git_folder(real, self.file_roots):
+            return "file: URL inside a git folder (.git)"
         return None
 
     def mark(self) -> int:

@@ -32,6 +32,7 @@ from tasks.browser.guard import Guard, first_refusal
 from udm.config import Settings
 from udm.errors import InvalidURLError
 from udm.netguard import AllowList, split_url
+from udm.sandbox import in_git_folder
 
 __all__ = [
     "CHROMIUM_ARGS",
@@ -170,6 +171,9 @@ def require_allowed(real: Path, settings: Settings | None, what: str) -> None:
             raise ActionError(
                 "ERROR_PATH_NOT_ALLOWED", f"{what} lies in {protected}, a folder of the engine's own state"
             )
+    if in_git_folder(real, roots):
+        # A repository's config may hold credentials (a token in a remote URL); the file tool refuses it too.
+        raise ActionError("ERROR_PATH_NOT_ALLOWED", f"{what} lies in a git folder (.git)")
 
 
 def pw_selector(value: str, selector_type: str = "css") -> str:

@@ -136,3 +136,23 @@ def test_a_patch_cannot_write_a_git_folder(project: Settings, op: dict[str, Any]
     assert result.status != "committed", result
     assert ".git" in str(result.error), result
     assert not [p for p in project.udm_root.rglob("*") if p.name.casefold() == ".git"]
+
+
+def test_the_browser_cannot_open_a_git_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A repository's config may hold a token in a remote URL; readFile refuses it, and so does file:.
+    from tasks.browser.guard import Guard
+    from tasks.browser.session import ActionError, _file_roots, normalize_url
+    from udm.netguard import AllowList
+
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "no-global-gitconfig"))
+    settings = make_root(tmp_path)
+    _git(settings.udm_root, "init", "-q", "-b", "main")
+    config = settings.udm_root / ".git" / "config"
+    for url in (config.as_uri(), (settings.udm_root / ".GIT" / "config").as_uri()):
+        with pytest.raises(ActionError) as info:
+            normalize_url(url, settings)
+        assert info.value.status == "ERROR_PATH_NOT_ALLOWED" and ".git" in info.value.message
+    guard = Guard(AllowList.parse([]))
+    guard.set_allow([], *_file_roots(settings))
+    assert "git folder" in (guard.file_verdict(config.as_uri()) or "")
+    assert guard.file_verdict((settings.udm_root / "roadmap.md").as_uri()) is None

@@ -49,3 +49,25 @@ def test_a_tool_cannot_rewrite_the_settings(tmp_path: Path, name: str, content: 
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
     again = load_settings(cwd=tmp_path)
     assert again.approval_policy == settings.approval_policy and again.allowed_dirs == []
+
+
+def test_a_patch_cannot_create_or_replace_the_settings(tmp_path: Path) -> None:
+    from udm.patch import parse_patch
+    from udm.updates import apply_patch
+
+    (tmp_path / "index.md").write_text("# Docs\n", encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text('[tool.udm]\nroot = "."\n', encoding="utf-8")
+    settings = load_settings(cwd=tmp_path)
+    for ops in (
+        [{"op": "create_file", "file": "udm.toml", "content": LOOSER}],
+        [
+            {"op": "delete_file", "file": "pyproject.toml"},
+            {"op": "create_file", "file": "pyproject.toml", "content": "[tool.udm]\n" + LOOSER},
+        ],
+        [{"op": "rename_file", "file": "index.md", "to": "prefect.yaml"}],
+    ):
+        patch = parse_patch({"id": "loosen", "description": "d", "author": "ann", "operations": ops})
+        result = apply_patch(patch, settings, review=None)
+        assert result.status != "committed", result
+    assert not (tmp_path / "udm.toml").exists() and not (tmp_path / "prefect.yaml").exists()
+    assert load_settings(cwd=tmp_path).approval_policy == settings.approval_policy
