@@ -37,6 +37,7 @@ __all__ = [
     "flow_run_url",
     "job_variable_floor",
     "refuse_run_settings",
+    "run_changed_parameters",
     "wait_for_approval",
 ]
 
@@ -135,6 +136,21 @@ def refuse_run_settings() -> None:
             f"a run may not set {', '.join(changed)} through its env job variable: what the flow may "
             "reach and write is the deployment's setting (edit the deployment's job variables)"
         )
+
+
+def run_changed_parameters(names: tuple[str, ...]) -> list[str]:
+    """Those of these parameters that this deployment run set differently from its deployment (the
+    trigger's choice, not the deployment's); empty outside a deployment run."""
+    context = FlowRunContext.get()
+    if context is None or context.flow_run is None:
+        return []
+    with get_client(sync_client=True) as client:
+        run = client.read_flow_run(context.flow_run.id)
+        if run.deployment_id is None:
+            return []
+        deployment = client.read_deployment(run.deployment_id)
+    own = deployment.parameters or {}
+    return [n for n in names if (run.parameters or {}).get(n) != own.get(n)]
 
 
 def _chain(client: Any, run_id: UUID) -> list[UUID]:

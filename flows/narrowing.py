@@ -14,7 +14,7 @@ from __future__ import annotations
 from udm.config import Settings
 from udm.errors import ConfigError
 
-__all__ = ["PROCESS_ONLY", "check_narrowing"]
+__all__ = ["PROCESS_ONLY", "check_narrowing", "check_scope"]
 
 # Where requests go and where secrets come from: the process's values, never a run's.
 PROCESS_ONLY = (
@@ -49,4 +49,21 @@ def check_narrowing(settings: Settings, own: Settings) -> None:
         raise ConfigError(
             "settings_overrides may only narrow what the process running the flow allows (set these "
             "in its environment, UDM_*, or the deployment's env job variable): " + "; ".join(problems)
+        )
+
+
+def check_scope(settings: Settings, own: Settings, changed: list[str]) -> None:
+    """ConfigError when the `changed` parameters gave `settings` folders beyond the process's `own`:
+    every folder the tools may touch must lie inside one of its own, and the state folder stay its own."""
+    own_roots = own.allowed_roots()
+    wider = [
+        str(r) for r in settings.allowed_roots() if not any(r == o or r.is_relative_to(o) for o in own_roots)
+    ]
+    if settings.state_path != own.state_path:
+        wider.append(f"state folder {settings.state_path}")
+    if wider:
+        raise ConfigError(
+            f"a run may not set {', '.join(changed)} to reach beyond what the process running it allows "
+            f"({', '.join(wider)}): set them as the deployment's parameters, or run it where they are the "
+            "process's own settings"
         )

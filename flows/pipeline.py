@@ -35,6 +35,7 @@ from tasks.base import (
     always_approve,
     deny_all,
     own_policy,
+    own_settings,
     stricter,
 )
 from tasks.pipeline_spec import (
@@ -368,9 +369,14 @@ def pipeline_flow(
     from prefect.runtime import deployment, flow_run
 
     if deployment.id:
-        from flows.approval import job_variable_floor, refuse_run_settings
+        from flows.approval import job_variable_floor, refuse_run_settings, run_changed_parameters
+        from flows.narrowing import check_scope
 
         refuse_run_settings()
+        # A safe (unreviewed) tool step reads anywhere under the root: a trigger may only narrow it.
+        changed = run_changed_parameters(("project", "root", "state_dir"))
+        if changed:
+            check_scope(settings, own_settings(), changed)
 
         # `project` is a run parameter: its folder's udm.toml must not lower the process's own policy.
         floor = stricter(settings.approval_policy, own_policy(), job_variable_floor())

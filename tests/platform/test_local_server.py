@@ -258,14 +258,18 @@ def test_two_process_workers_share_one_pool(server: SimpleNamespace) -> None:
     ]
     try:
         from prefect.client.orchestration import get_client
+        from prefect.client.schemas.actions import DeploymentUpdate
 
         spec = _check_spec(server, "pooled")
         with api(server), get_client(sync_client=True) as client:
             dep = client.read_deployment_by_name("udm-pipeline/run-pipeline")
+            # The project is the deployment's parameter: a run setting it beyond the worker's own
+            # folders would be refused (flows/narrowing.py check_scope).
+            client.update_deployment(
+                dep.id, DeploymentUpdate(parameters={**dep.parameters, "project": str(server.base)})
+            )
             ids = [
-                client.create_flow_run_from_deployment(
-                    dep.id, parameters={"spec": str(spec), "project": str(server.base)}
-                ).id
+                client.create_flow_run_from_deployment(dep.id, parameters={"spec": str(spec)}).id
                 for _ in range(4)
             ]
 

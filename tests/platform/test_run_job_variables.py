@@ -81,3 +81,57 @@ def test_a_run_level_env_job_variable_cannot_change_the_deployments_settings(
     message = state.message or ""
     assert "UDM_ALLOWED_DIRS" in message and "UDM_GIT_COMMIT" in message, message
     assert (settings.udm_root / "06-config.md").read_bytes() == before
+
+
+def test_a_triggered_pipeline_run_cannot_move_the_manual_root(
+    prefect_server: None, settings: Settings, tmp_path: Path
+) -> None:
+    """`root`/`project`/`state_dir` of a pipeline deployment are its own: a run pointing `root` at `/`
+    would let an unreviewed (safe) readFile step read any file of the worker."""
+    from prefect import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.deployments import run_deployment
+    from prefect.settings import PREFECT_API_URL
+    from prefect.workers.process import ProcessWorker
+
+    from flows.pipeline import pipeline_flow
+
+    secret = tmp_path / "outside" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text("worker secret", encoding="utf-8")
+    spec = {
+        "name": "read-outside",
+        "steps": {
+            "read": {"tool": "fileSystemAccessTool", "input": {"action": "readFile", "filePath": str(secret)}}
+        },
+    }
+    with get_client(sync_client=True) as client:
+        client.create_work_pool(
+            WorkPoolCreate(
+                name="env-pool",
+                type="process",
+                base_job_template=ProcessWorker.get_default_base_job_template(),
+            ),
+            overwrite=True,
+        )
+    pipeline_flow.to_deployment(
+        name="paths-test", parameters={"root": str(settings.udm_root), "state_dir": str(settings.state_path)}
+    ).apply(work_pool_name="env-pool")
+    flow_run = run_deployment(
+        "udm-pipeline/paths-test",
+        parameters={"spec": spec, "root": "/", "artifact": False},
+        timeout=0,
+    )
+    env = {
+        **os.environ,
+        "PREFECT_API_URL": str(PREFECT_API_URL.value()),
+        "PREFECT__FLOW_RUN_ID": str(flow_run.id),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "prefect.engine"], cwd=REPO, env=env, capture_output=True, timeout=120
+    )
+    with get_client(sync_client=True) as client:
+        state = client.read_flow_run(flow_run.id).state
+    assert state.type.value == "FAILED", (state, proc.stdout[-2000:])
+    assert "a run may not set root" in (state.message or ""), state.message
+    assert b"worker secret" not in proc.stdout + proc.stderr
