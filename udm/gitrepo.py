@@ -60,6 +60,7 @@ class GitRepo:
         """Run `git -C top args...` (no shell); GitError-free: the caller reads returncode when check=False."""
         env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")}
         env["GIT_TERMINAL_PROMPT"] = "0"
+        env.update(_explicit(self.top))
         done = subprocess.run(
             ["git", "-C", str(self.top), *args],
             input=stdin,
@@ -78,6 +79,16 @@ class GitRepo:
         return Path(os.path.realpath(path)).relative_to(self.top).as_posix()
 
 
+def _explicit(top: Path) -> dict[str, str]:
+    """GIT_DIR and GIT_WORK_TREE naming the repository found by its `.git`: git discovers nothing itself.
+
+    Left to discover, git also takes a folder holding HEAD, config, objects/ and refs/ for a (bare)
+    repository, and runs what its config names (core.fsmonitor) on `git status`: four files a tool may
+    write in the manual would be code execution at the next commit.
+    """
+    return {"GIT_DIR": str(top / ".git"), "GIT_WORK_TREE": str(top)}
+
+
 def find_repo(folder: Path) -> GitRepo | None:
     """The git work tree holding `folder`, or None (no `.git` above it, or git unusable)."""
     here = Path(os.path.abspath(folder))
@@ -86,11 +97,14 @@ def find_repo(folder: Path) -> GitRepo | None:
             break
     else:
         return None
+    env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")}
+    env.update(_explicit(candidate))
     try:
         done = subprocess.run(
             ["git", "-C", str(here), "rev-parse", "--show-toplevel"],
             capture_output=True,
             text=True,
+            env=env,
             timeout=_TIMEOUT_S,
             check=False,
         )

@@ -156,3 +156,23 @@ def test_the_browser_cannot_open_a_git_folder(tmp_path: Path, monkeypatch: pytes
     guard.set_allow([], *_file_roots(settings))
     assert "git folder" in (guard.file_verdict(config.as_uri()) or "")
     assert guard.file_verdict((settings.udm_root / "roadmap.md").as_uri()) is None
+
+
+def test_a_folder_that_looks_like_a_bare_repository_is_not_used(project: Settings) -> None:
+    # Git's own discovery takes a folder holding HEAD, config, objects/ and refs/ for a repository: four
+    # names the sandbox cannot refuse in a manual. The engine names the repository it found instead.
+    marker = project.project_root / "PWNED"
+    config = _config(marker).replace("bare = false\n", f"bare = false\n\tworktree = {project.udm_root}\n")
+    for raw in (
+        {"action": "writeFile", "filePath": "docs/udm/HEAD", "content": "ref: refs/heads/main\n"},
+        {"action": "writeFile", "filePath": "docs/udm/config", "content": config},
+        {"action": "createDirectory", "filePath": "docs/udm/objects"},
+        {"action": "createDirectory", "filePath": "docs/udm/refs"},
+    ):
+        assert _call(project, **raw)["status"] == "SUCCESS"
+    patch = parse_patch({"id": "harmless", "description": "d", "author": "ann", "operations": [EDIT]})
+    result = apply_patch(patch, project, review=None)
+    assert not marker.exists(), "git ran a command from a configuration a tool wrote"
+    # The planted files are untracked files of the real repository, not a repository of their own.
+    assert result.status == "committed" and result.git and result.git["commit"], result
+    assert result.git["files"] == ["docs/udm/config.md"], result
