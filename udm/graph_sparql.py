@@ -9,7 +9,6 @@ and `node:` (NODE_NS) are predeclared: a query that does not declare them gets t
 from __future__ import annotations
 
 import atexit
-import contextlib
 import itertools
 import json
 import os
@@ -29,6 +28,7 @@ from urllib.parse import quote
 from udm.errors import GraphQueryError, GraphTimeoutError, GraphUnavailableError
 from udm.graph_cypher import QueryResult
 from udm.graph_model import KnowledgeGraph
+from udm.workerproc import kill_worker
 
 __all__ = [
     "NODE_NS",
@@ -186,12 +186,7 @@ class SparqlRunner:
         self._buffer = b""
         if proc is None:
             return
-        proc.kill()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=5)
-        for stream in (proc.stdin, proc.stdout):
-            if stream is not None:
-                stream.close()
+        kill_worker(proc)
 
     def query(
         self,

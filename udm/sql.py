@@ -26,6 +26,7 @@ import duckdb
 
 from udm.errors import IndexBusyError, UdmError
 from udm.index import UdmIndex
+from udm.workerproc import kill_worker
 
 __all__ = [
     "SqlLimits",
@@ -199,12 +200,7 @@ class SqlRunner:
         self._buffer = b""
         if proc is None:
             return
-        proc.kill()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=5)
-        for stream in (proc.stdin, proc.stdout):
-            if stream is not None:
-                stream.close()
+        kill_worker(proc)
         # A killed DuckDB leaves its spill files behind.
         if self.limits.temp_directory is not None:
             with contextlib.suppress(OSError):
