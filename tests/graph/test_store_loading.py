@@ -180,7 +180,7 @@ print(json.dumps({"bytes": info.bytes}))
 """
 
 _QUERY = """
-import json, resource, sys, time
+import json, sys, time
 sys.path[:0] = [sys.argv[3]]
 from pathlib import Path
 from udm.config import load_settings
@@ -193,7 +193,10 @@ result = open_graph(settings).sparql("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }
 seconds = time.perf_counter() - started
 with open(f"/proc/{shared_runner()._proc.pid}/status") as fh:
     worker = next(int(l.split()[1]) for l in fh if l.startswith("VmHWM")) / 1024
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+# VmHWM, not ru_maxrss: Linux carries ru_maxrss across exec from the forked copy of the (large)
+# test process, so it would report the parent's size; VmHWM starts anew with this program.
+with open("/proc/self/status") as fh:
+    peak = next(int(l.split()[1]) for l in fh if l.startswith("VmHWM")) / 1024
 print(json.dumps({"triples": result.rows[0][0], "seconds": seconds, "peak_mb": peak, "worker_mb": worker}))
 """
 
