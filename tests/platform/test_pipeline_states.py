@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,15 @@ def test_a_denied_step_is_a_failed_task_run(
     with pytest.raises(PipelineRunError, match="approval denied") as info:
         run(spec, settings)
     run_id = info.value.summary["flow_run_id"]
-    [task_run] = task_runs_of(run_id)
+    # The server records task runs from events in the background: right after the flow it may still
+    # hold the run's first name (noteTool-xxx) and state. Wait until it has recorded the last ones.
+    deadline = time.monotonic() + 15
+    while True:
+        [task_run] = task_runs_of(run_id)
+        settled = task_run.name == "n" and task_run.state is not None and task_run.state.is_final()
+        if settled or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     assert task_run.name == "n" and task_run.state.type.value == "FAILED"
     assert "approval denied" in (task_run.state.message or "")
     assert _flow_state(run_id).type.value == "FAILED"
