@@ -45,8 +45,8 @@ from tasks.base import run_coroutine
 from tasks.browser.session import MANAGER, find_browser
 from tasks.browser.verify import run_checks_sync
 from udm.config import Settings, load_settings
-from udm.links import LinkSource, check_links
-from udm.verify_spec import Check
+from udm.index.links import LinkSource, check_links
+from udm.verify.spec import Check
 
 REPO = Path(__file__).resolve().parent.parent
 # Hosts the benchmark's pages live on: the site itself and a "third-party" host for its widget script.
@@ -392,7 +392,7 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 
 
 def _default_pool() -> httpx.AsyncHTTPTransport:
-    """The pool httpx builds by default, with the limits the checker gave it before udm.httppool."""
+    """The pool httpx builds by default, with the limits the checker gave it before udm.net.httppool."""
     return httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=64, max_keepalive_connections=64))
 
 

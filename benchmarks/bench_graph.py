@@ -27,11 +27,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from udm import graph_ops
 from udm.errors import GraphTimeoutError
-from udm.graph import GraphHandle, graph_from_rows
-from udm.graph_model import GraphRows, build_graph, section_node_id
-from udm.graph_sparql import node_iri
+from udm.graph import ops as graph_ops
+from udm.graph.model import GraphRows, build_graph, section_node_id
+from udm.graph.sparql import node_iri
+from udm.graph.store import GraphHandle, graph_from_rows
 
 MODES = [
     f"ROO-MODE-{n}" for n in ("RESEARCH", "PLAN", "BUILD-BACKEND", "BUILD-FRONTEND", "QA-VERIFY", "DOCS")
@@ -135,7 +135,7 @@ def corpus_rows(files: int, state: Path) -> tuple[GraphRows, dict[str, float]]:
     from corpus import CorpusSpec, ensure_corpus
 
     from udm.config import load_settings
-    from udm.graph_index import index_source
+    from udm.graph.facts import index_source
 
     notes: dict[str, float] = {}
     started = time.perf_counter()
@@ -160,7 +160,7 @@ def _peak_rss_mb() -> float:
 
 def _worker_peak_mb() -> float | None:
     """The SPARQL worker process's peak resident memory in MB (from /proc; None where there is none)."""
-    from udm.graph_sparql import shared_runner
+    from udm.graph.sparql import shared_runner
 
     proc = shared_runner()._proc
     if proc is None:
@@ -310,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{rdf_peak_growth:.0f} MB",
             f"(process peak {_peak_rss_mb():.0f} MB)",
         )
-        from udm.graph import _load_or_build
+        from udm.graph.store import _load_or_build
 
         started = time.perf_counter()
         _load_or_build(handle.folder, lambda: rows, handle.kg.fingerprint)

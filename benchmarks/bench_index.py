@@ -29,9 +29,9 @@ from machine import calibration  # noqa: E402
 from markdown_it import MarkdownIt  # noqa: E402
 
 from udm.config import load_settings  # noqa: E402
-from udm.document import parse_document  # noqa: E402
-from udm.index import UdmIndex  # noqa: E402
-from udm.query import UdmQuery  # noqa: E402
+from udm.index.core import UdmIndex  # noqa: E402
+from udm.index.query import UdmQuery  # noqa: E402
+from udm.markdown.document import parse_document  # noqa: E402
 
 TARGETS = {
     "full index (s)": 8.0,
@@ -47,7 +47,7 @@ TARGETS = {
 OTHER_READER = """
 import sys
 from udm.config import load_settings
-from udm.index import UdmIndex
+from udm.index.core import UdmIndex
 ix = UdmIndex(load_settings(sys.argv[1], root=sys.argv[2], state_dir=sys.argv[3]))
 with ix.connect() as con:
     con.execute("SELECT count(*) FROM files").fetchone()

@@ -11,11 +11,11 @@ import time
 from pathlib import Path
 
 from udm.config import load_settings
-from udm.document import parse_document
-from udm.patch import parse_patch
-from udm.patch_apply import _CACHE, Workspace, apply_operations
-from udm.splice import changed_line_count
-from udm.updates import apply_patch
+from udm.markdown.document import parse_document
+from udm.patch.apply import _CACHE, Workspace, apply_operations
+from udm.patch.format import parse_patch
+from udm.patch.splice import changed_line_count
+from udm.patch.updates import apply_patch
 
 CORPUS = Path(__file__).resolve().parent / ".corpus" / "patch"
 
@@ -79,7 +79,7 @@ def bench_one_key() -> tuple[float, float]:
     print(
         f"one-key YAML edit in a {len(raw) / 1000:.0f} KB file (in-process), cold: {_ms(times)}; diff +{added} -{removed} lines"
     )
-    print(f"  of which parsing the document (udm.document.parse_document): {_ms(parse)}")
+    print(f"  of which parsing the document (udm.markdown.document.parse_document): {_ms(parse)}")
     print(f"  warm (the document parsed moments before, as a commit after its plan): {_ms(warm)}")
 
     import mdformat

@@ -205,7 +205,7 @@ class _Writer:
 
 
 def _slug(title: str) -> str:
-    # GitHub-style, as udm.document.slugify (kept local so the generator stands alone).
+    # GitHub-style, as udm.markdown.document.slugify (kept local so the generator stands alone).
     return "".join(ch for ch in title.lower() if ch.isalnum() or ch in " -_").replace(" ", "-")
 
 

@@ -1,9 +1,9 @@
 """`udm daemon start|stop|status|run`: the warm query process of one manual (no Prefect import).
 
 The daemon holds the index connection, the search reader and the graph (each cached per process by
-`udm.query` and `udm.graph`), stays fresh through the index's inotify watch (stat scan as the
+`udm.index.query` and `udm.graph.store`), stays fresh through the index's inotify watch (stat scan as the
 fallback), and answers the thin client in `flows.entry` and the MCP server over the socket that
-`udm.daemon` serves. Read-only commands only: `query ...`, `search`, and the reading `graph` commands.
+`udm.daemon.server` serves. Read-only commands only: `query ...`, `search`, and the reading `graph` commands.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import Any
 
 import typer
 
-from udm import daemon_client as dc
 from udm.config import Settings
-from udm.daemon import DAEMON_TOOLS, settings_digest
+from udm.daemon import client as dc
+from udm.daemon.server import DAEMON_TOOLS, settings_digest
 
 __all__ = ["register", "serve"]
 
@@ -94,7 +94,7 @@ class _Handlers:
 
 def _warm(s: Settings) -> None:
     # Load what the first queries would: the index (fresh, watched), definitions and the search reader.
-    from udm.query import get_query
+    from udm.index.query import get_query
 
     q = get_query(s)
     q.fresh()
@@ -104,7 +104,7 @@ def _warm(s: Settings) -> None:
 
 def serve(s: Settings) -> int:
     """Run the daemon in this process until stopped; 3 when another daemon already runs."""
-    from udm.daemon import AlreadyRunning, DaemonServer
+    from udm.daemon.server import AlreadyRunning, DaemonServer
 
     handlers = _Handlers(s)
     server = DaemonServer(

@@ -16,8 +16,8 @@ import typer
 from flows.cli import emit_json, fail, settings
 from tasks.base import ApprovalRequest, ApprovalUnavailableError, Permission, cli_approver, needs_approval
 from udm.errors import UdmError
-from udm.patch import Override, load_patch, patch_json_schema
-from udm.updates import (
+from udm.patch.format import Override, load_patch, patch_json_schema
+from udm.patch.updates import (
     PatchResult,
     apply_patch,
     format_files,

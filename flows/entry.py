@@ -147,7 +147,7 @@ def _autostart(conf: dict[str, str]) -> None:
         value = value.strip().lower() in ("1", "true", "yes", "on")
     if value is not True:
         return
-    from udm import daemon_client as dc
+    from udm.daemon import client as dc
 
     with contextlib.suppress(OSError):  # starting is best effort; this command is answered either way
         dc.spawn(conf["root"], conf["state"])
@@ -158,7 +158,7 @@ def via_daemon(argv: list[str]) -> int | None:
     conf = daemon_eligible(argv)
     if conf is None:
         return None
-    from udm import daemon_client as dc
+    from udm.daemon import client as dc
 
     if not os.path.exists(dc.socket_path(conf["state"])):
         _autostart(conf)
@@ -191,7 +191,7 @@ def fast_query_id(argv: list[str]) -> int | None:
     conf = _settings(overrides)
     if conf is None or conf["approval_policy"] == "ask_always":
         return None
-    from udm.lookup import lookup_definitions
+    from udm.index.lookup import lookup_definitions
 
     ident = ident.strip()
     defs = lookup_definitions(conf["state"], conf["root"], ident, exclude=[conf["state"]])

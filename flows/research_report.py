@@ -15,9 +15,9 @@ from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, urlencode, urlunsplit
 
 from udm.errors import InvalidURLError
-from udm.netguard import split_url
-from udm.passages import terms
-from udm.synthesis import Claim, Synthesis, comparable
+from udm.net.guard import split_url
+from udm.research.passages import terms
+from udm.research.synthesis import Claim, Synthesis, comparable
 
 __all__ = [
     "AppendixCheckError",
@@ -218,7 +218,7 @@ class _Block:
 def _parser() -> Any:
     from markdown_it_pyrs import MarkdownIt
 
-    # The project's parser (udm/scanner.py) with the same CommonMark + GFM rules.
+    # The project's parser (udm/markdown/scanner.py) with the same CommonMark + GFM rules.
     return MarkdownIt("commonmark").enable_many(
         ["table", "strikethrough", "tasklist", "autolink_ext", "footnote"]
     )

@@ -12,8 +12,8 @@
   `dask_threads_per_worker` threads each, started for the run and closed after it.
 
 Each Dask worker process keeps its own browser and HTTP clients: they are process-global and created
-on first use (`tasks.browser.session.MANAGER`, `tasks.fetching.guarded_client`,
-`tasks.api_client.api_client`), and `ProcessResources`, a worker plugin the runner registers, closes
+on first use (`tasks.browser.session.MANAGER`, `udm.net.fetching.guarded_client`,
+`udm.net.api_client.api_client`), and `ProcessResources`, a worker plugin the runner registers, closes
 them when the worker shuts down.
 """
 
@@ -54,10 +54,10 @@ R = TypeVar("R")
 
 async def close_process_resources() -> None:
     """Close this process's browser and HTTP clients (each is created again on its next use)."""
-    from tasks import api_client as api
     from tasks.base import _LOOP
     from tasks.browser.session import MANAGER
-    from tasks.fetching import clear_fetch_state
+    from udm.net import api_client as api
+    from udm.net.fetching import clear_fetch_state
 
     if MANAGER._browser is not None or MANAGER._playwright is not None:
         # The browser lives on the process's tool loop, never on the caller's.

@@ -27,8 +27,8 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, Field, model_validator
 
 from tasks.base import Permission, Tool, ToolContext, ToolInput, TransientToolError
-from tasks.parse_pool import run_parser
-from udm.passages import rank_passages, split_passages, terms
+from udm.net.parse_pool import run_parser
+from udm.research.passages import rank_passages, split_passages, terms
 
 __all__ = ["DocStatus", "DocType", "DocumentFetchingParsingTool", "FetchInput", "FetchOutput", "detect_type"]
 
@@ -457,9 +457,9 @@ class DocumentFetchingParsingTool(Tool[FetchInput, FetchOutput]):
         return out
 
     def _fetch(self, data: FetchInput, ctx: ToolContext) -> Any:
-        from tasks.fetching import FetchError, fetch_url
         from udm.errors import InvalidURLError
-        from udm.netguard import split_url
+        from udm.net.fetching import FetchError, fetch_url
+        from udm.net.guard import split_url
 
         url = (data.url or "").strip()
         try:

@@ -2,7 +2,7 @@
 
 The specification's schema is kept exactly (actions, fields, defaults, the status enum); the extras
 (line ranges, byte limits, backups, globs, hidden files, sizes and times, moveFile) are optional
-fields beside it. All file-system work goes through `udm.sandbox`, whose guarantees the README's
+fields beside it. All file-system work goes through `udm.guard.sandbox`, whose guarantees the README's
 "File-system tool and sandbox" section lists. Every outcome is a status: engine errors and errno
 values are mapped here, at the tool boundary, and nothing raises to the caller.
 
@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from tasks.base import Permission, Tool, ToolContext, ToolInput
 from udm.errors import InvalidPathError, PathChangedError, PathOutsideError
-from udm.sandbox import Sandbox, escape_name
+from udm.guard.sandbox import Sandbox, escape_name
 
 __all__ = [
     "MAX_READ_BYTES",

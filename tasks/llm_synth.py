@@ -1,4 +1,4 @@
-"""The LLM synthesizer: the research answer written by a model, behind `udm.synthesis.Synthesizer`.
+"""The LLM synthesizer: the research answer written by a model, behind `udm.research.synthesis.Synthesizer`.
 
 Two wire protocols, through httpx exactly as their public APIs document them:
 - `openai`: POST `{llm_url}/chat/completions` (`Authorization: Bearer <key>` when a key is set;
@@ -15,7 +15,7 @@ when the server sends it (capped by `retry_max_wait_s`). An unreachable endpoint
 reply that is not the JSON asked for raise `LLMError` with a clear message (keys redacted).
 
 The model answers in JSON: claims with the numbers of the sources they rest on and, where it can,
-the verbatim span it relied on; `udm.synthesis.verify_claims` then keeps only what checks out.
+the verbatim span it relied on; `udm.research.synthesis.verify_claims` then keeps only what checks out.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ import httpx
 
 from tasks.secrets import api_key, redact
 from udm.config import Settings
-from udm.datalimits import DataLimitError, check_json
-from udm.synthesis import Claim, Evidence, ExtractiveSynthesizer, Synthesis
+from udm.markdown.datalimits import DataLimitError, check_json
+from udm.research.synthesis import Claim, Evidence, ExtractiveSynthesizer, Synthesis
 
 __all__ = ["ANTHROPIC_VERSION", "LLMError", "LLMSynthesizer", "chat"]
 
@@ -227,7 +227,7 @@ class LLMSynthesizer:
         return head + "\n".join(parts)
 
     def synthesize(self, question: str, sub_questions: list[str], evidence: list[Evidence]) -> Synthesis:
-        """The model's cited answer (citations not yet verified: see udm.synthesis.verify_claims)."""
+        """The model's cited answer (citations not yet verified: see udm.research.synthesis.verify_claims)."""
         subs = sub_questions or [question]
         if not evidence:
             return Synthesis(answer=[], groups=[(q, []) for q in subs], synthesizer=self.name)

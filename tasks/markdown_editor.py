@@ -11,10 +11,10 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from tasks.base import Permission, Tool, ToolContext, ToolInput
-from udm import patch as P
-from udm.document import find_section, parse_document, section_text
 from udm.errors import AmbiguousTargetError, DocumentError, PatchError, TargetError, UdmError
-from udm.patch_apply import Workspace, apply_operations
+from udm.markdown.document import find_section, parse_document, section_text
+from udm.patch import format as P
+from udm.patch.apply import Workspace, apply_operations
 
 __all__ = [
     "MarkdownAction",

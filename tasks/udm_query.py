@@ -14,7 +14,6 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, Field, model_validator
 
 from tasks.base import Permission, Tool, ToolContext, ToolInput, TransientToolError
-from udm.document import split_lines
 from udm.errors import (
     AmbiguousTargetError,
     ConfigError,
@@ -23,8 +22,9 @@ from udm.errors import (
     TargetNotFoundError,
     UdmError,
 )
-from udm.query import UdmQuery, definition_places, get_query
-from udm.verifications import last_verified
+from udm.index.query import UdmQuery, definition_places, get_query
+from udm.markdown.document import split_lines
+from udm.verify.results import last_verified
 
 __all__ = ["QueryType", "ReturnFormat", "UdmQueryInput", "UdmQueryOutput", "UdmQueryStatus", "UdmQueryTool"]
 

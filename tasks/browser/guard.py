@@ -1,4 +1,4 @@
-"""The browser's SSRF guard: every request a page makes passes `udm.netguard` with the fetch allow-list.
+"""The browser's SSRF guard: every request a page makes passes `udm.net.guard` with the fetch allow-list.
 
 Two layers share one allow-list (`settings.fetch_allow`, the one `documentFetchingParsingTool` uses):
 
@@ -28,8 +28,8 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Route, WebSocketRoute
 
 from udm.errors import BlockedAddressError, InvalidURLError
-from udm.netguard import AllowList, VettedAddress, resolve_and_vet, url_port
-from udm.sandbox import in_git_folder
+from udm.guard.sandbox import in_git_folder
+from udm.net.guard import AllowList, VettedAddress, resolve_and_vet, url_port
 
 __all__ = ["Guard", "Refusal", "ResourcePolicy", "first_refusal"]
 

@@ -19,7 +19,7 @@ from PIL import Image
 from tasks.base import ToolContext, always_approve, call_tool, run_coroutine
 from tasks.browser.catalog import browser_tool
 from udm.config import load_settings
-from udm.links import LinkSource
+from udm.index.links import LinkSource
 
 
 def _png(color: tuple[int, int, int], size: tuple[int, int] = (40, 30)) -> bytes:

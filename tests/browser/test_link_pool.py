@@ -13,11 +13,11 @@ from typing import Any
 import httpx
 import pytest
 
-import udm.httppool
-import udm.links
+import udm.index.links
+import udm.net.httppool
 from udm.config import load_settings
-from udm.httppool import OriginPoolTransport
-from udm.links import check_links
+from udm.index.links import check_links
+from udm.net.httppool import OriginPoolTransport
 
 from .conftest import external_link, loopback_server
 
@@ -175,14 +175,14 @@ def test_each_host_is_resolved_and_vetted_once_per_run(
     keepalive_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[tuple[str, int]] = []
-    real = udm.links.resolve_and_vet
+    real = udm.index.links.resolve_and_vet
 
     def counting(host: str, port: int, allow: Any) -> Any:
         calls.append((host, port))
         time.sleep(0.05)  # a slow resolver: every concurrent request would otherwise start its own lookup
         return real(host, port, allow)
 
-    monkeypatch.setattr(udm.links, "resolve_and_vet", counting)
+    monkeypatch.setattr(udm.index.links, "resolve_and_vet", counting)
     settings = load_settings(cwd=tmp_path, fetch_allow=["127.0.0.1"])
     links = [external_link(f"{keepalive_server}/ok/{i}", i) for i in range(40)]
     report = check_links(settings, links=links, use_cache=False, per_host=8)
@@ -267,7 +267,7 @@ def test_plain_http_never_builds_the_verifying_context(
     def refuse(trust_env: bool = True) -> Any:
         raise AssertionError("the CA bundle was loaded for plain http")
 
-    monkeypatch.setattr(udm.httppool, "verified_ssl_context", refuse)
+    monkeypatch.setattr(udm.net.httppool, "verified_ssl_context", refuse)
 
     async def go() -> int:
         async with httpx.AsyncClient(transport=OriginPoolTransport()) as client:

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from tasks.browser.verify import run_checks_sync
-from udm.document import parse_document
-from udm.verify_spec import inline_checks
+from udm.markdown.document import parse_document
+from udm.verify.spec import inline_checks
 
 
 def _tree(base: Path, state: Path) -> list[Path]:

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from tasks.browser.verify import run_checks_sync
-from udm.verify_spec import Check
+from udm.verify.spec import Check
 
 pytestmark = pytest.mark.browser
 

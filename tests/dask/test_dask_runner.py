@@ -135,7 +135,7 @@ def test_settings_and_tool_contexts_pickle() -> None:
     import cloudpickle
 
     from tasks.base import ToolContext, always_approve
-    from udm.verify_spec import Check
+    from udm.verify.spec import Check
 
     settings = load_settings(fetch_allow=["127.0.0.1"], brave_api_key="k-123", task_runner="dask")
     ctx = ToolContext(settings=settings, approver=always_approve)
@@ -151,8 +151,8 @@ def test_settings_and_tool_contexts_pickle() -> None:
 def _worker_state() -> dict[str, Any]:
     """Run inside a Dask worker: which of this process's resources exist."""
     from flows import browser_verify
-    from tasks import fetching
     from tasks.browser.session import MANAGER
+    from udm.net import fetching
 
     browser = MANAGER._browser
     return {

@@ -1,7 +1,7 @@
 """markdown-it-py as the reference the document model's parse (markdown-it-pyrs) is checked against.
 
 Headings (top level), fences (any depth) and links (inline, reference, autolinks, images) as
-markdown-it-py with the same GFM plugins sees them; targets decoded as `udm.scanner` decodes them.
+markdown-it-py with the same GFM plugins sees them; targets decoded as `udm.markdown.scanner` decodes them.
 GFM extended autolinks (bare `www.x` / `https://x`) are left out: markdown-it-py finds them only
 with linkify-it-py, which is not a dependency.
 """
@@ -14,11 +14,11 @@ from mdit_py_plugins.footnote import footnote_plugin
 from mdit_py_plugins.tasklists import tasklists_plugin
 from mdurl import decode
 
-from udm.lines import split_lines
-from udm.scanner import _mask_mdx, atx_title
+from udm.markdown.lines import split_lines
+from udm.markdown.scanner import _mask_mdx, atx_title
 
 _MD = MarkdownIt("commonmark").enable(["table", "strikethrough"]).use(footnote_plugin).use(tasklists_plugin)
-# MDX: the same text udm parses (ESM and JSX blanked by udm.scanner), without indented code.
+# MDX: the same text udm parses (ESM and JSX blanked by udm.markdown.scanner), without indented code.
 _MDX = (
     MarkdownIt("commonmark")
     .enable(["table", "strikethrough"])

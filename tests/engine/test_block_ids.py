@@ -5,10 +5,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from udm.blockdata import collect_ids, parse_data
-from udm.document import block_ids, parse_document
-from udm.ids import DEFINING_KEYS
-from udm.simple_yaml import simple_yaml_ids
+from udm.markdown.blockdata import collect_ids, parse_data
+from udm.markdown.document import block_ids, parse_document
+from udm.markdown.ids import DEFINING_KEYS
+from udm.markdown.simple_yaml import simple_yaml_ids
 
 KEYS = st.sampled_from(
     [*DEFINING_KEYS, "title", "status", "depends_on", "on", "yes", "key-x", "_k", "ID", "Id"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from udm.config import load_settings
-from udm.document import block_ids, fence_role, parse_document
-from udm.ids import id_matcher
-from udm.lint import lint
+from udm.index.lint import lint
+from udm.markdown.document import block_ids, fence_role, parse_document
+from udm.markdown.ids import id_matcher
 
 EXAMPLES = """\
 # Writing plugins

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from udm.document import (
+from udm.errors import AmbiguousTargetError, DocumentError, TargetNotFoundError
+from udm.markdown.document import (
     find_block,
     find_section,
     load_document,
@@ -18,7 +19,6 @@ from udm.document import (
     slugify,
     split_lines,
 )
-from udm.errors import AmbiguousTargetError, DocumentError, TargetNotFoundError
 
 # The markdown-it-py reference, loaded by path (the tests are imported with --import-mode=importlib).
 _SPEC = importlib.util.spec_from_file_location(

@@ -12,10 +12,10 @@ from tasks.base import ToolContext, call_tool
 from tasks.udm_query import UdmQueryTool
 from tasks.udm_sql import UdmSqlQueryTool
 from udm.config import Settings, load_settings
-from udm.document import find_section, parse_document, section_text
 from udm.errors import TargetNotFoundError
-from udm.lint import lint
-from udm.query import UdmQuery
+from udm.index.lint import lint
+from udm.index.query import UdmQuery
+from udm.markdown.document import find_section, parse_document, section_text
 
 
 def q(ctx: ToolContext, **raw: Any) -> dict[str, Any]:

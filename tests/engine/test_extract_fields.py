@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from udm.document import parse_document
-from udm.extract import _field_values, _starred_lines
+from udm.index.extract import _field_values, _starred_lines
+from udm.markdown.document import parse_document
 
 _LINES = st.sampled_from(
     [

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from udm.config import Settings, load_settings
-from udm.index import UdmIndex
-from udm.query import UdmQuery
+from udm.index.core import UdmIndex
+from udm.index.query import UdmQuery
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -97,7 +97,7 @@ def test_staleness_without_inotify(settings: Settings) -> None:
 _HOLDER = """
 import sys, time
 from udm.config import load_settings
-from udm.index import UdmIndex
+from udm.index.core import UdmIndex
 s = load_settings(sys.argv[1], index_busy_timeout_s=float(sys.argv[2]))
 ix = UdmIndex(s)
 with ix.connect(read_only=False) as con:
@@ -150,7 +150,7 @@ def test_concurrent_refresh_and_query_processes(workspace: Path) -> None:
     settings = load_settings(workspace)
     UdmIndex(settings).refresh(full=True)
     script = (
-        "import sys\nfrom udm.config import load_settings\nfrom udm.query import UdmQuery\n"
+        "import sys\nfrom udm.config import load_settings\nfrom udm.index.query import UdmQuery\n"
         "q = UdmQuery(load_settings(sys.argv[1]))\n"
         "for i in range(8):\n"
         "    assert q.find_by_id('COMP-001'), 'lost COMP-001'\n"
@@ -179,7 +179,7 @@ def test_concurrent_refresh_and_query_processes(workspace: Path) -> None:
 
 
 def test_section_content_by_byte_range_matches_the_document(query: UdmQuery, settings: Settings) -> None:
-    from udm.document import load_document, section_text
+    from udm.markdown.document import load_document, section_text
 
     text = "# Über\n\nç — é\n\n## Ünter\n\n日本語 COMP-001\n\n## Second\n\nx\n"
     (settings.udm_root / "99-unicode.md").write_text(text, encoding="utf-8")

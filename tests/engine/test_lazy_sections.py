@@ -8,8 +8,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from udm.document import find_section, parse_document
 from udm.errors import UdmError
+from udm.markdown.document import find_section, parse_document
 
 PIECES = st.sampled_from(
     [

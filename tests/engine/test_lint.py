@@ -8,7 +8,7 @@ import pytest
 
 from flows.cli import run
 from udm.config import Settings
-from udm.lint import RULES, find_cycles, lint
+from udm.index.lint import RULES, find_cycles, lint
 
 from .conftest import GOLDEN
 

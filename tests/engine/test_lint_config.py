@@ -14,8 +14,8 @@ import yaml
 
 from flows.cli import run
 from udm.config import Settings, load_settings
-from udm.lint import RULES, LintConfig, _Switches, lint
-from udm.lint_format import SARIF_SCHEMA
+from udm.index.lint import RULES, LintConfig, _Switches, lint
+from udm.index.lint_format import SARIF_SCHEMA
 
 REPO = Path(__file__).resolve().parents[2]
 

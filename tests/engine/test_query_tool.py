@@ -9,7 +9,7 @@ import pytest
 from tasks.base import ToolContext, call_tool
 from tasks.udm_query import UdmQueryTool, plain_text
 from tasks.udm_sql import UdmSqlQueryTool
-from udm.sql import SqlRefusedError, check_readonly_sql
+from udm.index.sql import SqlRefusedError, check_readonly_sql
 
 
 def q(ctx: ToolContext, **raw: Any) -> dict[str, Any]:
@@ -229,7 +229,7 @@ def test_search_snippets_point_at_their_line_and_survive_a_lost_index(
         assert "symlink" in lines[hit["snippet_line"] - 1].lower()
     # The search index is a cache of a cache: lose it and it is rebuilt from the sections table.
     shutil.rmtree(settings.state_path / "search")
-    from udm.query import _QUERIES
+    from udm.index.query import _QUERIES
 
     _QUERIES.clear()
     again = q(qctx, query_type="search", udm_path_or_id="symlink", limit=5)["retrievedContent"]

@@ -9,8 +9,8 @@ import duckdb
 import pytest
 
 from udm.config import load_settings
-from udm.index import UdmIndex
-from udm.sql import SqlLimits, SqlRefusedError, run_readonly_sql
+from udm.index.core import UdmIndex
+from udm.index.sql import SqlLimits, SqlRefusedError, run_readonly_sql
 
 
 def test_two_index_objects_in_one_process_take_turns(workspace: Path) -> None:

@@ -6,7 +6,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from udm.simple_yaml import NOT_SIMPLE, parse_simple_yaml
+from udm.markdown.simple_yaml import NOT_SIMPLE, parse_simple_yaml
 
 SCALARS = st.sampled_from(
     [

@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from udm.config import Settings, load_settings
-from udm.index import UdmIndex
-from udm.lint import lint
-from udm.site import LinkResolver, Routes, detect_site, resolve_links
+from udm.index.core import UdmIndex
+from udm.index.lint import lint
+from udm.site.routes import LinkResolver, Routes, detect_site, resolve_links
 
 SITES = Path(__file__).parent / "fixtures" / "sites"
 
@@ -212,7 +212,7 @@ def test_unknown_generator_setting_is_refused(tmp_path: Path) -> None:
 
 
 def test_explicit_anchors() -> None:
-    from udm.site import has_explicit_anchor
+    from udm.site.routes import has_explicit_anchor
 
     text = "## macOS {#mac-os}\n\n<div id=\"setup-x\">\n<a name='old'></a>\n"
     assert has_explicit_anchor(text, "mac-os") and has_explicit_anchor(text, "setup-x")

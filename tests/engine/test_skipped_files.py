@@ -12,8 +12,8 @@ import pytest
 
 from flows.cli import run
 from udm.config import load_settings
-from udm.document import parse_document
-from udm.index import UdmIndex
+from udm.index.core import UdmIndex
+from udm.markdown.document import parse_document
 
 MDX = """\
 ---
@@ -106,8 +106,8 @@ def test_suffixes_are_a_setting(tmp_path: Path, capsys: pytest.CaptureFixture[st
 _BIG_INDEX = """
 import sys
 from udm.config import load_settings
-from udm.document import parse_document
-from udm.index import UdmIndex
+from udm.markdown.document import parse_document
+from udm.index.core import UdmIndex
 ix = UdmIndex(load_settings(sys.argv[1], root=sys.argv[2], state_dir=sys.argv[3]))
 stats = ix.refresh(full=True)
 print(stats.errors)

@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-import udm.index as index_module
+import udm.index.core as index_module
 from udm.config import Settings, load_settings
-from udm.extract import TABLE_COLUMNS
-from udm.index import UdmIndex
-from udm.lookup import LOOKUP_NAME, lookup_definitions
-from udm.query import UdmQuery
-from udm.search import SearchBuilder, SearchIndex
+from udm.index.core import UdmIndex
+from udm.index.extract import TABLE_COLUMNS
+from udm.index.lookup import LOOKUP_NAME, lookup_definitions
+from udm.index.query import UdmQuery
+from udm.index.search import SearchBuilder, SearchIndex
 
 
 def _tables(index: UdmIndex) -> dict[str, list[tuple[Any, ...]]]:
@@ -162,10 +162,10 @@ def test_small_refresh_keeps_the_side_indexes_in_step(workspace: Path) -> None:
 
 
 def test_parallel_full_build_matches_the_serial_one(workspace: Path, monkeypatch: Any) -> None:
-    import udm.index
+    import udm.index.core
 
     serial = _full_build(workspace, "state-serial")
-    monkeypatch.setattr(udm.index, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(udm.index.core, "PARALLEL_MIN_BYTES", 0)
     index = UdmIndex(load_settings(workspace, state_dir=str(workspace / "state-parallel")))
     stats = index.refresh(full=True)
     assert stats.workers > 1 or (os.cpu_count() or 1) < 2
@@ -192,7 +192,7 @@ def test_search_builder_reports_a_failure_without_hanging(tmp_path: Path) -> Non
 _READER = """
 import sys, time
 from udm.config import load_settings
-from udm.index import UdmIndex
+from udm.index.core import UdmIndex
 started = time.monotonic()
 ix = UdmIndex(load_settings(sys.argv[1], index_busy_timeout_s=5))
 with ix.connect() as con:
@@ -230,9 +230,9 @@ def test_an_idle_writer_lets_another_process_in(workspace: Path) -> None:
 
 
 def test_patched_query_caches_equal_fresh_ones(workspace: Path, monkeypatch: Any) -> None:
-    import udm.query
+    import udm.index.query
 
-    monkeypatch.setattr(udm.query, "_LOAD_ALL_AFTER", 0)  # the all-sections cache from the start
+    monkeypatch.setattr(udm.index.query, "_LOAD_ALL_AFTER", 0)  # the all-sections cache from the start
     settings = load_settings(workspace)
     root = settings.udm_root
     q = UdmQuery(settings)

@@ -11,8 +11,8 @@ import pytest
 
 from udm.config import Settings
 from udm.errors import GraphTimeoutError
-from udm.graph import GraphHandle, graph_from_rows
-from udm.graph_sparql import node_iri, with_prefixes
+from udm.graph.sparql import node_iri, with_prefixes
+from udm.graph.store import GraphHandle, graph_from_rows
 
 from .conftest import small_rows
 
@@ -70,8 +70,8 @@ def test_concurrent_callers_get_their_own_answers(small_graph: GraphHandle) -> N
 
 
 def test_index_and_documents_give_the_same_graph(sample_settings: Settings) -> None:
-    from udm.graph_index import documents_source, index_source
-    from udm.graph_model import build_graph
+    from udm.graph.facts import documents_source, index_source
+    from udm.graph.model import build_graph
 
     from_index = build_graph(index_source(sample_settings).rows())
     from_files = build_graph(documents_source(sample_settings).rows())
@@ -96,7 +96,7 @@ def test_inline_checks_verify_the_section_they_sit_in(sample_graph: GraphHandle)
 def test_an_overrunning_operation_is_abandoned_at_the_limit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import udm.graph as graph_module
+    import udm.graph.store as graph_module
 
     real = graph_module.run_operation
 
@@ -116,7 +116,7 @@ def test_an_overrunning_operation_is_abandoned_at_the_limit(
 
 
 def test_pattern_literals_become_parameters_without_changing_answers(small_graph: GraphHandle) -> None:
-    from udm.graph_cypher import lift_literals
+    from udm.graph.cypher import lift_literals
 
     query = "MATCH (a {id: 'TASK-P0-M0.1-T004'})-[:depends_on]->(b) WHERE b.status <> 'done' RETURN b.id, 'x' AS tag"
     assert lift_literals(query) == (
@@ -132,7 +132,7 @@ def test_pattern_literals_become_parameters_without_changing_answers(small_graph
 
 
 def test_anchored_patterns_get_the_label_of_their_node(small_graph: GraphHandle) -> None:
-    from udm.graph_cypher import label_anchors
+    from udm.graph.cypher import label_anchors
 
     kinds = {"TASK-P0-M0.1-T004": "task", "plan.md#arch": "section"}.get
     assert label_anchors("MATCH (a {id: $__s0})-->(b) RETURN b", {"__s0": "TASK-P0-M0.1-T004"}, kinds) == (

@@ -8,9 +8,9 @@ import json
 import networkx as nx
 import pytest
 
-from udm import graph_ops as ops
 from udm.errors import GraphCycleError, TargetNotFoundError, UdmError
-from udm.graph_model import build_graph, kind_of_id
+from udm.graph import ops as ops
+from udm.graph.model import build_graph, kind_of_id
 
 from .conftest import small_rows
 

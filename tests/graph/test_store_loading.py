@@ -17,11 +17,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from udm import graph_cypher
 from udm.errors import GraphUnavailableError
-from udm.graph_cypher import CypherStore, build_cypher_store
-from udm.graph_model import NODE_PROPERTIES, KnowledgeGraph
-from udm.graph_sparql import LOAD_CHUNK_TRIPLES, build_rdf_store, node_iri, shared_runner
+from udm.graph import cypher as graph_cypher
+from udm.graph.cypher import CypherStore, build_cypher_store
+from udm.graph.model import NODE_PROPERTIES, KnowledgeGraph
+from udm.graph.sparql import LOAD_CHUNK_TRIPLES, build_rdf_store, node_iri, shared_runner
 
 ROOT = Path(__file__).resolve().parents[2]
 TEXT_COLUMNS = [name for name, typ in NODE_PROPERTIES if typ == "STRING" and name != "kind"]
@@ -171,7 +171,7 @@ sys.path[:0] = [sys.argv[3], sys.argv[3] + "/benchmarks"]
 from pathlib import Path
 from corpus import CorpusSpec, generate
 from udm.config import load_settings
-from udm.graph_index import index_source
+from udm.graph.facts import index_source
 base = Path(sys.argv[1])
 info = generate(CorpusSpec(files=500, target_mb=25.0, tasks=15000), base / "manual")
 settings = load_settings(cwd=base, root=Path(info.root), state_dir=base / "state")
@@ -184,8 +184,8 @@ import json, sys, time
 sys.path[:0] = [sys.argv[3]]
 from pathlib import Path
 from udm.config import load_settings
-from udm.graph import open_graph
-from udm.graph_sparql import shared_runner
+from udm.graph.store import open_graph
+from udm.graph.sparql import shared_runner
 base = Path(sys.argv[1])
 settings = load_settings(cwd=base, root=Path(sys.argv[2]), state_dir=base / "state")
 started = time.perf_counter()

@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 from udm.config import load_settings
-from udm.patch import load_patch, parse_patch
-from udm.updates import apply_patch
+from udm.patch.format import load_patch, parse_patch
+from udm.patch.updates import apply_patch
 
 
 def _writer(project: str, patch_file: str, go: str) -> None:

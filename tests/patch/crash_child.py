@@ -11,9 +11,9 @@ import os
 import sys
 
 from udm.config import load_settings
-from udm.patch import load_patch
-from udm.transaction import FAULT_ENV, SLOW_ENV
-from udm.updates import apply_patch
+from udm.patch.format import load_patch
+from udm.patch.transaction import FAULT_ENV, SLOW_ENV
+from udm.patch.updates import apply_patch
 
 
 def _child(project: str, patch_file: str, step: str, slow: str) -> None:

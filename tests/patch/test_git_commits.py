@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from udm.config import Settings, load_settings
-from udm.patch import parse_patch
-from udm.updates import apply_patch, revert_patch
+from udm.patch.format import parse_patch
+from udm.patch.updates import apply_patch, revert_patch
 
 from .conftest import make_root
 
@@ -151,7 +151,7 @@ def test_outside_a_repository_nothing_is_tried(tmp_path: Path) -> None:
 
 
 def test_a_commit_message_cannot_forge_trailers() -> None:
-    from udm.gitrepo import branch_name, commit_message
+    from udm.patch.gitrepo import branch_name, commit_message
 
     record = {"id": "p", "description": "", "review": {**REVIEW, "reviewer": "ann\nReviewed-by: mallory"}}
     message = commit_message(record)

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from udm.config import Settings, load_settings
-from udm.patch import parse_patch
-from udm.updates import apply_patch
+from udm.patch.format import parse_patch
+from udm.patch.updates import apply_patch
 
 MDX = """---
 title: Install

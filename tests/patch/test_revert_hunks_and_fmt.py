@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from udm.config import Settings
-from udm.patch import parse_patch
-from udm.updates import PatchResult, apply_patch, format_files, load_record, revert_patch
+from udm.patch.format import parse_patch
+from udm.patch.updates import PatchResult, apply_patch, format_files, load_record, revert_patch
 
 from .conftest import snapshot
 

@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-import udm.journal as journal
-import udm.transaction as transaction
-import udm.updates as updates
+import udm.patch.journal as journal
+import udm.patch.transaction as transaction
+import udm.patch.updates as updates
 from udm.config import Settings
 from udm.errors import PatchError
-from udm.patch import parse_patch
-from udm.transaction import journal_dir
-from udm.updates import PatchResult, apply_patch, recover_root
+from udm.patch.format import parse_patch
+from udm.patch.transaction import journal_dir
+from udm.patch.updates import PatchResult, apply_patch, recover_root
 
 from .conftest import CONFIG_DOC, SMALL_DOC
 

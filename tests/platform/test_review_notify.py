@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from udm.config import Settings
-from udm.patch import parse_patch
+from udm.patch.format import parse_patch
 
 pytestmark = pytest.mark.prefect
 
@@ -75,7 +75,7 @@ def test_a_waiting_review_calls_the_webhook_and_the_block(
     assert sorted(path for path, _ in received) == ["/block", "/webhook"]
     by_path = dict(received)
     note = by_path["/webhook"]
-    assert note["event"] == "udm.review.waiting" and note["patch_id"] == "notify-me"
+    assert note["event"] == "udm.verify.review.waiting" and note["patch_id"] == "notify-me"
     assert note["diff_artifact_key"] == "udm-patch-notify-me-diff" and note["files"] == ["06-config.md"]
     assert note["flow_run_id"] == str(seen["run_id"]) == result.flow_run_id
     assert note["review_url"] and result.flow_run_id in note["review_url"]

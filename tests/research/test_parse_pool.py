@@ -7,7 +7,7 @@ from typing import Any
 
 from tasks.base import ToolContext, call_tool
 from tasks.documents import DocumentFetchingParsingTool
-from tasks.parse_pool import parse_pool, pool_size, run_parser, workers_for
+from udm.net.parse_pool import parse_pool, pool_size, run_parser, workers_for
 
 TOOL = DocumentFetchingParsingTool()
 

@@ -18,9 +18,9 @@ import pytest
 
 from tasks.base import ToolContext, call_tool
 from tasks.documents import DocumentFetchingParsingTool
-from tasks.fetching import fetch_url
 from tasks.web_search import WebSearchTool
 from udm.config import Settings, load_settings
+from udm.net.fetching import fetch_url
 
 from .conftest import QuietServer, _serve
 

@@ -18,9 +18,9 @@ from flows.research_report import (
     research_fingerprint,
     topic_of,
 )
-from udm.document import parse_document
-from udm.passages import rank_passages, split_passages
-from udm.synthesis import Claim, Evidence, ExtractiveSynthesizer, Synthesis
+from udm.markdown.document import parse_document
+from udm.research.passages import rank_passages, split_passages
+from udm.research.synthesis import Claim, Evidence, ExtractiveSynthesizer, Synthesis
 
 
 def test_canonical_url_merges_spellings() -> None:

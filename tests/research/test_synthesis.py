@@ -7,7 +7,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from flows.research_report import AppendixCheckError, Source, check_markdown, check_quotes, render_appendix
-from udm.synthesis import (
+from udm.research.synthesis import (
     Claim,
     Evidence,
     ExtractiveSynthesizer,

@@ -28,12 +28,10 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from tasks.base import ToolContext, always_approve, call_tool
-from tasks.fetching import fetch_url
 from tasks.filesystem import FileSystemAccessTool
 from tasks.knowledge_graph import KnowledgeGraphQueryTool
 from udm.config import Settings, load_settings
-from udm.graph import clear_cache, graph_from_rows, open_graph
-from udm.graph_cache import (
+from udm.graph.cache import (
     CACHE_NAME,
     MAX_CACHE_BYTES,
     CacheInvalid,
@@ -42,7 +40,9 @@ from udm.graph_cache import (
     graph_to_data,
     read_graph,
 )
-from udm.graph_model import GraphRows
+from udm.graph.model import GraphRows
+from udm.graph.store import clear_cache, graph_from_rows, open_graph
+from udm.net.fetching import fetch_url
 
 SAMPLE_UDM = Path(__file__).resolve().parents[2] / "examples" / "udm"
 T001 = "TASK-P0-M0.1-T001"
@@ -283,7 +283,7 @@ FP = "f" * 20
 
 def graph_from_rows_fast() -> Any:
     """A small graph built in memory (no stores)."""
-    from udm.graph_model import build_graph
+    from udm.graph.model import build_graph
 
     kg = build_graph(_rows())
     kg.fingerprint = FP

@@ -2,7 +2,7 @@
 
 `{"url": "http://[::1"}` reached `urlsplit`, which raises ValueError on unbalanced or non-IPv6
 brackets (and `.port` on a bad port); the fetch tool answered "internal error". Every URL parse of
-outside input now goes through `udm.netguard.split_url` (or `join_url` for a redirect or a link
+outside input now goes through `udm.net.guard.split_url` (or `join_url` for a redirect or a link
 resolved against a base).
 """
 
@@ -26,9 +26,9 @@ from tasks.browser.session import ActionError, normalize_url
 from tasks.documents import DocumentFetchingParsingTool
 from udm.config import Settings, load_settings
 from udm.errors import InvalidURLError
-from udm.links import check_external
-from udm.netguard import join_url, split_url
-from udm.verify_spec import resolve_url
+from udm.index.links import check_external
+from udm.net.guard import join_url, split_url
+from udm.verify.spec import resolve_url
 
 MALFORMED = [
     "http://[::1",
@@ -74,7 +74,7 @@ def test_split_url_accepts_good_urls(url: str) -> None:
 @pytest.fixture
 def fctx(workspace: Path) -> ToolContext:
     """A fetch context that may reach 127.0.0.1 only."""
-    from tasks.fetching import clear_fetch_state
+    from udm.net.fetching import clear_fetch_state
 
     clear_fetch_state()
     settings = load_settings(
@@ -193,7 +193,7 @@ def test_the_fetch_tool_never_answers_internal_error(
 ) -> None:
     # Whatever passes validation would be fetched; here it stops at the fetch, so no test leaves
     # 127.0.0.1 (the tool's own validation is what is under test).
-    import tasks.fetching as fetching
+    import udm.net.fetching as fetching
 
     passed: list[str] = []
 

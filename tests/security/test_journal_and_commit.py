@@ -23,14 +23,14 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-import udm.journal as journal
-import udm.transaction as transaction
+import udm.patch.journal as journal
+import udm.patch.transaction as transaction
 from flows.cli import run
 from udm.config import Settings, load_settings
 from udm.errors import TransactionError
-from udm.patch import parse_patch
-from udm.transaction import journal_dir, refused_dir
-from udm.updates import PatchResult, apply_patch, recover_root
+from udm.patch.format import parse_patch
+from udm.patch.transaction import journal_dir, refused_dir
+from udm.patch.updates import PatchResult, apply_patch, recover_root
 
 DOC = "# Notes\n\nvalue: 0\n"
 SECRET = b"outside secret\n"

@@ -15,7 +15,7 @@ import pytest
 
 from tasks.base import ToolContext, call_tool
 from udm.config import Settings
-from udm.site_config import detect_site
+from udm.site.detect import detect_site
 
 DEEP = "[" * 5000 + "]" * 5000
 CASES = {

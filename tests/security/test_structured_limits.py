@@ -27,12 +27,12 @@ from tasks.udm_query import UdmQueryTool
 from tasks.udm_sql import UdmSqlQueryTool
 from tasks.yaml_editor import YamlJsonParserEditorTool
 from udm.config import Settings, load_settings
-from udm.datalimits import DataLimitError, DataLimits, check_json, check_text, check_yaml
 from udm.errors import PatchError
-from udm.lint import lint
-from udm.patch import loads_patch
-from udm.query import UdmQuery
-from udm.structured import edit_text, get_value
+from udm.index.lint import lint
+from udm.index.query import UdmQuery
+from udm.markdown.datalimits import DataLimitError, DataLimits, check_json, check_text, check_yaml
+from udm.patch.format import loads_patch
+from udm.patch.structured import edit_text, get_value
 
 REPO = Path(__file__).resolve().parents[2]
 LIMIT = 100  # the default of data_max_depth
@@ -356,7 +356,7 @@ def test_a_deep_patch_file_is_refused(depth: int) -> None:
 
 @pytest.mark.parametrize("depth", [1_500, 100_000])
 def test_a_patch_that_creates_a_deep_data_file_is_refused(ctx: ToolContext, depth: int) -> None:
-    from udm.updates import apply_patch
+    from udm.patch.updates import apply_patch
 
     for name, text in (("deep.yaml", yaml_flow(depth)), ("deep.json", json_lists(depth))):
         patch = loads_patch(
@@ -377,7 +377,7 @@ def test_a_patch_that_creates_a_deep_data_file_is_refused(ctx: ToolContext, dept
 
 @pytest.mark.parametrize("depth", [1_500, 100_000])
 def test_key_edits_of_a_deep_file_in_the_manual_are_refused(ctx: ToolContext, depth: int) -> None:
-    from udm.updates import apply_patch
+    from udm.patch.updates import apply_patch
 
     (ctx.settings.udm_root / "deep.yaml").write_text(yaml_flow(depth), encoding="utf-8")
     patch = loads_patch(
@@ -423,7 +423,7 @@ def test_specs_step_files_cli_json_and_llm_arguments_are_refused(tmp_path: Path,
     from tasks.llm_tools import ToolUseExecutor
     from tasks.pipeline_spec import PipelineCheckError, load_spec
     from udm.errors import DocumentError
-    from udm.verify_spec import load_spec_file
+    from udm.verify.spec import load_spec_file
 
     deep_yaml = "name: p\nsteps: " + json_lists(1_500) + "\n"
     with pytest.raises(PipelineCheckError, match="the pipeline spec is nested too deeply"):

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from udm import sandbox as sb
+from udm.guard import sandbox as sb
 
 DENIED = "ERROR_PERMISSION_DENIED"
 INVALID = "ERROR_INVALID_PATH"

@@ -1,4 +1,4 @@
-"""udm.sandbox: the path guard and its safe primitives, attack class by attack class."""
+"""udm.guard.sandbox: the path guard and its safe primitives, attack class by attack class."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from udm import sandbox as sb
 from udm.errors import InvalidPathError, PathChangedError, PathOutsideError
-from udm.sandbox import (
+from udm.guard import sandbox as sb
+from udm.guard.sandbox import (
     MAX_NAME_BYTES,
     Sandbox,
     atomic_write,

@@ -1,0 +1,102 @@
+"""Parsing of fenced data blocks and front matter, and the IDs their data defines."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+
+from udm.errors import DocumentError
+from udm.markdown.datalimits import DataLimitError, check_json, check_size, check_yaml
+from udm.markdown.ids import DEFINING_KEYS
+from udm.markdown.simple_yaml import NOT_SIMPLE, parse_simple_yaml
+from udm.patch.structured import check_alias_expansion
+
+__all__ = ["DATA_LANGS", "collect_ids", "front_ids", "parse_data", "parse_front_matter"]
+
+_YamlLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+DATA_LANGS = frozenset({"yaml", "yml", "json", "verify"})
+
+
+def collect_ids(data: Any, out: list[str]) -> None:
+    """Append the IDs `data` defines: stripped, space-free string values of the defining keys, at any depth."""
+    if isinstance(data, dict):
+        for key in DEFINING_KEYS:
+            value = data.get(key)
+            if isinstance(value, str) and value.strip() and " " not in value.strip():
+                out.append(value.strip())
+        for value in data.values():
+            if isinstance(value, (dict, list)):
+                collect_ids(value, out)
+    elif isinstance(data, list):
+        for item in data:
+            collect_ids(item, out)
+
+
+def parse_data(
+    lang: str, text: str, path: str, first_line: int, what: str | None = None
+) -> tuple[Any, str | None]:
+    """Parse a data block; errors are 'path:line: message' with the 1-based file line."""
+    where = path or "<string>"
+    # Parsers report end-of-input problems one line past the text; keep the line inside the block.
+    last = first_line + max(1, text.count("\n"))
+    if lang == "json":
+        try:
+            check_json(text, what=what or "JSON block")
+            return json.loads(text), None
+        except DataLimitError as exc:
+            return None, f"{where}:{min(first_line + exc.line, last)}: {exc.reason}"
+        except json.JSONDecodeError as exc:
+            return None, f"{where}:{min(first_line + exc.lineno, last)}: invalid JSON: {exc.msg}"
+    try:
+        check_size(text, what=what or "YAML block")
+        simple = parse_simple_yaml(text)
+        if simple is not NOT_SIMPLE:
+            return simple, None
+        check_yaml(text, what=what or "YAML block")
+        data = yaml.load(text, Loader=_YamlLoader)
+        if "*" in text:
+            # Aliases load as shared values; ID collection and the index's rows would walk them expanded.
+            check_alias_expansion(data, len(text))
+        return data, None
+    except DataLimitError as exc:
+        return None, f"{where}:{min(first_line + exc.line, last)}: {exc.reason}"
+    except DocumentError as exc:
+        return None, f"{where}:{first_line + 1}: {exc}"
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = min(first_line + (mark.line + 1 if mark is not None else 1), last)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        return None, f"{where}:{line}: invalid YAML: {problem}"
+
+
+def parse_front_matter(
+    lines: list[str], path: str
+) -> tuple[dict[str, Any] | None, tuple[int, int] | None, str | None]:
+    """(data, line range, error) of a leading `---` front matter block; all None when there is none."""
+    if not lines or lines[0].rstrip("\r\n") != "---":
+        return None, None, None
+    for j in range(1, len(lines)):
+        if lines[j].rstrip("\r\n") in ("---", "..."):
+            body = "".join(lines[1:j])
+            data, error = parse_data("yaml", body, path, 1, "front matter")
+            if error is None and data is not None and not isinstance(data, dict):
+                # `---` then prose then `---` is two thematic breaks around Markdown, not front matter.
+                return None, None, None
+            return (data or None) if error is None else None, (0, j + 1), error
+    return None, None, None
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsing
+
+
+def front_ids(front: dict[str, Any]) -> list[str]:
+    """The IDs front matter defines (top-level defining keys only)."""
+    out: list[str] = []
+    for key in DEFINING_KEYS:
+        value = front.get(key)
+        if isinstance(value, str) and value.strip() and " " not in value.strip():
+            out.append(value.strip())
+    return out

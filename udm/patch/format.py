@@ -1,0 +1,492 @@
+"""The patch format: pydantic models of a patch and its operations, loading from YAML/JSON, JSON Schema."""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from udm.errors import DocumentError, PatchError
+from udm.markdown.datalimits import DataLimitError, check_text
+from udm.patch.structured import check_alias_expansion
+
+__all__ = [
+    "DESTRUCTIVE_OPS",
+    "OPERATION_TYPES",
+    "AppendJsonItem",
+    "AppendToSection",
+    "AppendYamlItem",
+    "CreateFile",
+    "DeleteFile",
+    "DeleteJsonKey",
+    "DeleteSection",
+    "DeleteYamlKey",
+    "InsertSection",
+    "MoveSection",
+    "Operation",
+    "OperationType",
+    "Override",
+    "Patch",
+    "PrependToSection",
+    "RenameFile",
+    "RenameHeading",
+    "ReplaceCodeBlock",
+    "ReplaceSection",
+    "ReplaceText",
+    "SetFrontMatter",
+    "SetJsonKey",
+    "SetYamlKey",
+    "describe_validation_error",
+    "load_patch",
+    "loads_patch",
+    "parse_patch",
+    "patch_json_schema",
+]
+
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _lone_surrogate(data: Any) -> str | None:
+    """Where the first lone surrogate in parsed data sits (e.g. `operations[0].new`), or None."""
+    # A lone surrogate (JSON "\ud800") is a str in Python but can never be written as UTF-8;
+    # found here it is bad input, found at the commit it would be a traceback. Iterative: the
+    # data's depth is the input's to choose.
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, str):
+            m = _SURROGATE.search(item)
+            if m:
+                return f"{where or 'the patch'} (U+{ord(m.group()):04X} at character {m.start()})"
+        elif isinstance(item, dict):
+            for key, value in reversed(list(item.items())):
+                name = f"{where}.{key}" if where else str(key)
+                if isinstance(key, str) and _SURROGATE.search(key):
+                    return f"the key {key!r} of {where or 'the patch'}"
+                stack.append((name, value))
+        elif isinstance(item, list | tuple):
+            stack.extend((f"{where}[{i}]", v) for i, v in reversed(list(enumerate(item))))
+    return None
+
+
+def _surrogate_message(where: str) -> str:
+    return f"{where} holds a lone surrogate, which is not a character and cannot be stored as UTF-8"
+
+
+class _Op(BaseModel):
+    """Fields every operation has."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    file: str = Field(min_length=1, description="The file, relative to the UDM root (posix slashes).")
+    expect: str | None = Field(
+        default=None,
+        description="Precondition: sha256 of the target (section, block, matched lines or file) as it was "
+        "when the patch was planned; filled in by planning, checked again at commit.",
+    )
+    rationale: str | None = Field(default=None, description="Why this change is made (kept in the record).")
+
+
+class _SectionOp(_Op):
+    section: str = Field(
+        min_length=1,
+        description="The section: heading text (with or without '#'s), heading path 'A > B', anchor, "
+        "'#anchor', or an ID the section defines.",
+    )
+
+
+class _MarkdownContent(BaseModel):
+    content: str = Field(description="Markdown to insert.")
+    format: bool = Field(
+        default=True, description="Normalise the inserted Markdown with mdformat (only the inserted lines)."
+    )
+
+
+class ReplaceSection(_SectionOp, _MarkdownContent):
+    """Replace a section's body (keeping its heading), or the whole section with its heading."""
+
+    op: Literal["replace_section"]
+    with_heading: bool = Field(
+        default=False, description="Replace the heading too; `content` then starts with a heading."
+    )
+    own_only: bool = Field(
+        default=False, description="Replace only the section's own body, keeping its subsections."
+    )
+
+
+class AppendToSection(_SectionOp, _MarkdownContent):
+    """Add Markdown at the end of a section's own body (before its first subsection)."""
+
+    op: Literal["append_to_section"]
+
+
+class PrependToSection(_SectionOp, _MarkdownContent):
+    """Add Markdown right after a section's heading."""
+
+    op: Literal["prepend_to_section"]
+
+
+class InsertSection(_SectionOp, _MarkdownContent):
+    """Insert a new section before or after a target section."""
+
+    op: Literal["insert_section"]
+    position: Literal["before", "after"] = Field(
+        default="after", description="Where, relative to the target."
+    )
+    heading: str | None = Field(
+        default=None, description="The new heading's text; if absent, `content` starts with a heading line."
+    )
+    level: int | None = Field(
+        default=None,
+        ge=1,
+        le=6,
+        description="Heading level (default: the target's level); sub-headings shift.",
+    )
+
+
+class DeleteSection(_SectionOp):
+    """Remove a section with its subsections."""
+
+    op: Literal["delete_section"]
+
+
+class RenameHeading(_SectionOp):
+    """Change a section's heading text (its level and style stay)."""
+
+    op: Literal["rename_heading"]
+    to: str = Field(min_length=1, description="The new heading text.")
+
+
+class MoveSection(_SectionOp):
+    """Move a section (with its subsections) before or after another section of the same file."""
+
+    op: Literal["move_section"]
+    to: str = Field(min_length=1, description="The destination section (same identifier forms as `section`).")
+    position: Literal["before", "after"] = Field(default="after", description="Where, relative to `to`.")
+    level: int | None = Field(default=None, ge=1, le=6, description="New heading level; sub-headings shift.")
+
+
+class ReplaceText(_Op):
+    """Replace exact text, which must occur exactly `count` times (in the file, or in one section)."""
+
+    op: Literal["replace_text"]
+    old: str = Field(min_length=1, description="The exact text to find.")
+    new: str = Field(description="Its replacement.")
+    count: int = Field(default=1, ge=1, description="How many occurrences are expected (and replaced).")
+    section: str | None = Field(default=None, description="Limit the search to this section.")
+
+
+class _KeyOp(_Op):
+    key: str = Field(description='Key path: dotted, with [index] or ["quoted.key"] parts.')
+    section: str | None = Field(
+        default=None, description="For a Markdown file: the section holding the fenced block."
+    )
+    block: int | str | None = Field(
+        default=None,
+        description="For a Markdown file: which fenced block (index among the section's blocks, or the "
+        "value of its id key); default the section's only YAML/JSON block.",
+    )
+
+
+class SetYamlKey(_KeyOp):
+    """Set a key in a YAML file or a fenced YAML block (created if its parent exists)."""
+
+    op: Literal["set_yaml_key"]
+    value: Any = Field(description="The new value (any JSON/YAML value).")
+
+
+class DeleteYamlKey(_KeyOp):
+    """Remove a key (or list item) from a YAML file or block."""
+
+    op: Literal["delete_yaml_key"]
+
+
+class AppendYamlItem(_KeyOp):
+    """Append an item to a list in a YAML file or block."""
+
+    op: Literal["append_yaml_item"]
+    value: Any = Field(description="The item to append.")
+
+
+class SetJsonKey(_KeyOp):
+    """Set a key in a JSON file or a fenced JSON block."""
+
+    op: Literal["set_json_key"]
+    value: Any = Field(description="The new value.")
+
+
+class DeleteJsonKey(_KeyOp):
+    """Remove a key (or list item) from a JSON file or block."""
+
+    op: Literal["delete_json_key"]
+
+
+class AppendJsonItem(_KeyOp):
+    """Append an item to a list in a JSON file or block."""
+
+    op: Literal["append_json_item"]
+    value: Any = Field(description="The item to append.")
+
+
+class SetFrontMatter(_Op):
+    """Set (or with `value: null` and `delete: true`, remove) a key of a Markdown file's front matter."""
+
+    op: Literal["set_front_matter"]
+    key: str = Field(min_length=1, description="Key path inside the front matter.")
+    value: Any = Field(default=None, description="The new value.")
+    delete: bool = Field(default=False, description="Remove the key instead of setting it.")
+
+
+class ReplaceCodeBlock(_Op):
+    """Replace the content of a fenced code block (its fence and info string stay)."""
+
+    op: Literal["replace_code_block"]
+    section: str | None = Field(default=None, description="The section holding the block.")
+    block: int | str | None = Field(
+        default=None, description="Index among the section's blocks, or the value of its id key."
+    )
+    content: str = Field(description="The block's new content.")
+
+
+class CreateFile(_Op):
+    """Create a new file (an error if it exists)."""
+
+    op: Literal["create_file"]
+    content: str = Field(description="The new file's content.")
+    format: bool = Field(default=False, description="Normalise a Markdown file's content with mdformat.")
+
+
+class RenameFile(_Op):
+    """Rename or move a file inside the UDM root."""
+
+    op: Literal["rename_file"]
+    to: str = Field(min_length=1, description="The new path, relative to the UDM root.")
+
+
+class DeleteFile(_Op):
+    """Delete a file (destructive: needs approval under smart_auto)."""
+
+    op: Literal["delete_file"]
+
+
+Operation = Annotated[
+    ReplaceSection
+    | AppendToSection
+    | PrependToSection
+    | InsertSection
+    | DeleteSection
+    | RenameHeading
+    | MoveSection
+    | ReplaceText
+    | SetYamlKey
+    | DeleteYamlKey
+    | AppendYamlItem
+    | SetJsonKey
+    | DeleteJsonKey
+    | AppendJsonItem
+    | SetFrontMatter
+    | ReplaceCodeBlock
+    | CreateFile
+    | RenameFile
+    | DeleteFile,
+    Field(discriminator="op"),
+]
+
+OperationType = Literal[
+    "replace_section",
+    "append_to_section",
+    "prepend_to_section",
+    "insert_section",
+    "delete_section",
+    "rename_heading",
+    "move_section",
+    "replace_text",
+    "set_yaml_key",
+    "delete_yaml_key",
+    "append_yaml_item",
+    "set_json_key",
+    "delete_json_key",
+    "append_json_item",
+    "set_front_matter",
+    "replace_code_block",
+    "create_file",
+    "rename_file",
+    "delete_file",
+]
+# Spelled once as a Literal so tool input schemas can offer the names as an enum.
+OPERATION_TYPES: tuple[str, ...] = get_args(OperationType)
+
+# Operations that throw content away wholesale; they need approval under the smart_auto policy.
+DESTRUCTIVE_OPS: frozenset[str] = frozenset({"delete_section", "delete_file"})
+
+
+def _new_id(description: str) -> str:
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    slug = re.sub(r"[^a-z0-9]+", "-", description.lower()).strip("-")[:32].strip("-")
+    return f"{stamp}-{slug + '-' if slug else ''}{secrets.token_hex(3)}"
+
+
+class Override(BaseModel):
+    """Who forces a patch past the validator's link, anchor and ID findings, and why."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    by: str = Field(min_length=1, max_length=200, description="Who forces it (a person or a mode).")
+    reason: str = Field(min_length=1, max_length=2000, description="Why the findings do not matter here.")
+
+
+class Patch(BaseModel):
+    """An ordered list of operations that commit together or not at all."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(
+        default="",
+        description="Unique id (letters, digits, '.', '_', '-'); generated from time and description if absent.",
+    )
+    description: str = Field(default="", description="What the patch does, in one line.")
+    author: str | None = Field(default=None, description="Who wrote it (a person or a mode).")
+    source: str | None = Field(default=None, description="Where it comes from, e.g. a task ID or a run.")
+    operations: list[Operation] = Field(min_length=1, description="The operations, applied in order.")
+    override: Override | None = Field(
+        default=None,
+        description="Apply even though links, anchors or IDs that resolved would no longer resolve; "
+        "who and why go into the patch record with the findings overridden (parse errors still refuse).",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_lone_surrogates(cls, data: Any) -> Any:
+        where = _lone_surrogate(data)
+        if where is not None:
+            raise ValueError(_surrogate_message(where))
+        return data
+
+    @field_validator("id")
+    @classmethod
+    def _check_id(cls, value: str) -> str:
+        # fullmatch, not `$`: `$` also matches before a final newline, and "abc\n" names a record file.
+        if value and not _ID.fullmatch(value):
+            raise ValueError("id may only hold letters, digits, '.', '_' and '-' (at most 100 characters)")
+        return value
+
+    def model_post_init(self, __context: Any) -> None:
+        """Generate the id when the patch came without one."""
+        if not self.id:
+            self.id = _new_id(self.description)
+
+    @property
+    def destructive(self) -> bool:
+        """Whether any operation is destructive (deletes a section or a file)."""
+        return any(op.op in DESTRUCTIVE_OPS for op in self.operations)
+
+
+def describe_validation_error(exc: ValidationError, prefix: str = "") -> str:
+    """A pydantic error as short lines naming the operation and field, e.g. `operations[2] (replace_text): ...`."""
+    lines = []
+    for err in exc.errors():
+        loc = list(err.get("loc", ()))
+        where = prefix
+        if len(loc) >= 2 and loc[0] == "operations" and isinstance(loc[1], int):
+            where += f"operations[{loc[1]}]"
+            rest = loc[2:]
+            if rest and isinstance(rest[0], str) and rest[0] in OPERATION_TYPES:
+                where += f" ({rest[0]})"
+                rest = rest[1:]
+            if rest:
+                where += ": field '" + ".".join(str(x) for x in rest) + "'"
+        elif loc:
+            where += "field '" + ".".join(str(x) for x in loc) + "'"
+        msg = err.get("msg", "invalid")
+        if err.get("type") == "union_tag_invalid":
+            ctx = err.get("ctx") or {}
+            msg = f"unknown operation {ctx.get('tag')!r}; expected one of: {', '.join(OPERATION_TYPES)}"
+        elif err.get("type") == "union_tag_not_found":
+            msg = "missing 'op' (the operation's name)"
+        lines.append(f"{where or 'patch'}: {msg}")
+    return "; ".join(lines)
+
+
+def parse_patch(data: Any, origin: str = "patch") -> Patch:
+    """A Patch from already-parsed data; PatchError naming every problem otherwise."""
+    if not isinstance(data, dict):
+        raise PatchError(f"{origin}: a patch is a mapping with 'operations', not {type(data).__name__}")
+    where = _lone_surrogate(data)
+    if where is not None:
+        raise PatchError(f"{origin}: invalid patch: {_surrogate_message(where)}")
+    try:
+        return Patch.model_validate(data)
+    except ValidationError as exc:
+        raise PatchError(f"{origin}: invalid patch: {describe_validation_error(exc)}") from exc
+
+
+def load_patch(path: Path | str) -> Patch:
+    """Read a patch file (YAML, or JSON which is YAML too); PatchError for unreadable or invalid files."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise PatchError(f"cannot read patch file {p}: {exc.strerror or exc}") from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PatchError(f"patch file {p} is not UTF-8 text (byte {exc.start})") from exc
+    return loads_patch(text, str(p))
+
+
+def loads_patch(text: str, origin: str = "patch") -> Patch:
+    """A Patch from YAML or JSON text."""
+    import yaml
+
+    # The patch file's nesting and size are measured before any parser (all of them recurse) sees it.
+    try:
+        check_text(text, "json" if text.lstrip().startswith("{") else "yaml", what="the patch file")
+    except DataLimitError as exc:
+        raise PatchError(f"{origin} is refused: {exc}") from exc
+    if text.lstrip().startswith("{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise PatchError(
+                f"{origin} is not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"
+            ) from exc
+        except RecursionError as exc:
+            raise PatchError(f"{origin} is nested too deeply to read") from exc
+    else:
+        try:
+            data = yaml.safe_load(text)
+            # Aliases load as shared objects; the patch's values are later written out whole
+            # (JSON edits, the patch record), which would expand a "billion laughs" for real.
+            check_alias_expansion(data, len(text))
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"line {mark.line + 1} column {mark.column + 1}: " if mark is not None else ""
+            problem = getattr(exc, "problem", None) or str(exc)
+            raise PatchError(f"{origin} is not valid YAML: {where}{problem}") from exc
+        except DocumentError as exc:
+            raise PatchError(f"{origin}: {exc}") from exc
+        except RecursionError as exc:
+            raise PatchError(f"{origin} is nested too deeply to read") from exc
+    return parse_patch(data, origin)
+
+
+def patch_json_schema() -> dict[str, Any]:
+    """The published JSON Schema of a patch file."""
+    schema = TypeAdapter(Patch).json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "UDM patch"
+    return schema

@@ -1,0 +1,399 @@
+"""Checks a patch's results before commit: files parse, IDs stay unique, what resolved still resolves."""
+
+from __future__ import annotations
+
+import bisect
+import json
+import posixpath
+from collections import Counter
+from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
+from pathlib import Path
+from typing import Any
+
+from udm.errors import DocumentError, PatchError, UdmError
+from udm.markdown.blockdata import parse_front_matter
+from udm.markdown.datalimits import check_text
+from udm.markdown.document import Document
+from udm.patch.apply import Workspace, cached_parse
+from udm.patch.splice import edit_form, line_opcodes
+from udm.site.detect import NUMBER_PREFIX
+from udm.site.routes import (
+    PAGE_SUFFIXES,
+    LinkResolver,
+    Routes,
+    Site,
+    display_target,
+    resolve_links,
+    route_meta,
+    site_for,
+)
+
+__all__ = ["ValidationFailedError", "validate_workspace"]
+
+
+class ValidationFailedError(PatchError):
+    """The patched files would break the manual; `problems` lists every finding."""
+
+    def __init__(self, problems: list[str], *, overridable: bool = False) -> None:
+        super().__init__("validation failed: " + "; ".join(problems))
+        self.problems = problems
+        # Only link, anchor and ID findings: an explicit override (who and why) may apply the patch.
+        self.overridable = overridable
+
+
+def _structured_error(path: str, text: str) -> str | None:
+    suffix = Path(path).suffix.lower()
+    try:
+        if suffix in (".yaml", ".yml", ".json", ".json5"):
+            check_text(text, "yaml" if suffix in (".yaml", ".yml") else suffix[1:])  # type: ignore[arg-type]
+        if suffix in (".yaml", ".yml"):
+            import yaml
+
+            list(yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+        elif suffix == ".json":
+            json.loads(text)
+        elif suffix == ".json5":
+            import json5
+
+            json5.loads(text)
+    except Exception as exc:  # every parser has its own error types; the message is what matters
+        return f"{path}: does not parse as {suffix[1:].upper()}: {' '.join(str(exc).split())[:200]}"
+    return None
+
+
+def _block_errors(doc: Document) -> Counter[str]:
+    # Keyed by the block's text, so a block that was broken before the patch does not block it.
+    return Counter(b.text for b in doc.blocks if b.error)
+
+
+def _anchors(doc: Document) -> set[str]:
+    return {s.anchor for s in doc.sections}
+
+
+class _Pages(AbstractSet[str]):
+    """The manual's Markdown pages on one side of the patch: membership from the disk, walked only if iterated."""
+
+    def __init__(self, resolver: _Resolver) -> None:
+        self.resolver = resolver
+        self._all: list[str] | None = None
+
+    def __contains__(self, rel: object) -> bool:
+        return isinstance(rel, str) and rel.lower().endswith(PAGE_SUFFIXES) and self.resolver.exists(rel)
+
+    def _list(self) -> list[str]:
+        if self._all is None:
+            ws = self.resolver.ws
+            found = set(_all_markdown(ws.root))
+            for rel in ws.current:
+                if rel.lower().endswith(PAGE_SUFFIXES) and self.resolver.exists(rel):
+                    found.add(rel)
+                else:
+                    found.discard(rel)
+            self._all = sorted(found)
+        return self._all
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._list())
+
+    def __len__(self) -> int:
+        return len(self._list())
+
+
+class _Resolver:
+    """The manual before or after the patch: file texts, parsed pages, and the site's link rules."""
+
+    def __init__(self, ws: Workspace, after: bool, site: Site) -> None:
+        self.ws = ws
+        self.after = after
+        self._docs: dict[str, Document | None] = {}
+        meta_of = self.route_meta if site.generator in ("docusaurus", "hugo") else None
+        self.routes = Routes(site, _Pages(self), meta_of=meta_of)
+        self.links = LinkResolver(self.routes, self.exists)
+
+    def text(self, rel: str) -> str | None:
+        """The file's text before or after the patch (None when absent)."""
+        # Edit form: a byte-order mark would hide a first heading, and JSON parsers refuse it.
+        if rel in self.ws.current:
+            text = self.ws.current[rel] if self.after else self.ws.original[rel]
+        else:
+            try:
+                text = self.ws.read(rel)
+            except UdmError:
+                return None
+        return None if text is None else edit_form(text)
+
+    def exists(self, rel: str) -> bool:
+        """Whether the file exists before or after the patch."""
+        if rel in self.ws.current:
+            return self.text(rel) is not None
+        if rel.startswith("../"):
+            # A page or file the site publishes beside the manual (udm.site.routes): only its existence counts.
+            return (self.ws.root / rel).is_file()
+        try:
+            real = self.ws.real_path(rel)
+        except UdmError:
+            return False
+        return real.is_file()
+
+    def doc(self, rel: str) -> Document | None:
+        """The parsed Markdown file (None when absent or not Markdown)."""
+        if rel not in self._docs:
+            text = self.text(rel) if rel.lower().endswith(PAGE_SUFFIXES) else None
+            self._docs[rel] = (
+                cached_parse(text, rel, self.ws.id_patterns, self.ws.data_sections)
+                if text is not None
+                else None
+            )
+        return self._docs[rel]
+
+    def route_meta(self, rel: str) -> dict[str, Any] | None:
+        """The front matter keys that move the page's route (only the front matter is parsed)."""
+        if rel in self._docs:
+            doc = self._docs[rel]
+            return route_meta(doc.front_matter) if doc is not None else None
+        text = self.text(rel)
+        if not text or not text.startswith("---"):
+            return None
+        data, _, _ = parse_front_matter(text[:262_144].splitlines(keepends=True)[:4000], rel)
+        return route_meta(data)
+
+    def verdicts(self, doc: Document) -> dict[str, tuple[bool, str]]:
+        """Link target -> (resolves, why not) for every internal link and anchor of `doc`."""
+        rows = [(link.target, doc.path, link.target) for link in doc.links if link.kind != "external"]
+
+        def anchors_in(pairs: set[tuple[str, str]]) -> set[tuple[str, str]]:
+            found = set()
+            for rel, anchor in pairs:
+                other = doc if rel == doc.path else self.doc(rel)
+                if other is not None and anchor in _anchors(other):
+                    found.add((rel, anchor))
+            return found
+
+        out: dict[str, tuple[bool, str]] = {}
+        for target, file, fragment, ok in resolve_links(self.links, rows, anchors_in, self.text):
+            if ok is False:
+                if file is None:
+                    why = f"{display_target(doc.path, target)} does not exist"
+                else:
+                    why = (
+                        f"no heading #{fragment} in {file}"
+                        if file != doc.path
+                        else "no such heading in the file"
+                    )
+                out[target] = (False, why)
+            else:
+                out.setdefault(target, (True, ""))
+        return out
+
+
+def _newly_broken(
+    path: str, before: dict[str, tuple[bool, str]], after: dict[str, tuple[bool, str]]
+) -> list[str]:
+    """Links of `path` that resolve before the patch (or that it writes) and would not after."""
+    return [
+        f"{path}: link to {target} would break ({why})"
+        for target, (ok, why) in sorted(after.items())
+        if not ok and before.get(target, (True, ""))[0]
+    ]
+
+
+def _all_markdown(root: Path) -> list[str]:
+    return sorted(
+        p.relative_to(root).as_posix()
+        for p in root.rglob("*")
+        if p.suffix.lower() in PAGE_SUFFIXES and p.is_file() and not p.is_symlink()
+    )
+
+
+def _swallowed(path: str, old: Document, new: Document) -> list[str]:
+    """Headings and ID definitions on lines the patch left alone that no longer count as such.
+
+    A line that did not change but stopped being a heading (or defining its ID) was swallowed by
+    something opened above it: an unclosed fence or HTML block, a fence closed early. Deleting or
+    rewriting a section changes its lines, so it is not reported here.
+    """
+    equal = [(i1, i2, j1) for tag, i1, i2, j1, _ in line_opcodes(old.lines, new.lines) if tag == "equal"]
+    starts = [e[0] for e in equal]
+
+    def kept(line: int) -> int | None:
+        """Where an unchanged old line sits in the new text (None when the patch changed it)."""
+        k = bisect.bisect_right(starts, line) - 1
+        if k >= 0 and line < equal[k][1]:
+            return equal[k][2] + line - equal[k][0]
+        return None
+
+    problems: list[str] = []
+    headings = {s.heading_start for s in new.sections}
+    for sec in old.sections:
+        unchanged = all(kept(k) is not None for k in range(sec.heading_start, sec.heading_end))
+        if unchanged and kept(sec.heading_start) not in headings:
+            problems.append(
+                f"{path}: section '{sec.path}' (line {sec.heading_start + 1}) would vanish: its heading "
+                "is unchanged but no longer a heading (an unclosed code fence or HTML block above it?)"
+            )
+    defined = {d.id for d in new.id_defs}
+    for d in old.id_defs:
+        if d.id not in defined and kept(d.line) is not None:
+            problems.append(
+                f"{path}: ID {d.id} (line {d.line + 1}) would no longer be defined although its line is "
+                "unchanged (an unclosed code fence or HTML block above it?)"
+            )
+    return problems
+
+
+def validate_workspace(
+    ws: Workspace, *, site: Site | None = None, revert: bool = False, override: bool = False
+) -> list[str]:
+    """Raise ValidationFailedError if the workspace's changes would break the manual.
+
+    Refused: files that stop parsing, sections swallowed by an unclosed fence, and links, anchors and
+    IDs that resolve before the patch and would not after (a link the patch writes must resolve).
+    A revert (`revert`) is never refused for links. With `override`, link, anchor and ID findings do
+    not refuse the patch: they are returned, for the patch record, and only the rest can refuse it.
+    """
+    hard: list[str] = []
+    breaks: list[str] = []
+    changed = ws.changed()
+    site = site if site is not None else site_for(ws.root)
+    before_r, after_r = _Resolver(ws, False, site), _Resolver(ws, True, site)
+    lost_files = {p for p, (_, after) in changed.items() if after is None}
+    lost_names: set[str] = set()
+    new_ids: dict[str, str] = {}
+    old_defined: set[str] = set()
+    new_defined: set[str] = set()
+    refs_after: dict[str, str] = {}
+    for path, (before, after) in sorted(changed.items()):
+        if before is not None and path.lower().endswith(PAGE_SUFFIXES):
+            old = before_r.doc(path)
+            if old is not None:
+                old_defined.update(d.id for d in old.id_defs)
+        if after is None:
+            continue
+        before = None if before is None else edit_form(before)
+        after = edit_form(after)
+        if not path.lower().endswith(PAGE_SUFFIXES):
+            error = _structured_error(path, after)
+            if error and (before is None or _structured_error(path, before) is None):
+                hard.append(error)
+            continue
+        new_doc = after_r.doc(path)
+        old_doc = before_r.doc(path) if before is not None else None
+        assert new_doc is not None
+        hard += _parse_problems(path, old_doc, new_doc)
+        # IDs: a definition that is new here must not exist twice in the file or anywhere else.
+        old_counts = Counter(d.id for d in old_doc.id_defs) if old_doc else Counter()
+        new_counts = Counter(d.id for d in new_doc.id_defs)
+        new_defined.update(new_counts)
+        for ref in new_doc.id_refs:
+            refs_after.setdefault(ref.id, f"{path}:{ref.line + 1}")
+        for ident, n in new_counts.items():
+            lines_of = [d.line + 1 for d in new_doc.id_defs if d.id == ident]
+            if n > 1 and n > old_counts[ident]:
+                breaks.append(
+                    f"{path}: ID {ident} would be defined {n} times (lines {', '.join(map(str, lines_of))})"
+                )
+            if old_counts[ident] == 0:
+                new_ids[ident] = path
+        if old_doc:
+            hard += _swallowed(path, old_doc, new_doc)
+        if not revert:
+            old_links = before_r.verdicts(old_doc) if old_doc else {}
+            breaks += _newly_broken(path, old_links, after_r.verdicts(new_doc))
+        if old_doc and (
+            _anchors(old_doc) - _anchors(new_doc)
+            or route_meta(old_doc.front_matter) != route_meta(new_doc.front_matter)
+        ):
+            lost_names.update(_names(path, old_doc))
+    for path in lost_files:
+        old = before_r.doc(path)
+        lost_names.update(_names(path, old))
+    lost_ids = old_defined - new_defined
+    if new_ids or lost_names or lost_ids:
+        breaks += _check_others(
+            ws, changed, new_ids, lost_ids, refs_after, set() if revert else lost_names, before_r, after_r
+        )
+    if hard or (breaks and not override):
+        raise ValidationFailedError(hard + breaks, overridable=not hard)
+    return breaks
+
+
+def _parse_problems(path: str, old_doc: Document | None, new_doc: Document) -> list[str]:
+    """Blocks and front matter that parse before the patch and would not after."""
+    problems = []
+    old_errors = _block_errors(old_doc) if old_doc else Counter()
+    for block in new_doc.blocks:
+        if block.error and old_errors[block.text] <= 0:
+            problems.append(f"a {block.lang.upper()} block does not parse: {block.error}")
+    if (
+        new_doc.front_matter_range is None
+        and new_doc.lines[:1] == ["---\n"]
+        and old_doc
+        and old_doc.front_matter_range
+    ):
+        problems.append(f"{path}: the front matter is no longer closed")
+    for err in new_doc.errors:
+        if "front matter" in err and not (old_doc and err in old_doc.errors):
+            problems.append(err)
+    return problems
+
+
+def _names(path: str, doc: Document | None) -> set[str]:
+    """Strings a link into `path` would contain: its name, its stem, its slug or id."""
+    base = posixpath.basename(path)
+    stem = base.rsplit(".", 1)[0]
+    # Docusaurus routes drop a number prefix: 01-install.md is linked as .../install.
+    names = {base, stem, NUMBER_PREFIX.sub("", stem)}
+    if stem.lower() in ("index", "readme", "_index"):
+        names.add(posixpath.basename(posixpath.dirname(path)) or base)
+    meta = route_meta(doc.front_matter) if doc is not None else None
+    for key in ("slug", "id", "url"):
+        if meta and meta.get(key):
+            names.add(str(meta[key]).strip("/").rsplit("/", 1)[-1] or str(meta[key]))
+    return {n for n in names if n}
+
+
+def _check_others(
+    ws: Workspace,
+    changed: dict[str, tuple[str | None, str | None]],
+    new_ids: dict[str, str],
+    lost_ids: set[str],
+    refs_after: dict[str, str],
+    names: set[str],
+    before_r: _Resolver,
+    after_r: _Resolver,
+) -> list[str]:
+    """Scan the rest of the manual: duplicates of new IDs, references to removed ones, links into what is gone."""
+    problems: list[str] = []
+    still_defined: set[str] = set()
+    for rel in _all_markdown(ws.root):
+        if rel in changed:
+            continue
+        try:
+            text = ws.read(rel)
+        except (DocumentError, UdmError):
+            continue
+        if text is None:
+            continue
+        hits = [i for i in new_ids if i in text]
+        lost_hits = [i for i in lost_ids if i in text]
+        linked = any(n in text for n in names)
+        if not hits and not linked and not lost_hits:
+            continue
+        doc = cached_parse(text, rel, ws.id_patterns, ws.data_sections)
+        defined = {d.id: d.line for d in doc.id_defs}
+        for ident in hits:
+            if ident in defined:
+                problems.append(
+                    f"ID {ident} added in {new_ids[ident]} is already defined in {rel} (line {defined[ident] + 1})"
+                )
+        still_defined.update(i for i in lost_hits if i in defined)
+        for ref in doc.id_refs:
+            if ref.id in lost_ids:
+                refs_after.setdefault(ref.id, f"{rel}:{ref.line + 1}")
+        if linked:
+            problems += _newly_broken(rel, before_r.verdicts(doc), after_r.verdicts(doc))
+    for ident in sorted(lost_ids - still_defined):
+        if ident in refs_after:
+            problems.append(f"ID {ident} would no longer be defined, but {refs_after[ident]} refers to it")
+    return problems

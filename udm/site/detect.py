@@ -1,0 +1,494 @@
+"""Site detection: which generator publishes the manual, read from its config file, as a `Site`.
+
+The config is read, never run: YAML (mkdocs.yml, unknown tags as null), TOML (book.toml, hugo.toml),
+JSON (docs.json) and, for Docusaurus, the literal values of a JavaScript config. `udm.site.routes` turns the
+`Site` and the indexed pages into routes and resolves links with it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import posixpath
+import re
+import tomllib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from udm.markdown.datalimits import check_text
+
+if TYPE_CHECKING:
+    from udm.config import Settings
+
+__all__ = [
+    "GENERATORS",
+    "PAGE_SUFFIXES",
+    "Mount",
+    "Site",
+    "detect_site",
+    "settings_site",
+    "site_for",
+    "strip_page",
+]
+
+GENERATORS = ("none", "docusaurus", "mintlify", "mkdocs", "mdbook", "hugo")
+PAGE_SUFFIXES = (".md", ".mdx", ".markdown")
+# Suffixes a route may carry that name the same page (mdBook and MkDocs without directory URLs write .html).
+ROUTE_SUFFIXES = (*PAGE_SUFFIXES, ".html", ".htm")
+INDEX_NAMES = ("index", "readme", "_index")
+SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
+NUMBER_PREFIX = re.compile(r"^\d+[-_. ]+(?=.)")
+_MAX_CONFIG_BYTES = 1 << 20
+# How far above the manual root a generator's config file is looked for (a repository root stops it).
+_MAX_LEVELS_UP = 6
+_CONFIG_FILES: tuple[tuple[str, str], ...] = (
+    ("docusaurus.config.js", "docusaurus"),
+    ("docusaurus.config.ts", "docusaurus"),
+    ("docusaurus.config.mjs", "docusaurus"),
+    ("docusaurus.config.cjs", "docusaurus"),
+    ("docs.json", "mintlify"),
+    ("mint.json", "mintlify"),
+    ("mkdocs.yml", "mkdocs"),
+    ("mkdocs.yaml", "mkdocs"),
+    ("book.toml", "mdbook"),
+    ("hugo.toml", "hugo"),
+    ("hugo.yaml", "hugo"),
+    ("hugo.json", "hugo"),
+    ("config.toml", "hugo"),
+)
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A folder of the manual published under a route prefix (Docusaurus docs/ under /docs)."""
+
+    folder: str  # relative to the manual root, posix; "" is the root itself
+    prefix: str  # route of the folder from the site root, no slashes at the ends; "" is the site root
+    kind: str = "docs"  # docs, pages or blog: Docusaurus treats them differently
+
+
+@dataclass(frozen=True)
+class Site:
+    """How the site that publishes the manual turns files into routes."""
+
+    generator: str = "none"
+    config_file: str | None = None
+    mounts: tuple[Mount, ...] = (Mount("", ""),)
+    base_path: str = ""  # served under this path ("" or "/x")
+    redirects: tuple[tuple[str, str], ...] = ()  # (source route pattern, destination route or URL)
+    static: tuple[str, ...] = ()  # folders (relative to the root) whose files are served from the site root
+    problems: tuple[str, ...] = ()
+
+    def fingerprint(self) -> str:
+        """A short hash of everything that changes how links resolve."""
+        data = json.dumps(
+            [self.generator, [m.__dict__ for m in self.mounts], self.base_path, self.redirects, self.static],
+            sort_keys=True,
+        )
+        return hashlib.sha256(data.encode()).hexdigest()[:16]
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-able summary (for `udm index --json` and error messages)."""
+        return {
+            "generator": self.generator,
+            "config_file": self.config_file,
+            "mounts": [{"folder": m.folder, "prefix": "/" + m.prefix, "kind": m.kind} for m in self.mounts],
+            "base_path": self.base_path,
+            "redirects": len(self.redirects),
+            "problems": list(self.problems),
+        }
+
+
+# ----- detection -----------------------------------------------------------------------------------
+
+
+def _read_config(path: Path) -> str:
+    with path.open("rb") as fh:
+        raw = fh.read(_MAX_CONFIG_BYTES + 1)
+    if len(raw) > _MAX_CONFIG_BYTES:
+        raise ValueError(f"larger than {_MAX_CONFIG_BYTES} bytes")
+    return raw.decode("utf-8", errors="replace")
+
+
+def _find_config(root: Path, stop: Path | None = None) -> tuple[Path, str] | None:
+    here = root
+    for _ in range(_MAX_LEVELS_UP + 1):
+        for name, generator in _CONFIG_FILES:
+            candidate = here / name
+            if candidate.is_file() and (name != "config.toml" or _looks_like_hugo(candidate)):
+                return candidate, generator
+        for name, generator in _CONFIG_FILES[:4]:
+            # Docusaurus' usual layout keeps its config in website/ beside the docs/ it publishes.
+            candidate = here / "website" / name
+            if candidate.is_file():
+                return candidate, generator
+        # The repository (or the project the settings were loaded in) is as far up as a site can be.
+        if (here / ".git").exists() or here.parent == here or (stop is not None and here == stop):
+            return None
+        here = here.parent
+    return None
+
+
+def _looks_like_hugo(path: Path) -> bool:
+    # config.toml is a common name; Hugo's has a baseURL, a contentDir or a theme.
+    try:
+        data = tomllib.loads(_read_config(path))
+    except (OSError, ValueError, tomllib.TOMLDecodeError, RecursionError):
+        return False  # tomllib recurses per nested array: a deep one in the manual is not Hugo's
+    return any(k in data for k in ("baseURL", "baseurl", "contentDir", "theme", "languageCode"))
+
+
+def _under(root: Path, folder: Path, prefix: str, kind: str, strip_numbers: bool) -> Mount | None:
+    """The mount of `folder` (published at `prefix`) seen from the manual root, if they overlap."""
+    root_s, folder_s = os.path.normpath(root), os.path.normpath(folder)
+    if root_s == folder_s:
+        return Mount("", prefix, kind)
+    if folder_s.startswith(root_s + os.sep):
+        return Mount(os.path.relpath(folder_s, root_s).replace(os.sep, "/"), prefix, kind)
+    if root_s.startswith(folder_s + os.sep):
+        # The manual is a sub-folder of the published content: its files sit below the prefix.
+        parts = os.path.relpath(root_s, folder_s).replace(os.sep, "/").split("/")
+        if strip_numbers:
+            parts = [NUMBER_PREFIX.sub("", p) for p in parts]
+        return Mount("", "/".join(p for p in [prefix, *parts] if p), kind)
+    # Published beside the manual (its blog when the manual is docs/): routes there are checked on disk.
+    return Mount(os.path.relpath(folder_s, root_s).replace(os.sep, "/"), prefix, kind)
+
+
+def _static(root: Path, folders: Iterable[Path]) -> tuple[str, ...]:
+    out = []
+    root_s = os.path.normpath(root)
+    for folder in folders:
+        f = os.path.normpath(folder)
+        # Beside the manual too (Docusaurus static/ when the manual is docs/): files there only have to exist.
+        out.append("" if f == root_s else os.path.relpath(f, root_s).replace(os.sep, "/"))
+    return tuple(out)
+
+
+def _path_of_url(value: Any) -> str:
+    """The path part of a base URL (`https://x.org/docs/` -> `/docs`), "" for the site root."""
+    if not isinstance(value, str) or not value.strip():
+        return ""
+    text = value.strip()
+    if SCHEME.match(text) or text.startswith("//"):
+        text = "/" + text.split("//", 1)[1].partition("/")[2]
+    return "/" + text.strip("/") if text.strip("/") else ""
+
+
+def detect_site(
+    root: Path, generator: str = "auto", base_path: str | None = None, stop: Path | None = None
+) -> Site:
+    """The site conventions of the manual at `root`: detected from a config file unless `generator` says.
+
+    The config file is looked for in `root` and the folders above it, up to a repository root, `stop`
+    (the project root) or six levels.
+    """
+    if generator not in ("auto", *GENERATORS):
+        raise ValueError(f"site generator {generator!r}: expected auto or one of {', '.join(GENERATORS)}")
+    found = _find_config(root, stop) if generator != "none" else None
+    if generator not in ("auto", "none") and (found is None or found[1] != generator):
+        # Named in the settings but no config file of it: its conventions from the root, defaults.
+        found = (root / "__none__", generator)
+    site = Site()
+    if found is not None:
+        path, gen = found
+        reader = _READERS[gen]
+        try:
+            text = _read_config(path) if path.is_file() else ""
+            suffix = path.suffix.lower()
+            if suffix in (".json", ".yml", ".yaml"):
+                # Measured before any parser recurses into it: a file of the manual is untrusted input.
+                check_text(text, "json" if suffix == ".json" else "yaml", what="the site config")
+            site = reader(root, path.parent, text)
+        except Exception as exc:  # each reader (JSON, YAML, TOML, JS) has its own error types
+            site = Site(generator=gen, problems=(f"{path}: cannot read the site config: {exc}",))
+        site = Site(
+            generator=gen,
+            config_file=str(path) if path.is_file() else None,
+            mounts=site.mounts,
+            base_path=site.base_path,
+            redirects=site.redirects,
+            static=site.static,
+            problems=site.problems,
+        )
+    if base_path is not None:
+        site = Site(
+            site.generator,
+            site.config_file,
+            site.mounts,
+            _path_of_url(base_path),
+            site.redirects,
+            site.static,
+            site.problems,
+        )
+    return site
+
+
+def _js_block(text: str, key: str) -> str | None:
+    """The `{...}` or `[...]` value of the first `key:` in JavaScript source (strings and comments skipped)."""
+    for match in re.finditer(rf"(?<![\w$.]){re.escape(key)}\s*:\s*([\[{{])", text):
+        start = match.start(1)
+        end = _balanced(text, start)
+        if end is not None:
+            return text[start : end + 1]
+    return None
+
+
+def _balanced(text: str, start: int) -> int | None:
+    depth = 0
+    i = start
+    quote = ""
+    while i < len(text):
+        c = text[i]
+        if quote:
+            if c == "\\":
+                i += 1
+            elif c == quote:
+                quote = ""
+        elif c in "'\"`":
+            quote = c
+        elif text.startswith("//", i):
+            i = text.find("\n", i)
+            if i < 0:
+                return None
+        elif text.startswith("/*", i):
+            i = text.find("*/", i + 2)
+            if i < 0:
+                return None
+            i += 1
+        elif c in "[{(":
+            depth += 1
+        elif c in "]})":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return None
+
+
+def _js_string(text: str, key: str) -> str | None:
+    match = re.search(rf"(?<![\w$.]){re.escape(key)}\s*:\s*(['\"`])((?:\\.|(?!\1).)*)\1", text)
+    return match.group(2) if match else None
+
+
+def _js_strings(text: str) -> list[str]:
+    return [m.group(2) for m in re.finditer(r"(['\"`])((?:\\.|(?!\1).)*)\1", text)]
+
+
+def _docusaurus(root: Path, here: Path, text: str) -> Site:
+    # docusaurus.config.* is JavaScript: read the few literal settings that shape routes.
+    docs = _js_block(text, "docs") or ""
+    docs_path = _js_string(docs, "path") or "docs"
+    route_base = _js_string(docs, "routeBasePath") if docs else None
+    route_base = "docs" if route_base is None else route_base.strip("/")
+    blog = _js_block(text, "blog") or ""
+    blog_base = (_js_string(blog, "routeBasePath") or "blog").strip("/")
+    mounts = [
+        _under(root, here / docs_path, route_base, "docs", True),
+        _under(root, here / "src" / "pages", "", "pages", False),
+        _under(root, here / (_js_string(blog, "path") or "blog"), blog_base, "blog", False),
+    ]
+    redirects: list[tuple[str, str]] = []
+    plugin = text.find("plugin-client-redirects")
+    block = _js_block(text[plugin:], "redirects") if plugin >= 0 else None
+    if block:
+        k = 1
+        while k < len(block):
+            if block[k] == "{":
+                end = _balanced(block, k)
+                if end is None:
+                    break
+                item = block[k : end + 1]
+                to = _js_string(item, "to")
+                sources = _js_block(item, "from")
+                froms = _js_strings(sources) if sources else [s for s in [_js_string(item, "from")] if s]
+                redirects += [(f, to) for f in froms if to]
+                k = end
+            k += 1
+    return Site(
+        mounts=tuple(m for m in mounts if m is not None),
+        base_path=_path_of_url(_js_string(text, "baseUrl")),
+        redirects=tuple(redirects),
+        static=_static(root, [here / "static"]),
+    )
+
+
+def _mintlify(root: Path, here: Path, text: str) -> Site:
+    data = json.loads(text) if text.strip() else {}
+    listed = data.get("redirects") if isinstance(data, dict) else None
+    if isinstance(listed, dict) and isinstance(listed.get("$ref"), str):
+        # docs.json may keep a key in another file of its folder: {"$ref": "./redirects.json"}.
+        ref = (here / listed["$ref"]).resolve()
+        listed = (
+            json.loads(_read_config(ref)) if ref.is_relative_to(here.resolve()) and ref.is_file() else None
+        )
+    redirects = []
+    for item in listed if isinstance(listed, list) else []:
+        if (
+            isinstance(item, dict)
+            and isinstance(item.get("source"), str)
+            and isinstance(item.get("destination"), str)
+        ):
+            redirects.append((item["source"], item["destination"]))
+    mount = _under(root, here, "", "docs", False)
+    return Site(mounts=(mount,) if mount else (), redirects=tuple(redirects), static=_static(root, [here]))
+
+
+class _LenientLoader:
+    """A YAML SafeLoader that reads `!!python/name:` and other unknown tags as null (mkdocs.yml uses them)."""
+
+    @staticmethod
+    def load(text: str) -> Any:
+        import yaml
+
+        class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+            pass
+
+        Loader.add_multi_constructor("", lambda loader, suffix, node: None)
+        Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
+        Loader.add_multi_constructor("tag:yaml.org,2002:python/", lambda loader, suffix, node: None)
+        return yaml.load(text, Loader=Loader)
+
+
+def _mkdocs(root: Path, here: Path, text: str) -> Site:
+    data = _LenientLoader.load(text) or {}
+    if not isinstance(data, dict):
+        raise ValueError("mkdocs.yml is not a mapping")
+    docs_dir = here / str(data.get("docs_dir") or "docs")
+    redirects: list[tuple[str, str]] = []
+    for plugin in data.get("plugins") or []:
+        if isinstance(plugin, dict) and isinstance(plugin.get("redirects"), dict):
+            maps = plugin["redirects"].get("redirect_maps") or {}
+            for old, new in maps.items() if isinstance(maps, dict) else []:
+                if isinstance(old, str) and isinstance(new, str):
+                    dest = new if SCHEME.match(new) else "/" + strip_page(new)
+                    redirects.append(("/" + strip_page(old), dest))
+    mount = _under(root, docs_dir, "", "docs", False)
+    return Site(
+        mounts=(mount,) if mount else (),
+        base_path=_path_of_url(data.get("site_url")),
+        redirects=tuple(redirects),
+        static=_static(root, [docs_dir]),
+    )
+
+
+def _mdbook(root: Path, here: Path, text: str) -> Site:
+    data = tomllib.loads(text)
+    book: dict[str, Any] = data["book"] if isinstance(data.get("book"), dict) else {}
+    src = here / str(book.get("src") or "src")
+    html = (data.get("output") or {}).get("html") or {}
+    redirects = []
+    for old, new in (html.get("redirect") or {}).items():
+        if isinstance(new, str):
+            dest = (
+                new
+                if SCHEME.match(new) or new.startswith("/")
+                else posixpath.join(posixpath.dirname(old), new)
+            )
+            redirects.append((old, dest))
+    mount = _under(root, src, "", "docs", False)
+    return Site(
+        mounts=(mount,) if mount else (),
+        base_path=_path_of_url(html.get("site-url")),
+        redirects=tuple(redirects),
+        static=_static(root, [src]),
+    )
+
+
+def _hugo(root: Path, here: Path, text: str) -> Site:
+    data: dict[str, Any]
+    if not text.strip():
+        data = {}
+    elif text.lstrip().startswith("{"):
+        data = json.loads(text)
+    elif any(line.strip().startswith(("baseURL:", "contentDir:", "title:")) for line in text.splitlines()):
+        data = _LenientLoader.load(text) or {}
+    else:
+        data = tomllib.loads(text)
+    # Module mounts replace the content (and add static) folders: `source = 'content/en', target = 'content'`.
+    contents: list[tuple[Path, str]] = []
+    statics = [here / "static"]
+    module: dict[str, Any] = data["module"] if isinstance(data.get("module"), dict) else {}
+    for item in module.get("mounts") or []:
+        if not (
+            isinstance(item, dict)
+            and isinstance(item.get("source"), str)
+            and isinstance(item.get("target"), str)
+        ):
+            continue
+        target = item["target"].strip("/")
+        if target == "content" or target.startswith("content/"):
+            contents.append((here / item["source"], target[len("content") :].strip("/")))
+        elif target == "static" or target.startswith("static/"):
+            statics.append(here / item["source"])
+    if not contents:
+        contents = [(here / str(data.get("contentDir") or "content"), "")]
+    mounts = [_under(root, folder, prefix, "docs", False) for folder, prefix in contents]
+    return Site(
+        mounts=tuple(m for m in mounts if m is not None),
+        base_path=_path_of_url(data.get("baseURL") or data.get("baseurl")),
+        static=_static(root, statics),
+    )
+
+
+def _plain(root: Path, here: Path, text: str) -> Site:
+    return Site()
+
+
+_READERS: dict[str, Callable[[Path, Path, str], Site]] = {
+    "docusaurus": _docusaurus,
+    "mintlify": _mintlify,
+    "mkdocs": _mkdocs,
+    "mdbook": _mdbook,
+    "hugo": _hugo,
+    "none": _plain,
+}
+
+_SITE_CACHE: dict[tuple[str, str, str | None, str | None], tuple[tuple[Any, ...], Site]] = {}
+
+
+def site_for(
+    root: Path, generator: str = "auto", base_path: str | None = None, stop: Path | None = None
+) -> Site:
+    """`detect_site`, cached while the config file found (and its stat) stays the same."""
+    key = (str(root), generator, base_path, None if stop is None else str(stop))
+    found = _find_config(root, stop) if generator != "none" else None
+    stamp: tuple[Any, ...] = ()
+    if found is not None:
+        try:
+            st = found[0].stat()
+            stamp = (str(found[0]), st.st_size, st.st_mtime_ns)
+        except OSError:
+            stamp = (str(found[0]),)
+    hit = _SITE_CACHE.get(key)
+    if hit is not None and hit[0] == stamp:
+        return hit[1]
+    site = detect_site(root, generator, base_path, stop)
+    _SITE_CACHE[key] = (stamp, site)
+    return site
+
+
+def settings_site(settings: Settings) -> Site:
+    """The site of a `Settings`: its generator and base path settings; the search for a config file stops
+    at the project root when the manual lies below it (else at the repository root)."""
+    root = settings.udm_root
+    project = Path(settings.project_root)
+    stop = project if root != project and root.is_relative_to(project) else None
+    return site_for(root, settings.site_generator, settings.site_base_path, stop)
+
+
+def strip_page(path: str) -> str:
+    """A path as a route key: no slashes at the ends, no page suffix, no trailing index/README."""
+    key = path.strip("/")
+    lower = key.lower()
+    for suffix in ROUTE_SUFFIXES:
+        if lower.endswith(suffix):
+            key = key[: -len(suffix)]
+            break
+    head, _, last = key.rpartition("/")
+    if last.lower() in INDEX_NAMES:
+        key = head
+    return key

@@ -1,0 +1,443 @@
+"""Site routes and the one rule set for internal links (the site itself is detected in udm.site.detect).
+
+The index (full and small refreshes), lint, `udm links` and the patch validator all ask a
+`LinkResolver`; none of them resolves a link on its own.
+
+A link resolves, in order: as a file path relative to its file (`install.md`, `img/a.png`); as the
+same path without its page suffix (`install`, `install.html` -> `install.md`, `guide/` ->
+`guide/index.md` or `guide/README.md`); as a site route (absolute `/docs/guide/install`, after the
+base path is stripped; relative ones against the page's own route); through the site's redirects;
+and, for absolute links, as a file served from the site root (Docusaurus `static/`, Hugo `static/`,
+the content folder itself). A fragment must then name a heading anchor of the page it lands on.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote
+
+from udm.site.detect import (
+    GENERATORS,
+    INDEX_NAMES,
+    NUMBER_PREFIX,
+    PAGE_SUFFIXES,
+    ROUTE_SUFFIXES,
+    SCHEME,
+    Mount,
+    Site,
+    detect_site,
+    settings_site,
+    site_for,
+    strip_page,
+)
+
+__all__ = [
+    "GENERATORS",
+    "PAGE_SUFFIXES",
+    "LinkResolver",
+    "Located",
+    "Mount",
+    "Routes",
+    "Site",
+    "detect_site",
+    "display_target",
+    "has_explicit_anchor",
+    "resolve_links",
+    "route_meta",
+    "settings_site",
+    "site_for",
+]
+
+_BLOG_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})-(.+)$")
+_MAX_REDIRECT_HOPS = 10
+# Front matter keys that move a page's route (Docusaurus slug/id, Hugo slug/url/aliases).
+_META_KEYS = ("slug", "id", "url", "aliases")
+
+
+# ----- routes --------------------------------------------------------------------------------------
+
+
+def route_meta(front_matter: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The front matter keys that move a page's route (slug, id, url, aliases), or None."""
+    if not isinstance(front_matter, Mapping):
+        return None
+    out: dict[str, Any] = {}
+    for key in _META_KEYS:
+        value = front_matter.get(key)
+        if key == "aliases" and isinstance(value, list):
+            aliases = [str(v) for v in value if isinstance(v, (str, int))]
+            if aliases:
+                out[key] = aliases[:100]
+        elif isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
+            out[key] = str(value).strip()
+    return out or None
+
+
+class Routes:
+    """The route table of one manual: every page's route and path key, built on first use."""
+
+    def __init__(
+        self,
+        site: Site,
+        pages: Iterable[str],
+        meta: Mapping[str, Mapping[str, Any]] | None = None,
+        meta_of: Callable[[str], Mapping[str, Any] | None] | None = None,
+    ) -> None:
+        self.site = site
+        # A set given is kept as it is (the validator's pages are listed from the disk only if needed).
+        self.pages: AbstractSet[str] = pages if isinstance(pages, AbstractSet) else set(pages)
+        self.meta: dict[str, Mapping[str, Any]] = dict(meta or {})
+        self.meta_of = meta_of
+        self._by_path: dict[str, str] | None = None
+        self._by_route: dict[str, str] | None = None
+        self._redirects: list[tuple[list[str], str]] | None = None
+
+    def _meta(self, path: str) -> Mapping[str, Any]:
+        found = self.meta.get(path)
+        if found is None and self.meta_of is not None:
+            found = self.meta[path] = self.meta_of(path) or {}
+        return found or {}
+
+    def update(self, removed: Iterable[str], added: Mapping[str, Mapping[str, Any] | None]) -> bool:
+        """Drop `removed` pages and add (or re-add) `added` ones; whether any page or route changed."""
+        pages = self.pages
+        if not isinstance(pages, set):
+            raise TypeError("only a route table built over a set of pages can be updated")
+        moved = False
+        for path in removed:
+            if path in pages:
+                pages.discard(path)
+                self.meta.pop(path, None)
+                moved = True
+        for path, meta in added.items():
+            if path not in pages or dict(meta or {}) != dict(self.meta.get(path) or {}):
+                moved = True
+            pages.add(path)
+            if meta:
+                self.meta[path] = meta
+            else:
+                self.meta.pop(path, None)
+        if moved:
+            self._by_path = self._by_route = None
+        return moved
+
+    def page_route(self, path: str) -> str | None:
+        """The route key of a page (no leading slash), or None when no mount publishes it."""
+        for mount in self.site.mounts:
+            if mount.folder and not path.startswith(mount.folder + "/"):
+                continue
+            rel = path[len(mount.folder) + 1 :] if mount.folder else path
+            return self._route(mount, rel, self._meta(path))
+        return None
+
+    def _route(self, mount: Mount, rel: str, meta: Mapping[str, Any]) -> str:
+        gen = self.site.generator
+        dirs, _, name = rel.rpartition("/")
+        parts = [p for p in dirs.split("/") if p]
+        stem = name
+        for suffix in ROUTE_SUFFIXES:
+            if stem.lower().endswith(suffix):
+                stem = stem[: -len(suffix)]
+                break
+        if gen == "docusaurus" and mount.kind == "blog":
+            dated = _BLOG_DATE.match(stem) or (
+                _BLOG_DATE.match(parts[-1]) if parts and stem.lower() in INDEX_NAMES else None
+            )
+            if meta.get("slug"):
+                return _join(mount.prefix, str(meta["slug"]))
+            if dated:
+                return _join(mount.prefix, *dated.groups())
+        if gen == "docusaurus" and mount.kind == "docs":
+            parts = [NUMBER_PREFIX.sub("", p) for p in parts]
+            stem = NUMBER_PREFIX.sub("", stem)
+            if meta.get("id") and "/" not in str(meta["id"]):
+                stem = str(meta["id"])
+            if stem.lower() in INDEX_NAMES or (parts and stem == parts[-1]):
+                stem = ""
+            slug = meta.get("slug")
+            if slug:
+                slug = str(slug)
+                return (
+                    _join(mount.prefix, slug) if slug.startswith("/") else _join(mount.prefix, *parts, slug)
+                )
+            return _join(mount.prefix, *parts, stem)
+        if gen == "hugo":
+            if meta.get("url"):
+                return _join(str(meta["url"])).lower()
+            if meta.get("slug") and stem.lower() not in INDEX_NAMES:
+                stem = str(meta["slug"])
+            return _join(mount.prefix, *parts, "" if stem.lower() in INDEX_NAMES else stem).lower()
+        return _join(mount.prefix, *parts, "" if stem.lower() in INDEX_NAMES else stem)
+
+    def _build(self) -> None:
+        by_path: dict[str, str] = {}
+        by_route: dict[str, str] = {}
+        # Sorted, so that of two files with one key (a.md and a/index.md) the choice is stable.
+        for path in sorted(self.pages):
+            by_path.setdefault(strip_page(path), path)
+            route = self.page_route(path)
+            if route is not None:
+                by_route.setdefault(route, path)
+            for alias in self._meta(path).get("aliases") or []:
+                by_route.setdefault(self._norm_route(str(alias)), path)
+        self._by_path, self._by_route = by_path, by_route
+
+    def _norm_route(self, route: str) -> str:
+        key = strip_page(route)
+        return key.lower() if self.site.generator == "hugo" else key
+
+    def by_path(self, key: str) -> str | None:
+        """The page whose path, without page suffix or trailing index, is `key`."""
+        if self._by_path is None:
+            self._build()
+        assert self._by_path is not None
+        return self._by_path.get(key)
+
+    def by_route(self, route: str) -> str | None:
+        """The page published at `route` (from the site root, base path already stripped)."""
+        if self._by_route is None:
+            self._build()
+        assert self._by_route is not None
+        return self._by_route.get(self._norm_route(route))
+
+    def redirect(self, route: str) -> str | None:
+        """Where the site's redirects send `route` (a route or a URL), or None."""
+        if self._redirects is None:
+            self._redirects = [
+                ([s for s in self._norm_route(src).split("/") if s], dest)
+                for src, dest in self.site.redirects
+            ]
+        parts = [s for s in self._norm_route(route).split("/") if s]
+        for pattern, dest in self._redirects:
+            bound = _match(pattern, parts)
+            if bound is not None:
+                for name, value in sorted(bound.items(), key=lambda kv: -len(kv[0])):
+                    dest = dest.replace(f":{name}*", value).replace(f":{name}", value)
+                return dest.replace("*", bound.get("*", ""))
+        return None
+
+
+def _join(*parts: str) -> str:
+    return "/".join(p.strip("/") for p in parts if p and p.strip("/"))
+
+
+def _match(pattern: list[str], parts: list[str]) -> dict[str, str] | None:
+    """Bindings of a redirect source (`:name` one segment, `:name*` or `*` the rest) against a route."""
+    bound: dict[str, str] = {}
+    for i, seg in enumerate(pattern):
+        if seg == "*" or (seg.startswith(":") and seg.endswith("*")):
+            bound[seg[1:-1] if seg != "*" else "*"] = "/".join(parts[i:])
+            return bound
+        if i >= len(parts):
+            return None
+        if seg.startswith(":"):
+            bound[seg[1:]] = parts[i]
+        elif seg != parts[i]:
+            return None
+    return bound if len(parts) == len(pattern) else None
+
+
+# ----- resolution ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Located:
+    """Where a link lands: `file` (a page or another file), or nothing; `external` for URLs."""
+
+    file: str | None
+    fragment: str | None
+    external: bool = False
+    how: str = ""  # file, path, route, redirect, static, anchor; "" when nothing was found
+
+
+@dataclass
+class LinkResolver:
+    """Resolves link targets with the site's rules against a route table and the files on disk."""
+
+    routes: Routes
+    exists: Callable[[str], bool]
+    _relative: dict[tuple[str, str], Located] = field(default_factory=dict)
+    _absolute: dict[str, Located] = field(default_factory=dict)
+
+    @property
+    def site(self) -> Site:
+        """The site conventions in use."""
+        return self.routes.site
+
+    def locate(self, source: str, target: str) -> Located:
+        """Where the link `target` written in `source` lands (before any anchor check)."""
+        text = target.strip()
+        if SCHEME.match(text) or text.startswith("//") or "{{" in text or "{%" in text:
+            # A URL, or a template placeholder (Hugo shortcodes, Jinja) only the generator can fill in.
+            return Located(None, None, external=True)
+        path, _, fragment = text.partition("#")
+        # unquote() costs more than the rest of a lookup: most targets hold no escape.
+        frag = (unquote(fragment) if "%" in fragment else fragment) or None
+        if "?" in path:
+            path = path.split("?", 1)[0]
+        if "%" in path:
+            path = unquote(path)
+        if not path:
+            return Located(source, frag, how="anchor")
+        if path.startswith("/"):
+            hit = self._absolute.get(path)
+            if hit is None:
+                hit = self._absolute[path] = self._locate_absolute(path)
+        else:
+            # A file path lands in the same place from every page of a folder; a route-relative URL
+            # depends on the page's own route, so that answer is kept per page.
+            key = (source.rpartition("/")[0], path)
+            hit = self._relative.get(key) or self._relative.get((source, path))
+            if hit is None:
+                hit = self._locate_relative(source, path)
+                self._relative[key if hit.how in ("file", "path") else (source, path)] = hit
+        return hit if frag is None else Located(hit.file, frag, hit.external, hit.how)
+
+    def _locate_relative(self, source: str, path: str) -> Located:
+        joined = posixpath.normpath(posixpath.join(posixpath.dirname(source), path))
+        inside = not (joined == ".." or joined.startswith(("../", "/")))
+        if inside:
+            if joined in self.routes.pages or (not path.endswith("/") and self.exists(joined)):
+                return Located(joined, None, how="file")
+            found = self.routes.by_path(strip_page("" if joined == "." else joined))
+            if found is not None:
+                return Located(found, None, how="path")
+        # In a published site a link that is not a file path is a URL relative to the page's own
+        # route (one level deeper with directory URLs: MkDocs' `../img/x.png` from a page).
+        route = self.routes.page_route(source)
+        if route is not None and self.site.generator != "none":
+            base = posixpath.dirname("/" + route) if not _is_index(source) else "/" + route
+            for start in dict.fromkeys([base, "/" + route]):
+                url = posixpath.normpath(posixpath.join(start, path))
+                if url.startswith("//") or url == "/..":
+                    continue
+                hit = self._absolute.get(url)
+                if hit is None:
+                    hit = self._absolute[url] = self._locate_absolute(url, strip_base=False)
+                if hit.file is not None or hit.external:
+                    return hit
+        # Out of the manual (and not a page of its site): broken for its readers.
+        return Located(None, None)
+
+    def _locate_absolute(self, path: str, *, strip_base: bool = True) -> Located:
+        base = self.site.base_path
+        if strip_base and base and (path == base or path.startswith(base + "/")):
+            path = path[len(base) :] or "/"
+        path = posixpath.normpath(path)
+        hit = self._route(path)
+        if hit.file is not None or hit.external:
+            return hit
+        rel = path.lstrip("/")
+        for folder in self.site.static:
+            candidate = posixpath.join(folder, rel) if folder else rel
+            if self.exists(candidate):
+                return Located(candidate, None, how="static")
+        for mount in self.site.mounts:
+            if mount.prefix and not (rel == mount.prefix or rel.startswith(mount.prefix + "/")):
+                continue
+            inner = rel[len(mount.prefix) :].lstrip("/")
+            candidate = posixpath.join(mount.folder, inner) if mount.folder else inner
+            if candidate and (candidate in self.routes.pages or self.exists(candidate)):
+                return Located(candidate, None, how="static")
+            if candidate or mount.folder:
+                # A page the index does not hold (beside the manual, or a file it skipped): it only has
+                # to exist; its route is its path (no front matter is read).
+                for name in _beside(candidate or mount.folder):
+                    # An indexed page is found by its route only (its slug may have moved it).
+                    if name not in self.routes.pages and self.exists(name):
+                        return Located(name, None, how="outside")
+        return Located(None, None)
+
+    def _route(self, route: str, hops: int = 0) -> Located:
+        found = self.routes.by_route(route)
+        if found is not None:
+            return Located(found, None, how="route")
+        dest = self.routes.redirect(route)
+        if dest is None or hops >= _MAX_REDIRECT_HOPS:
+            return Located(None, None)
+        if SCHEME.match(dest) or dest.startswith("//"):
+            return Located(None, None, external=True, how="redirect")
+        dest = dest.partition("#")[0].split("?", 1)[0]
+        hit = self._route(posixpath.normpath(posixpath.join(posixpath.dirname(route), dest)), hops + 1)
+        return Located(hit.file, None, hit.external, "redirect" if hit.file or hit.external else "")
+
+
+def _beside(path: str) -> list[str]:
+    """The files a route under a folder outside the manual may be served from."""
+    base = path.rstrip("/")
+    names = [base + s for s in PAGE_SUFFIXES]
+    names += [f"{base}/{n}{s}" for n in ("index", "README") for s in PAGE_SUFFIXES]
+    return names
+
+
+def _is_index(path: str) -> bool:
+    name = posixpath.basename(path).lower()
+    return any(name == n + s for n in INDEX_NAMES for s in PAGE_SUFFIXES)
+
+
+def display_target(source: str, target: str) -> str:
+    """The file a broken link names, as the manual sees it (for messages)."""
+    path = unquote(target.partition("#")[0].split("?", 1)[0])
+    return (
+        path if path.startswith("/") else posixpath.normpath(posixpath.join(posixpath.dirname(source), path))
+    )
+
+
+Row = tuple[Any, str, str]  # (row key, source file, target)
+Verdict = tuple[Any, str | None, str | None, bool | None]  # (row key, target file, fragment, resolved)
+
+
+def has_explicit_anchor(text: str, anchor: str) -> bool:
+    """Whether the page names `anchor` itself: an HTML `id`/`name` attribute, or a `{#anchor}` heading
+    attribute (Docusaurus, MkDocs attr_list, Hugo, Pandoc). GitHub-style heading anchors are not checked here."""
+    if anchor not in text:
+        return False
+    forms = (f'id="{anchor}"', f"id='{anchor}'", f'name="{anchor}"', f"name='{anchor}'", f"{{#{anchor}}}")
+    return any(form in text for form in forms)
+
+
+def resolve_links(
+    resolver: LinkResolver,
+    rows: Iterable[Row],
+    anchors_in: Callable[[set[tuple[str, str]]], set[tuple[str, str]]],
+    text_of: Callable[[str], str | None] | None = None,
+) -> list[Verdict]:
+    """Every row's target file, fragment and verdict: True resolves, False is broken, None external.
+
+    A link resolves when it lands on a file and, if it lands on a page with a fragment, the fragment
+    is one of that page's heading anchors or an anchor the page names itself (`has_explicit_anchor`).
+    `anchors_in(pairs)` answers which (page, heading anchor) pairs exist; it is called once, so
+    callers can answer in one query. `text_of(page)` gives a page's text for the pairs left over.
+    """
+    located = [(key, resolver.locate(source, target)) for key, source, target in rows]
+    pages = resolver.routes.pages
+    wanted = {
+        (loc.file, loc.fragment)
+        for _, loc in located
+        if loc.file is not None and loc.fragment is not None and loc.file in pages
+    }
+    present = anchors_in(wanted) if wanted else set()
+    if text_of is not None:
+        texts: dict[str, str | None] = {}
+        for page, anchor in sorted(wanted - present):
+            if page not in texts:
+                texts[page] = text_of(page)
+            text = texts[page]
+            if text is not None and has_explicit_anchor(text, anchor):
+                present.add((page, anchor))
+    out: list[Verdict] = []
+    for key, loc in located:
+        if loc.external:
+            out.append((key, None, None, True if loc.how == "redirect" else None))
+        elif loc.file is None:
+            out.append((key, None, loc.fragment, False))
+        elif loc.fragment is None or loc.file not in pages:
+            out.append((key, loc.file, loc.fragment, True))
+        else:
+            out.append((key, loc.file, loc.fragment, (loc.file, loc.fragment) in present))
+    return out

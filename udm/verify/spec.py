@@ -1,0 +1,562 @@
+"""Verification specs: checks (steps + expectations) from YAML/JSON spec files and ```verify blocks in the UDM.
+
+A check names the UDM claims it tests (`udm_refs`); a check written inside a UDM section as a
+fenced ```` ```verify ```` YAML block gets that section's IDs (or `file#anchor`) by default.
+URLs may use `${BASE_URL}` (or any `${NAME}` from the spec's `vars`) or be relative (`/login`),
+resolved against a base URL given at run time, so the same checks target any host and port.
+This module only reads and validates; running checks is `tasks.browser.verify`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+
+from udm.config import Settings
+from udm.errors import DocumentError, InvalidURLError
+from udm.index.lookup import scan_markdown
+from udm.markdown.datalimits import check_text
+from udm.markdown.document import Document, load_document
+from udm.net.guard import join_url
+
+__all__ = [
+    "AttributeExpect",
+    "Check",
+    "CheckProblem",
+    "CountExpect",
+    "Expectation",
+    "MatchExpect",
+    "ScreenshotExpect",
+    "Step",
+    "TextExpect",
+    "VerifySpec",
+    "filter_checks",
+    "gather_checks",
+    "inline_checks",
+    "inline_checks_from_index",
+    "load_spec_file",
+    "resolve_url",
+    "spec_json_schema",
+    "substitute",
+]
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class MatchExpect(_Strict):
+    """A string test: exactly one of equals, contains, matches (a regular expression)."""
+
+    equals: str | None = Field(default=None, description="The whole value, after trimming whitespace.")
+    contains: str | None = Field(default=None, description="A substring of the value.")
+    matches: str | None = Field(default=None, description="A regular expression searched in the value.")
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> MatchExpect:
+        given = [k for k in ("equals", "contains", "matches") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of equals, contains, matches")
+        if self.matches is not None:
+            try:
+                re.compile(self.matches)
+            except re.error as exc:
+                raise ValueError(f"matches is not a valid regular expression: {exc}") from exc
+        return self
+
+    def test(self, value: str | None) -> bool:
+        """Whether a value passes."""
+        if value is None:
+            return False
+        if self.equals is not None:
+            return value.strip() == self.equals.strip()
+        if self.contains is not None:
+            return self.contains in value
+        return re.search(self.matches or "", value) is not None
+
+    def describe(self) -> str:
+        """'contains "x"' and the like, for reasons."""
+        for key in ("equals", "contains", "matches"):
+            if getattr(self, key) is not None:
+                return f'{key} "{getattr(self, key)}"'
+        return ""
+
+
+class TextExpect(MatchExpect):
+    """The visible text of the first element matching `selector`."""
+
+    selector: str = Field(min_length=1, description="CSS selector (XPath with an 'xpath=' prefix).")
+
+
+class AttributeExpect(MatchExpect):
+    """An attribute of the first element matching `selector`."""
+
+    selector: str = Field(min_length=1, description="CSS selector (XPath with an 'xpath=' prefix).")
+    name: str = Field(min_length=1, description="Attribute name.")
+
+
+class CountExpect(_Strict):
+    """How many elements match `selector`: exactly `equals`, or at least `min` and at most `max`."""
+
+    selector: str = Field(min_length=1, description="CSS selector (XPath with an 'xpath=' prefix).")
+    equals: int | None = Field(default=None, ge=0, description="Exactly this many.")
+    min: int | None = Field(default=None, ge=0, description="At least this many.")
+    max: int | None = Field(default=None, ge=0, description="At most this many.")
+
+    @model_validator(mode="after")
+    def _one_bound(self) -> CountExpect:
+        if (self.equals is None) == (self.min is None and self.max is None):
+            raise ValueError("give equals, or min and/or max")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min {self.min} is more than max {self.max}")
+        return self
+
+    def test(self, value: int | None) -> bool:
+        """Whether a count passes."""
+        if value is None:
+            return False
+        if self.equals is not None:
+            return value == self.equals
+        return (self.min is None or value >= self.min) and (self.max is None or value <= self.max)
+
+    def describe(self) -> str:
+        """'equals 3', 'between 1 and 5' and the like, for reasons."""
+        if self.equals is not None:
+            return f"equals {self.equals}"
+        if self.max is None:
+            return f"at least {self.min}"
+        if self.min is None:
+            return f"at most {self.max}"
+        return f"between {self.min} and {self.max}"
+
+
+class ScreenshotExpect(_Strict):
+    """The page (or an element) must look like a baseline image."""
+
+    baseline: str = Field(
+        min_length=1, description="Baseline PNG, relative to the spec file (created on the first run)."
+    )
+    max_variation: float = Field(
+        default=0.01,
+        ge=0,
+        le=1,
+        alias="maxVariation",
+        description="Largest share of differing pixels that still passes (0.02 = 2%).",
+    )
+    fail_variation: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        alias="failVariation",
+        description="Hard limit: between maxVariation and this is a WARNING, above it FAIL (default: no band).",
+    )
+    pixel_threshold: int = Field(
+        default=24,
+        ge=0,
+        le=255,
+        alias="pixelThreshold",
+        description="A pixel differs when a channel differs by more than this (anti-aliasing noise).",
+    )
+    full_page: bool = Field(default=False, alias="fullPage", description="Compare the whole page.")
+    selector: str | None = Field(default=None, min_length=1, description="Compare only this element.")
+
+
+class Expectation(_Strict):
+    """One expectation; exactly one key is set.
+
+    text, attribute, count, url and title retry until they hold or the check's timeout passes (as
+    Playwright's `expect` does); the failure names the last value seen.
+    """
+
+    exists: str | None = Field(default=None, min_length=1, description="A selector that must match.")
+    absent: str | None = Field(default=None, min_length=1, description="A selector that must not match.")
+    text: TextExpect | None = Field(default=None, description="Text of an element.")
+    attribute: AttributeExpect | None = Field(default=None, description="Attribute of an element.")
+    count: CountExpect | None = Field(default=None, description="How many elements match a selector.")
+    url: MatchExpect | None = Field(default=None, description="The tab's final URL.")
+    title: MatchExpect | None = Field(default=None, description="The page title.")
+    status: int | None = Field(default=None, ge=100, le=599, description="HTTP status of the main document.")
+    screenshot: ScreenshotExpect | None = Field(
+        default=None, description="Visual comparison with a baseline."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _url_shorthand(cls, value: Any) -> Any:
+        # `{url: "/home"}` and `{title: "X"}` mean "contains".
+        if isinstance(value, dict):
+            value = dict(value)
+            for key in ("url", "title"):
+                if isinstance(value.get(key), str):
+                    value[key] = {"contains": value[key]}
+        return value
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Expectation:
+        given = [k for k in type(self).model_fields if getattr(self, k) is not None]
+        if len(given) != 1:
+            keys = ", ".join(type(self).model_fields)
+            raise ValueError(f"an expectation has exactly one of: {keys} (got {', '.join(given) or 'none'})")
+        return self
+
+    @property
+    def kind(self) -> str:
+        """Which key is set."""
+        return next(k for k in type(self).model_fields if getattr(self, k) is not None)
+
+
+class Step(_Strict):
+    """One tool call, run in the check's own browser session."""
+
+    tool: str = Field(
+        min_length=1, description="A browser tool's name (typeText, click, wait_for_element ...)."
+    )
+    input: dict[str, Any] = Field(
+        default_factory=dict, description="The tool's input (session_id is set for you)."
+    )
+
+
+class Check(_Strict):
+    """A verification check."""
+
+    id: str = Field(
+        min_length=1, max_length=120, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]*$", description="Check ID."
+    )
+    udm_refs: list[str] = Field(
+        default_factory=list, description="UDM IDs or sections whose claim this tests."
+    )
+    description: str | None = Field(default=None, description="What the check shows, in words.")
+    url: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Page to open first (absolute, ${BASE_URL}/..., or /relative).",
+    )
+    steps: list[Step] = Field(default_factory=list, description="Tool calls after opening the URL.")
+    expect: list[Expectation] = Field(default_factory=list, description="What must hold afterwards.")
+    timeout: float | None = Field(
+        default=None, gt=0, le=600, description="Per-action timeout in seconds (default: browser_timeout_s)."
+    )
+    retries: int = Field(default=0, ge=0, le=10, description="Extra attempts before a failure counts.")
+    skip: str | bool | None = Field(default=None, description="Skip this check (a string says why).")
+    viewport: dict[str, int] | None = Field(default=None, description="width and height of the page, pixels.")
+    source: str | None = Field(
+        default=None, description="Where the check is defined (file:line); set on load."
+    )
+    section: str | None = Field(default=None, description="file#anchor of the UDM section (inline checks).")
+    block: list[Literal["font", "media", "image", "stylesheet"]] | None = Field(
+        default=None,
+        description="Resource types the page loads without (default: font and media; none when the "
+        "check compares screenshots).",
+    )
+    hosts: list[str] | None = Field(
+        default=None,
+        description="Hosts subresources may come from besides the page's own (default: none; ['*']: any). "
+        "Navigations may go anywhere the SSRF guard allows.",
+    )
+    evidence: Literal["failure", "always"] = Field(
+        default="failure", description="When to keep a final screenshot: on failure (default) or always."
+    )
+    _base_dir: Path | None = PrivateAttr(default=None)
+    # A ```verify block of the manual (untrusted input): its baseline goes through the tools' sandbox.
+    _in_manual: bool = PrivateAttr(default=False)
+
+    @model_validator(mode="after")
+    def _has_work(self) -> Check:
+        if not self.url and not self.steps:
+            raise ValueError("a check needs a url or steps")
+        return self
+
+    @property
+    def base_dir(self) -> Path | None:
+        """Folder that relative baselines resolve against (the spec file's, or the UDM file's)."""
+        return self._base_dir
+
+    @property
+    def in_manual(self) -> bool:
+        """Whether the check comes from a ```verify block of the manual rather than a spec file."""
+        return self._in_manual
+
+
+class VerifySpec(_Strict):
+    """A spec file: checks plus optional defaults."""
+
+    base_url: str | None = Field(
+        default=None, description="Default base URL for relative URLs and ${BASE_URL}."
+    )
+    vars: dict[str, str] = Field(default_factory=dict, description="Values for ${NAME} placeholders.")
+    checks: list[Check] = Field(description="The checks.")
+
+
+@dataclass(frozen=True)
+class CheckProblem:
+    """A check that could not be read (bad YAML, unknown key ...); reported as a FAIL row."""
+
+    source: str
+    message: str
+    udm_refs: tuple[str, ...] = ()
+
+
+def spec_json_schema() -> dict[str, Any]:
+    """The published JSON Schema of a verification spec file."""
+    schema = VerifySpec.model_json_schema(by_alias=True)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "UDM verification spec"
+    return schema
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(x) for x in err.get("loc", ()))
+        parts.append(f"{loc or '(check)'}: {err.get('msg', 'invalid')}")
+    return "; ".join(parts)
+
+
+def load_spec_file(path: Path) -> tuple[list[Check], list[CheckProblem], VerifySpec | None]:
+    """Checks of a YAML/JSON spec file; problems name the file (and the check) that is wrong."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise DocumentError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    try:
+        check_text(text, "json" if path.suffix.lower() == ".json" else "yaml", what=str(path))
+        raw = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+    except (yaml.YAMLError, json.JSONDecodeError) as exc:
+        raise DocumentError(f"{path}: not valid YAML/JSON: {exc}") from exc
+    if isinstance(raw, list):
+        raw = {"checks": raw}
+    if not isinstance(raw, dict) or not isinstance(raw.get("checks"), list):
+        raise DocumentError(f"{path}: expected a mapping with a 'checks' list")
+    checks: list[Check] = []
+    problems: list[CheckProblem] = []
+    for i, item in enumerate(raw["checks"]):
+        where = f"{path}: checks[{i}]"
+        if isinstance(item, dict) and item.get("id"):
+            where += f" ({item['id']})"
+        try:
+            check = Check.model_validate({**item, "source": str(path)} if isinstance(item, dict) else item)
+        except ValidationError as exc:
+            problems.append(CheckProblem(where, _describe(exc)))
+            continue
+        check._base_dir = path.parent
+        checks.append(check)
+    try:
+        spec = VerifySpec.model_validate({k: v for k, v in raw.items() if k != "checks"} | {"checks": []})
+    except ValidationError as exc:
+        raise DocumentError(f"{path}: {_describe(exc)}") from exc
+    return checks, problems, spec
+
+
+def _ids_in(data: Any) -> set[str]:
+    """Every `id` value in a verify block's data (these are check IDs, not claims)."""
+    found: set[str] = set()
+    if isinstance(data, dict):
+        if isinstance(data.get("id"), str):
+            found.add(data["id"])
+        for value in data.values():
+            found |= _ids_in(value)
+    elif isinstance(data, list):
+        for value in data:
+            found |= _ids_in(value)
+    return found
+
+
+def _block_checks(
+    path: str,
+    line: int,
+    data: Any,
+    error: str | None,
+    anchor: str | None,
+    ids: list[str],
+    base_dir: Path,
+    check_ids: set[str] | frozenset[str] = frozenset(),
+) -> tuple[list[Check], list[CheckProblem]]:
+    """Checks of one ```verify block (1-based `line`); udm_refs default to the section's IDs or anchor."""
+    source = f"{path}:{line}"
+    section = f"{path}#{anchor}" if anchor else path
+    items = data.get("checks") if isinstance(data, dict) and "checks" in data else data
+    # The section's own IDs, not the IDs of checks (which the ID scanner also finds in verify blocks).
+    claims = [i for i in ids if i not in check_ids and not i.upper().startswith("CHK-")]
+    default_refs = claims or [section]
+    if error:
+        return [], [CheckProblem(source, f"verify block is not valid YAML: {error}", tuple(default_refs))]
+    checks: list[Check] = []
+    problems: list[CheckProblem] = []
+    for n, item in enumerate(items if isinstance(items, list) else [items]):
+        if not isinstance(item, dict):
+            problems.append(CheckProblem(source, "a verify block holds a check mapping", tuple(default_refs)))
+            continue
+        values = {"udm_refs": default_refs, **item, "source": source, "section": section}
+        values.setdefault("id", f"CHK-{Path(path).stem}-{line}-{n + 1}")
+        try:
+            check = Check.model_validate(values)
+        except ValidationError as exc:
+            problems.append(CheckProblem(source, _describe(exc), tuple(default_refs)))
+            continue
+        check._base_dir = base_dir
+        check._in_manual = True
+        checks.append(check)
+    return checks, problems
+
+
+def inline_checks(
+    settings: Settings, documents: Iterable[Document] | None = None
+) -> tuple[list[Check], list[CheckProblem]]:
+    """Every ```verify block of the UDM as checks, parsing the Markdown files directly."""
+    root = settings.udm_root
+    docs: Iterable[Document]
+    if documents is None:
+        docs = (load_document(root, rel, settings.id_patterns) for rel in sorted(scan_markdown(root)))
+    else:
+        docs = documents
+    checks: list[Check] = []
+    problems: list[CheckProblem] = []
+    for doc in docs:
+        own = set().union(*(_ids_in(b.data) for b in doc.blocks if b.lang == "verify"))
+        for block in doc.blocks:
+            if block.lang != "verify":
+                continue
+            section = doc.sections[block.section] if block.section is not None else None
+            found, bad = _block_checks(
+                doc.path,
+                block.start + 1,
+                block.data,
+                block.error,
+                section.anchor if section else None,
+                list(section.ids) if section else [],
+                (root / doc.path).parent,
+                own,
+            )
+            checks += found
+            problems += bad
+    return checks, problems
+
+
+def inline_checks_from_index(settings: Settings) -> tuple[list[Check], list[CheckProblem]]:
+    """Every ```verify block, read from the index's `blocks` table (refreshed first, never stale)."""
+    from udm.index.core import UdmIndex
+
+    index = UdmIndex(settings)
+    try:
+        index.ensure_fresh()
+        with index.connect(read_only=True) as con:
+            rows = con.execute(
+                "SELECT b.file, b.start_line, b.data, b.error, s.anchor, s.ids FROM blocks b "
+                "LEFT JOIN sections s ON s.file = b.file AND s.idx = b.section "
+                "WHERE b.lang = 'verify' ORDER BY b.file, b.start_line"
+            ).fetchall()
+    finally:
+        index.close()
+    checks: list[Check] = []
+    problems: list[CheckProblem] = []
+    parsed_rows = [(p, ln, json.loads(d) if isinstance(d, str) else d, e, a, i) for p, ln, d, e, a, i in rows]
+    own = set().union(*(_ids_in(d) for _, _, d, _, _, _ in parsed_rows))
+    for path, line, parsed, error, anchor, ids in parsed_rows:
+        found, bad = _block_checks(
+            path, int(line), parsed, error, anchor, list(ids or []), (settings.udm_root / path).parent, own
+        )
+        checks += found
+        problems += bad
+    return checks, problems
+
+
+def gather_checks(
+    settings: Settings,
+    specs: Iterable[Path | str] = (),
+    *,
+    inline: bool = True,
+    only: Iterable[str] = (),
+    refs: Iterable[str] = (),
+    use_index: bool = True,
+) -> tuple[list[Check], list[CheckProblem]]:
+    """Checks from spec files and (optionally) the UDM's verify blocks, filtered by ID / UDM ref."""
+    checks: list[Check] = []
+    problems: list[CheckProblem] = []
+    for spec in specs:
+        found, bad, _ = load_spec_file(Path(spec))
+        checks += found
+        problems += bad
+    if inline and settings.udm_root.is_dir():
+        if use_index:
+            try:
+                found, bad = inline_checks_from_index(settings)
+            except Exception:  # a busy or broken index must not stop verification: parse the files
+                found, bad = inline_checks(settings)
+        else:
+            found, bad = inline_checks(settings)
+        checks += found
+        problems += bad
+    seen: dict[str, str] = {}
+    unique: list[Check] = []
+    for check in checks:
+        if check.id in seen:
+            problems.append(
+                CheckProblem(
+                    check.source or check.id, f"duplicate check id {check.id} (first in {seen[check.id]})"
+                )
+            )
+            continue
+        seen[check.id] = check.source or ""
+        unique.append(check)
+    only, refs = list(only), list(refs)
+    if only:
+        problems = []  # a run of named checks does not report unrelated broken ones
+    elif refs:
+        wanted = {r.lower() for r in refs}
+        problems = [p for p in problems if wanted & {r.lower() for r in p.udm_refs}]
+    return filter_checks(unique, only, refs), problems
+
+
+def filter_checks(checks: list[Check], only: Iterable[str] = (), refs: Iterable[str] = ()) -> list[Check]:
+    """Checks whose ID is in `only` and/or that reference one of `refs` (empty filters keep all)."""
+    only_set = {o.lower() for o in only}
+    ref_set = {r.lower() for r in refs}
+    out = []
+    for check in checks:
+        if only_set and check.id.lower() not in only_set:
+            continue
+        if ref_set and not any(
+            r.lower() in ref_set or r.lower().split("#")[-1] in ref_set for r in check.udm_refs
+        ):
+            continue
+        out.append(check)
+    return out
+
+
+def substitute(value: Any, variables: dict[str, str]) -> Any:
+    """Replace ${NAME} placeholders in every string of a value (unknown names are left as they are)."""
+    if isinstance(value, str):
+        return _VAR.sub(lambda m: variables.get(m.group(1), m.group(0)), value)
+    if isinstance(value, list):
+        return [substitute(v, variables) for v in value]
+    if isinstance(value, dict):
+        return {k: substitute(v, variables) for k, v in value.items()}
+    return value
+
+
+def resolve_url(url: str, base_url: str | None) -> tuple[str | None, str | None]:
+    """(absolute URL, None) or (None, why it cannot be resolved): relative URLs need a base URL."""
+    if "${" in url:
+        names = ", ".join(sorted(set(_VAR.findall(url)))) or url
+        return None, f"unresolved variable {names} in url (pass --base-url or set it in the spec's vars)"
+    if re.match(r"^[a-zA-Z][a-zA-Z0-9+.\-]*:", url):
+        return url, None
+    if url.startswith("//"):
+        return "https:" + url, None
+    if not url.startswith(("/", "./", "../")) and "." in url.split("/")[0]:
+        return "https://" + url, None  # a host without a scheme, as the browser tools treat it
+    if not base_url:
+        return None, f"relative url '{url}' needs a base URL (pass --base-url)"
+    try:
+        return join_url(base_url.rstrip("/") + "/", url.lstrip("/"), what="url"), None
+    except InvalidURLError as exc:
+        return None, str(exc)
