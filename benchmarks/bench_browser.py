@@ -45,8 +45,9 @@ from tasks.base import run_coroutine
 from tasks.browser.session import MANAGER, find_browser
 from tasks.browser.verify import run_checks_sync
 from udm.config import Settings, load_settings
-from udm.index.links import LinkSource, check_links
-from udm.verify.spec import Check
+from udm.index import check_links
+from udm.index.links import LinkSource
+from udm.verify import Check
 
 REPO = Path(__file__).resolve().parent.parent
 # Hosts the benchmark's pages live on: the site itself and a "third-party" host for its widget script.

@@ -29,9 +29,8 @@ from machine import calibration  # noqa: E402
 from markdown_it import MarkdownIt  # noqa: E402
 
 from udm.config import load_settings  # noqa: E402
-from udm.index.core import UdmIndex  # noqa: E402
-from udm.index.query import UdmQuery  # noqa: E402
-from udm.markdown.document import parse_document  # noqa: E402
+from udm.index import UdmIndex, UdmQuery  # noqa: E402
+from udm.markdown import parse_document  # noqa: E402
 
 TARGETS = {
     "full index (s)": 8.0,

@@ -11,11 +11,10 @@ import time
 from pathlib import Path
 
 from udm.config import load_settings
-from udm.markdown.document import parse_document
-from udm.patch.apply import _CACHE, Workspace, apply_operations
-from udm.patch.format import parse_patch
+from udm.markdown import parse_document
+from udm.patch import Workspace, apply_operations, apply_patch, parse_patch
+from udm.patch.apply import _CACHE
 from udm.patch.splice import changed_line_count
-from udm.patch.updates import apply_patch
 
 CORPUS = Path(__file__).resolve().parent / ".corpus" / "patch"
 

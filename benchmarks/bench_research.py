@@ -225,7 +225,7 @@ def check_appendix(markdown: str, sources: list[dict[str, Any]], texts: dict[str
     """Lines saying whether the appendix answers first, quotes verbatim and cites no manual file."""
     import re
 
-    from udm.research.synthesis import comparable
+    from udm.research import comparable
 
     answer = markdown.split("## 1. Answer\n\n", 1)[-1].split("\n\n", 1)[0]
     by_n = {s["n"]: s for s in sources}

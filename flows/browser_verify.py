@@ -29,8 +29,7 @@ from tasks.base import run_coroutine
 from tasks.browser.session import MANAGER
 from tasks.browser.verify import CheckResult, new_run_id, problem_result, run_check
 from udm.config import Settings, load_settings
-from udm.verify.results import record_verifications
-from udm.verify.spec import Check, gather_checks
+from udm.verify import Check, gather_checks, record_verifications
 
 engine_patch.apply()
 
@@ -311,8 +310,8 @@ def _propose_review(
     """Build the needs-review patch and send it through the update steps with approval required."""
     from flows.udm_update import UpdateOptions, update_steps
     from udm.config import ApprovalPolicy
-    from udm.index.query import get_query
-    from udm.verify.review import needs_review_patch
+    from udm.index import get_query
+    from udm.verify import needs_review_patch
 
     proposal = needs_review_patch(get_query(settings), results, run_id)
     out: dict[str, Any] = {
@@ -339,7 +338,7 @@ def check_links_task(
     per_host: int = 8,
 ) -> dict[str, Any]:
     """Check every link of the UDM (internal against the index, external over HTTP); the report as data."""
-    from udm.index.links import check_links
+    from udm.index import check_links
 
     report = check_links(
         settings, external=external, internal=internal, max_age_s=max_age_s, per_host=per_host

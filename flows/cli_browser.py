@@ -67,7 +67,7 @@ def verify(
     """Run browser verification checks; exit 1 when any check fails."""
     from flows.cli import emit_json, fail, settings
     from udm.errors import UdmError
-    from udm.verify.spec import spec_json_schema
+    from udm.verify import spec_json_schema
 
     if schema:
         emit_json(spec_json_schema())
@@ -114,8 +114,7 @@ def verify(
             )
     else:
         from tasks.browser.verify import new_run_id, problem_result, run_checks_sync
-        from udm.verify.results import record_verifications
-        from udm.verify.spec import gather_checks
+        from udm.verify import gather_checks, record_verifications
 
         try:
             checks, problems = gather_checks(cfg, specs or [], inline=inline, only=only or (), refs=ref or ())
@@ -161,8 +160,8 @@ def _write_review_patch(cfg: Any, path: Path, rows: list[dict[str, Any]], run_id
     import yaml
 
     from tasks.browser.common import write_atomic
-    from udm.index.query import get_query
-    from udm.verify.review import needs_review_patch
+    from udm.index import get_query
+    from udm.verify import needs_review_patch
 
     proposal = needs_review_patch(get_query(cfg), rows, run_id)
     for problem in proposal.unresolved:
@@ -186,7 +185,7 @@ def verified(
 ) -> None:
     """When was a claim last verified, and did it pass (from the index's verifications table)."""
     from flows.cli import emit_json, fail, settings
-    from udm.verify.results import last_verified, verification_history
+    from udm.verify import last_verified, verification_history
 
     cfg = settings()
     if history and not target:
@@ -221,7 +220,7 @@ def links(
 ) -> None:
     """Check every link of the UDM; exit 1 when any is broken or errored."""
     from flows.cli import emit_json, settings
-    from udm.index.links import check_links
+    from udm.index import check_links
 
     report = check_links(
         settings(),
@@ -262,7 +261,7 @@ def browser_run(
     from flows.cli import fail, settings
     from tasks.base import ToolContext, call_tool, cli_approver
     from tasks.browser.catalog import browser_tool
-    from udm.markdown.datalimits import DataLimitError, check_text
+    from udm.markdown import DataLimitError, check_text
 
     try:
         text = steps_file.read_text(encoding="utf-8")
@@ -359,7 +358,7 @@ def step_verify_inline(ws: Any) -> None:
     """Demo: serve the sample site on 127.0.0.1, run the UDM's inline checks as the Prefect flow."""
     from flows.browser_verify import browser_verification_flow
     from flows.states import state_result
-    from udm.verify.results import last_verified
+    from udm.verify import last_verified
 
     server, base = serve_site()
     ws.say(f"   serving examples/site at {base} (allow-listed for the browser's SSRF guard: 127.0.0.1 only)")
@@ -396,7 +395,7 @@ def step_verify_inline(ws: Any) -> None:
         ws.say(
             f"   COMP-001 last verified {latest[0]['verified_at']} -> {latest[0]['status']} ({latest[0]['check_id']})"
         )
-    from udm.index.links import check_links
+    from udm.index import check_links
 
     # Internal links only: the demo is offline, and the sample's external hosts are fictional.
     report = check_links(ws.settings, external=False)

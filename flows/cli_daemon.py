@@ -18,8 +18,8 @@ from typing import Any
 import typer
 
 from udm.config import Settings
+from udm.daemon import DAEMON_TOOLS, settings_digest
 from udm.daemon import client as dc
-from udm.daemon.server import DAEMON_TOOLS, settings_digest
 
 __all__ = ["register", "serve"]
 
@@ -94,7 +94,7 @@ class _Handlers:
 
 def _warm(s: Settings) -> None:
     # Load what the first queries would: the index (fresh, watched), definitions and the search reader.
-    from udm.index.query import get_query
+    from udm.index import get_query
 
     q = get_query(s)
     q.fresh()
@@ -104,7 +104,7 @@ def _warm(s: Settings) -> None:
 
 def serve(s: Settings) -> int:
     """Run the daemon in this process until stopped; 3 when another daemon already runs."""
-    from udm.daemon.server import AlreadyRunning, DaemonServer
+    from udm.daemon import AlreadyRunning, DaemonServer
 
     handlers = _Handlers(s)
     server = DaemonServer(

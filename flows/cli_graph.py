@@ -36,7 +36,7 @@ def _tool() -> Any:
 
 def _handle() -> Any:
     from flows.cli import settings
-    from udm.graph.store import open_graph
+    from udm.graph import open_graph
 
     return open_graph(settings())
 
@@ -110,7 +110,7 @@ def graph_query(
 
 def _run_op(operation: str, args: dict[str, Any], as_json: bool) -> None:
     from flows.cli import fail
-    from udm.graph.store import run_operation
+    from udm.graph import run_operation
 
     handle = _handle()
     try:
@@ -152,7 +152,7 @@ def graph_path(
 ) -> None:
     """The shortest path between two IDs; exit 1 when there is none."""
     from flows.cli import fail
-    from udm.graph.store import run_operation
+    from udm.graph import run_operation
 
     handle = _handle()
     try:
@@ -172,7 +172,7 @@ def graph_cycles(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Dependency cycles (one per group of nodes that depend on each other); exit 1 if any."""
-    from udm.graph.store import run_operation
+    from udm.graph import run_operation
 
     result = run_operation(_handle().kg, "cycles", {"via": via}, row_cap=1_000_000)
     rows = [{"length": r["length"], "cycle": " -> ".join(r["cycle"])} for r in result.records()]
@@ -205,7 +205,7 @@ def graph_export(
 ) -> None:
     """Export the whole graph as GraphML or JSON."""
     from flows.cli import fail
-    from udm.graph.ops import export_graph
+    from udm.graph import export_graph
 
     try:
         text = export_graph(_handle().kg, fmt)
@@ -229,7 +229,7 @@ def graph_show(
 ) -> None:
     """A node's properties and its neighbourhood (as edges, or as a Mermaid diagram)."""
     from flows.cli import emit_json, fail
-    from udm.graph.ops import neighbourhood, require_node, to_mermaid
+    from udm.graph import neighbourhood, require_node, to_mermaid
 
     handle = _handle()
     try:

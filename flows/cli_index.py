@@ -153,7 +153,7 @@ def cmd_index(
 ) -> None:
     """Bring the index up to date with the UDM files."""
     from flows.cli import emit_json, settings
-    from udm.index.core import UdmIndex
+    from udm.index import UdmIndex
 
     index = UdmIndex(settings())
     try:
@@ -250,8 +250,7 @@ def cmd_lint(
     """Check IDs, dependencies, links, blocks and heading levels; exit 1 on errors (see --fail-on)."""
     from flows.cli import fail, settings
     from udm.errors import ConfigError
-    from udm.index.lint import LintConfig, exit_code, lint
-    from udm.index.lint_format import FORMATS, render
+    from udm.index import FORMATS, LintConfig, exit_code, lint, render
 
     fmt = "json" if as_json else fmt
     if fmt not in FORMATS:
@@ -293,7 +292,7 @@ def register(app: typer.Typer) -> None:
 
 def step_index(ws: Any) -> None:
     """Index the sample UDM and show what it holds."""
-    from udm.index.query import get_query
+    from udm.index import get_query
 
     q = get_query(ws.settings)
     stats = q.index.refresh(full=True)
@@ -345,7 +344,7 @@ def step_queries(ws: Any) -> None:
 
 def step_lint(ws: Any) -> None:
     """Lint the sample UDM, then break a dependency and lint again."""
-    from udm.index.lint import lint
+    from udm.index import lint
 
     findings = lint(ws.settings)
     ws.say(f"lint: {len(findings)} findings on the sample")

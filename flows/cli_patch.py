@@ -16,13 +16,15 @@ import typer
 from flows.cli import emit_json, fail, settings
 from tasks.base import ApprovalRequest, ApprovalUnavailableError, Permission, cli_approver, needs_approval
 from udm.errors import UdmError
-from udm.patch.format import Override, load_patch, patch_json_schema
-from udm.patch.updates import (
+from udm.patch import (
+    Override,
     PatchResult,
     apply_patch,
     format_files,
     list_records,
+    load_patch,
     load_record,
+    patch_json_schema,
     recover_root,
     revert_patch,
 )

@@ -191,7 +191,7 @@ def fast_query_id(argv: list[str]) -> int | None:
     conf = _settings(overrides)
     if conf is None or conf["approval_policy"] == "ask_always":
         return None
-    from udm.index.lookup import lookup_definitions
+    from udm.index import lookup_definitions
 
     ident = ident.strip()
     defs = lookup_definitions(conf["state"], conf["root"], ident, exclude=[conf["state"]])

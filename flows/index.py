@@ -11,7 +11,7 @@ from prefect.cache_policies import NO_CACHE
 from flows import engine_patch
 from udm.config import load_settings
 from udm.errors import IndexBusyError
-from udm.index.core import UdmIndex
+from udm.index import UdmIndex
 
 engine_patch.apply()
 

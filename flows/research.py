@@ -72,10 +72,9 @@ from tasks.prefect_task import envelope_of, tool_cache_policy, tool_task
 from tasks.web_search import WebSearchTool
 from udm.config import ApprovalPolicy, Settings, load_settings
 from udm.errors import ConfigError, InvalidURLError
-from udm.markdown.document import slugify
-from udm.net.guard import split_url
-from udm.net.parse_pool import parse_pool, workers_for
-from udm.research.synthesis import (
+from udm.markdown import slugify
+from udm.net import parse_pool, split_url, workers_for
+from udm.research import (
     Evidence,
     ExtractiveSynthesizer,
     Synthesis,
@@ -119,7 +118,7 @@ _PASSED_SETTINGS = (
     "llm_retries",
     "secrets_from_prefect",
 )
-# Sources from which the fetch fan-out parses in worker processes (see udm/net/parse_pool.py).
+# Sources from which the fetch fan-out parses in worker processes (see udm/net/parsing_pool.py).
 _POOL_FROM = 8
 
 
@@ -572,7 +571,7 @@ def _write(
     settings: Settings, app_id: str, title: str, markdown: str, policy: ApprovalPolicy | None, timeout_s: int
 ) -> dict[str, Any]:
     from flows.udm_update import UpdateOptions, update_steps
-    from udm.patch.format import Patch
+    from udm.patch import Patch
 
     index = settings.udm_root / "appendices" / "00-appendix-index.md"
     anchor = slugify(f"{app_id}: {heading_safe(title)}")

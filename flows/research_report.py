@@ -15,9 +15,8 @@ from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, urlencode, urlunsplit
 
 from udm.errors import InvalidURLError
-from udm.net.guard import split_url
-from udm.research.passages import terms
-from udm.research.synthesis import Claim, Synthesis, comparable
+from udm.net import split_url
+from udm.research import Claim, Synthesis, comparable, terms
 
 __all__ = [
     "AppendixCheckError",

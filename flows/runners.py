@@ -13,7 +13,7 @@
 
 Each Dask worker process keeps its own browser and HTTP clients: they are process-global and created
 on first use (`tasks.browser.session.MANAGER`, `udm.net.fetching.guarded_client`,
-`udm.net.api_client.api_client`), and `ProcessResources`, a worker plugin the runner registers, closes
+`udm.net.api_clients.api_client`), and `ProcessResources`, a worker plugin the runner registers, closes
 them when the worker shuts down.
 """
 
@@ -56,8 +56,7 @@ async def close_process_resources() -> None:
     """Close this process's browser and HTTP clients (each is created again on its next use)."""
     from tasks.base import _LOOP
     from tasks.browser.session import MANAGER
-    from udm.net import api_client as api
-    from udm.net.fetching import clear_fetch_state
+    from udm.net import clear_fetch_state, close_api_clients
 
     if MANAGER._browser is not None or MANAGER._playwright is not None:
         # The browser lives on the process's tool loop, never on the caller's.
@@ -65,10 +64,7 @@ async def close_process_resources() -> None:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(asyncio.wrap_future(future), timeout=30)
     clear_fetch_state()
-    with api._LOCK:
-        for client in api._CLIENTS.values():
-            client.close()
-        api._CLIENTS.clear()
+    close_api_clients()
 
 
 class ProcessResources(distributed.WorkerPlugin):

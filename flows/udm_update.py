@@ -35,8 +35,7 @@ from flows.states import state_result
 from tasks.base import Permission, effective_policy, needs_approval, process_policy, stricter
 from udm.config import ApprovalPolicy, Settings, load_settings
 from udm.errors import ConfigError
-from udm.patch.format import Patch
-from udm.patch.updates import PatchResult, apply_patch, revert_patch
+from udm.patch import Patch, PatchResult, apply_patch, revert_patch
 
 engine_patch.apply()
 
@@ -194,7 +193,7 @@ def reindex_task(settings: Settings, paths: list[str]) -> bool:
 def _reindex(settings: Settings, paths: list[str]) -> bool:
     # The engine's index (udm/index/core.py) may be absent in a trimmed install; the files are the truth.
     try:
-        from udm.index.core import UdmIndex
+        from udm.index import UdmIndex
     except ImportError:
         return False
     index = UdmIndex(settings)

@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field, model_validator
 from tasks.base import Permission, Tool, ToolContext, ToolInput, TransientToolError
 from tasks.secrets import api_key, redact
 from udm.config import Settings
-from udm.net.api_client import api_client
+from udm.net import api_client
 
 __all__ = [
     "CHARS_PER_TOKEN",
@@ -127,7 +127,7 @@ class _Retry(Exception):
 
 
 def _request(settings: Settings, path: str, params: dict[str, Any]) -> httpx.Response:
-    from udm.net.fetching import parse_retry_after
+    from udm.net import parse_retry_after
 
     key = api_key(settings, "context7")
     headers = {"Authorization": f"Bearer {key}"} if key else {}

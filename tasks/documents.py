@@ -27,8 +27,8 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, Field, model_validator
 
 from tasks.base import Permission, Tool, ToolContext, ToolInput, TransientToolError
-from udm.net.parse_pool import run_parser
-from udm.research.passages import rank_passages, split_passages, terms
+from udm.net import run_parser
+from udm.research import rank_passages, split_passages, terms
 
 __all__ = ["DocStatus", "DocType", "DocumentFetchingParsingTool", "FetchInput", "FetchOutput", "detect_type"]
 
@@ -458,8 +458,7 @@ class DocumentFetchingParsingTool(Tool[FetchInput, FetchOutput]):
 
     def _fetch(self, data: FetchInput, ctx: ToolContext) -> Any:
         from udm.errors import InvalidURLError
-        from udm.net.fetching import FetchError, fetch_url
-        from udm.net.guard import split_url
+        from udm.net import FetchError, fetch_url, split_url
 
         url = (data.url or "").strip()
         try:

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from tasks.base import Permission, Tool, ToolContext, ToolInput
 from udm.errors import InvalidPathError, PathChangedError, PathOutsideError
-from udm.guard.sandbox import Sandbox, escape_name
+from udm.guard import Sandbox, escape_name
 
 __all__ = [
     "MAX_READ_BYTES",

@@ -18,7 +18,7 @@ from udm.errors import (
     TargetNotFoundError,
     UdmError,
 )
-from udm.graph.cypher import QueryResult
+from udm.graph import QueryResult
 
 __all__ = ["KGInput", "KGOutput", "KGStatus", "KnowledgeGraphQueryTool", "format_results"]
 
@@ -131,7 +131,7 @@ class KnowledgeGraphQueryTool(Tool[KGInput, KGOutput]):
 
     def execute(self, data: KGInput, ctx: ToolContext) -> KGOutput:
         """Run the query on the current graph and shape its rows."""
-        from udm.graph.store import open_graph
+        from udm.graph import open_graph
 
         started = time.perf_counter()
         executed = data.query
@@ -157,7 +157,7 @@ class KnowledgeGraphQueryTool(Tool[KGInput, KGOutput]):
             elif data.queryLanguage is QueryLanguage.SPARQL:
                 result = handle.sparql(data.query, timeout_s=data.timeoutSeconds, row_cap=data.maxRows)
             else:
-                from udm.graph.nl import translate
+                from udm.graph import translate
 
                 plan = translate(data.query)
                 executed = f"{plan.language}: {plan.text}"

@@ -12,9 +12,9 @@ from pydantic_core import PydanticCustomError
 
 from tasks.base import Permission, Tool, ToolContext, ToolInput
 from udm.errors import AmbiguousTargetError, DocumentError, PatchError, TargetError, UdmError
-from udm.markdown.document import find_section, parse_document, section_text
+from udm.markdown import find_section, parse_document, section_text
+from udm.patch import Workspace, apply_operations
 from udm.patch import format as P
-from udm.patch.apply import Workspace, apply_operations
 
 __all__ = [
     "MarkdownAction",

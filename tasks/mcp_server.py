@@ -136,8 +136,8 @@ def _refuse(explain: Callable[[ApprovalRequest], str]) -> Approver:
 
 def call_via_daemon(tool: Tool[Any, Any], args: dict[str, Any], ctx: ToolContext) -> ToolCallResult | None:
     """The call answered by this manual's `udm daemon` (its warm engine), or None when none can."""
+    from udm.daemon import DAEMON_TOOLS, settings_digest
     from udm.daemon import client as dc
-    from udm.daemon.server import DAEMON_TOOLS, settings_digest
 
     if tool.name not in DAEMON_TOOLS:
         return None

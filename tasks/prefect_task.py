@@ -106,7 +106,7 @@ def local_file_stamps(params: dict[str, Any]) -> str:
     inputs alone (the path) would serve the old text until the entry expired. "" when no file is read.
     """
     from udm.errors import UdmError
-    from udm.guard.paths import resolve_inside
+    from udm.guard import resolve_inside
 
     settings = getattr(params.get("ctx"), "settings", None)
     stamps: list[str] = []

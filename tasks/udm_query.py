@@ -22,9 +22,9 @@ from udm.errors import (
     TargetNotFoundError,
     UdmError,
 )
-from udm.index.query import UdmQuery, definition_places, get_query
-from udm.markdown.document import split_lines
-from udm.verify.results import last_verified
+from udm.index import UdmQuery, definition_places, get_query
+from udm.markdown import split_lines
+from udm.verify import last_verified
 
 __all__ = ["QueryType", "ReturnFormat", "UdmQueryInput", "UdmQueryOutput", "UdmQueryStatus", "UdmQueryTool"]
 

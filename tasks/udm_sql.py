@@ -9,8 +9,7 @@ from pydantic import BaseModel, Field
 
 from tasks.base import Permission, Tool, ToolContext, ToolInput, TransientToolError
 from udm.errors import ConfigError, IndexBusyError
-from udm.index.query import get_query
-from udm.index.sql import SqlLimits, SqlMemoryError, SqlRefusedError, SqlTimeoutError, run_readonly_sql
+from udm.index import SqlLimits, SqlMemoryError, SqlRefusedError, SqlTimeoutError, get_query, run_readonly_sql
 
 __all__ = ["UdmSqlInput", "UdmSqlOutput", "UdmSqlQueryTool", "UdmSqlStatus"]
 

@@ -9,8 +9,15 @@ from pydantic import AliasChoices, BaseModel, Field
 
 from tasks.base import Permission, Tool, ToolContext, ToolInput
 from udm.errors import UdmError
-from udm.patch.format import DESTRUCTIVE_OPS, OperationType, Override, parse_patch
-from udm.patch.updates import FileResult, OperationResult, apply_patch
+from udm.patch import (
+    DESTRUCTIVE_OPS,
+    FileResult,
+    OperationResult,
+    OperationType,
+    Override,
+    apply_patch,
+    parse_patch,
+)
 
 __all__ = [
     "UdmUpdateInstruction",

@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 from tasks.base import Permission, Tool, ToolContext, ToolInput, TransientToolError
 from tasks.secrets import api_key, redact
 from udm.config import Settings
-from udm.net.api_client import api_client
+from udm.net import api_client
 
 __all__ = ["PROVIDERS", "SearchInput", "SearchOutput", "SearchResult", "SearchStatus", "WebSearchTool"]
 
@@ -88,7 +88,7 @@ class _Failure(Exception):
 
 
 def _get(settings: Settings, url: str, params: dict[str, Any], headers: dict[str, str] | None = None) -> Any:
-    from udm.net.fetching import parse_retry_after
+    from udm.net import parse_retry_after
 
     try:
         resp = api_client(settings, {"Accept": "application/json"}).get(url, params=params, headers=headers)
@@ -225,7 +225,7 @@ def _google(settings: Settings, query: str, n: int) -> list[SearchResult]:
 
 
 def _udm(settings: Settings, query: str, n: int, prefix: str | None) -> list[SearchResult]:
-    from udm.index.query import get_query
+    from udm.index import get_query
 
     hits = get_query(settings).search(query, limit=n * 4 if prefix else n)
     out = [

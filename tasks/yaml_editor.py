@@ -17,7 +17,7 @@ from pydantic_core import PydanticCustomError
 
 from tasks.base import Permission, Tool, ToolContext, ToolInput
 from udm.errors import DocumentError, PatchError, TargetError, UdmError
-from udm.patch.structured import SerializationError, edit_text, get_value
+from udm.patch import SerializationError, edit_text, get_value
 
 __all__ = [
     "YamlEditorInput",

@@ -27,10 +27,10 @@ from pydantic_settings import (
 )
 
 from udm.errors import ConfigError
-from udm.markdown.datalimits import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, DEPTH_CEILING, apply_settings
+from udm.markdown import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, DEPTH_CEILING, apply_settings
 
 if TYPE_CHECKING:
-    from udm.guard.sandbox import Sandbox
+    from udm.guard import Sandbox
 
 __all__ = ["DEFAULT_ID_PATTERNS", "ApprovalPolicy", "Settings", "ensure_folder", "load_settings"]
 
@@ -494,7 +494,7 @@ class Settings(BaseSettings):
 
     def tool_sandbox(self) -> Sandbox:
         """The sandbox every tool works through: the allowed roots, with the protected folders refused."""
-        from udm.guard.sandbox import Sandbox
+        from udm.guard import Sandbox
 
         # The scratch folder is the tools' own: it exists whenever they can use it.
         with contextlib.suppress(OSError):

@@ -28,8 +28,8 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Route, WebSocketRoute
 
 from udm.errors import BlockedAddressError, InvalidURLError
-from udm.guard.sandbox import in_git_folder
-from udm.net.guard import AllowList, VettedAddress, resolve_and_vet, url_port
+from udm.guard import in_git_folder
+from udm.net import AllowList, VettedAddress, resolve_and_vet, url_port
 
 __all__ = ["Guard", "Refusal", "ResourcePolicy", "first_refusal"]
 

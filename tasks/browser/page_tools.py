@@ -25,7 +25,7 @@ from tasks.browser.common import (
 from tasks.browser.extraction import LINKS_JS
 from tasks.browser.session import ActionError, artifact_path, normalize_url
 from udm.errors import InvalidURLError
-from udm.net.guard import split_url
+from udm.net import split_url
 
 __all__ = [
     "GetFullPageScreenshotTool",

@@ -31,8 +31,8 @@ from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 from tasks.browser.guard import Guard, first_refusal
 from udm.config import Settings
 from udm.errors import InvalidURLError
-from udm.guard.sandbox import in_git_folder
-from udm.net.guard import AllowList, split_url
+from udm.guard import in_git_folder
+from udm.net import AllowList, split_url
 
 __all__ = [
     "CHROMIUM_ARGS",

@@ -31,7 +31,7 @@ from tasks.browser.guard import ResourcePolicy
 from tasks.browser.session import MANAGER, ActionError, Session, pw_selector, timeout_message
 from udm.config import Settings
 from udm.errors import UdmError
-from udm.verify.spec import Check, CheckProblem, Expectation, resolve_url, substitute
+from udm.verify import Check, CheckProblem, Expectation, resolve_url, substitute
 
 __all__ = [
     "CheckResult",

@@ -16,8 +16,8 @@ import pytest
 import udm.index.links
 import udm.net.httppool
 from udm.config import load_settings
-from udm.index.links import check_links
-from udm.net.httppool import OriginPoolTransport
+from udm.index import check_links
+from udm.net import OriginPoolTransport
 
 from .conftest import external_link, loopback_server
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from udm.config import load_settings
-from udm.index.links import check_links
+from udm.index import check_links
 
 from .conftest import external_link, loopback_server
 

@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from udm.config import load_settings
-from udm.index.query import get_query
-from udm.patch.updates import apply_patch
-from udm.verify.review import needs_review_patch, review_marker
+from udm.index import get_query
+from udm.patch import apply_patch
+from udm.verify import needs_review_patch
+from udm.verify.review import review_marker
 
 RESULTS: list[dict[str, Any]] = [
     {

@@ -12,8 +12,9 @@ from PIL import Image
 from tasks.browser.verify import compare_images, run_checks_sync
 from udm.config import load_settings
 from udm.errors import DocumentError
-from udm.markdown.document import parse_document
-from udm.verify.spec import Check, filter_checks, inline_checks, load_spec_file, resolve_url, spec_json_schema
+from udm.markdown import parse_document
+from udm.verify import Check, resolve_url, spec_json_schema
+from udm.verify.spec import filter_checks, inline_checks, load_spec_file
 
 pytestmark = pytest.mark.browser
 
@@ -246,7 +247,7 @@ def test_flow_runs_inline_and_spec_checks_and_records_them(
 
         monkeypatch.setattr(prefect.artifacts, fn, capture)
     from flows.browser_verify import browser_verification_flow
-    from udm.verify.results import last_verified, verification_history
+    from udm.verify import last_verified, verification_history
 
     # The flow reads its settings where it runs (environment, udm.toml): allow the loopback test site there.
     monkeypatch.setenv("UDM_FETCH_ALLOW", "127.0.0.1")
@@ -331,7 +332,7 @@ def test_cli_verify_json_and_browser_run(site, workspace, tmp_path, capsys, monk
 
 def test_sample_udm_inline_checks_pass_against_the_demo_site(workspace, bctx) -> None:  # type: ignore[no-untyped-def]
     from flows.cli_browser import serve_site
-    from udm.verify.spec import gather_checks
+    from udm.verify import gather_checks
 
     settings = load_settings(cwd=workspace, fetch_allow=["127.0.0.1"])
     checks, problems = gather_checks(settings)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tasks.browser.verify import run_checks_sync
-from udm.markdown.document import parse_document
+from udm.markdown import parse_document
 from udm.verify.spec import inline_checks
 
 

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from tasks.browser.verify import run_checks_sync
-from udm.verify.spec import Check
+from udm.verify import Check
 
 pytestmark = pytest.mark.browser
 

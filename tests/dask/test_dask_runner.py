@@ -135,7 +135,7 @@ def test_settings_and_tool_contexts_pickle() -> None:
     import cloudpickle
 
     from tasks.base import ToolContext, always_approve
-    from udm.verify.spec import Check
+    from udm.verify import Check
 
     settings = load_settings(fetch_allow=["127.0.0.1"], brave_api_key="k-123", task_runner="dask")
     ctx = ToolContext(settings=settings, approver=always_approve)

@@ -10,7 +10,7 @@ import pytest
 
 from tasks.base import ToolContext, always_approve
 from udm.config import Settings, load_settings
-from udm.index.query import UdmQuery
+from udm.index import UdmQuery
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 

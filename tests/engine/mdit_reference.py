@@ -14,7 +14,7 @@ from mdit_py_plugins.footnote import footnote_plugin
 from mdit_py_plugins.tasklists import tasklists_plugin
 from mdurl import decode
 
-from udm.markdown.lines import split_lines
+from udm.markdown import split_lines
 from udm.markdown.scanner import _mask_mdx, atx_title
 
 _MD = MarkdownIt("commonmark").enable(["table", "strikethrough"]).use(footnote_plugin).use(tasklists_plugin)

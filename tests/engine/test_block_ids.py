@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from udm.markdown import block_ids, parse_document
 from udm.markdown.blockdata import collect_ids, parse_data
-from udm.markdown.document import block_ids, parse_document
 from udm.markdown.ids import DEFINING_KEYS
 from udm.markdown.simple_yaml import simple_yaml_ids
 

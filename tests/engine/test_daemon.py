@@ -22,9 +22,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from udm.daemon import DaemonServer
 from udm.daemon import client as dc
 from udm.daemon import server as daemon_mod
-from udm.daemon.server import DaemonServer
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "examples" / "udm"

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from udm.config import load_settings
-from udm.index.lint import lint
-from udm.markdown.document import block_ids, fence_role, parse_document
-from udm.markdown.ids import id_matcher
+from udm.index import lint
+from udm.markdown import block_ids, id_matcher, parse_document
+from udm.markdown.document import fence_role
 
 EXAMPLES = """\
 # Writing plugins

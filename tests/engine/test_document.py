@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from udm.errors import AmbiguousTargetError, DocumentError, TargetNotFoundError
-from udm.markdown.document import (
+from udm.markdown import (
     find_block,
     find_section,
     load_document,

@@ -13,9 +13,8 @@ from tasks.udm_query import UdmQueryTool
 from tasks.udm_sql import UdmSqlQueryTool
 from udm.config import Settings, load_settings
 from udm.errors import TargetNotFoundError
-from udm.index.lint import lint
-from udm.index.query import UdmQuery
-from udm.markdown.document import find_section, parse_document, section_text
+from udm.index import UdmQuery, lint
+from udm.markdown import find_section, parse_document, section_text
 
 
 def q(ctx: ToolContext, **raw: Any) -> dict[str, Any]:

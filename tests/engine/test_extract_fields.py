@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from udm.index.extract import _field_values, _starred_lines
-from udm.markdown.document import parse_document
+from udm.markdown import parse_document
 
 _LINES = st.sampled_from(
     [

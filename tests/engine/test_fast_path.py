@@ -10,7 +10,7 @@ import pytest
 from flows.cli import run
 from flows.entry import fast_query_id
 from udm.config import load_settings
-from udm.index.core import UdmIndex
+from udm.index import UdmIndex
 
 
 def test_fast_path_matches_full_cli(

@@ -6,7 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from udm.config import DEFAULT_ID_PATTERNS
-from udm.markdown.ids import IdMatcher, id_matcher
+from udm.markdown import id_matcher
+from udm.markdown.ids import IdMatcher
 
 # Pieces that make IDs, near-IDs and the characters around them that decide whole-token matches.
 PIECES = st.sampled_from(

@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from udm.config import Settings, load_settings
-from udm.index.core import UdmIndex
-from udm.index.query import UdmQuery
+from udm.index import UdmIndex, UdmQuery
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -179,7 +178,7 @@ def test_concurrent_refresh_and_query_processes(workspace: Path) -> None:
 
 
 def test_section_content_by_byte_range_matches_the_document(query: UdmQuery, settings: Settings) -> None:
-    from udm.markdown.document import load_document, section_text
+    from udm.markdown import load_document, section_text
 
     text = "# Über\n\nç — é\n\n## Ünter\n\n日本語 COMP-001\n\n## Second\n\nx\n"
     (settings.udm_root / "99-unicode.md").write_text(text, encoding="utf-8")

@@ -6,7 +6,7 @@ from typing import Any
 
 from tasks.base import ToolContext, call_tool
 from udm.config import Settings
-from udm.verify.results import record_verifications
+from udm.verify import record_verifications
 
 
 def _result(check: str, status: str, started: str, **extra: Any) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from udm.errors import UdmError
-from udm.markdown.document import find_section, parse_document
+from udm.markdown import find_section, parse_document
 
 PIECES = st.sampled_from(
     [

@@ -13,7 +13,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from udm.markdown.document import parse_document
+from udm.markdown import parse_document
 
 _SPEC = importlib.util.spec_from_file_location(
     "mdit_reference", Path(__file__).with_name("mdit_reference.py")

@@ -8,7 +8,8 @@ import pytest
 
 from flows.cli import run
 from udm.config import Settings
-from udm.index.lint import RULES, find_cycles, lint
+from udm.index import lint
+from udm.index.lint_rules import RULES, find_cycles
 
 from .conftest import GOLDEN
 

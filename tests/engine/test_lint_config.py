@@ -14,8 +14,9 @@ import yaml
 
 from flows.cli import run
 from udm.config import Settings, load_settings
-from udm.index.lint import RULES, LintConfig, _Switches, lint
+from udm.index import LintConfig, lint
 from udm.index.lint_format import SARIF_SCHEMA
+from udm.index.lint_rules import RULES, _Switches
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -9,7 +9,8 @@ import pytest
 from tasks.base import ToolContext, call_tool
 from tasks.udm_query import UdmQueryTool, plain_text
 from tasks.udm_sql import UdmSqlQueryTool
-from udm.index.sql import SqlRefusedError, check_readonly_sql
+from udm.index import SqlRefusedError
+from udm.index.sql import check_readonly_sql
 
 
 def q(ctx: ToolContext, **raw: Any) -> dict[str, Any]:

@@ -9,8 +9,7 @@ import duckdb
 import pytest
 
 from udm.config import load_settings
-from udm.index.core import UdmIndex
-from udm.index.sql import SqlLimits, SqlRefusedError, run_readonly_sql
+from udm.index import SqlLimits, SqlRefusedError, UdmIndex, run_readonly_sql
 
 
 def test_two_index_objects_in_one_process_take_turns(workspace: Path) -> None:

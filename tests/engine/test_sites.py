@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from udm.config import Settings, load_settings
-from udm.index.core import UdmIndex
-from udm.index.lint import lint
-from udm.site.routes import LinkResolver, Routes, detect_site, resolve_links
+from udm.index import UdmIndex, lint
+from udm.site import LinkResolver, Routes, resolve_links
+from udm.site.routes import detect_site
 
 SITES = Path(__file__).parent / "fixtures" / "sites"
 

@@ -12,8 +12,8 @@ import pytest
 
 from flows.cli import run
 from udm.config import load_settings
-from udm.index.core import UdmIndex
-from udm.markdown.document import parse_document
+from udm.index import UdmIndex
+from udm.markdown import parse_document
 
 MDX = """\
 ---

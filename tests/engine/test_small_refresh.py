@@ -16,10 +16,9 @@ import pytest
 
 import udm.index.core as index_module
 from udm.config import Settings, load_settings
-from udm.index.core import UdmIndex
+from udm.index import UdmIndex, UdmQuery, lookup_definitions
 from udm.index.extract import TABLE_COLUMNS
-from udm.index.lookup import LOOKUP_NAME, lookup_definitions
-from udm.index.query import UdmQuery
+from udm.index.lookup import LOOKUP_NAME
 from udm.index.search import SearchBuilder, SearchIndex
 
 

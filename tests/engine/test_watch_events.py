@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from udm.config import load_settings
-from udm.index.core import UdmIndex, scan_root
+from udm.index import UdmIndex
+from udm.index.core import scan_root
 
 
 def _ops(root: Path) -> list[tuple[str, object]]:

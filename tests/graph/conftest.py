@@ -10,8 +10,9 @@ import pytest
 
 from tasks.base import ToolContext, always_approve
 from udm.config import Settings, load_settings
+from udm.graph import open_graph
 from udm.graph.model import GraphRows, section_node_id
-from udm.graph.store import GraphHandle, clear_cache, graph_from_rows, open_graph
+from udm.graph.store import GraphHandle, clear_cache, graph_from_rows
 
 SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "udm"
 

@@ -10,9 +10,9 @@ import pytest
 from flows.cli import run
 from udm.config import Settings
 from udm.errors import GraphQueryError
-from udm.graph.nl import supported_forms, translate
+from udm.graph import open_graph, translate
+from udm.graph.nl import supported_forms
 from udm.graph.ops import dependencies, dependents
-from udm.graph.store import open_graph
 
 
 @pytest.mark.parametrize(

@@ -13,8 +13,7 @@ import time
 from pathlib import Path
 
 from udm.config import load_settings
-from udm.patch.format import load_patch, parse_patch
-from udm.patch.updates import apply_patch
+from udm.patch import apply_patch, load_patch, parse_patch
 
 
 def _writer(project: str, patch_file: str, go: str) -> None:

@@ -11,9 +11,8 @@ import os
 import sys
 
 from udm.config import load_settings
-from udm.patch.format import load_patch
+from udm.patch import apply_patch, load_patch
 from udm.patch.transaction import FAULT_ENV, SLOW_ENV
-from udm.patch.updates import apply_patch
 
 
 def _child(project: str, patch_file: str, step: str, slow: str) -> None:

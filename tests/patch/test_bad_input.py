@@ -15,8 +15,8 @@ from tasks.base import ToolContext, always_approve, call_tool, export_schema
 from tasks.registry import get_tool
 from udm.config import Settings
 from udm.errors import PatchError
-from udm.patch.format import OPERATION_TYPES, Operation, load_patch, loads_patch
-from udm.patch.structured import SerializationError, edit_text
+from udm.patch import SerializationError, edit_text, load_patch
+from udm.patch.format import OPERATION_TYPES, Operation, loads_patch
 
 from .conftest import snapshot
 

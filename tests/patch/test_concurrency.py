@@ -10,8 +10,7 @@ import time
 from pathlib import Path
 
 from udm.config import load_settings
-from udm.patch.apply import Workspace, apply_operations
-from udm.patch.format import load_patch
+from udm.patch import Workspace, apply_operations, load_patch
 
 REPO = Path(__file__).resolve().parents[2]
 CHILD = Path(__file__).with_name("concurrent_child.py")

@@ -10,10 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from udm.config import Settings
-from udm.patch.apply import Workspace, apply_operations
-from udm.patch.format import parse_patch
+from udm.patch import PatchResult, Workspace, apply_operations, apply_patch, parse_patch
 from udm.patch.splice import disk_form, edit_form
-from udm.patch.updates import PatchResult, apply_patch
 
 DOC = "# Doc\n\n## A\n\ntext\n\n## B\n\n- **ID:** `TASK-P0-M0.1-T001`\n\n## C\n\nend\n"
 

@@ -15,8 +15,8 @@ import pytest
 from filelock import FileLock
 
 from udm.config import load_settings
+from udm.patch import recover_root
 from udm.patch.transaction import FAULT_ENV, FAULT_STEPS, SLOW_ENV, journal_dir, lock_path
-from udm.patch.updates import recover_root
 
 REPO = Path(__file__).resolve().parents[2]
 CHILD = Path(__file__).with_name("crash_child.py")

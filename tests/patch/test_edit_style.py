@@ -12,9 +12,7 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from udm.errors import PatchError
-from udm.patch.apply import Workspace, apply_operations
-from udm.patch.format import parse_patch
-from udm.patch.structured import edit_text, get_value
+from udm.patch import Workspace, apply_operations, edit_text, get_value, parse_patch
 
 FLOW = "title: X\ntags: [a, b]\nmeta: {k: 1, j: 2}\nblock:\n  - a\n"
 

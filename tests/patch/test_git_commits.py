@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 
 from udm.config import Settings, load_settings
-from udm.patch.format import parse_patch
-from udm.patch.updates import apply_patch, revert_patch
+from udm.patch import apply_patch, parse_patch, revert_patch
 
 from .conftest import make_root
 

@@ -7,8 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from udm.config import Settings, load_settings
-from udm.patch.format import parse_patch
-from udm.patch.updates import apply_patch
+from udm.patch import apply_patch, parse_patch
 
 MDX = """---
 title: Install

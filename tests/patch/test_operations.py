@@ -8,9 +8,16 @@ from typing import Any
 import pytest
 
 from udm.config import Settings
-from udm.patch.format import parse_patch, patch_json_schema
+from udm.patch import (
+    PatchResult,
+    apply_patch,
+    list_records,
+    load_record,
+    parse_patch,
+    patch_json_schema,
+    revert_patch,
+)
 from udm.patch.splice import changed_line_count
-from udm.patch.updates import PatchResult, apply_patch, list_records, load_record, revert_patch
 
 
 def apply(settings: Settings, *ops: dict[str, Any], dry_run: bool = False) -> PatchResult:

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from udm.config import Settings
-from udm.patch.format import parse_patch
-from udm.patch.updates import PatchResult, load_record
+from udm.patch import PatchResult, load_record, parse_patch
 
 
 def test_diff_artifact_fences_any_backtick_run_and_escapes_the_description() -> None:

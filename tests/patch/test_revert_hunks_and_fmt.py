@@ -7,8 +7,7 @@ from typing import Any
 import pytest
 
 from udm.config import Settings
-from udm.patch.format import parse_patch
-from udm.patch.updates import PatchResult, apply_patch, format_files, load_record, revert_patch
+from udm.patch import PatchResult, apply_patch, format_files, load_record, parse_patch, revert_patch
 
 from .conftest import snapshot
 

@@ -10,8 +10,7 @@ from hypothesis import strategies as st
 
 from tasks.base import ToolContext, always_approve, call_tool, deny_all
 from udm.config import ApprovalPolicy, Settings
-from udm.patch.apply import Workspace, apply_operations
-from udm.patch.format import parse_patch
+from udm.patch import Workspace, apply_operations, parse_patch
 
 from .conftest import SMALL_DOC
 
@@ -205,7 +204,7 @@ def test_json_set_changes_only_the_value(
 ) -> None:
     import json
 
-    from udm.patch.structured import edit_text
+    from udm.patch import edit_text
 
     # Indented documents whose nested containers are written on one line, as people write them.
     lines = ["{"] + [f"  {json.dumps(k)}: {json.dumps(v)}," for k, v in doc.items()]

@@ -15,9 +15,8 @@ import udm.patch.transaction as transaction
 import udm.patch.updates as updates
 from udm.config import Settings
 from udm.errors import PatchError
-from udm.patch.format import parse_patch
+from udm.patch import PatchResult, apply_patch, parse_patch, recover_root
 from udm.patch.transaction import journal_dir
-from udm.patch.updates import PatchResult, apply_patch, recover_root
 
 from .conftest import CONFIG_DOC, SMALL_DOC
 

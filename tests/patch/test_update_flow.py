@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from udm.config import Settings
-from udm.patch.format import parse_patch
+from udm.patch import parse_patch
 
 from .conftest import snapshot
 

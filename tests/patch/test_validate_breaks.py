@@ -10,8 +10,7 @@ import pytest
 
 from flows.cli import run
 from udm.config import Settings, load_settings
-from udm.patch.format import parse_patch
-from udm.patch.updates import PatchResult, apply_patch, revert_patch
+from udm.patch import PatchResult, apply_patch, parse_patch, revert_patch
 
 
 def _root(tmp_path: Path, files: dict[str, str]) -> Settings:

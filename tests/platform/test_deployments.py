@@ -71,8 +71,7 @@ def test_every_example_patch_changes_the_sample(tmp_path: Path) -> None:
     import shutil
 
     from udm.config import load_settings
-    from udm.patch.format import load_patch
-    from udm.patch.updates import apply_patch
+    from udm.patch import apply_patch, load_patch
 
     shutil.copytree(REPO / "examples" / "udm", tmp_path / "docs" / "udm")
     settings = load_settings(cwd=tmp_path)

@@ -257,7 +257,7 @@ def site() -> Iterator[Site]:
 @pytest.fixture(autouse=True)
 def _fresh_fetch_state() -> Iterator[None]:
     """Robots.txt cache, host gates and clients are process-wide: each test starts clean."""
-    from udm.net.fetching import clear_fetch_state
+    from udm.net import clear_fetch_state
 
     clear_fetch_state()
     yield

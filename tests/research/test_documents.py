@@ -12,7 +12,8 @@ from tasks.base import ToolContext, TransientToolError, call_tool
 from tasks.documents import DocType, DocumentFetchingParsingTool, detect_type
 from udm.config import load_settings
 from udm.errors import BlockedAddressError
-from udm.net.guard import AllowList, classify, resolve_and_vet
+from udm.net import AllowList, resolve_and_vet
+from udm.net.guard import classify
 
 TOOL = DocumentFetchingParsingTool()
 

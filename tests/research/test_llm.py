@@ -18,7 +18,7 @@ import pytest
 from flows.research_report import Source, render_appendix
 from tasks.llm_synth import ANTHROPIC_VERSION, LLMError, LLMSynthesizer, chat
 from udm.config import Settings, load_settings
-from udm.research.synthesis import Evidence, verify_claims
+from udm.research import Evidence, verify_claims
 
 REPLIES = Path(__file__).parent / "llm_replies"
 ARTICLE_TEXT = (

@@ -7,7 +7,8 @@ from typing import Any
 
 from tasks.base import ToolContext, call_tool
 from tasks.documents import DocumentFetchingParsingTool
-from udm.net.parse_pool import parse_pool, pool_size, run_parser, workers_for
+from udm.net import parse_pool, run_parser, workers_for
+from udm.net.parsing_pool import pool_size
 
 TOOL = DocumentFetchingParsingTool()
 

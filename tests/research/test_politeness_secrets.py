@@ -20,7 +20,7 @@ from tasks.base import ToolContext, call_tool
 from tasks.documents import DocumentFetchingParsingTool
 from tasks.web_search import WebSearchTool
 from udm.config import Settings, load_settings
-from udm.net.fetching import fetch_url
+from udm.net import fetch_url
 
 from .conftest import QuietServer, _serve
 

@@ -18,9 +18,8 @@ from flows.research_report import (
     research_fingerprint,
     topic_of,
 )
-from udm.markdown.document import parse_document
-from udm.research.passages import rank_passages, split_passages
-from udm.research.synthesis import Claim, Evidence, ExtractiveSynthesizer, Synthesis
+from udm.markdown import parse_document
+from udm.research import Claim, Evidence, ExtractiveSynthesizer, Synthesis, rank_passages, split_passages
 
 
 def test_canonical_url_merges_spellings() -> None:

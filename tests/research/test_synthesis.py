@@ -7,18 +7,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from flows.research_report import AppendixCheckError, Source, check_markdown, check_quotes, render_appendix
-from udm.research.synthesis import (
-    Claim,
-    Evidence,
-    ExtractiveSynthesizer,
-    Synthesis,
-    collapse_near_duplicates,
-    normalise,
-    prose_sentences,
-    split_sub_questions,
-    support_of,
-    verify_claims,
-)
+from udm.research import Claim, Evidence, ExtractiveSynthesizer, Synthesis, split_sub_questions, verify_claims
+from udm.research.synthesis import collapse_near_duplicates, normalise, prose_sentences, support_of
 
 DOC = """# Caching in practice
 

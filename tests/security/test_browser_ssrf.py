@@ -218,7 +218,7 @@ def test_a_websocket_to_loopback_is_refused(servers, sid, tmp_path) -> None:  # 
 
 def test_verification_contexts_refuse_the_same_requests(servers, tmp_path) -> None:  # type: ignore[no-untyped-def]
     from tasks.browser.verify import run_checks_sync
-    from udm.verify.spec import Check
+    from udm.verify import Check
 
     allowed, _bad, forbidden = servers
     before = forbidden.connections

@@ -31,6 +31,7 @@ from tasks.base import ToolContext, always_approve, call_tool
 from tasks.filesystem import FileSystemAccessTool
 from tasks.knowledge_graph import KnowledgeGraphQueryTool
 from udm.config import Settings, load_settings
+from udm.graph import open_graph
 from udm.graph.cache import (
     CACHE_NAME,
     MAX_CACHE_BYTES,
@@ -41,8 +42,8 @@ from udm.graph.cache import (
     read_graph,
 )
 from udm.graph.model import GraphRows
-from udm.graph.store import clear_cache, graph_from_rows, open_graph
-from udm.net.fetching import fetch_url
+from udm.graph.store import clear_cache, graph_from_rows
+from udm.net import fetch_url
 
 SAMPLE_UDM = Path(__file__).resolve().parents[2] / "examples" / "udm"
 T001 = "TASK-P0-M0.1-T001"

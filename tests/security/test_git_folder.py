@@ -20,8 +20,7 @@ import pytest
 from tasks.base import ToolContext, always_approve, call_tool
 from tasks.filesystem import FileSystemAccessTool
 from udm.config import Settings, load_settings
-from udm.patch.format import parse_patch
-from udm.patch.updates import apply_patch
+from udm.patch import apply_patch, parse_patch
 
 TOOL = FileSystemAccessTool()
 EDIT = {"op": "append_to_section", "file": "config.md", "section": "HTTP", "content": "Reviewed."}
@@ -142,7 +141,7 @@ def test_the_browser_cannot_open_a_git_folder(tmp_path: Path, monkeypatch: pytes
     # A repository's config may hold a token in a remote URL; readFile refuses it, and so does file:.
     from tasks.browser.guard import Guard
     from tasks.browser.session import ActionError, _file_roots, normalize_url
-    from udm.net.guard import AllowList
+    from udm.net import AllowList
 
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "no-global-gitconfig"))
     settings = make_root(tmp_path)

@@ -27,8 +27,8 @@ from tasks.documents import DocumentFetchingParsingTool
 from udm.config import Settings, load_settings
 from udm.errors import InvalidURLError
 from udm.index.links import check_external
-from udm.net.guard import join_url, split_url
-from udm.verify.spec import resolve_url
+from udm.net import join_url, split_url
+from udm.verify import resolve_url
 
 MALFORMED = [
     "http://[::1",
@@ -74,7 +74,7 @@ def test_split_url_accepts_good_urls(url: str) -> None:
 @pytest.fixture
 def fctx(workspace: Path) -> ToolContext:
     """A fetch context that may reach 127.0.0.1 only."""
-    from udm.net.fetching import clear_fetch_state
+    from udm.net import clear_fetch_state
 
     clear_fetch_state()
     settings = load_settings(

@@ -28,9 +28,8 @@ import udm.patch.transaction as transaction
 from flows.cli import run
 from udm.config import Settings, load_settings
 from udm.errors import TransactionError
-from udm.patch.format import parse_patch
+from udm.patch import PatchResult, apply_patch, parse_patch, recover_root
 from udm.patch.transaction import journal_dir, refused_dir
-from udm.patch.updates import PatchResult, apply_patch, recover_root
 
 DOC = "# Notes\n\nvalue: 0\n"
 SECRET = b"outside secret\n"

@@ -25,9 +25,9 @@ from tasks.browser.browser_tools import _sandbox_write
 from tasks.browser.session import ActionError
 from udm.config import Settings, load_settings
 from udm.errors import InvalidPathError, PatchError
-from udm.guard.paths import PathGuard
-from udm.patch.format import loads_patch, parse_patch
-from udm.patch.updates import apply_patch
+from udm.guard import PathGuard
+from udm.patch import apply_patch, parse_patch
+from udm.patch.format import loads_patch
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -52,8 +52,7 @@ def test_a_tool_cannot_rewrite_the_settings(tmp_path: Path, name: str, content: 
 
 
 def test_a_patch_cannot_create_or_replace_the_settings(tmp_path: Path) -> None:
-    from udm.patch.format import parse_patch
-    from udm.patch.updates import apply_patch
+    from udm.patch import apply_patch, parse_patch
 
     (tmp_path / "index.md").write_text("# Docs\n", encoding="utf-8")
     (tmp_path / "pyproject.toml").write_text('[tool.udm]\nroot = "."\n', encoding="utf-8")

@@ -17,9 +17,8 @@ import pytest
 from tasks.base import ToolContext, call_tool
 from tasks.udm_sql import UdmSqlQueryTool
 from udm.config import Settings
-from udm.index.core import UdmIndex
-from udm.index.query import get_query
-from udm.index.sql import SqlLimits, SqlMemoryError, SqlTimeoutError, run_readonly_sql, shared_runner
+from udm.index import SqlLimits, SqlMemoryError, SqlTimeoutError, UdmIndex, get_query, run_readonly_sql
+from udm.index.sql import shared_runner
 
 # One value of 200 million integers: 1.6 GB in a single operator call.
 HUGE_LIST = "SELECT length(list_value(range(200000000)))"

@@ -24,8 +24,7 @@ from tasks.base import ToolContext, always_approve, call_tool
 from tasks.filesystem import FileSystemAccessTool
 from udm.config import Settings, load_settings
 from udm.errors import ConfigError
-from udm.patch.format import Patch
-from udm.patch.updates import apply_patch
+from udm.patch import Patch, apply_patch
 
 TOOL = FileSystemAccessTool()
 # What the engine keeps in its state folder and trusts (relative to it).

@@ -28,11 +28,10 @@ from tasks.udm_sql import UdmSqlQueryTool
 from tasks.yaml_editor import YamlJsonParserEditorTool
 from udm.config import Settings, load_settings
 from udm.errors import PatchError
-from udm.index.lint import lint
-from udm.index.query import UdmQuery
-from udm.markdown.datalimits import DataLimitError, DataLimits, check_json, check_text, check_yaml
+from udm.index import UdmQuery, lint
+from udm.markdown import DataLimitError, DataLimits, check_json, check_text, check_yaml
+from udm.patch import edit_text, get_value
 from udm.patch.format import loads_patch
-from udm.patch.structured import edit_text, get_value
 
 REPO = Path(__file__).resolve().parents[2]
 LIMIT = 100  # the default of data_max_depth
@@ -356,7 +355,7 @@ def test_a_deep_patch_file_is_refused(depth: int) -> None:
 
 @pytest.mark.parametrize("depth", [1_500, 100_000])
 def test_a_patch_that_creates_a_deep_data_file_is_refused(ctx: ToolContext, depth: int) -> None:
-    from udm.patch.updates import apply_patch
+    from udm.patch import apply_patch
 
     for name, text in (("deep.yaml", yaml_flow(depth)), ("deep.json", json_lists(depth))):
         patch = loads_patch(
@@ -377,7 +376,7 @@ def test_a_patch_that_creates_a_deep_data_file_is_refused(ctx: ToolContext, dept
 
 @pytest.mark.parametrize("depth", [1_500, 100_000])
 def test_key_edits_of_a_deep_file_in_the_manual_are_refused(ctx: ToolContext, depth: int) -> None:
-    from udm.patch.updates import apply_patch
+    from udm.patch import apply_patch
 
     (ctx.settings.udm_root / "deep.yaml").write_text(yaml_flow(depth), encoding="utf-8")
     patch = loads_patch(

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from udm.config import Settings
 from udm.graph.model import GRAPH_SCHEMA_VERSION, GraphRows, section_node_id
 from udm.graph.source import check_items, check_row, component_row, rows_from_documents
-from udm.index.lookup import scan_markdown
-from udm.markdown.document import load_document
+from udm.index import scan_markdown
+from udm.markdown import load_document
 
 if TYPE_CHECKING:
     from udm.graph.store import GraphSource
@@ -167,7 +167,7 @@ def index_source(settings: Settings) -> GraphSource:
 
 def _make_index_source(settings: Settings) -> GraphSource:
     from udm.graph.store import GraphSource
-    from udm.index.query import get_query
+    from udm.index import get_query
 
     query = get_query(settings)
     pattern = _pattern(settings)

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from udm.graph.model import GraphRows, kind_of_id, section_node_id
-from udm.markdown.document import Document
+from udm.markdown import Document
 
 __all__ = ["check_items", "check_row", "component_row", "field_lines", "rows_from_documents"]
 

@@ -44,8 +44,8 @@ from udm.config import Settings, ensure_folder
 from udm.errors import ConfigError, IndexBusyError
 from udm.index.extract import TABLE_COLUMNS, ParseOptions, document_rows, parse_options
 from udm.index.lookup import MARKDOWN_SUFFIXES, scan_markdown, write_lookup
-from udm.markdown.document import parse_document
-from udm.site.routes import LinkResolver, Routes, resolve_links, route_meta, settings_site
+from udm.markdown import parse_document
+from udm.site import LinkResolver, Routes, resolve_links, route_meta, settings_site
 
 __all__ = ["IDLE_RELEASE_S", "RELEASE_POLL_S", "SCHEMA_VERSION", "RefreshStats", "UdmIndex", "scan_root"]
 

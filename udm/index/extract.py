@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
-from udm.markdown.document import Block, Document, Section, block_ids, definition_line
+from udm.markdown import Block, Document, Section, block_ids, definition_line
 
 __all__ = [
     "TABLE_COLUMNS",

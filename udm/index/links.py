@@ -29,9 +29,16 @@ from pydantic import BaseModel, Field
 
 from udm.config import Settings
 from udm.errors import BlockedAddressError, InvalidURLError
-from udm.net.guard import AllowList, VettedAddress, join_url, resolve_and_vet, split_url, url_port
-from udm.net.httppool import OriginPoolTransport
-from udm.site.routes import display_target
+from udm.net import (
+    AllowList,
+    OriginPoolTransport,
+    VettedAddress,
+    join_url,
+    resolve_and_vet,
+    split_url,
+    url_port,
+)
+from udm.site import display_target
 
 __all__ = [
     "LinkReport",

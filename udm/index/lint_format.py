@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from xml.etree import ElementTree as ET
 
-from udm.index.lint import RULES, Finding
+from udm.index.lint_rules import RULES, Finding
 
 __all__ = ["FORMATS", "SARIF_SCHEMA", "render"]
 

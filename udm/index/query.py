@@ -18,7 +18,7 @@ from udm.config import Settings
 from udm.errors import AmbiguousTargetError, DocumentError, TargetNotFoundError
 from udm.index.core import UdmIndex
 from udm.index.search import SearchHit, SearchIndex
-from udm.markdown.document import Document, Section, find_section, split_lines
+from udm.markdown import Document, Section, find_section, split_lines
 
 __all__ = ["Definition", "Reference", "UdmQuery", "get_query"]
 

@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 import tantivy
 
-from udm.markdown.ids import id_matcher
+from udm.markdown import id_matcher
 
 __all__ = ["SearchBuilder", "SearchHit", "SearchIndex"]
 

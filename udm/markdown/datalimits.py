@@ -205,7 +205,7 @@ def load_yaml(text: str, *, what: str = "YAML", limits: DataLimits | None = None
     """A safe YAML load (libyaml when present) after the limits check; aliases may not expand past it."""
     import yaml
 
-    from udm.patch.structured import check_alias_expansion
+    from udm.patch import check_alias_expansion
 
     check_yaml(text, what=what, limits=limits)
     data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))

@@ -1,1 +1,90 @@
-"""udm.patch."""
+"""Patches: the format, the operations, structured edits, validation, transactions, journal, apply/revert.
+
+The names in `__all__` are the package's public surface: code outside the package imports them from
+here. They load on first use, so importing the package stays cheap for the CLI's fast paths.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from udm._lazy import load_surface_name
+
+if TYPE_CHECKING:
+    from udm.patch.apply import Workspace as Workspace
+    from udm.patch.apply import apply_operations as apply_operations
+    from udm.patch.format import DESTRUCTIVE_OPS as DESTRUCTIVE_OPS
+    from udm.patch.format import OperationType as OperationType
+    from udm.patch.format import Override as Override
+    from udm.patch.format import Patch as Patch
+    from udm.patch.format import load_patch as load_patch
+    from udm.patch.format import parse_patch as parse_patch
+    from udm.patch.format import patch_json_schema as patch_json_schema
+    from udm.patch.structured import SerializationError as SerializationError
+    from udm.patch.structured import check_alias_expansion as check_alias_expansion
+    from udm.patch.structured import edit_text as edit_text
+    from udm.patch.structured import get_value as get_value
+    from udm.patch.updates import FileResult as FileResult
+    from udm.patch.updates import OperationResult as OperationResult
+    from udm.patch.updates import PatchResult as PatchResult
+    from udm.patch.updates import apply_patch as apply_patch
+    from udm.patch.updates import format_files as format_files
+    from udm.patch.updates import list_records as list_records
+    from udm.patch.updates import load_record as load_record
+    from udm.patch.updates import recover_root as recover_root
+    from udm.patch.updates import revert_patch as revert_patch
+
+_SURFACE = {
+    "DESTRUCTIVE_OPS": "format",
+    "FileResult": "updates",
+    "OperationResult": "updates",
+    "OperationType": "format",
+    "Override": "format",
+    "Patch": "format",
+    "PatchResult": "updates",
+    "SerializationError": "structured",
+    "Workspace": "apply",
+    "apply_operations": "apply",
+    "apply_patch": "updates",
+    "check_alias_expansion": "structured",
+    "edit_text": "structured",
+    "format_files": "updates",
+    "get_value": "structured",
+    "list_records": "updates",
+    "load_patch": "format",
+    "load_record": "updates",
+    "parse_patch": "format",
+    "patch_json_schema": "format",
+    "recover_root": "updates",
+    "revert_patch": "updates",
+}
+
+__all__ = [
+    "DESTRUCTIVE_OPS",
+    "FileResult",
+    "OperationResult",
+    "OperationType",
+    "Override",
+    "Patch",
+    "PatchResult",
+    "SerializationError",
+    "Workspace",
+    "apply_operations",
+    "apply_patch",
+    "check_alias_expansion",
+    "edit_text",
+    "format_files",
+    "get_value",
+    "list_records",
+    "load_patch",
+    "load_record",
+    "parse_patch",
+    "patch_json_schema",
+    "recover_root",
+    "revert_patch",
+]
+
+
+def __getattr__(name: str) -> object:
+    """A surface name, imported from its module on first use."""
+    return load_surface_name(__name__, _SURFACE, name)

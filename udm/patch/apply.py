@@ -23,16 +23,8 @@ from udm.errors import (
     TargetNotFoundError,
     UdmError,
 )
-from udm.index.lookup import MARKDOWN_SUFFIXES as PAGE_SUFFIXES
-from udm.markdown.document import (
-    Block,
-    Document,
-    Section,
-    find_block,
-    find_section,
-    parse_document,
-    section_text,
-)
+from udm.index import MARKDOWN_SUFFIXES as PAGE_SUFFIXES
+from udm.markdown import Block, Document, Section, find_block, find_section, parse_document, section_text
 from udm.patch import format as P
 from udm.patch.list_style import needs_list_style, read_list_styles, restyle_lists, starts_a_block
 from udm.patch.splice import (
@@ -116,7 +108,7 @@ class Workspace:
 
     def real_path(self, rel: str) -> Path:
         """The real path of a file in the root: symlinks followed, each hop checked to stay inside."""
-        from udm.guard.sandbox import Sandbox
+        from udm.guard import Sandbox
 
         if self._sandbox is None:
             self._sandbox = Sandbox([self.root], project_root=self.root, protected=self.protected)

@@ -20,7 +20,7 @@ from pydantic import (
 )
 
 from udm.errors import DocumentError, PatchError
-from udm.markdown.datalimits import DataLimitError, check_text
+from udm.markdown import DataLimitError, check_text
 from udm.patch.structured import check_alias_expansion
 
 __all__ = [

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from udm.errors import InvalidPathError, PathOutsideError, TransactionError
-from udm.guard.paths import MAX_NAME_BYTES, PathGuard, _NotFound, _Walk, escape_name
+from udm.guard import MAX_NAME_BYTES, PathGuard, escape_name
+from udm.guard.paths import _NotFound, _Walk
 
 __all__ = [
     "BACKUP",

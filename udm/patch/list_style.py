@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from udm.markdown.lines import split_lines
+from udm.markdown import split_lines
 
 __all__ = [
     "ListInfo",

@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from udm.markdown.lines import split_lines
+from udm.markdown import split_lines
 
 __all__ = [
     "BOM",

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
 from udm.errors import DocumentError, PatchError, TargetNotFoundError, UdmError
-from udm.markdown.datalimits import check_json, check_yaml, current_limits
+from udm.markdown import check_json, check_yaml, current_limits
 from udm.patch.splice import merge_minimal
 
 __all__ = [

@@ -69,7 +69,8 @@ from udm.errors import (
     TransactionError,
     UdmError,
 )
-from udm.guard.paths import _NotFound, _Walk, escape_name
+from udm.guard import escape_name
+from udm.guard.paths import _NotFound, _Walk
 from udm.patch.journal import (
     JOURNAL,
     JOURNAL_TMP,

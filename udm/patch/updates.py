@@ -31,7 +31,7 @@ from udm.patch.gitrepo import GitRepo, branch_name, check_clean, commit_patch, f
 from udm.patch.splice import changed_line_count, line_opcodes, sha256_text, split_lines, unified_diff
 from udm.patch.transaction import Change, commit_files, recover, write_lock
 from udm.patch.validate import ValidationFailedError, validate_workspace
-from udm.site.routes import settings_site as _site
+from udm.site import settings_site as _site
 
 __all__ = [
     "FileResult",

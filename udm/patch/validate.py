@@ -12,13 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from udm.errors import DocumentError, PatchError, UdmError
-from udm.markdown.blockdata import parse_front_matter
-from udm.markdown.datalimits import check_text
-from udm.markdown.document import Document
+from udm.markdown import Document, check_text, parse_front_matter
 from udm.patch.apply import Workspace, cached_parse
 from udm.patch.splice import edit_form, line_opcodes
-from udm.site.detect import NUMBER_PREFIX
-from udm.site.routes import (
+from udm.site import (
+    NUMBER_PREFIX,
     PAGE_SUFFIXES,
     LinkResolver,
     Routes,

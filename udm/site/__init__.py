@@ -1,1 +1,54 @@
-"""udm.site."""
+"""Site conventions: which generator publishes the manual, its routes, redirects and the one link rule set.
+
+The names in `__all__` are the package's public surface: code outside the package imports them from
+here. They load on first use, so importing the package stays cheap for the CLI's fast paths.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from udm._lazy import load_surface_name
+
+if TYPE_CHECKING:
+    from udm.site.detect import NUMBER_PREFIX as NUMBER_PREFIX
+    from udm.site.detect import PAGE_SUFFIXES as PAGE_SUFFIXES
+    from udm.site.detect import Site as Site
+    from udm.site.detect import settings_site as settings_site
+    from udm.site.detect import site_for as site_for
+    from udm.site.routes import LinkResolver as LinkResolver
+    from udm.site.routes import Routes as Routes
+    from udm.site.routes import display_target as display_target
+    from udm.site.routes import resolve_links as resolve_links
+    from udm.site.routes import route_meta as route_meta
+
+_SURFACE = {
+    "LinkResolver": "routes",
+    "NUMBER_PREFIX": "detect",
+    "PAGE_SUFFIXES": "detect",
+    "Routes": "routes",
+    "Site": "detect",
+    "display_target": "routes",
+    "resolve_links": "routes",
+    "route_meta": "routes",
+    "settings_site": "detect",
+    "site_for": "detect",
+}
+
+__all__ = [
+    "NUMBER_PREFIX",
+    "PAGE_SUFFIXES",
+    "LinkResolver",
+    "Routes",
+    "Site",
+    "display_target",
+    "resolve_links",
+    "route_meta",
+    "settings_site",
+    "site_for",
+]
+
+
+def __getattr__(name: str) -> object:
+    """A surface name, imported from its module on first use."""
+    return load_surface_name(__name__, _SURFACE, name)

@@ -16,7 +16,7 @@ from filelock import FileLock, Timeout
 
 from udm.config import Settings, ensure_folder
 from udm.errors import IndexBusyError
-from udm.index.core import UdmIndex
+from udm.index import UdmIndex
 
 __all__ = ["COLUMNS", "DDL", "last_verified", "record_verifications", "verification_history"]
 

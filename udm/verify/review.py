@@ -16,8 +16,8 @@ from datetime import date
 from typing import Any
 
 from udm.errors import UdmError
-from udm.index.query import UdmQuery
-from udm.patch.format import Patch, parse_patch
+from udm.index import UdmQuery
+from udm.patch import Patch, parse_patch
 
 __all__ = ["ReviewProposal", "needs_review_patch", "review_marker"]
 

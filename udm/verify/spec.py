@@ -21,10 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from udm.config import Settings
 from udm.errors import DocumentError, InvalidURLError
-from udm.index.lookup import scan_markdown
-from udm.markdown.datalimits import check_text
-from udm.markdown.document import Document, load_document
-from udm.net.guard import join_url
+from udm.index import scan_markdown
+from udm.markdown import Document, check_text, load_document
+from udm.net import join_url
 
 __all__ = [
     "AttributeExpect",
@@ -443,7 +442,7 @@ def inline_checks(
 
 def inline_checks_from_index(settings: Settings) -> tuple[list[Check], list[CheckProblem]]:
     """Every ```verify block, read from the index's `blocks` table (refreshed first, never stale)."""
-    from udm.index.core import UdmIndex
+    from udm.index import UdmIndex
 
     index = UdmIndex(settings)
     try:

@@ -13,7 +13,7 @@ import pytest
 from tasks.base import ToolContext, always_approve, call_tool
 from tasks.filesystem import FileSystemAccessTool
 from udm.config import Settings, load_settings
-from udm.guard.sandbox import Sandbox
+from udm.guard import Sandbox
 
 SECRET = b"TOP-SECRET-CANARY-7f3a\n"
 

@@ -13,18 +13,9 @@ from typing import Any
 import pytest
 
 from udm.errors import InvalidPathError, PathChangedError, PathOutsideError
+from udm.guard import MAX_NAME_BYTES, Sandbox, resolve_inside
 from udm.guard import sandbox as sb
-from udm.guard.sandbox import (
-    MAX_NAME_BYTES,
-    Sandbox,
-    atomic_write,
-    resolve_inside,
-    safe_delete,
-    safe_list,
-    safe_mkdir,
-    safe_move,
-    safe_read_bytes,
-)
+from udm.guard.sandbox import atomic_write, safe_delete, safe_list, safe_mkdir, safe_move, safe_read_bytes
 
 
 @pytest.fixture

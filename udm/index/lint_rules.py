@@ -18,8 +18,8 @@ from typing import Any
 from udm.config import Settings
 from udm.index.extract import outside_root
 from udm.index.query import Definition, UdmQuery, definition_places, get_query
-from udm.markdown.ids import id_family
-from udm.site.routes import display_target
+from udm.markdown import id_family
+from udm.site import display_target
 
 __all__ = ["RULES", "Finding", "LintConfig", "apply_config", "exit_code", "find_cycles", "lint"]
 
@@ -309,7 +309,7 @@ class _Switches:
     """Which rules the file's comments disable at each line (markdownlint's disable/enable semantics)."""
 
     def __init__(self, text: str, path: str) -> None:
-        from udm.markdown.document import parse_document
+        from udm.markdown import parse_document
 
         # Comments inside code blocks are examples, not directives.
         code: set[int] = set()

@@ -27,3 +27,11 @@ def api_client(settings: Settings, headers: dict[str, str] | None = None) -> htt
                 headers={"User-Agent": settings.fetch_user_agent, **extra},
             )
         return client
+
+
+def close_api_clients() -> None:
+    """Close every client of this process; the next `api_client` call opens a fresh one."""
+    with _LOCK:
+        for client in _CLIENTS.values():
+            client.close()
+        _CLIENTS.clear()
