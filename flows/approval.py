@@ -28,7 +28,7 @@ from prefect.states import Paused, Running, State
 from pydantic import Field
 
 from udm.config import ApprovalPolicy
-from udm.errors import ConfigError
+from udm.errors import ConfigError, FlowError
 
 __all__ = [
     "Approval",
@@ -57,7 +57,7 @@ class Approval(RunInput):
     comment: str = Field(default="", description="Why, in a line.")
 
 
-class ApprovalExpiredError(Exception):
+class ApprovalExpiredError(FlowError):
     """Nobody answered before the deadline; the runs are Running again."""
 
 
