@@ -51,7 +51,7 @@ from flows.research_report import (
     research_fingerprint,
     topic_of,
 )
-from flows.run_settings import SettingsParameter
+from flows.run_settings import PROCESS_ONLY, SettingsParameter
 from flows.runners import on_runner
 from flows.states import state_result
 from tasks.base import (
@@ -96,25 +96,17 @@ SETTINGS = SettingsParameter(
         "fetch_host_concurrency",
         "fetch_retries",
         "retry_max_wait_s",
-        "search_provider",
-        "searxng_url",
-        "brave_api_url",
-        "google_api_url",
-        "google_cx",
-        "context7_url",
         "research_max_workers",
         "research_parse_processes",
         "research_batch_size",
         "research_batch_threads",
         "research_synthesizer",
-        "llm_protocol",
-        "llm_url",
-        "llm_model",
         "llm_max_output_tokens",
         "llm_token_budget",
         "llm_timeout_s",
         "llm_retries",
-        "secrets_from_prefect",
+        # The endpoints: a caller's own, which a triggered run may not change.
+        *PROCESS_ONLY,
     ),
     only_passed=False,
 )
