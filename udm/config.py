@@ -84,7 +84,9 @@ class Settings(BaseSettings):
         description="The tools' own folder for scratch files and browser downloads (never inside the "
         "state folder).",
     )
-    logs_dir: Path = Field(default=Path(SOURCE_DEFAULTS["logs_dir"]), description="JSON-lines logs, one file per stream.")
+    logs_dir: Path = Field(
+        default=Path(SOURCE_DEFAULTS["logs_dir"]), description="JSON-lines logs, one file per stream."
+    )
     prompts_dir: Path = Field(
         default=Path("prompts"), description="Prompt files the modes read; allowed for file tools."
     )
