@@ -14,8 +14,8 @@ from typing import Any
 from udm.datalimits import check_text
 from udm.errors import DocumentError, PatchError, UdmError
 from udm.markdown import Document, parse_front_matter
-from udm.patch.apply import Workspace, cached_parse
 from udm.patch.splice import edit_form, line_opcodes
+from udm.patch.workspace import Workspace, cached_parse
 from udm.site import (
     NUMBER_PREFIX,
     PAGE_SUFFIXES,
