@@ -21,10 +21,25 @@ from udm.index.schema import json_bytes
 from udm.markdown import parse_document
 from udm.site import route_meta
 
-__all__ = ["PARALLEL_MIN_BYTES", "ParsedRows", "chunk_sections", "parse_all", "parse_chunk", "parse_rows"]
+__all__ = [
+    "PARALLEL_MIN_BYTES",
+    "ParsedRows",
+    "chunk_sections",
+    "in_process",
+    "parse_all",
+    "parse_chunk",
+    "parse_rows",
+]
 
 # Below this much text, forking workers costs more than it saves.
 PARALLEL_MIN_BYTES = 2_000_000
+
+
+def in_process(total_bytes: int) -> bool:
+    """Whether this much text parses sooner in this process than in forked workers (a small refresh's size)."""
+    return total_bytes < PARALLEL_MIN_BYTES
+
+
 # A buffer of one table's rows is written out once it holds this many (a chunk's memory stays bounded).
 _FLUSH_ROWS = 50_000
 
@@ -172,7 +187,7 @@ def parse_all(
     """
     total = sum(disk[p][0] for p in relpaths)
     cpus = os.cpu_count() or 1
-    if total < PARALLEL_MIN_BYTES or cpus < 2 or len(relpaths) < 4:
+    if in_process(total) or cpus < 2 or len(relpaths) < 4:
         files, errors, counts = parse_chunk(root, relpaths, patterns, tmp, 0)
         if on_chunk is not None:
             on_chunk(0)

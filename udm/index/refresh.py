@@ -23,7 +23,7 @@ import duckdb
 from udm.errors import ConfigError
 from udm.index.extract import TABLE_COLUMNS, parse_options
 from udm.index.lookup import write_lookup
-from udm.index.parse import PARALLEL_MIN_BYTES, chunk_sections, parse_all
+from udm.index.parse import chunk_sections, in_process, parse_all
 from udm.index.resolve import resolve_index_links, routes_from
 from udm.index.schema import (
     DEFS_SQL,
@@ -35,7 +35,7 @@ from udm.index.schema import (
     create_tables,
     new_epoch,
 )
-from udm.index.small_refresh import Prefetched, prefetch, refresh_small
+from udm.index.small_refresh import prefetch, refresh_small
 from udm.index.state import Plan, plan_refresh
 from udm.index.watch import scan_root
 
@@ -68,9 +68,16 @@ def refresh_locked(index: UdmIndex, full: bool, disk: dict[str, tuple[int, int]]
     try:
         stored, full = _prepare_tables(index, con, full)
         indexed = {} if full else _indexed_files(index, con, stored)
-        return _refresh_with(
-            index, con, stack, full, plan_refresh(index.root, disk, indexed), stats, prefetched
-        )
+        plan = plan_refresh(index.root, disk, indexed)
+        plan.count_into(stats)
+        if not full and not plan.removed and not plan.to_parse and not plan.touched:
+            index._known = disk
+            row = con.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+            index.generation = stats.generation = int(row[0]) if row else 0
+            return stats
+        if not full and indexed and in_process(plan.parse_bytes()):
+            return refresh_small(index, con, plan, stats, prefetched)
+        return refresh_bulk(index, con, stack, full, plan, stats)
     finally:
         stack.close()
 
@@ -131,31 +138,6 @@ def _indexed_files(
     return indexed
 
 
-def _refresh_with(
-    index: UdmIndex,
-    con: duckdb.DuckDBPyConnection,
-    stack: ExitStack,
-    full: bool,
-    plan: Plan,
-    stats: RefreshStats,
-    prefetched: Prefetched | None = None,
-) -> RefreshStats:
-    """Nothing to do, a small refresh, or a bulk load, as the plan says."""
-    stats.removed = len(plan.removed)
-    stats.touched = len(plan.touched)
-    stats.parsed = len(plan.to_parse)
-    stats.unchanged = len(plan.disk) - len(plan.to_parse) - len(plan.touched)
-    if not full and not plan.removed and not plan.to_parse and not plan.touched:
-        index._known = plan.disk
-        row = con.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
-        index.generation = int(row[0]) if row else 0
-        stats.generation = index.generation
-        return stats
-    if not full and plan.indexed and plan.parse_bytes() < PARALLEL_MIN_BYTES:
-        return refresh_small(index, con, plan, stats, prefetched)
-    return refresh_bulk(index, con, stack, full, plan, stats)
-
-
 def refresh_bulk(
     index: UdmIndex,
     con: duckdb.DuckDBPyConnection,
@@ -176,7 +158,7 @@ def refresh_bulk(
     stream: SearchBuilder | None = None
     try:
         writer: duckdb.DuckDBPyConnection | None = con
-        if full or plan.parse_bytes() >= PARALLEL_MIN_BYTES:
+        if full or not in_process(plan.parse_bytes()):
             # A long parse: let readers in meanwhile, and reconnect for the short load step.
             stack.close()
             writer = None

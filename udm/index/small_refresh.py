@@ -16,7 +16,7 @@ import duckdb
 from udm.index.connections import Background
 from udm.index.extract import TABLE_COLUMNS, ParseOptions, parse_options
 from udm.index.lookup import write_lookup
-from udm.index.parse import PARALLEL_MIN_BYTES, ParsedRows, parse_rows
+from udm.index.parse import ParsedRows, in_process, parse_rows
 from udm.index.resolve import FreshRows, resolve_index_links, routes_from
 from udm.index.schema import DEFS_SQL, INSERT_JSON, RefreshStats, json_bytes
 from udm.index.state import Plan
@@ -25,18 +25,15 @@ if TYPE_CHECKING:
     from udm.index.core import UdmIndex
     from udm.index.search import SearchIndex
 
-__all__ = ["Parsed", "Prefetched", "prefetch", "refresh_small"]
+__all__ = ["Prefetched", "prefetch", "refresh_small"]
 
-# What parsing a few files in memory gives: file rows, errors, counts and every row by table.
-Parsed = tuple[list[dict[str, Any]], list[str], dict[str, int], dict[str, list[dict[str, Any]]]]
 # Files parsed ahead (their paths, then what parsing them gave).
-Prefetched = tuple[list[str], Parsed]
+Prefetched = tuple[list[str], ParsedRows]
 
 
-def _parse_in_memory(root: str, relpaths: list[str], patterns: ParseOptions) -> Parsed:
+def _parse_in_memory(root: str, relpaths: list[str], patterns: ParseOptions) -> ParsedRows:
     """Parse a few files in this process: file rows, errors, counts and every row by table."""
-    out = parse_rows(root, relpaths, patterns, ParsedRows())
-    return out.files, out.errors, out.counts, out.tables
+    return parse_rows(root, relpaths, patterns, ParsedRows())
 
 
 def prefetch(index: UdmIndex, disk: dict[str, tuple[int, int]]) -> Prefetched | None:
@@ -50,7 +47,7 @@ def prefetch(index: UdmIndex, disk: dict[str, tuple[int, int]]) -> Prefetched | 
         return None
     known = cached[1]
     guess = sorted(p for p, st in disk.items() if p not in known or known[p][:2] != st)
-    if not guess or sum(disk[p][0] for p in guess) >= PARALLEL_MIN_BYTES:
+    if not guess or not in_process(sum(disk[p][0] for p in guess)):
         return None
     return guess, _parse_in_memory(str(index.root), guess, parse_options(index.settings))
 
@@ -69,12 +66,12 @@ def refresh_small(
     index.memo.pending_routes = None
     patterns = parse_options(index.settings)
     if prefetched is not None and prefetched[0] == plan.to_parse:
-        file_rows, errors, counts, tables = prefetched[1]  # parsed while the connection opened
+        parsed = prefetched[1]  # parsed while the connection opened
     else:
-        file_rows, errors, counts, tables = _parse_in_memory(str(index.root), plan.to_parse, patterns)
+        parsed = _parse_in_memory(str(index.root), plan.to_parse, patterns)
     stats.stages["parse"] = round(time.perf_counter() - mark, 4)
     mark = time.perf_counter()
-    stats.count(errors, counts)
+    stats.count(parsed.errors, parsed.counts)
     gone = plan.gone
     # The generation `refresh_locked` read under the write lock, in this transaction's view.
     generation = int(index.memo.key[0] or 0) + 1
@@ -82,12 +79,12 @@ def refresh_small(
     in_step = search.generation() == generation - 1
     # tantivy's commit (~25 ms, mostly fsync) overlaps DuckDB's statements on the other core.
     worker = (
-        Background(search.update, full=False, removed=gone, rows=tables["sections"], generation=None)
+        Background(search.update, full=False, removed=gone, rows=parsed.tables["sections"], generation=None)
         if in_step and gone
         else None
     )
     try:
-        _load_small(index, con, plan, file_rows, tables, generation)
+        _load_small(index, con, plan, parsed, generation)
     except BaseException:
         index.memo.anchors = {}  # it already holds the changed files' new anchors
         if worker is not None:
@@ -97,7 +94,7 @@ def refresh_small(
         raise
     stats.stages["load"] = round(time.perf_counter() - mark, 4)
     mark = time.perf_counter()
-    _patch_lookup(index, con, plan, tables, generation)
+    _patch_lookup(index, con, plan, parsed.tables, generation)
     stats.stages["lookup"] = round(time.perf_counter() - mark, 4)
     mark = time.perf_counter()
     _finish_search(index, search, worker, in_step, generation)
@@ -106,7 +103,7 @@ def refresh_small(
     stats.generation = generation
     stats.changed_files = gone
     index._known = plan.disk
-    _remember(index, plan, file_rows, generation)
+    _remember(index, plan, parsed.files, generation)
     return stats
 
 
@@ -114,8 +111,7 @@ def _load_small(
     index: UdmIndex,
     con: duckdb.DuckDBPyConnection,
     plan: Plan,
-    file_rows: list[dict[str, Any]],
-    tables: dict[str, list[dict[str, Any]]],
+    parsed: ParsedRows,
     generation: int,
 ) -> None:
     """Delete the rows of the changed files and insert the new ones, in one transaction."""
@@ -130,12 +126,12 @@ def _load_small(
         if gone:
             # Links are resolved here, from the parsed rows and a few point reads: the set-based
             # UPDATE the bulk path runs costs ~70 ms over a large index.
-            _resolve_small_links(index, con, plan, file_rows, tables)
+            _resolve_small_links(index, con, plan, parsed)
             for table in TABLE_COLUMNS:
                 if table in holding:
                     con.execute(f"DELETE FROM {table} WHERE file {where}", [param])
             con.execute(f"DELETE FROM files WHERE path {where}", [param])
-        _insert_rows(con, file_rows, tables)
+        _insert_rows(con, parsed.files, parsed.tables)
         for rel, size, mtime in plan.touched:
             con.execute("UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?", [size, mtime, rel])
         # schema_version and root are as the last refresh wrote them (an UPDATE is ~3x cheaper).
@@ -168,11 +164,7 @@ def _insert_rows(
 
 
 def _resolve_small_links(
-    index: UdmIndex,
-    con: duckdb.DuckDBPyConnection,
-    plan: Plan,
-    file_rows: list[dict[str, Any]],
-    tables: dict[str, list[dict[str, Any]]],
+    index: UdmIndex, con: duckdb.DuckDBPyConnection, plan: Plan, parsed: ParsedRows
 ) -> None:
     """Resolve the new files' links, and re-resolve links of other files into the changed ones.
 
@@ -186,13 +178,13 @@ def _resolve_small_links(
     memo.routes = None  # set again once this refresh commits
     added = {
         r["path"]: (json.loads(r["site"]) if r.get("site") else None)
-        for r in file_rows
+        for r in parsed.files
         if r["parser"] != "none"
     }
     moved = routes.update([p for p in gone if p not in added], added)
     memo.pending_routes = routes
     anchors: dict[str, set[str]] = {p: set() for p in gone}
-    for r in tables["sections"]:
+    for r in parsed.tables["sections"]:
         anchors[r["file"]].add(r["anchor"])
     resolve_index_links(
         con,
@@ -200,7 +192,7 @@ def _resolve_small_links(
         index.root,
         gone,
         moved=moved,
-        fresh=FreshRows(tables["links"], anchors),
+        fresh=FreshRows(parsed.tables["links"], anchors),
         anchor_cache=memo.anchors,
     )
 

@@ -11,7 +11,7 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from udm.index.schema import Indexed
+from udm.index.schema import Indexed, RefreshStats
 from udm.site import Routes
 
 __all__ = ["CacheKey", "Memo", "Plan", "plan_refresh"]
@@ -35,6 +35,13 @@ class Plan:
     def gone(self) -> list[str]:
         """The files whose rows go: removed ones and those parsed anew."""
         return sorted(set(self.removed) | set(self.to_parse))
+
+    def count_into(self, stats: RefreshStats) -> None:
+        """Record the plan's file counts in a refresh's stats."""
+        stats.removed = len(self.removed)
+        stats.touched = len(self.touched)
+        stats.parsed = len(self.to_parse)
+        stats.unchanged = len(self.disk) - len(self.to_parse) - len(self.touched)
 
     def parse_bytes(self) -> int:
         """How much text the refresh parses."""
