@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 from udm._lazy import load_surface_name
 
 if TYPE_CHECKING:
-    from udm.patch.apply import Workspace as Workspace
     from udm.patch.apply import apply_operations as apply_operations
     from udm.patch.format import DESTRUCTIVE_OPS as DESTRUCTIVE_OPS
     from udm.patch.format import OperationType as OperationType
@@ -33,6 +32,7 @@ if TYPE_CHECKING:
     from udm.patch.updates import load_record as load_record
     from udm.patch.updates import recover_root as recover_root
     from udm.patch.updates import revert_patch as revert_patch
+    from udm.patch.workspace import Workspace as Workspace
 
 _SURFACE = {
     "DESTRUCTIVE_OPS": "format",
@@ -43,7 +43,7 @@ _SURFACE = {
     "Patch": "format",
     "PatchResult": "updates",
     "SerializationError": "structured",
-    "Workspace": "apply",
+    "Workspace": "workspace",
     "apply_operations": "apply",
     "apply_patch": "updates",
     "check_alias_expansion": "structured",

@@ -25,12 +25,13 @@ from udm.errors import (
     TransactionError,
     UdmError,
 )
-from udm.patch.apply import MARKDOWN_SUFFIXES, OpReport, Workspace, apply_operations
+from udm.patch.apply import OpReport, apply_operations
 from udm.patch.format import Patch
 from udm.patch.gitrepo import GitRepo, branch_name, check_clean, commit_patch, find_repo, not_ignored
 from udm.patch.splice import changed_line_count, line_opcodes, sha256_text, split_lines, unified_diff
 from udm.patch.transaction import Change, commit_files, recover, write_lock
 from udm.patch.validate import ValidationFailedError, validate_workspace
+from udm.patch.workspace import MARKDOWN_SUFFIXES, Workspace
 from udm.site import settings_site as _site
 
 __all__ = [
