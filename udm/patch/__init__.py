@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from udm.patch.format import parse_patch as parse_patch
     from udm.patch.format import patch_json_schema as patch_json_schema
     from udm.patch.structured import SerializationError as SerializationError
-    from udm.patch.structured import check_alias_expansion as check_alias_expansion
     from udm.patch.structured import edit_text as edit_text
     from udm.patch.structured import get_value as get_value
     from udm.patch.updates import FileResult as FileResult
@@ -46,7 +45,6 @@ _SURFACE = {
     "Workspace": "workspace",
     "apply_operations": "apply",
     "apply_patch": "updates",
-    "check_alias_expansion": "structured",
     "edit_text": "structured",
     "format_files": "updates",
     "get_value": "structured",
@@ -71,7 +69,6 @@ __all__ = [
     "Workspace",
     "apply_operations",
     "apply_patch",
-    "check_alias_expansion",
     "edit_text",
     "format_files",
     "get_value",
