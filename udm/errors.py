@@ -14,7 +14,7 @@ UdmError
 ├── InvalidPathError           a path that can never be used: NUL byte, not UTF-8, too long, a device/FIFO
 ├── PathChangedError           a path that changed under an operation between its check and its use
 ├── DocumentError              a Markdown/YAML/JSON file that cannot be read or parsed
-│   └── DataLimitError [udm.markdown.datalimits]  structured data nested too deep or too large
+│   └── DataLimitError [udm.datalimits]  structured data nested too deep or too large
 ├── TargetError                a section, block or key that cannot be resolved
 │   ├── TargetNotFoundError
 │   └── AmbiguousTargetError   (carries the candidates)
