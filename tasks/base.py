@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import contextvars
 import functools
-import hashlib
 import inspect
 import json
 import sys
@@ -26,13 +25,13 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from enum import Enum, StrEnum
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from tasks.calllog import call_record, input_digest, write_call_record
 from udm.config import ApprovalPolicy, ConfigError, Settings, load_settings
 
 __all__ = [
@@ -309,15 +308,6 @@ class ToolCallResult(BaseModel):
     duration_ms: float = 0.0
 
 
-def input_digest(raw: Any) -> str:
-    """A stable digest of a call's input: logged instead of the input itself."""
-    try:
-        text = json.dumps(raw, sort_keys=True, default=str, ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = repr(raw)
-    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-
-
 def _describe_validation(error: ValidationError) -> str:
     parts = []
     for err in error.errors():
@@ -360,18 +350,8 @@ def run_coroutine(coro: Coroutine[Any, Any, Any], timeout: float | None = None) 
 
 
 def _log_call(ctx: ToolContext, record: dict[str, Any]) -> None:
-    if not ctx.log:
-        return
-    try:
-        path = ctx.settings.logs_path / "tool-calls.jsonl"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        line = json.dumps(record, ensure_ascii=False) + "\n"
-        # One write() of one line on an O_APPEND file: concurrent writers never interleave lines.
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write(line)
-    except OSError:
-        # Losing a log line must never fail the call it describes.
-        pass
+    if ctx.log:
+        write_call_record(ctx.settings.logs_path, record)
 
 
 def call_tool(
@@ -392,12 +372,7 @@ def call_tool(
             return ToolCallResult(envelope=Envelope(success=False, error=f"unknown tool '{tool}'"))
         tool = found
     raw = raw_input.model_dump(exclude_unset=True) if isinstance(raw_input, BaseModel) else raw_input
-    record: dict[str, Any] = {
-        "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
-        "tool": tool.name,
-        "input_digest": input_digest(raw),
-        "input_fields": sorted(raw) if isinstance(raw, dict) else None,
-    }
+    record = call_record(tool.name, raw)
 
     def finish(result: ToolCallResult, status: str, permission: str | None) -> ToolCallResult:
         result.duration_ms = round((time.perf_counter() - started) * 1000, 3)

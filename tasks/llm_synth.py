@@ -31,7 +31,7 @@ import httpx
 
 from tasks.secrets import api_key, redact
 from udm.config import Settings
-from udm.markdown import DataLimitError, check_json
+from udm.datalimits import DataLimitError, check_json
 from udm.research import Claim, Evidence, ExtractiveSynthesizer, Synthesis
 
 __all__ = ["ANTHROPIC_VERSION", "LLMError", "LLMSynthesizer", "chat"]

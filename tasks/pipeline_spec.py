@@ -24,7 +24,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from tasks.registry import get_tool
-from udm.markdown import DataLimitError, check_yaml
+from udm.datalimits import DataLimitError, check_yaml
 
 __all__ = [
     "BUILTIN_FLOWS",

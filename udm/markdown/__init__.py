@@ -12,17 +12,6 @@ from udm._lazy import load_surface_name
 
 if TYPE_CHECKING:
     from udm.markdown.blockdata import parse_front_matter as parse_front_matter
-    from udm.markdown.datalimits import DEFAULT_MAX_BYTES as DEFAULT_MAX_BYTES
-    from udm.markdown.datalimits import DEFAULT_MAX_DEPTH as DEFAULT_MAX_DEPTH
-    from udm.markdown.datalimits import DEPTH_CEILING as DEPTH_CEILING
-    from udm.markdown.datalimits import DataLimitError as DataLimitError
-    from udm.markdown.datalimits import DataLimits as DataLimits
-    from udm.markdown.datalimits import apply_settings as apply_settings
-    from udm.markdown.datalimits import check_json as check_json
-    from udm.markdown.datalimits import check_text as check_text
-    from udm.markdown.datalimits import check_yaml as check_yaml
-    from udm.markdown.datalimits import current_limits as current_limits
-    from udm.markdown.datalimits import load_json as load_json
     from udm.markdown.definitions import definition_line as definition_line
     from udm.markdown.document import Document as Document
     from udm.markdown.document import load_document as load_document
@@ -40,26 +29,15 @@ if TYPE_CHECKING:
 
 _SURFACE = {
     "Block": "model",
-    "DEFAULT_MAX_BYTES": "datalimits",
-    "DEFAULT_MAX_DEPTH": "datalimits",
-    "DEPTH_CEILING": "datalimits",
-    "DataLimitError": "datalimits",
-    "DataLimits": "datalimits",
     "Document": "document",
     "Section": "model",
-    "apply_settings": "datalimits",
     "block_ids": "roles",
-    "check_json": "datalimits",
-    "check_text": "datalimits",
-    "check_yaml": "datalimits",
-    "current_limits": "datalimits",
     "definition_line": "definitions",
     "find_block": "lookups",
     "find_section": "lookups",
     "id_family": "ids",
     "id_matcher": "ids",
     "load_document": "document",
-    "load_json": "datalimits",
     "parse_document": "document",
     "parse_front_matter": "blockdata",
     "section_text": "lookups",
@@ -68,27 +46,16 @@ _SURFACE = {
 }
 
 __all__ = [
-    "DEFAULT_MAX_BYTES",
-    "DEFAULT_MAX_DEPTH",
-    "DEPTH_CEILING",
     "Block",
-    "DataLimitError",
-    "DataLimits",
     "Document",
     "Section",
-    "apply_settings",
     "block_ids",
-    "check_json",
-    "check_text",
-    "check_yaml",
-    "current_limits",
     "definition_line",
     "find_block",
     "find_section",
     "id_family",
     "id_matcher",
     "load_document",
-    "load_json",
     "parse_document",
     "parse_front_matter",
     "section_text",
