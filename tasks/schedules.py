@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from tasks.base import Permission, Tool, ToolContext, ToolInput, TransientToolError
+from tasks.base import Permission, Tool, ToolContext, ToolInput, ToolStatusError
 
 __all__ = [
     "ParsedSchedule",
@@ -106,11 +106,10 @@ def parse_schedule(text: str, now: datetime | None = None) -> ParsedSchedule:
     )
 
 
-def _unavailable(exc: Exception, output: type[BaseModel]) -> TransientToolError:
+def _unavailable(exc: Exception) -> ToolStatusError:
+    # Transient: call_tool turns it into the tool's Output, raised inside a Prefect task for its retries.
     message = f"the Prefect API is unavailable: {type(exc).__name__}: {exc}"
-    return TransientToolError(
-        message, result=output(status=ScheduleStatus.ERROR_SERVER_UNAVAILABLE, errorDetails=message)
-    )
+    return ToolStatusError(ScheduleStatus.ERROR_SERVER_UNAVAILABLE, message, transient=True)
 
 
 # Create ----------------------------------------------------------------------------------------
@@ -218,10 +217,10 @@ class ScheduleCreateTool(Tool[ScheduleCreateInput, ScheduleCreateOutput]):
                 )
                 return base.model_copy(update={"schedule_id": str(created[0].id)})
         except (OSError, RuntimeError) as exc:
-            raise _unavailable(exc, ScheduleCreateOutput) from exc
+            raise _unavailable(exc) from exc
         except Exception as exc:
             if type(exc).__module__.startswith("httpx"):
-                raise _unavailable(exc, ScheduleCreateOutput) from exc
+                raise _unavailable(exc) from exc
             raise
 
 
@@ -367,7 +366,7 @@ class ScheduleListTool(Tool[ScheduleListInput, ScheduleListOutput]):
                             )
         except Exception as exc:
             if isinstance(exc, OSError | RuntimeError) or type(exc).__module__.startswith("httpx"):
-                raise _unavailable(exc, ScheduleListOutput) from exc
+                raise _unavailable(exc) from exc
             raise
         if data.filter != "all":
             tasks = [t for t in tasks if t.status == data.filter]
@@ -439,7 +438,7 @@ def _toggle(data: ScheduleToggleInput, active: bool) -> ScheduleToggleOutput:
             )
     except Exception as exc:
         if isinstance(exc, OSError | RuntimeError) or type(exc).__module__.startswith("httpx"):
-            raise _unavailable(exc, ScheduleToggleOutput) from exc
+            raise _unavailable(exc) from exc
         raise
 
 
