@@ -25,7 +25,6 @@ from prefect.futures import PrefectFuture
 from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows import engine_patch
 from flows.states import state_result
 from tasks.base import (
     ApprovalRequest,
@@ -53,8 +52,6 @@ from tasks.pipeline_spec import (
 )
 from tasks.prefect_task import envelope_of, tool_task
 from udm.config import Settings, load_settings
-
-engine_patch.apply()
 
 __all__ = ["FLOW_PATHS", "POOL_SIZE", "PipelineRunError", "flow_catalog", "pipeline_flow", "run_pipeline"]
 

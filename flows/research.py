@@ -37,7 +37,6 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.transactions import CommitMode, transaction
 from pydantic import BaseModel, Field, field_validator
 
-from flows import engine_patch
 from flows.approval import refuse_run_settings
 from flows.narrowing import check_narrowing
 from flows.research_report import (
@@ -82,8 +81,6 @@ from udm.research import (
     split_sub_questions,
     verify_claims,
 )
-
-engine_patch.apply()
 
 __all__ = ["ResearchRequest", "ResearchResult", "research_flow", "research_state", "run_research"]
 

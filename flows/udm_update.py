@@ -20,7 +20,6 @@ from prefect.states import Completed, Failed, State
 from prefect.transactions import Transaction, get_transaction, transaction
 from pydantic import BaseModel, Field
 
-from flows import engine_patch
 from flows.approval import (
     Approval,
     ApprovalExpiredError,
@@ -36,8 +35,6 @@ from tasks.base import Permission, effective_policy, needs_approval, process_pol
 from udm.config import ApprovalPolicy, Settings, load_settings
 from udm.errors import ConfigError
 from udm.patch import Patch, PatchResult, apply_patch, revert_patch
-
-engine_patch.apply()
 
 __all__ = [
     "Approval",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 
+__all__ = ["load_surface_name"]
+
 
 def load_surface_name(package: str, surface: dict[str, str], name: str) -> object:
     """The value of `name` from the package module that defines it, or AttributeError as Python expects."""
