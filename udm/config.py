@@ -19,15 +19,15 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
+    InitSettingsSource,
     NoDecode,
     PydanticBaseSettingsSource,
-    PyprojectTomlConfigSettingsSource,
     SettingsConfigDict,
-    TomlConfigSettingsSource,
 )
 
+from udm.config_sources import ENV_PREFIX, SOURCE_DEFAULTS, read_config_files, resolve_path
+from udm.datalimits import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, DEPTH_CEILING, apply_settings
 from udm.errors import ConfigError
-from udm.markdown import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, DEPTH_CEILING, apply_settings
 
 if TYPE_CHECKING:
     from udm.guard import Sandbox
@@ -61,10 +61,8 @@ class Settings(BaseSettings):
     """Every setting of UDM Pipelines; see the module docstring for where values come from."""
 
     model_config = SettingsConfigDict(
-        env_prefix="UDM_",
+        env_prefix=ENV_PREFIX,
         extra="ignore",
-        toml_file="udm.toml",
-        pyproject_toml_table_header=("tool", "udm"),
         validate_default=True,
     )
 
@@ -73,11 +71,11 @@ class Settings(BaseSettings):
         description="Directory that relative paths are resolved against (the working directory).",
     )
     root: Path = Field(
-        default=Path("docs/udm"),
+        default=Path(SOURCE_DEFAULTS["root"]),
         description="The manual's folder (UDM_ROOT).",
     )
     state_dir: Path = Field(
-        default=Path("state"),
+        default=Path(SOURCE_DEFAULTS["state_dir"]),
         description="The engine's own state: index, journal, patches, caches, locks. No tool may read or "
         "write it.",
     )
@@ -86,7 +84,9 @@ class Settings(BaseSettings):
         description="The tools' own folder for scratch files and browser downloads (never inside the "
         "state folder).",
     )
-    logs_dir: Path = Field(default=Path("logs"), description="JSON-lines logs, one file per stream.")
+    logs_dir: Path = Field(
+        default=Path(SOURCE_DEFAULTS["logs_dir"]), description="JSON-lines logs, one file per stream."
+    )
     prompts_dir: Path = Field(
         default=Path("prompts"), description="Prompt files the modes read; allowed for file tools."
     )
@@ -95,7 +95,8 @@ class Settings(BaseSettings):
         description="Extra directories the file tools may touch (comma-separated in the environment).",
     )
     approval_policy: ApprovalPolicy = Field(
-        default=ApprovalPolicy.SMART_AUTO, description="ask_always | smart_auto | full_auto."
+        default=ApprovalPolicy(SOURCE_DEFAULTS["approval_policy"]),
+        description="ask_always | smart_auto | full_auto.",
     )
     allow_delete: bool = Field(
         default=False, description="Enable fileSystemAccessTool's destructive deleteFile action."
@@ -429,17 +430,19 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         """Overrides, then the environment, then udm.toml, then pyproject.toml's [tool.udm]."""
+        # Read by the one reader the CLI's fast paths use too (relative to the working directory,
+        # which load_settings sets to the project root).
+        udm_toml, pyproject = read_config_files(os.getcwd())
         return (
             init_settings,
             env_settings,
-            TomlConfigSettingsSource(settings_cls),
-            PyprojectTomlConfigSettingsSource(settings_cls),
+            InitSettingsSource(settings_cls, udm_toml),
+            InitSettingsSource(settings_cls, pyproject),
         )
 
     def resolve(self, path: Path | str) -> Path:
         """A configured path made absolute against the project root (not following symlinks)."""
-        p = Path(path).expanduser()
-        return Path(os.path.abspath(p if p.is_absolute() else self.project_root / p))
+        return Path(resolve_path(path, self.project_root))
 
     @property
     def udm_root(self) -> Path:

@@ -11,11 +11,13 @@ import hashlib
 import json
 import re
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import udm.graph.rows as shape
 from udm.config import Settings
 from udm.graph.model import GRAPH_SCHEMA_VERSION, GraphRows, section_node_id
-from udm.graph.source import check_items, check_row, component_row, rows_from_documents
+from udm.graph.source import rows_from_documents
 from udm.index import scan_markdown
 from udm.markdown import load_document
 
@@ -51,6 +53,43 @@ def rows_from_index(con: Any, id_pattern: re.Pattern[str]) -> GraphRows:
     rows.files = [
         {"path": p, "hash": h} for p, h in con.execute("SELECT path, content_hash FROM files").fetchall()
     ]
+    sid = _add_sections(rows, con, id_pattern)
+    for ident, kind, file, line, section in con.execute(
+        "SELECT id, kind, file, line, section FROM ids"
+    ).fetchall():
+        rows.ids.append(shape.id_row(ident, file, line, sid(file, section), definition=kind == "def"))
+    for ident, title, status, phase, milestone, mode, deps, file, line, section in con.execute(
+        "SELECT id, title, status, phase, milestone, mode, depends_on, file, line, section FROM tasks"
+    ).fetchall():
+        fields = {"title": title, "status": status, "phase": phase, "milestone": milestone, "mode": mode}
+        fields["depends_on"] = list(deps or [])
+        rows.tasks.append(shape.task_row(ident, fields, file, line, sid(file, section)))
+    for ident, name, tools in con.execute(
+        "SELECT id, name, json_extract(definition, '$.tools') FROM modes"
+    ).fetchall():
+        listed = _json(tools)
+        rows.modes.append(shape.mode_row(ident, name, listed if isinstance(listed, list) else []))
+    for name, description, file, line, section in con.execute(
+        "SELECT name, description, file, line, section FROM tools"
+    ).fetchall():
+        rows.tools.append(shape.tool_row(name, description, file, line, sid(file, section)))
+    for file, line, section, target, kind, target_file, fragment in con.execute(
+        "SELECT file, line, section, target, kind, target_file, fragment FROM links"
+    ).fetchall():
+        rows.links.append(shape.link_row(file, sid(file, section), target, kind, line, target_file, fragment))
+    for file, section, start_line, data in con.execute(
+        "SELECT file, section, start_line, data FROM blocks WHERE lang = 'verify' AND data IS NOT NULL"
+    ).fetchall():
+        rows.checks.extend(
+            shape.check_row(c, file, start_line, sid(file, section)) for c in shape.check_items(_json(data))
+        )
+    return rows
+
+
+def _add_sections(
+    rows: GraphRows, con: Any, id_pattern: re.Pattern[str]
+) -> Callable[[str, int | None], str | None]:
+    """The index's sections (and the components they define); returns the (file, idx) -> node ID map."""
     anchors: dict[tuple[str, int], str] = {}
     section_rows = con.execute(
         "SELECT file, idx, level, title, path, anchor, start_line, parent, "
@@ -65,91 +104,13 @@ def rows_from_index(con: Any, id_pattern: re.Pattern[str]) -> GraphRows:
 
     for file, _idx, level, title, path, anchor, start_line, parent, content, ids in section_rows:
         rows.sections.append(
-            {
-                "file": file,
-                "anchor": anchor,
-                "title": title,
-                "level": level,
-                "line": start_line,
-                "path": path,
-                "parent": sid(file, parent),
-            }
+            shape.section_row(file, anchor, title, level, start_line, path, sid(file, parent))
         )
         if content is not None:
             for ident in ids or []:
                 if ident.startswith("COMP-"):
-                    rows.components.append(component_row(ident, title, content, id_pattern))
-    for ident, kind, file, line, section in con.execute(
-        "SELECT id, kind, file, line, section FROM ids"
-    ).fetchall():
-        rows.ids.append(
-            {
-                "id": ident,
-                "file": file,
-                "line": line,
-                "section": sid(file, section),
-                "role": "definition" if kind == "def" else "reference",
-            }
-        )
-    for ident, title, status, phase, milestone, mode, deps, file, line, section in con.execute(
-        "SELECT id, title, status, phase, milestone, mode, depends_on, file, line, section FROM tasks"
-    ).fetchall():
-        rows.tasks.append(
-            {
-                "id": ident,
-                "title": title,
-                "status": status,
-                "phase": phase,
-                "milestone": milestone,
-                "mode": mode,
-                "depends_on": list(deps or []),
-                "file": file,
-                "line": line,
-                "section": sid(file, section),
-            }
-        )
-    for ident, name, tools in con.execute(
-        "SELECT id, name, json_extract(definition, '$.tools') FROM modes"
-    ).fetchall():
-        listed = _json(tools)
-        rows.modes.append({"id": ident, "title": name, "tools": listed if isinstance(listed, list) else []})
-    for name, description, file, line, section in con.execute(
-        "SELECT name, description, file, line, section FROM tools"
-    ).fetchall():
-        rows.tools.append(
-            {
-                "id": name,
-                "description": description,
-                "file": file,
-                "line": line,
-                "section": sid(file, section),
-            }
-        )
-    for file, line, section, target, kind, target_file, fragment in con.execute(
-        "SELECT file, line, section, target, kind, target_file, fragment FROM links"
-    ).fetchall():
-        if kind == "anchor":
-            target_section: str | None = section_node_id(file, fragment or "")
-        elif kind == "internal" and target_file:
-            target_section = section_node_id(target_file, fragment) if fragment else target_file
-        else:
-            target_section = None
-        rows.links.append(
-            {
-                "section": sid(file, section),
-                "target": target,
-                "kind": kind,
-                "line": line,
-                "target_section": target_section,
-            }
-        )
-    for file, section, start_line, data in con.execute(
-        "SELECT file, section, start_line, data FROM blocks WHERE lang = 'verify' AND data IS NOT NULL"
-    ).fetchall():
-        rows.checks.extend(
-            check_row(c, file, start_line, sid(file, section)) for c in check_items(_json(data))
-        )
-    return rows
+                    rows.components.append(shape.component_row(ident, title, content, id_pattern))
+    return sid
 
 
 _SOURCES: dict[tuple[str, str, tuple[str, ...]], GraphSource] = {}

@@ -228,6 +228,12 @@ class _Builder:
             if attrs.get(key) is None or key == "defined":
                 attrs[key] = value
 
+    def add_entity(
+        self, node_id: str, kind: str, family: str, row: Mapping[str, Any], keys: Iterable[str]
+    ) -> None:
+        """A defined node of the manual's entities, with the named properties copied from its row."""
+        self.add_node(node_id, kind, **{key: row.get(key) for key in keys}, family=family, defined=True)
+
     def ensure_id_node(self, identifier: str, **props: Any) -> None:
         """Make sure an ID of the manual has a node (kind from its family), without marking it defined."""
         if identifier not in self.nodes:
@@ -262,9 +268,8 @@ class _Builder:
         return kg
 
 
-def build_graph(rows: GraphRows) -> KnowledgeGraph:
-    """Build the knowledge graph from plain rows; every row kind is optional."""
-    kg = _Builder()
+def _add_files_and_sections(kg: _Builder, rows: GraphRows) -> None:
+    """File and section nodes; each section is part of its parent section, or of its file."""
     for f in rows.files:
         path = str(f["path"])
         kg.add_node(path, "file", title=path, file=path, path=path, defined=True)
@@ -291,6 +296,9 @@ def build_graph(rows: GraphRows) -> KnowledgeGraph:
                 kg.add_node(s["file"], "file", title=s["file"], file=s["file"], path=s["file"], defined=True)
             kg.add_edge(sid, "part_of", s["file"])
 
+
+def _add_ids(kg: _Builder, rows: GraphRows) -> None:
+    """ID nodes from their definitions, and `references` edges from where they are mentioned."""
     # Definitions first, so a reference made before its definition's row does not fix the kind.
     for row in sorted(rows.ids, key=lambda r: r.get("role") != "definition"):
         identifier = str(row["id"])
@@ -317,20 +325,13 @@ def build_graph(rows: GraphRows) -> KnowledgeGraph:
             elif row.get("file") and row["file"] in kg:
                 kg.add_edge(row["file"], "references", identifier)
 
+
+def _add_tasks(kg: _Builder, rows: GraphRows) -> None:
+    """Task nodes with their dependencies, the mode that carries each out, and the section defining it."""
     for t in rows.tasks:
         tid = str(t["id"])
-        kg.add_node(
-            tid,
-            "task",
-            title=t.get("title"),
-            status=t.get("status"),
-            phase=t.get("phase"),
-            milestone=t.get("milestone"),
-            mode=t.get("mode"),
-            file=t.get("file"),
-            line=t.get("line"),
-            family="TASK",
-            defined=True,
+        kg.add_entity(
+            tid, "task", "TASK", t, ("title", "status", "phase", "milestone", "mode", "file", "line")
         )
         for dep in _as_list(t.get("depends_on")):
             kg.ensure_id_node(dep)
@@ -341,11 +342,13 @@ def build_graph(rows: GraphRows) -> KnowledgeGraph:
             kg.add_edge(tid, "owned_by", str(t["mode"]))
         if t.get("section") and t["section"] in kg:
             kg.add_edge(tid, "defined_in", t["section"])
+
+
+def _add_modes_and_tools(kg: _Builder, rows: GraphRows) -> None:
+    """Mode nodes with the tools they may call, then the tools' own definitions."""
     for m in rows.modes:
         mid = str(m["id"])
-        kg.add_node(
-            mid, "mode", title=m.get("title"), status=m.get("status"), family="ROO-MODE", defined=True
-        )
+        kg.add_entity(mid, "mode", "ROO-MODE", m, ("title", "status"))
         for tool in _as_list(m.get("tools")):
             if tool not in kg:
                 kg.add_node(tool, "tool", title=tool, defined=False, family="tool")
@@ -364,23 +367,23 @@ def build_graph(rows: GraphRows) -> KnowledgeGraph:
         )
         if tool_row.get("section") and tool_row["section"] in kg:
             kg.add_edge(name, "defined_in", tool_row["section"])
+
+
+def _add_components(kg: _Builder, rows: GraphRows) -> None:
+    """Component nodes with their owner modes and the components they depend on."""
     for c in rows.components:
         cid = str(c["id"])
-        kg.add_node(
-            cid,
-            "component",
-            title=c.get("title"),
-            status=c.get("status"),
-            owner=c.get("owner"),
-            family="COMP",
-            defined=True,
-        )
+        kg.add_entity(cid, "component", "COMP", c, ("title", "status", "owner"))
         for owner in _as_list(c.get("owner")):
             kg.ensure_id_node(owner)
             kg.add_edge(cid, "owned_by", owner)
         for dep in _as_list(c.get("depends_on")):
             kg.ensure_id_node(dep)
             kg.add_edge(cid, "depends_on", dep)
+
+
+def _add_links(kg: _Builder, rows: GraphRows) -> None:
+    """`links_to` edges from a section to an external URL's node or to the section it points at."""
     for link in rows.links:
         section = link.get("section")
         if not section or section not in kg:
@@ -391,18 +394,13 @@ def build_graph(rows: GraphRows) -> KnowledgeGraph:
             kg.add_edge(section, "links_to", url)
         elif link.get("target_section") and link["target_section"] in kg:
             kg.add_edge(section, "links_to", link["target_section"])
+
+
+def _add_checks(kg: _Builder, rows: GraphRows) -> None:
+    """Check nodes, and `verified_by` edges from the IDs or sections whose claim each check tests."""
     for chk in rows.checks:
         cid = str(chk["id"])
-        kg.add_node(
-            cid,
-            "check",
-            title=chk.get("title"),
-            url=chk.get("url"),
-            file=chk.get("file"),
-            line=chk.get("line"),
-            family="CHK",
-            defined=True,
-        )
+        kg.add_entity(cid, "check", "CHK", chk, ("title", "url", "file", "line"))
         section = chk.get("section")
         if section and section in kg:
             kg.add_edge(cid, "defined_in", section)
@@ -412,4 +410,23 @@ def build_graph(rows: GraphRows) -> KnowledgeGraph:
                 kg.ensure_id_node(ref)
             if ref in kg:
                 kg.add_edge(ref, "verified_by", cid)
+
+
+# The order matters: structure first, then definitions, so later rows find the nodes they point at.
+_STEPS = (
+    _add_files_and_sections,
+    _add_ids,
+    _add_tasks,
+    _add_modes_and_tools,
+    _add_components,
+    _add_links,
+    _add_checks,
+)
+
+
+def build_graph(rows: GraphRows) -> KnowledgeGraph:
+    """Build the knowledge graph from plain rows; every row kind is optional."""
+    kg = _Builder()
+    for step in _STEPS:
+        step(kg, rows)
     return kg.finish(rows.fingerprint())

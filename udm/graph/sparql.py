@@ -51,7 +51,7 @@ PREFIXES = {
     "rdfs": "http://www.w3.org/2000/01/rdf-schema#",
     "xsd": "http://www.w3.org/2001/XMLSchema#",
 }
-_WORKER = Path(__file__).with_name("graph_sparql_worker.py")
+_WORKER = Path(__file__).with_name("sparql_worker.py")
 
 
 def node_iri(node_id: str) -> str:
