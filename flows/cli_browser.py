@@ -328,7 +328,7 @@ def _load_steps(steps_file: Path) -> tuple[Any, list[Any]]:
 
     from flows.cli import fail
     from tasks.browser.catalog import browser_tool
-    from udm.markdown import DataLimitError, check_text
+    from udm.datalimits import DataLimitError, check_text
 
     try:
         text = steps_file.read_text(encoding="utf-8")

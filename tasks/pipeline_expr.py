@@ -10,6 +10,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from udm.errors import ToolError
+
 __all__ = [
     "EXPRESSION",
     "ExpressionError",
@@ -24,7 +26,7 @@ __all__ = [
 EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 
 
-class ExpressionError(ValueError):
+class ExpressionError(ToolError, ValueError):
     """An expression that cannot be parsed or evaluated."""
 
 

@@ -42,7 +42,8 @@ from tasks.pipeline_model import (
     pipeline_json_schema,
 )
 from tasks.registry import get_tool
-from udm.markdown import DataLimitError, check_yaml
+from udm.datalimits import DataLimitError, check_yaml
+from udm.errors import ToolError
 
 __all__ = [
     "BUILTIN_FLOWS",
@@ -64,7 +65,7 @@ __all__ = [
 ]
 
 
-class PipelineCheckError(ValueError):
+class PipelineCheckError(ToolError, ValueError):
     """A spec that cannot run; `problems` lists every problem, each naming its step."""
 
     def __init__(self, problems: list[str]) -> None:

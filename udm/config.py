@@ -26,8 +26,8 @@ from pydantic_settings import (
 )
 
 from udm.config_sources import ENV_PREFIX, SOURCE_DEFAULTS, read_config_files, resolve_path
+from udm.datalimits import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, DEPTH_CEILING, apply_settings
 from udm.errors import ConfigError
-from udm.markdown import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, DEPTH_CEILING, apply_settings
 
 if TYPE_CHECKING:
     from udm.guard import Sandbox
