@@ -54,6 +54,7 @@ from tasks.pipeline_spec import (
 )
 from tasks.prefect_task import envelope_of, tool_task
 from udm.config import Settings, load_settings
+from udm.errors import FlowError
 
 engine_patch.apply()
 
@@ -72,7 +73,7 @@ FLOW_PATHS: dict[str, str] = {
 assert set(FLOW_PATHS) == set(BUILTIN_FLOWS)
 
 
-class PipelineRunError(RuntimeError):
+class PipelineRunError(FlowError, RuntimeError):
     """A pipeline run in which some step failed; `summary` holds every step's outcome."""
 
     def __init__(self, message: str, summary: dict[str, Any]) -> None:

@@ -12,36 +12,36 @@ from udm._lazy import load_surface_name
 
 if TYPE_CHECKING:
     from udm.markdown.blockdata import parse_front_matter as parse_front_matter
-    from udm.markdown.document import Block as Block
+    from udm.markdown.definitions import definition_line as definition_line
     from udm.markdown.document import Document as Document
-    from udm.markdown.document import Section as Section
-    from udm.markdown.document import block_ids as block_ids
-    from udm.markdown.document import definition_line as definition_line
-    from udm.markdown.document import find_block as find_block
-    from udm.markdown.document import find_section as find_section
     from udm.markdown.document import load_document as load_document
     from udm.markdown.document import parse_document as parse_document
-    from udm.markdown.document import section_text as section_text
-    from udm.markdown.document import slugify as slugify
     from udm.markdown.ids import id_family as id_family
     from udm.markdown.ids import id_matcher as id_matcher
     from udm.markdown.lines import split_lines as split_lines
+    from udm.markdown.lookups import find_block as find_block
+    from udm.markdown.lookups import find_section as find_section
+    from udm.markdown.lookups import section_text as section_text
+    from udm.markdown.model import Block as Block
+    from udm.markdown.model import Section as Section
+    from udm.markdown.outline import slugify as slugify
+    from udm.markdown.roles import block_ids as block_ids
 
 _SURFACE = {
-    "Block": "document",
+    "Block": "model",
     "Document": "document",
-    "Section": "document",
-    "block_ids": "document",
-    "definition_line": "document",
-    "find_block": "document",
-    "find_section": "document",
+    "Section": "model",
+    "block_ids": "roles",
+    "definition_line": "definitions",
+    "find_block": "lookups",
+    "find_section": "lookups",
     "id_family": "ids",
     "id_matcher": "ids",
     "load_document": "document",
     "parse_document": "document",
     "parse_front_matter": "blockdata",
-    "section_text": "document",
-    "slugify": "document",
+    "section_text": "lookups",
+    "slugify": "outline",
     "split_lines": "lines",
 }
 

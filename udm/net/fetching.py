@@ -27,7 +27,7 @@ import httpcore
 import httpx
 
 from udm.config import Settings
-from udm.errors import BlockedAddressError, InvalidURLError
+from udm.errors import BlockedAddressError, InvalidURLError, UdmError
 from udm.net.guard import AllowList, join_url, resolve_and_vet, split_url, url_port
 
 __all__ = [
@@ -46,7 +46,7 @@ ROBOTS_TTL_S = 3600.0
 ROBOTS_MAX_BYTES = 512 * 1024
 
 
-class FetchError(Exception):
+class FetchError(UdmError):
     """A fetch that failed; `transient` says whether retrying may help."""
 
     def __init__(
