@@ -13,10 +13,8 @@ by a file lock next to the database.
 
 from __future__ import annotations
 
-import atexit
 import threading
 import time
-import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -36,15 +34,6 @@ from udm.index.watch import Inotify, make_watcher, restat, scan_root
 from udm.site import Site, settings_site
 
 __all__ = ["IDLE_RELEASE_S", "RELEASE_POLL_S", "SCHEMA_VERSION", "RefreshStats", "UdmIndex", "scan_root"]
-
-_LIVE: weakref.WeakSet[UdmIndex] = weakref.WeakSet()
-
-
-@atexit.register
-def _close_all() -> None:
-    # Close shared connections before interpreter teardown (DuckDB's bindings complain otherwise).
-    for index in list(_LIVE):
-        index.close()
 
 
 class UdmIndex:
@@ -67,7 +56,6 @@ class UdmIndex:
         self.memo = Memo()
         self.generation = -1
         self.last_refresh: RefreshStats | None = None
-        _LIVE.add(self)
 
     # ----- connections -------------------------------------------------------------------------
 
