@@ -141,9 +141,10 @@ def _with_override(patch: Patch, by: str | None, reason: str | None) -> Patch:
 def check(
     file: Path = typer.Argument(..., help="The patch file (YAML or JSON)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Approve the dry run without asking (ask_always)."),
 ) -> None:
     """Validate a patch and show its diff without changing anything (exit 1 on any error or conflict)."""
-    plan, ok = _call({"patch": _document(_load(file)), "dry_run": True}, cli_approver(False))
+    plan, ok = _call({"patch": _document(_load(file)), "dry_run": True}, cli_approver(yes))
     _print_result(plan, as_json)
     if not ok:
         raise typer.Exit(1)
@@ -228,6 +229,16 @@ def show(
     typer.echo(record.get("diff", ""), nl=False)
 
 
+def _undoes(patch_id: str) -> str:
+    """What reverting the patch undoes (its recorded diff), for the approval request; '' when unknown."""
+    try:
+        record: Any = load_record(settings(), patch_id)
+    except UdmError:
+        return ""  # the tool words an unknown or unreadable record
+    diff = record.get("diff") if isinstance(record, dict) else None
+    return f"it undoes:\n{diff}" if isinstance(diff, str) and diff else ""
+
+
 @patch_app.command("revert")
 def revert(
     patch_id: str = typer.Argument(..., help="The patch id."),
@@ -235,7 +246,7 @@ def revert(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Undo an applied patch (a new transaction; refused with a conflict if its lines changed since)."""
-    result, ok = _call({"revert_patch_id": patch_id}, cli_approver(yes))
+    result, ok = _call({"revert_patch_id": patch_id}, _showing(yes, _undoes(patch_id)))
     _print_result(result, as_json)
     if not ok:
         raise typer.Exit(1)

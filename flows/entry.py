@@ -67,25 +67,6 @@ def _settings(overrides: dict[str, str]) -> dict[str, str] | None:
     }
 
 
-def _parse(argv: list[str]) -> tuple[dict[str, str], str] | None:
-    overrides: dict[str, str] = {}
-    args = list(argv)
-    while args and args[0] in ("--root", "--state-dir"):
-        if len(args) < 2:
-            return None
-        overrides["root" if args[0] == "--root" else "state_dir"] = args[1]
-        args = args[2:]
-    if (
-        len(args) != 3
-        or args[0] != "query"
-        or args[1] != "id"
-        or not args[2].strip()
-        or args[2].startswith("-")
-    ):
-        return None
-    return overrides, args[2]
-
-
 # The `graph` commands that only read (export writes a file; it stays in the client's process).
 _GRAPH_READS = frozenset(
     {"query", "deps", "dependents", "path", "cycles", "order", "orphans", "show", "stats"}
@@ -93,6 +74,8 @@ _GRAPH_READS = frozenset(
 
 
 def _leading(argv: list[str]) -> tuple[dict[str, str], list[str]] | None:
+    """The global options (`--root`, `--state-dir`, also as `--opt=value`) and the rest of the command
+    line; None for any other leading option, which the full CLI handles."""
     overrides: dict[str, str] = {}
     args = list(argv)
     while args and args[0].startswith("--"):
@@ -168,10 +151,13 @@ def via_daemon(argv: list[str]) -> int | None:
 def fast_query_id(argv: list[str]) -> int | None:
     """Exit code when the fast path answered, None when the full CLI must."""
     started = time.perf_counter()
-    parsed = _parse(argv)
+    parsed = _leading(argv)
     if parsed is None:
         return None
-    overrides, ident = parsed
+    overrides, args = parsed
+    if len(args) != 3 or args[:2] != ["query", "id"] or not args[2].strip() or args[2].startswith("-"):
+        return None
+    ident = args[2]
     conf = _settings(overrides)
     if conf is None:
         return None

@@ -9,8 +9,12 @@ manual.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from typing import Any
+
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:  # runtime imports stay minimal: the CLI's fast paths import this module
+    from collections.abc import Mapping
+    from typing import Any
 
 __all__ = [
     "CONFIG_FILES",

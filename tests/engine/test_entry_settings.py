@@ -108,6 +108,8 @@ def test_fast_and_full_log_lines_have_the_same_shape(
     )
     lines = (workspace / "logs" / "tool-calls.jsonl").read_text(encoding="utf-8").splitlines()
     fast, full = json.loads(lines[-2]), json.loads(lines[-1])
+    # The same leading options as the daemon's path, in both spellings.
+    assert fast_query_id(["--root=docs/udm", "--state-dir", "state", "query", "id", "COMP-002"]) == 0
     assert fast.pop("fast_path") is True
     assert set(fast) == set(full)
     for key in ("tool", "input_digest", "input_fields", "permission", "decision", "status"):

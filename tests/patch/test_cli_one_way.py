@@ -110,6 +110,22 @@ def test_ask_always_asks_for_the_plan_too(
     assert run(["patch", "check", str(SAMPLE)]) == 1
     assert "udmUpdaterTool (safe) needs approval" in capsys.readouterr().err
     assert _updater_lines(here)[-1]["decision"] == "unavailable"
+    assert run(["patch", "check", str(SAMPLE), "--yes"]) == 0
+    assert _updater_lines(here)[-1]["decision"] == "approved"
+
+
+def test_a_revert_is_asked_with_what_it_undoes(
+    here: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert run(["patch", "apply", str(SAMPLE), "--yes"]) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(sys, "stdin", io.StringIO("y\n"))
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
+    assert run(["patch", "revert", "mark-t001-done"]) == 0
+    err = capsys.readouterr().err
+    assert "udmUpdaterTool: revert patch mark-t001-done" in err
+    assert "it undoes:" in err and "+  timeout: 20" in err
+    assert _updater_lines(here)[-1]["decision"] == "approved"
 
 
 def test_full_auto_applies_without_asking(
