@@ -114,10 +114,10 @@ def _autostart(conf: dict[str, str]) -> None:
         value = value.strip().lower() in ("1", "true", "yes", "on")
     if value is not True:
         return
-    from udm.daemon import client as dc
+    from udm.daemon import spawn
 
     with contextlib.suppress(OSError):  # starting is best effort; this command is answered either way
-        dc.spawn(conf["root"], conf["state"])
+        spawn(conf["root"], conf["state"])
 
 
 def via_daemon(argv: list[str]) -> int | None:
@@ -125,15 +125,15 @@ def via_daemon(argv: list[str]) -> int | None:
     conf = daemon_eligible(argv)
     if conf is None:
         return None
-    from udm.daemon import client as dc
+    from udm.daemon import DaemonUnavailable, fingerprint, request, socket_path
 
-    if not os.path.exists(dc.socket_path(conf["state"])):
+    if not os.path.exists(socket_path(conf["state"])):
         _autostart(conf)
         return None
-    message = {"op": "run", "argv": list(argv), "fingerprint": dc.fingerprint(os.getcwd())}
+    message = {"op": "run", "argv": list(argv), "fingerprint": fingerprint(os.getcwd())}
     try:
-        reply = dc.request(conf["state"], message)
-    except dc.DaemonUnavailable:
+        reply = request(conf["state"], message)
+    except DaemonUnavailable:
         return None
     code = reply.get("code")
     if not isinstance(code, int) or isinstance(code, bool):
