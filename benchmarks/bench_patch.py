@@ -13,8 +13,8 @@ from pathlib import Path
 from udm.config import load_settings
 from udm.markdown import parse_document
 from udm.patch import Workspace, apply_operations, apply_patch, parse_patch
-from udm.patch.apply import _CACHE
 from udm.patch.splice import changed_line_count
+from udm.patch.workspace import _CACHE
 
 CORPUS = Path(__file__).resolve().parent / ".corpus" / "patch"
 

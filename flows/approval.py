@@ -10,7 +10,6 @@ state of its own (Failed "Expired") rather than the one the server forces on an 
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from collections.abc import Callable
@@ -27,17 +26,13 @@ from prefect.input.run_input import keyset_from_paused_state
 from prefect.states import Paused, Running, State
 from pydantic import Field
 
-from udm.config import ApprovalPolicy
-from udm.errors import ConfigError
+from udm.errors import FlowError
 
 __all__ = [
     "Approval",
     "ApprovalExpiredError",
     "PausedRun",
     "flow_run_url",
-    "job_variable_floor",
-    "refuse_run_settings",
-    "run_changed_parameters",
     "wait_for_approval",
 ]
 
@@ -57,7 +52,7 @@ class Approval(RunInput):
     comment: str = Field(default="", description="Why, in a line.")
 
 
-class ApprovalExpiredError(Exception):
+class ApprovalExpiredError(FlowError):
     """Nobody answered before the deadline; the runs are Running again."""
 
 
@@ -81,76 +76,6 @@ def flow_run_url(flow_run_id: UUID | str | None) -> str | None:
         return url
     api = PREFECT_API_URL.value() or PREFECT_UI_URL.value()
     return f"{api.rstrip('/')}/flow_runs/{flow_run_id}" if api else None
-
-
-def job_variable_floor() -> ApprovalPolicy | None:
-    """The least strict policy this process may use when its run was started with a run-level `env`
-    job variable setting UDM_APPROVAL_POLICY: the deployment's own value, else ask_always (the worker's
-    value was replaced, so it is unknown); None when no run-level override set it.
-
-    Whoever triggers a deployment can pass job variables with the run; the worker merges them into
-    the flow run's environment, where they would otherwise lower the deployment's policy."""
-    run_id = os.environ.get("PREFECT__FLOW_RUN_ID")
-    if not run_id:
-        return None
-    with get_client(sync_client=True) as client:
-        run = client.read_flow_run(UUID(run_id))
-        asked = ((run.job_variables or {}).get("env") or {}).get("UDM_APPROVAL_POLICY")
-        if asked is None or run.deployment_id is None:
-            return None
-        deployment = client.read_deployment(run.deployment_id)
-    own = ((deployment.job_variables or {}).get("env") or {}).get("UDM_APPROVAL_POLICY")
-    try:
-        return ApprovalPolicy(own) if own else ApprovalPolicy.ASK_ALWAYS
-    except ValueError:
-        return ApprovalPolicy.ASK_ALWAYS
-
-
-def refuse_run_settings() -> None:
-    """ConfigError naming each UDM_* setting other than the approval policy that the run (not its
-    deployment) set through its `env` job variable; nothing when the run was not started by a worker.
-
-    The worker merges a run's job variables into the flow run's environment, so whoever triggers a
-    deployment could otherwise widen what the flow may do (UDM_FETCH_ALLOW, UDM_ALLOWED_DIRS,
-    UDM_ROOT, UDM_GIT_COMMIT=false, ...); those are the deployment's settings. A run-level
-    UDM_APPROVAL_POLICY is handled by job_variable_floor (it may only make the policy stricter)."""
-    run_id = os.environ.get("PREFECT__FLOW_RUN_ID")
-    if not run_id:
-        return
-    with get_client(sync_client=True) as client:
-        run = client.read_flow_run(UUID(run_id))
-        asked = (run.job_variables or {}).get("env") or {}
-        if not isinstance(asked, dict) or not asked or run.deployment_id is None:
-            return
-        deployment = client.read_deployment(run.deployment_id)
-    own = (deployment.job_variables or {}).get("env") or {}
-    changed = sorted(
-        str(key)
-        for key, value in asked.items()
-        if str(key).upper().startswith("UDM_")
-        and str(key).upper() != "UDM_APPROVAL_POLICY"
-        and (not isinstance(own, dict) or own.get(key) != value)
-    )
-    if changed:
-        raise ConfigError(
-            f"a run may not set {', '.join(changed)} through its env job variable: what the flow may "
-            "reach and write is the deployment's setting (edit the deployment's job variables)"
-        )
-
-
-def run_changed_parameters(names: tuple[str, ...]) -> list[str]:
-    """Those of these parameters that this deployment run set differently from its deployment (the
-    trigger's choice, not the deployment's); empty outside a deployment run."""
-    context = FlowRunContext.get()
-    if context is None or context.flow_run is None:
-        return []
-    with get_client(sync_client=True) as client:
-        run = client.read_flow_run(context.flow_run.id)
-        if run.deployment_id is None:
-            return []
-        deployment = client.read_deployment(run.deployment_id)
-    own = deployment.parameters or {}
-    return [n for n in names if (run.parameters or {}).get(n) != own.get(n)]
 
 
 def _chain(client: Any, run_id: UUID) -> list[UUID]:

@@ -24,11 +24,12 @@ from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows import engine_patch
+from flows.run_settings import flow_settings
 from flows.runners import on_dask_workers
 from tasks.base import run_coroutine
 from tasks.browser.session import MANAGER
 from tasks.browser.verify import CheckResult, new_run_id, problem_result, run_check
-from udm.config import Settings, load_settings
+from udm.config import Settings
 from udm.verify import Check, gather_checks, record_verifications
 
 engine_patch.apply()
@@ -51,12 +52,8 @@ _SLOTS: dict[str, queue.Queue[str | None]] = {}
 
 def _flow_settings(root: str | None, state_dir: str | None, **extra: Any) -> Settings:
     """Settings for a flow run: the given root, state dir and other overrides win where set (truthy)."""
-    from flows.approval import refuse_run_settings
-
-    # A triggered run's own env job variable may not widen the deployment's settings (UDM_FETCH_ALLOW).
-    refuse_run_settings()
     overrides = {"root": root, "state_dir": state_dir, **extra}
-    return load_settings(**{key: value for key, value in overrides.items() if value})
+    return flow_settings(None, {key: value for key, value in overrides.items() if value})
 
 
 def _slot_table() -> dict[str, queue.Queue[str | None]]:

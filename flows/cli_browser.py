@@ -261,7 +261,7 @@ def browser_run(
     from flows.cli import fail, settings
     from tasks.base import ToolContext, call_tool, cli_approver
     from tasks.browser.catalog import browser_tool
-    from udm.markdown import DataLimitError, check_text
+    from udm.datalimits import DataLimitError, check_text
 
     try:
         text = steps_file.read_text(encoding="utf-8")

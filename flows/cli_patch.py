@@ -251,13 +251,13 @@ def run_update_cmd(
 ) -> None:
     """Apply a patch through the Prefect flow: diff artifact, approval per policy, commit, re-index."""
     patch = _load(file)
-    from flows.udm_update import UpdateOptions, state_result, udm_update_flow
+    from flows.udm_update import SETTINGS, UpdateOptions, state_result, udm_update_flow
 
     s = settings()
     state = udm_update_flow(
         patch=patch,
         options=UpdateOptions(approval_timeout_s=timeout_s),
-        settings_overrides=_overrides(s),
+        settings_overrides=SETTINGS.dump(s),
         return_state=True,
     )
     result = state_result(state)
@@ -270,15 +270,6 @@ def run_update_cmd(
             _print_result(result.patch.model_copy(update={"status": result.status}), False, show_diff=False)
     if result.status != "committed" and result.status != "unchanged":
         raise typer.Exit(1)
-
-
-def _overrides(s: Any) -> dict[str, str]:
-    return {
-        "project_root": str(s.project_root),
-        "root": str(s.udm_root),
-        "state_dir": str(s.state_path),
-        "logs_dir": str(s.logs_path),
-    }
 
 
 def _run_group(app: typer.Typer) -> typer.Typer:

@@ -13,7 +13,7 @@ from typing import Any
 
 import typer
 
-from udm.markdown import DataLimitError, check_json
+from udm.datalimits import DataLimitError, check_json
 
 __all__ = ["register"]
 

@@ -9,7 +9,7 @@ import typer
 
 from tasks.base import SCHEMA_FORMATS, ToolContext, call_tool, cli_approver, export_schema
 from tasks.registry import all_tools, get_tool
-from udm.markdown import DataLimitError, check_json
+from udm.datalimits import DataLimitError, check_json
 
 __all__ = ["register"]
 

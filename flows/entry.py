@@ -9,8 +9,9 @@ imported on this path.
 
 Everything else — and `query id` whenever the lookup is missing, stale, ambiguous or has no answer —
 goes to `flows.cli.main`. The fast path reads only root, state, logs and approval settings (from
-`--root`/`--state-dir`, `UDM_*` variables, `udm.toml` or `[tool.udm]`), checks every file's stat
-against the lookup, prints exactly what the full path prints, and logs the call the same way.
+`--root`/`--state-dir`, `UDM_*` variables, `udm.toml` or `[tool.udm]`) through `udm.config_sources`,
+the reader `Settings` uses; it checks every file's stat against the lookup, prints exactly what the
+full path prints, and logs the call through `tasks.calllog`, the writer `call_tool` uses.
 """
 
 from __future__ import annotations
@@ -28,53 +29,41 @@ if TYPE_CHECKING:  # runtime imports stay minimal: this module runs before every
 __all__ = ["daemon_eligible", "fast_query_id", "main", "via_daemon"]
 
 _KEYS = ("root", "state_dir", "logs_dir", "approval_policy", "project_root")
-_DEFAULTS = {"root": "docs/udm", "state_dir": "state", "logs_dir": "logs", "approval_policy": "smart_auto"}
+# ask_always needs a prompt, which neither the daemon nor the fast path can give; any other value is
+# an error the full path words.
+_UNATTENDED = frozenset({"smart_auto", "full_auto"})
 
 
-def _file_settings(cwd: str) -> dict[str, Any] | None:
-    merged: dict[str, Any] = {}
+def _files(cwd: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    from udm.config_sources import read_config_files
+
     try:
-        pyproject = os.path.join(cwd, "pyproject.toml")
-        udm_toml = os.path.join(cwd, "udm.toml")
-        if os.path.exists(pyproject) or os.path.exists(udm_toml):
-            import tomllib
-
-            if os.path.exists(pyproject):
-                with open(pyproject, "rb") as fh:
-                    merged.update(tomllib.load(fh).get("tool", {}).get("udm", {}))
-            if os.path.exists(udm_toml):
-                with open(udm_toml, "rb") as fh:
-                    merged.update(tomllib.load(fh))
+        return read_config_files(cwd)
     except (OSError, ValueError):
-        return None
-    return merged
+        return None  # the full path reports an unreadable or invalid file
 
 
 def _settings(overrides: dict[str, str]) -> dict[str, str] | None:
+    """Root, state, logs and policy as `Settings` resolves them (the same sources and path rule), or
+    None when this invocation is not one the fast paths may answer."""
+    from udm.config_sources import raw_setting, resolve_path
+
     cwd = os.getcwd()
-    files = _file_settings(cwd)
+    files = _files(cwd)
     if files is None:
         return None
-    out: dict[str, str] = {}
-    for key in _KEYS:
-        env = os.environ.get(f"UDM_{key.upper()}")
-        value = overrides.get(key, env if env is not None else files.get(key, _DEFAULTS.get(key)))
-        if value is not None:
-            if not isinstance(value, str):
-                return None
-            out[key] = value
-    if "project_root" in out:
+    values = {key: raw_setting(key, overrides, files) for key in _KEYS}
+    if values["project_root"] is not None:
         return None  # unusual setups take the full path
-
-    def absolute(p: str) -> str:
-        expanded = os.path.expanduser(p)
-        return os.path.abspath(expanded if os.path.isabs(expanded) else os.path.join(cwd, expanded))
-
+    if not all(isinstance(values[key], str) for key in _KEYS[:-1]):
+        return None
+    if values["approval_policy"] not in _UNATTENDED:
+        return None
     return {
-        "root": absolute(out["root"]),
-        "state": absolute(out["state_dir"]),
-        "logs": absolute(out["logs_dir"]),
-        "approval_policy": out["approval_policy"],
+        "root": resolve_path(values["root"], cwd),
+        "state": resolve_path(values["state_dir"], cwd),
+        "logs": resolve_path(values["logs_dir"], cwd),
+        "approval_policy": values["approval_policy"],
     }
 
 
@@ -131,18 +120,13 @@ def daemon_eligible(argv: list[str]) -> dict[str, str] | None:
         args[0] == "graph" and len(args) > 1 and args[1] in _GRAPH_READS
     ):
         return None
-    conf = _settings(overrides)
-    if conf is None or conf["approval_policy"] == "ask_always":
-        return None  # the daemon cannot prompt
-    return conf
+    return _settings(overrides)
 
 
 def _autostart(conf: dict[str, str]) -> None:
-    env = os.environ.get("UDM_DAEMON_AUTOSTART")
-    value: object = env
-    if env is None:
-        files = _file_settings(os.getcwd()) or {}
-        value = files.get("daemon_autostart", False)
+    from udm.config_sources import raw_setting
+
+    value = raw_setting("daemon_autostart", {}, _files(os.getcwd()) or ({}, {}))
     if isinstance(value, str):
         value = value.strip().lower() in ("1", "true", "yes", "on")
     if value is not True:
@@ -189,7 +173,7 @@ def fast_query_id(argv: list[str]) -> int | None:
         return None
     overrides, ident = parsed
     conf = _settings(overrides)
-    if conf is None or conf["approval_policy"] == "ask_always":
+    if conf is None:
         return None
     from udm.index import lookup_definitions
 
@@ -202,30 +186,19 @@ def fast_query_id(argv: list[str]) -> int | None:
     )
     sys.stdout.write(out)
     sys.stdout.flush()
-    # Logged after the answer is out, as the full path logs every tool call.
-    import hashlib
-    import json
-    from datetime import UTC, datetime
+    # Logged after the answer is out, by the writer `call_tool` uses, with the input the full path's
+    # `udm query id` gives udmQueryTool (so both lines carry the same digest).
+    from tasks.calllog import call_record, write_call_record
 
-    raw = {"query_type": "find_by_id", "udm_path_or_id": ident}
-    text = json.dumps(raw, sort_keys=True, default=str, ensure_ascii=False)
-    record = {
-        "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
-        "tool": "udmQueryTool",
-        "input_digest": "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16],
-        "input_fields": sorted(raw),
-        "permission": "safe",
-        "decision": "auto",
-        "status": "SUCCESS",
-        "duration_ms": round((time.perf_counter() - started) * 1000, 3),
-        "fast_path": True,
-    }
-    try:
-        os.makedirs(conf["logs"], exist_ok=True)
-        with open(os.path.join(conf["logs"], "tool-calls.jsonl"), "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-    except OSError:
-        pass
+    record = call_record("udmQueryTool", {"query_type": "find_by_id", "udm_path_or_id": ident})
+    record.update(
+        permission="safe",
+        decision="auto",
+        status="SUCCESS",
+        duration_ms=round((time.perf_counter() - started) * 1000, 3),
+        fast_path=True,
+    )
+    write_call_record(conf["logs"], record)
     return 0
 
 

@@ -26,6 +26,7 @@ from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows import engine_patch
+from flows.run_settings import check_scope, flow_settings, job_variable_floor, run_changed_parameters
 from flows.states import state_result
 from tasks.base import (
     ApprovalRequest,
@@ -53,6 +54,7 @@ from tasks.pipeline_spec import (
 )
 from tasks.prefect_task import envelope_of, tool_task
 from udm.config import Settings, load_settings
+from udm.errors import FlowError
 
 engine_patch.apply()
 
@@ -71,7 +73,7 @@ FLOW_PATHS: dict[str, str] = {
 assert set(FLOW_PATHS) == set(BUILTIN_FLOWS)
 
 
-class PipelineRunError(RuntimeError):
+class PipelineRunError(FlowError, RuntimeError):
     """A pipeline run in which some step failed; `summary` holds every step's outcome."""
 
     def __init__(self, message: str, summary: dict[str, Any]) -> None:
@@ -364,15 +366,11 @@ def pipeline_flow(
         else spec
     )
     overrides = {k: v for k, v in {"root": root, "state_dir": state_dir}.items() if v}
-    settings = load_settings(project, **overrides)
+    settings = flow_settings(project, overrides)
     compiled = compile_pipeline(load_spec(source), flow_catalog(), params)
     from prefect.runtime import deployment, flow_run
 
     if deployment.id:
-        from flows.approval import job_variable_floor, refuse_run_settings, run_changed_parameters
-        from flows.narrowing import check_scope
-
-        refuse_run_settings()
         # A safe (unreviewed) tool step reads anywhere under the root: a trigger may only narrow it.
         changed = run_changed_parameters(("project", "root", "state_dir"))
         if changed:

@@ -25,7 +25,6 @@ import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any, Literal, cast
 
 from prefect import flow, get_run_logger, task
@@ -38,8 +37,6 @@ from prefect.transactions import CommitMode, transaction
 from pydantic import BaseModel, Field, field_validator
 
 from flows import engine_patch
-from flows.approval import refuse_run_settings
-from flows.narrowing import check_narrowing
 from flows.research_report import (
     AppendixCheckError,
     Source,
@@ -54,6 +51,7 @@ from flows.research_report import (
     research_fingerprint,
     topic_of,
 )
+from flows.run_settings import PROCESS_ONLY, SettingsParameter
 from flows.runners import on_runner
 from flows.states import state_result
 from tasks.base import (
@@ -62,16 +60,14 @@ from tasks.base import (
     TransientToolError,
     always_approve,
     call_tool,
-    caller_holds_settings,
-    own_settings,
     process_policy,
 )
 from tasks.context7 import Context7DocumentationTool
 from tasks.documents import DocumentFetchingParsingTool, FetchOutput
 from tasks.prefect_task import envelope_of, tool_cache_policy, tool_task
 from tasks.web_search import WebSearchTool
-from udm.config import ApprovalPolicy, Settings, load_settings
-from udm.errors import ConfigError, InvalidURLError
+from udm.config import ApprovalPolicy, Settings
+from udm.errors import InvalidURLError
 from udm.markdown import slugify
 from udm.net import parse_pool, split_url, workers_for
 from udm.research import (
@@ -85,38 +81,34 @@ from udm.research import (
 
 engine_patch.apply()
 
-__all__ = ["ResearchRequest", "ResearchResult", "research_flow", "research_state", "run_research"]
+__all__ = ["SETTINGS", "ResearchRequest", "ResearchResult", "research_flow", "research_state", "run_research"]
 
-_PASSED_SETTINGS = (
-    "root",
-    "state_dir",
-    "logs_dir",
-    "fetch_allow",
-    "fetch_respect_robots",
-    "fetch_timeout_s",
-    "fetch_host_delay_s",
-    "fetch_host_concurrency",
-    "fetch_retries",
-    "retry_max_wait_s",
-    "search_provider",
-    "searxng_url",
-    "brave_api_url",
-    "google_api_url",
-    "google_cx",
-    "context7_url",
-    "research_max_workers",
-    "research_parse_processes",
-    "research_batch_size",
-    "research_batch_threads",
-    "research_synthesizer",
-    "llm_protocol",
-    "llm_url",
-    "llm_model",
-    "llm_max_output_tokens",
-    "llm_token_budget",
-    "llm_timeout_s",
-    "llm_retries",
-    "secrets_from_prefect",
+# The settings a caller's Settings hands to the flow; a triggered run may set others but only narrowing.
+SETTINGS = SettingsParameter(
+    passed=(
+        "root",
+        "state_dir",
+        "logs_dir",
+        "fetch_allow",
+        "fetch_respect_robots",
+        "fetch_timeout_s",
+        "fetch_host_delay_s",
+        "fetch_host_concurrency",
+        "fetch_retries",
+        "retry_max_wait_s",
+        "research_max_workers",
+        "research_parse_processes",
+        "research_batch_size",
+        "research_batch_threads",
+        "research_synthesizer",
+        "llm_max_output_tokens",
+        "llm_token_budget",
+        "llm_timeout_s",
+        "llm_retries",
+        # The endpoints: a caller's own, which a triggered run may not change.
+        *PROCESS_ONLY,
+    ),
+    only_passed=False,
 )
 # Sources from which the fetch fan-out parses in worker processes (see udm/net/parsing_pool.py).
 _POOL_FROM = 8
@@ -203,24 +195,6 @@ class ResearchResult(BaseModel):
     update: dict[str, Any] | None = Field(default=None, description="The UDM-update flow's result.")
     flow_run_id: str | None = Field(default=None, description="This flow run.")
     timings_s: dict[str, float] = Field(default_factory=dict, description="Seconds per phase of the run.")
-
-
-def _settings(overrides: dict[str, Any] | None) -> Settings:
-    data = dict(overrides or {})
-    if "approval_policy" in data:
-        # The side running the flow decides it (UDM_APPROVAL_POLICY, a deployment's job variable).
-        raise ConfigError(
-            "settings_overrides may not set approval_policy: it is the process's setting "
-            "(UDM_APPROVAL_POLICY) or a deployment's job variable; the approval_policy parameter "
-            "may only make it stricter"
-        )
-    cwd = data.pop("project_root", None)
-    settings = load_settings(cwd, **data)
-    if not caller_holds_settings():
-        refuse_run_settings()
-        # A triggered run: its parameters may only narrow what the process allows (fetch_allow, ...).
-        check_narrowing(settings, own_settings())
-    return settings
 
 
 def _ctx(settings: Settings) -> ToolContext:
@@ -618,7 +592,7 @@ def research_flow(
 
     `approval_policy` may only make the policy of the process running the flow stricter. The final
     state says what happened (`research_state`); the ResearchResult is its data."""
-    result = _research(request, _settings(settings_overrides), approval_policy, approval_timeout_s)
+    result = _research(request, SETTINGS.load(settings_overrides), approval_policy, approval_timeout_s)
     return research_state(result)
 
 
@@ -806,8 +780,7 @@ def run_research(
     approval_timeout_s: int = 3600,
 ) -> ResearchResult:
     """Run research_flow for these settings on their task runner (threads: `research_max_workers` of them)."""
-    overrides: dict[str, Any] = settings.model_dump(mode="json", include=set(_PASSED_SETTINGS))
-    overrides["project_root"] = str(Path(settings.project_root))
+    overrides = SETTINGS.dump(settings)
     flow_fn: Any = on_runner(research_flow, settings, settings.research_max_workers)
     # The caller holds the settings: it is the side running the flow, so its policy is the process's.
     with process_policy(policy or settings.approval_policy):

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, urlencode, urlunsplit
 
-from udm.errors import InvalidURLError
+from udm.errors import FlowError, InvalidURLError
 from udm.net import split_url
 from udm.research import Claim, Synthesis, comparable, terms
 
@@ -203,7 +203,7 @@ def latest_fingerprint(appendices_dir: Path, topic: str) -> Latest | None:
     return Latest(app_id, match.group(1), int(count.group(1)) if count else None)
 
 
-class AppendixCheckError(Exception):
+class AppendixCheckError(FlowError):
     """The appendix's Markdown does not parse back to the blocks it was built from."""
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import re
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, Literal
 
 from prefect import flow, get_run_logger, task
@@ -21,25 +20,19 @@ from prefect.transactions import Transaction, get_transaction, transaction
 from pydantic import BaseModel, Field
 
 from flows import engine_patch
-from flows.approval import (
-    Approval,
-    ApprovalExpiredError,
-    PausedRun,
-    flow_run_url,
-    job_variable_floor,
-    refuse_run_settings,
-    wait_for_approval,
-)
+from flows.approval import Approval, ApprovalExpiredError, PausedRun, flow_run_url, wait_for_approval
 from flows.notify import notify_review_waiting
+from flows.run_settings import SettingsParameter, job_variable_floor
 from flows.states import state_result
 from tasks.base import Permission, effective_policy, needs_approval, process_policy, stricter
-from udm.config import ApprovalPolicy, Settings, load_settings
+from udm.config import ApprovalPolicy, Settings
 from udm.errors import ConfigError
 from udm.patch import Patch, PatchResult, apply_patch, revert_patch
 
 engine_patch.apply()
 
 __all__ = [
+    "SETTINGS",
     "Approval",
     "UpdateOptions",
     "UpdateResult",
@@ -51,8 +44,11 @@ __all__ = [
     "update_steps",
 ]
 
-# Settings a caller's Settings hands to the flow (plain JSON, so the flow run records them).
-_PASSED_SETTINGS = ("project_root", "root", "state_dir", "logs_dir", "id_patterns", "lock_timeout_s")
+# The settings a caller's Settings hands to the flow, and the only ones a run may set: paths.
+SETTINGS = SettingsParameter(
+    passed=("project_root", "root", "state_dir", "logs_dir", "id_patterns", "lock_timeout_s"),
+    only_passed=True,
+)
 # The largest diff put into one markdown artifact; the rest is cut with a note.
 MAX_ARTIFACT_DIFF = 60_000
 # Where the rollback hook leaves the revert's outcome for update_steps (a dict: status, error, revert_id).
@@ -104,21 +100,6 @@ class UpdateResult(BaseModel):
     )
 
 
-def _settings(overrides: dict[str, Any] | None) -> Settings:
-    """Settings from the process (environment, udm.toml) with the run's path overrides on top."""
-    data = dict(overrides or {})
-    refuse_run_settings()
-    # Anything else (the approval policy above all) is the side running the flow's to decide.
-    refused = sorted(set(data) - set(_PASSED_SETTINGS))
-    if refused:
-        raise ConfigError(
-            f"settings_overrides may set only {', '.join(_PASSED_SETTINGS)}; not {', '.join(refused)} "
-            "(the approval policy is the process's setting, UDM_APPROVAL_POLICY, or a deployment's job variable)"
-        )
-    cwd = data.pop("project_root", None)
-    return load_settings(cwd, **data)
-
-
 # The final state of each status: Prefect users hang notifications and automations on these.
 _STATES: dict[str, tuple[bool, str | None]] = {
     "committed": (True, None),
@@ -158,7 +139,7 @@ def commit_patch_task(
         txn = get_transaction()
         if txn is not None:
             txn.set("patch_id", result.patch_id)
-            txn.set("settings", settings.model_dump(mode="json", include=set(_PASSED_SETTINGS)))
+            txn.set("settings", SETTINGS.dump(settings))
     return result
 
 
@@ -170,7 +151,7 @@ def _undo_commit(txn: Transaction) -> None:
         return
     outcome: dict[str, str | None]
     try:
-        result = revert_patch(patch_id, _settings(txn.get("settings")))
+        result = revert_patch(patch_id, SETTINGS.load(txn.get("settings")))
         why = result.error or f"the revert ended {result.status}"
         outcome = {"status": result.status, "error": why, "revert_id": result.patch_id}
     except Exception as exc:  # a raising hook would leave the flow nothing to report
@@ -292,7 +273,7 @@ def udm_update_flow(
     Ends Completed (committed), Completed "Unchanged" or "Rejected", or Failed ("Expired", "Invalid",
     "Conflict", ...); the UpdateResult is the state's data (`state_result`)."""
     try:
-        settings = _settings(settings_overrides)
+        settings = SETTINGS.load(settings_overrides)
     except ConfigError as exc:
         run_id = str(runtime_flow_run.id) if runtime_flow_run.id else None
         return update_state(
@@ -448,8 +429,7 @@ def run_update(
 
     The caller holds the settings, so it is the side running the flow: `policy` (default: the settings'
     policy) is this process's policy for the run, not a parameter a triggered run could send."""
-    overrides = settings.model_dump(mode="json", include=set(_PASSED_SETTINGS))
-    overrides["project_root"] = str(Path(settings.project_root))
+    overrides = SETTINGS.dump(settings)
     options = UpdateOptions(
         approval_timeout_s=approval_timeout_s, poll_interval_s=poll_interval_s, reindex=reindex
     )

@@ -20,7 +20,7 @@ from typing import Any
 
 from tasks.base import Envelope, ToolContext, call_tool
 from tasks.registry import get_tool
-from udm.markdown import DataLimitError, check_json
+from udm.datalimits import DataLimitError, check_json
 
 __all__ = [
     "ExtractedImage",

@@ -24,7 +24,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from tasks.registry import get_tool
-from udm.markdown import DataLimitError, check_yaml
+from udm.datalimits import DataLimitError, check_yaml
+from udm.errors import ToolError
 
 __all__ = [
     "BUILTIN_FLOWS",
@@ -136,7 +137,7 @@ def pipeline_json_schema() -> dict[str, Any]:
     return schema
 
 
-class PipelineCheckError(ValueError):
+class PipelineCheckError(ToolError, ValueError):
     """A spec that cannot run; `problems` lists every problem, each naming its step."""
 
     def __init__(self, problems: list[str]) -> None:
@@ -144,7 +145,7 @@ class PipelineCheckError(ValueError):
         self.problems = problems
 
 
-class ExpressionError(ValueError):
+class ExpressionError(ToolError, ValueError):
     """An expression that cannot be parsed or evaluated."""
 
 

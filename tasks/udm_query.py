@@ -8,12 +8,22 @@ which is refreshed from the files before every answer, so they are never stale.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from enum import StrEnum
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field, model_validator
 
 from tasks.base import Permission, Tool, ToolContext, ToolInput, TransientToolError
+from tasks.udm_query_answers import (
+    PATHLIKE,
+    definitions_content,
+    fragment,
+    is_known,
+    references_content,
+    search_content,
+    verification_content,
+)
 from udm.errors import (
     AmbiguousTargetError,
     ConfigError,
@@ -149,9 +159,6 @@ class UdmQueryOutput(BaseModel):
     errorDetails: str | None = Field(default=None, description="What went wrong; null on success.")
 
 
-_PATHLIKE = re.compile(r"\.(?:md|markdown)(?:#|$)", re.IGNORECASE)
-
-
 def plain_text(markdown: str) -> str:
     """Markdown reduced to plain text: markup, fences and link targets dropped, words kept."""
     out: list[str] = []
@@ -187,8 +194,8 @@ class UdmQueryTool(Tool[UdmQueryInput, UdmQueryOutput]):
         query = get_query(ctx.settings)
         try:
             if data.query_type is not None:
-                return self._by_type(query, data)
-            return self._by_file(query, data)
+                return _by_type(query, data)
+            return _by_file(query, data)
         except IndexBusyError as exc:
             result = UdmQueryOutput(status=UdmQueryStatus.ERROR_UNKNOWN, errorDetails=str(exc))
             raise TransientToolError(str(exc), result=result, retry_after=1.0) from exc
@@ -201,312 +208,256 @@ class UdmQueryTool(Tool[UdmQueryInput, UdmQueryOutput]):
             )
             return UdmQueryOutput(status=status, errorDetails=str(exc))
 
-    # ----- query_type shape ---------------------------------------------------------------------
 
-    def _by_type(self, q: UdmQuery, data: UdmQueryInput) -> UdmQueryOutput:
-        qt = data.query_type
-        target = (data.udm_path_or_id or "").strip()
-        performed = f"{qt.value if qt else ''}: {target}"
+# ----- query_type shape -----------------------------------------------------------------------------
 
-        def error(
-            status: UdmQueryStatus, details: str, candidates: list[str] | None = None
-        ) -> UdmQueryOutput:
-            return UdmQueryOutput(
-                status=status, queryPerformed=performed, errorDetails=details, candidates=candidates or []
-            )
 
-        try:
-            if qt is QueryType.GET_SECTION_CONTENT:
-                return self._section_by_target(q, target, performed)
-            if qt is QueryType.FIND_BY_ID:
-                return self._find_by_id(q, target, performed)
-            if qt is QueryType.LAST_VERIFIED:
-                return self._last_verified(q, target, performed)
-            if qt is QueryType.SEARCH:
-                hits = q.search(target, data.limit)
-                content = [
-                    {
-                        "file": h.file,
-                        "line": h.line,
-                        "section_path": h.path,
-                        "title": h.title,
-                        "score": h.score,
-                        "snippet": h.snippet,
-                        "snippet_line": h.snippet_line,
-                    }
-                    for h in hits
-                ]
-                return UdmQueryOutput(
-                    status=UdmQueryStatus.SUCCESS, queryPerformed=performed, retrievedContent=content
-                )
-            if qt is QueryType.REFERENCES:
-                ident = _fragment(target)
-                refs = q.references(ident, data.limit)
-                defs = q.find_by_id(ident)
-                if not refs and not defs:
-                    return error(
-                        UdmQueryStatus.ERROR_ID_NOT_FOUND, f"'{ident}' is neither defined nor mentioned"
-                    )
-                return UdmQueryOutput(
-                    status=UdmQueryStatus.SUCCESS,
-                    queryPerformed=f"references: {ident}",
-                    retrievedContent={
-                        "id": ident,
-                        "definitions": [
-                            {"file": d.file, "line": d.line, "how": d.how, "section_path": d.section_path}
-                            for d in defs
-                        ],
-                        "references": [
-                            {"file": r.file, "line": r.line, "section_path": r.section_path, "text": r.text}
-                            for r in refs
-                        ],
-                    },
-                )
-            lookups = {
-                QueryType.GET_TASK_DEFINITION: (q.task, "definition"),
-                QueryType.GET_MODE_DEFINITION: (q.mode, "definition"),
-                QueryType.GET_TOOL_DEFINITION: (q.tool, "definition"),
-                QueryType.GET_CONFIG_VALUE: (q.config, "value"),
-            }
-            fn, column = lookups[qt]  # type: ignore[index]
-            key = _fragment(target)
-            row = fn(key)
-            return UdmQueryOutput(
-                status=UdmQueryStatus.SUCCESS,
-                queryPerformed=performed,
-                retrievedContent=row[column],
-                source=SourceRef(file=row["file"], line=row["line"], section_path=row.get("section_path")),
-            )
-        except AmbiguousTargetError as exc:
-            return error(
-                UdmQueryStatus.ERROR_AMBIGUOUS_QUERY,
-                f"{exc}; candidates: {'; '.join(exc.candidates)}",
-                exc.candidates,
-            )
-        except TargetNotFoundError as exc:
-            status = (
-                UdmQueryStatus.ERROR_PATH_NOT_FOUND
-                if qt is QueryType.GET_SECTION_CONTENT
-                else UdmQueryStatus.ERROR_ID_NOT_FOUND
-            )
-            hint = ""
-            if qt is QueryType.GET_CONFIG_VALUE:
-                keys = q.config_keys(_fragment(target).split(".")[-1])
-                hint = f"; similar keys: {', '.join(keys)}" if keys else ""
-            return error(status, f"{exc}{hint}")
-        except ConfigError:
-            raise
-        except (DocumentError, UdmError) as exc:
-            return error(UdmQueryStatus.ERROR_PARSING_UDM_SECTION, str(exc))
-
-    def _section_by_target(self, q: UdmQuery, target: str, performed: str) -> UdmQueryOutput:
-        if _PATHLIKE.search(target) or "/" in target:
-            file, _, ident = target.partition("#")
-            doc, sec = q.section(file, ident or None)
-            text = q.markdown(doc, sec)
-            line = 1 if sec is None else sec.start + 1
-            return UdmQueryOutput(
-                status=UdmQueryStatus.SUCCESS,
-                queryPerformed=f"get_section_content: {doc.path}" + (f"#{sec.anchor}" if sec else ""),
-                retrievedContent=text,
-                source=SourceRef(file=doc.path, line=line, section_path=sec.path if sec else None),
-            )
-        return self._find_by_id(q, target.lstrip("#"), performed, content_only=True)
-
-    def _find_by_id(
-        self, q: UdmQuery, ident: str, performed: str, *, content_only: bool = False
-    ) -> UdmQueryOutput:
-        defs = q.find_by_id(ident)
-        if not defs:
-            similar = q.similar_ids(ident)
-            hint = f"; similar IDs: {', '.join(similar)}" if similar else ""
-            return UdmQueryOutput(
-                status=UdmQueryStatus.ERROR_ID_NOT_FOUND,
-                queryPerformed=performed,
-                errorDetails=f"no definition of '{ident}' in the UDM{hint}",
-            )
-        places = definition_places(defs)
-        if len(places) > 1:
-            candidates = [f"{d.file}:{d.line} {d.section_path or ''}".strip() for d in places]
-            return UdmQueryOutput(
-                status=UdmQueryStatus.ERROR_AMBIGUOUS_QUERY,
-                queryPerformed=performed,
-                candidates=candidates,
-                errorDetails=f"'{ident}' is defined in {len(places)} places: {'; '.join(candidates)}",
-            )
-        first = places[0]
-        doc = q.document(first.file)
-        sec = doc.sections[first.section] if first.section is not None else None
-        if sec is not None:
-            markdown = q.markdown(doc, sec)
-        else:
-            markdown = "".join(split_lines(q.read_text(first.file))[first.line - 1 : first.line])
-        source = SourceRef(
-            file=first.file, line=(sec.start + 1) if sec else first.line, section_path=first.section_path
+def _by_type(q: UdmQuery, data: UdmQueryInput) -> UdmQueryOutput:
+    """The query_type shape: one answer per type (`_ANSWERS`); lookup errors become statuses."""
+    qt = data.query_type
+    target = (data.udm_path_or_id or "").strip()
+    performed = f"{qt.value if qt else ''}: {target}"
+    try:
+        return _ANSWERS.get(qt, _definition)(q, data, target, performed)  # type: ignore[arg-type]
+    except AmbiguousTargetError as exc:
+        return _error(
+            performed,
+            UdmQueryStatus.ERROR_AMBIGUOUS_QUERY,
+            f"{exc}; candidates: {'; '.join(exc.candidates)}",
+            exc.candidates,
         )
-        if content_only:
-            return UdmQueryOutput(
-                status=UdmQueryStatus.SUCCESS,
-                queryPerformed=performed,
-                retrievedContent=markdown,
-                source=source,
-            )
+    except TargetNotFoundError as exc:
+        status = (
+            UdmQueryStatus.ERROR_PATH_NOT_FOUND
+            if qt is QueryType.GET_SECTION_CONTENT
+            else UdmQueryStatus.ERROR_ID_NOT_FOUND
+        )
+        hint = ""
+        if qt is QueryType.GET_CONFIG_VALUE:
+            keys = q.config_keys(fragment(target).split(".")[-1])
+            hint = f"; similar keys: {', '.join(keys)}" if keys else ""
+        return _error(performed, status, f"{exc}{hint}")
+    except ConfigError:
+        raise
+    except (DocumentError, UdmError) as exc:
+        return _error(performed, UdmQueryStatus.ERROR_PARSING_UDM_SECTION, str(exc))
+
+
+def _error(
+    performed: str, status: UdmQueryStatus, details: str, candidates: list[str] | None = None
+) -> UdmQueryOutput:
+    return UdmQueryOutput(
+        status=status, queryPerformed=performed, errorDetails=details, candidates=candidates or []
+    )
+
+
+def _search(q: UdmQuery, data: UdmQueryInput, target: str, performed: str) -> UdmQueryOutput:
+    """search: ranked full-text hits."""
+    content = search_content(q, target, data.limit)
+    return UdmQueryOutput(status=UdmQueryStatus.SUCCESS, queryPerformed=performed, retrievedContent=content)
+
+
+def _references(q: UdmQuery, data: UdmQueryInput, target: str, performed: str) -> UdmQueryOutput:
+    """references: an ID's definitions and every mention."""
+    ident = fragment(target)
+    content = references_content(q, ident, data.limit)
+    if content is None:
+        return _error(
+            performed, UdmQueryStatus.ERROR_ID_NOT_FOUND, f"'{ident}' is neither defined nor mentioned"
+        )
+    return UdmQueryOutput(
+        status=UdmQueryStatus.SUCCESS, queryPerformed=f"references: {ident}", retrievedContent=content
+    )
+
+
+# The typed definitions: the lookup and the column of its row that is the answer.
+_DEFINITIONS = {
+    QueryType.GET_TASK_DEFINITION: ("task", "definition"),
+    QueryType.GET_MODE_DEFINITION: ("mode", "definition"),
+    QueryType.GET_TOOL_DEFINITION: ("tool", "definition"),
+    QueryType.GET_CONFIG_VALUE: ("config", "value"),
+}
+
+
+def _definition(q: UdmQuery, data: UdmQueryInput, target: str, performed: str) -> UdmQueryOutput:
+    """get_task/mode/tool_definition, get_config_value: the parsed definition and where it is."""
+    lookup, column = _DEFINITIONS[data.query_type]  # type: ignore[index]
+    row = getattr(q, lookup)(fragment(target))
+    return UdmQueryOutput(
+        status=UdmQueryStatus.SUCCESS,
+        queryPerformed=performed,
+        retrievedContent=row[column],
+        source=SourceRef(file=row["file"], line=row["line"], section_path=row.get("section_path")),
+    )
+
+
+def _section_by_target(q: UdmQuery, data: UdmQueryInput, target: str, performed: str) -> UdmQueryOutput:
+    """get_section_content: `file#section`, or the section an ID defines."""
+    if PATHLIKE.search(target) or "/" in target:
+        file, _, ident = target.partition("#")
+        doc, sec = q.section(file, ident or None)
+        text = q.markdown(doc, sec)
+        line = 1 if sec is None else sec.start + 1
         return UdmQueryOutput(
             status=UdmQueryStatus.SUCCESS,
-            queryPerformed=performed,
-            retrievedContent={
-                "id": ident,
-                "definitions": [
-                    {"file": d.file, "line": d.line, "how": d.how, "section_path": d.section_path}
-                    for d in defs
-                ],
-                "section": markdown,
-            },
-            source=source,
+            queryPerformed=f"get_section_content: {doc.path}" + (f"#{sec.anchor}" if sec else ""),
+            retrievedContent=text,
+            source=SourceRef(file=doc.path, line=line, section_path=sec.path if sec else None),
         )
+    return _find_by_id(q, target.lstrip("#"), performed, content_only=True)
 
-    def _last_verified(self, q: UdmQuery, target: str, performed: str) -> UdmQueryOutput:
-        """Latest verification per check covering the target; unknown targets are ERROR_ID_NOT_FOUND."""
-        key = target.lstrip("#")
-        rows = last_verified(q.settings, key)
-        if not rows and not self._known(q, key):
-            similar = q.similar_ids(_fragment(key))
-            hint = f"; similar IDs: {', '.join(similar)}" if similar else ""
-            return UdmQueryOutput(
-                status=UdmQueryStatus.ERROR_ID_NOT_FOUND,
-                queryPerformed=performed,
-                errorDetails=f"'{key}' is not an ID, section or check known to the UDM or its "
-                f"verifications{hint}",
-            )
-        checks = [
-            {
-                "check_id": r["check_id"],
-                "run_id": r["run_id"],
-                "status": r["status"],
-                "passed": r["status"] == "PASS",
-                "verified_at": r["verified_at"],
-                "reason": r["reason"],
-                "udm_refs": list(r["udm_refs"] or []),
-                "section": r["section"],
-                "url": r["url"],
-                "evidence": [p for p in (r["screenshot"], r["diff_image"]) if p],
-            }
-            for r in rows
-        ]
-        latest = max((c["verified_at"] for c in checks), default=None)
-        content = {
-            "target": key,
-            "verified": bool(checks),
-            # Passed only when every covering check's latest result passed.
-            "passed": all(c["passed"] for c in checks) if checks else None,
-            "last_verified_at": latest,
-            "summary": (
-                f"{key}: never verified"
-                if not checks
-                else f"{key}: last verified {latest}; "
-                + (
-                    "passed"
-                    if all(c["passed"] for c in checks)
-                    else "NOT passed ("
-                    + ", ".join(f"{c['check_id']} {c['status']}" for c in checks if not c["passed"])
-                    + ")"
-                )
-            ),
-            "checks": checks,
-        }
-        return UdmQueryOutput(
-            status=UdmQueryStatus.SUCCESS, queryPerformed=performed, retrievedContent=content
+
+def _find(q: UdmQuery, data: UdmQueryInput, target: str, performed: str) -> UdmQueryOutput:
+    """find_by_id: the ID's definitions and the section of its one definition place."""
+    return _find_by_id(q, target, performed)
+
+
+def _find_by_id(q: UdmQuery, ident: str, performed: str, *, content_only: bool = False) -> UdmQueryOutput:
+    defs = q.find_by_id(ident)
+    if not defs:
+        similar = q.similar_ids(ident)
+        hint = f"; similar IDs: {', '.join(similar)}" if similar else ""
+        return _error(
+            performed, UdmQueryStatus.ERROR_ID_NOT_FOUND, f"no definition of '{ident}' in the UDM{hint}"
         )
+    places = definition_places(defs)
+    if len(places) > 1:
+        candidates = [f"{d.file}:{d.line} {d.section_path or ''}".strip() for d in places]
+        details = f"'{ident}' is defined in {len(places)} places: {'; '.join(candidates)}"
+        return _error(performed, UdmQueryStatus.ERROR_AMBIGUOUS_QUERY, details, candidates)
+    first = places[0]
+    doc = q.document(first.file)
+    sec = doc.sections[first.section] if first.section is not None else None
+    if sec is not None:
+        markdown = q.markdown(doc, sec)
+    else:
+        markdown = "".join(split_lines(q.read_text(first.file))[first.line - 1 : first.line])
+    source = SourceRef(
+        file=first.file, line=(sec.start + 1) if sec else first.line, section_path=first.section_path
+    )
+    content: Any = (
+        markdown
+        if content_only
+        else {"id": ident, "definitions": definitions_content(defs), "section": markdown}
+    )
+    return UdmQueryOutput(
+        status=UdmQueryStatus.SUCCESS, queryPerformed=performed, retrievedContent=content, source=source
+    )
 
-    @staticmethod
-    def _known(q: UdmQuery, key: str) -> bool:
-        """Whether the UDM defines or mentions the ID, or has the section (`file#anchor` or an anchor)."""
-        ident = _fragment(key)
-        if q.find_by_id(ident) or q.references(ident, 1):
-            return True
-        file, sep, anchor = key.partition("#")
-        if sep and (_PATHLIKE.search(key) or "/" in file):
-            try:
-                q.section(file, anchor or None)
-            except (TargetNotFoundError, AmbiguousTargetError, DocumentError):
-                return False
-            return True
-        return False
 
-    # ----- udm_filepath shape -------------------------------------------------------------------
-
-    def _by_file(self, q: UdmQuery, data: UdmQueryInput) -> UdmQueryOutput:
-        given = (data.udm_filepath or "").strip()
-        ident = data.section_identifier.strip() if data.section_identifier else None
-        out = UdmQueryOutput(
-            status=UdmQueryStatus.SUCCESS, udm_filepath_queried=given, section_identifier_used=ident
+def _last_verified(q: UdmQuery, data: UdmQueryInput, target: str, performed: str) -> UdmQueryOutput:
+    """Latest verification per check covering the target; unknown targets are ERROR_ID_NOT_FOUND."""
+    key = target.lstrip("#")
+    rows = last_verified(q.settings, key)
+    if not rows and not is_known(q, key):
+        similar = q.similar_ids(fragment(key))
+        hint = f"; similar IDs: {', '.join(similar)}" if similar else ""
+        return _error(
+            performed,
+            UdmQueryStatus.ERROR_ID_NOT_FOUND,
+            f"'{key}' is not an ID, section or check known to the UDM or its verifications{hint}",
         )
-        try:
-            file = q.resolve_file(given)
-        except AmbiguousTargetError as exc:
-            out.status, out.errorDetails, out.candidates = (
-                UdmQueryStatus.ERROR_INVALID_INPUT,
-                str(exc),
-                exc.candidates,
-            )
-            return out
-        except TargetNotFoundError as exc:
-            out.status, out.errorDetails = UdmQueryStatus.ERROR_FILE_NOT_FOUND, str(exc)
-            return out
-        out.udm_filepath_queried = file
-        try:
-            doc, sec = q.section(file, ident)
-        except AmbiguousTargetError as exc:
-            out.status = UdmQueryStatus.ERROR_SECTION_NOT_FOUND
-            out.errorDetails = f"{exc}; candidates: {'; '.join(exc.candidates)}"
-            out.candidates = exc.candidates
-            return out
-        except TargetNotFoundError as exc:
-            out.status, out.errorDetails = UdmQueryStatus.ERROR_SECTION_NOT_FOUND, str(exc)
-            return out
-        except DocumentError as exc:
-            out.status, out.errorDetails = UdmQueryStatus.ERROR_PARSE_FAILED, str(exc)
-            return out
-        if sec is not None:
-            out.section_identifier_used = sec.path
-        out.source = SourceRef(
-            file=file, line=sec.start + 1 if sec else 1, section_path=sec.path if sec else None
-        )
-        try:
-            markdown = q.markdown(doc, sec)
-            blocks = (
-                [b for b in q.section_blocks(file, sec) if b["lang"] in ("yaml", "yml", "json")]
-                if data.return_format is ReturnFormat.JSON_PARSED_SECTION
-                else []
-            )
-        except (TargetNotFoundError, OSError) as exc:
-            # The file went away between the lookup and the read (an editor saving, say).
-            out.status = UdmQueryStatus.ERROR_FILE_NOT_FOUND
-            out.errorDetails = f"{file} changed while it was read: {exc}"
-            return out
-        except DocumentError as exc:
-            out.status, out.errorDetails = UdmQueryStatus.ERROR_PARSE_FAILED, str(exc)
-            return out
-        if data.return_format is ReturnFormat.MARKDOWN:
-            out.content = markdown
-        elif data.return_format is ReturnFormat.RAW_TEXT:
-            out.content = plain_text(markdown)
-        else:
-            bad = [b for b in blocks if b["error"]]
-            if bad:
-                out.status, out.errorDetails = UdmQueryStatus.ERROR_PARSE_FAILED, bad[0]["error"]
-                return out
-            if not blocks:
-                where = f"section '{sec.path}'" if sec else "the file"
-                out.status = UdmQueryStatus.ERROR_PARSE_FAILED
-                out.errorDetails = f"{file}: {where} has no YAML/JSON block to parse"
-                return out
-            out.content = blocks[0]["data"] if len(blocks) == 1 else [b["data"] for b in blocks]
+    return UdmQueryOutput(
+        status=UdmQueryStatus.SUCCESS,
+        queryPerformed=performed,
+        retrievedContent=verification_content(key, rows),
+    )
+
+
+# One answer per query type; the typed definitions (`_DEFINITIONS`) share one.
+_ANSWERS: dict[QueryType, Callable[[UdmQuery, UdmQueryInput, str, str], UdmQueryOutput]] = {
+    QueryType.GET_SECTION_CONTENT: _section_by_target,
+    QueryType.FIND_BY_ID: _find,
+    QueryType.LAST_VERIFIED: _last_verified,
+    QueryType.SEARCH: _search,
+    QueryType.REFERENCES: _references,
+}
+
+
+# ----- udm_filepath shape ---------------------------------------------------------------------------
+
+
+def _by_file(q: UdmQuery, data: UdmQueryInput) -> UdmQueryOutput:
+    """The udm_filepath shape: the file, then the section, then its content in the asked format."""
+    given = (data.udm_filepath or "").strip()
+    ident = data.section_identifier.strip() if data.section_identifier else None
+    out = UdmQueryOutput(
+        status=UdmQueryStatus.SUCCESS, udm_filepath_queried=given, section_identifier_used=ident
+    )
+    found = _file_section(q, given, ident, out)
+    if found is None:
         return out
+    file, doc, sec = found
+    try:
+        markdown = q.markdown(doc, sec)
+        blocks = (
+            [b for b in q.section_blocks(file, sec) if b["lang"] in ("yaml", "yml", "json")]
+            if data.return_format is ReturnFormat.JSON_PARSED_SECTION
+            else []
+        )
+    except (TargetNotFoundError, OSError) as exc:
+        # The file went away between the lookup and the read (an editor saving, say).
+        out.status = UdmQueryStatus.ERROR_FILE_NOT_FOUND
+        out.errorDetails = f"{file} changed while it was read: {exc}"
+        return out
+    except DocumentError as exc:
+        out.status, out.errorDetails = UdmQueryStatus.ERROR_PARSE_FAILED, str(exc)
+        return out
+    if data.return_format is ReturnFormat.MARKDOWN:
+        out.content = markdown
+    elif data.return_format is ReturnFormat.RAW_TEXT:
+        out.content = plain_text(markdown)
+    else:
+        _parsed_blocks(out, file, sec, blocks)
+    return out
 
 
-def _fragment(target: str) -> str:
-    """'05-roadmap.md#TASK-1' -> 'TASK-1'; anything else unchanged."""
-    if "#" in target and _PATHLIKE.search(target):
-        return target.split("#", 1)[1]
-    return target
+def _file_section(
+    q: UdmQuery, given: str, ident: str | None, out: UdmQueryOutput
+) -> tuple[str, Any, Any] | None:
+    """The file and section asked for (recorded in `out`); None with `out`'s error status set."""
+    try:
+        file = q.resolve_file(given)
+    except AmbiguousTargetError as exc:
+        out.status, out.errorDetails, out.candidates = (
+            UdmQueryStatus.ERROR_INVALID_INPUT,
+            str(exc),
+            exc.candidates,
+        )
+        return None
+    except TargetNotFoundError as exc:
+        out.status, out.errorDetails = UdmQueryStatus.ERROR_FILE_NOT_FOUND, str(exc)
+        return None
+    out.udm_filepath_queried = file
+    try:
+        doc, sec = q.section(file, ident)
+    except AmbiguousTargetError as exc:
+        out.status = UdmQueryStatus.ERROR_SECTION_NOT_FOUND
+        out.errorDetails = f"{exc}; candidates: {'; '.join(exc.candidates)}"
+        out.candidates = exc.candidates
+        return None
+    except TargetNotFoundError as exc:
+        out.status, out.errorDetails = UdmQueryStatus.ERROR_SECTION_NOT_FOUND, str(exc)
+        return None
+    except DocumentError as exc:
+        out.status, out.errorDetails = UdmQueryStatus.ERROR_PARSE_FAILED, str(exc)
+        return None
+    if sec is not None:
+        out.section_identifier_used = sec.path
+    out.source = SourceRef(
+        file=file, line=sec.start + 1 if sec else 1, section_path=sec.path if sec else None
+    )
+    return file, doc, sec
+
+
+def _parsed_blocks(out: UdmQueryOutput, file: str, sec: Any, blocks: list[dict[str, Any]]) -> None:
+    """json_parsed_section: the section's YAML/JSON block parsed (a list when there are several)."""
+    bad = [b for b in blocks if b["error"]]
+    if bad:
+        out.status, out.errorDetails = UdmQueryStatus.ERROR_PARSE_FAILED, bad[0]["error"]
+    elif not blocks:
+        where = f"section '{sec.path}'" if sec else "the file"
+        out.status = UdmQueryStatus.ERROR_PARSE_FAILED
+        out.errorDetails = f"{file}: {where} has no YAML/JSON block to parse"
+    else:
+        out.content = blocks[0]["data"] if len(blocks) == 1 else [b["data"] for b in blocks]

@@ -11,21 +11,22 @@ import contextlib
 import os
 import sys
 import tomllib
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import (
     BaseSettings,
+    InitSettingsSource,
     PydanticBaseSettingsSource,
-    PyprojectTomlConfigSettingsSource,
     SettingsConfigDict,
     SettingsError,
-    TomlConfigSettingsSource,
 )
 
-from udm.config_checks import (
+from udm.config_sources import ENV_PREFIX, SOURCE_DEFAULTS, read_config_files, resolve_path
+from udm.config_types import (
+    DEFAULT_ID_PATTERNS,
+    ApprovalPolicy,
     CommaPaths,
     CommaStrings,
     FailOn,
@@ -36,8 +37,8 @@ from udm.config_checks import (
     TaskRunner,
     config_error,
 )
+from udm.datalimits import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, DEPTH_CEILING, apply_settings
 from udm.errors import ConfigError
-from udm.markdown import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, DEPTH_CEILING, apply_settings
 
 if TYPE_CHECKING:
     from udm.guard import Sandbox
@@ -45,36 +46,12 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_ID_PATTERNS", "ApprovalPolicy", "Settings", "ensure_folder", "load_settings"]
 
 
-class ApprovalPolicy(StrEnum):
-    """How eagerly tool calls are approved (see `tasks.base.needs_approval`)."""
-
-    ASK_ALWAYS = "ask_always"
-    SMART_AUTO = "smart_auto"
-    FULL_AUTO = "full_auto"
-
-
-# One alternation per family of the manual; ordered so the longest family wins at a position.
-DEFAULT_ID_PATTERNS: list[str] = [
-    r"TASK-P\d+-M\d+(?:\.\d+)*-T\d+",
-    r"API-[A-Z]+-\d+-v\d+",
-    r"APP-[A-Z0-9]+(?:-[A-Z0-9]+)*-RESEARCH-V\d+",
-    r"ROO-MODE-[A-Z0-9]+(?:-[A-Z0-9]+)*",
-    r"CHK-[A-Z0-9]+(?:-[A-Z0-9]+)*",
-    r"(?:COMP|RM|REQ|ADR|RISK|DEC|TOOL|CFG|MS|PH|TEST|SEC|NFR|UC|US|FR|BUG|INC)-\d+(?:\.\d+)*",
-    # Any other UPPER-CASE family with digits (PROJ-12, DOC-API-3-V2); lint only reports undefined
-    # references of families that have at least one definition, so UTF-8 and SHA-256 stay quiet.
-    r"[A-Z][A-Z0-9]+(?:-[A-Z][A-Z0-9]*)*-[A-Za-z]?\d+(?:\.\d+)*(?:-[A-Za-z]*\d+(?:\.\d+)*)*",
-]
-
-
 class Settings(BaseSettings):
     """Every setting of UDM Pipelines; see the module docstring for where values come from."""
 
     model_config = SettingsConfigDict(
-        env_prefix="UDM_",
+        env_prefix=ENV_PREFIX,
         extra="ignore",
-        toml_file="udm.toml",
-        pyproject_toml_table_header=("tool", "udm"),
         validate_default=True,
     )
 
@@ -83,11 +60,11 @@ class Settings(BaseSettings):
         description="Directory that relative paths are resolved against (the working directory).",
     )
     root: Path = Field(
-        default=Path("docs/udm"),
+        default=Path(SOURCE_DEFAULTS["root"]),
         description="The manual's folder (UDM_ROOT).",
     )
     state_dir: Path = Field(
-        default=Path("state"),
+        default=Path(SOURCE_DEFAULTS["state_dir"]),
         description="The engine's own state: index, journal, patches, caches, locks. No tool may read or "
         "write it.",
     )
@@ -96,7 +73,9 @@ class Settings(BaseSettings):
         description="The tools' own folder for scratch files and browser downloads (never inside the "
         "state folder).",
     )
-    logs_dir: Path = Field(default=Path("logs"), description="JSON-lines logs, one file per stream.")
+    logs_dir: Path = Field(
+        default=Path(SOURCE_DEFAULTS["logs_dir"]), description="JSON-lines logs, one file per stream."
+    )
     prompts_dir: Path = Field(
         default=Path("prompts"), description="Prompt files the modes read; allowed for file tools."
     )
@@ -105,7 +84,8 @@ class Settings(BaseSettings):
         description="Extra directories the file tools may touch (comma-separated in the environment).",
     )
     approval_policy: ApprovalPolicy = Field(
-        default=ApprovalPolicy.SMART_AUTO, description="ask_always | smart_auto | full_auto."
+        default=ApprovalPolicy(SOURCE_DEFAULTS["approval_policy"]),
+        description="ask_always | smart_auto | full_auto.",
     )
     allow_delete: bool = Field(
         default=False, description="Enable fileSystemAccessTool's destructive deleteFile action."
@@ -375,17 +355,19 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         """Overrides, then the environment, then udm.toml, then pyproject.toml's [tool.udm]."""
+        # Read by the one reader the CLI's fast paths use too (relative to the working directory,
+        # which load_settings sets to the project root).
+        udm_toml, pyproject = read_config_files(os.getcwd())
         return (
             init_settings,
             env_settings,
-            TomlConfigSettingsSource(settings_cls),
-            PyprojectTomlConfigSettingsSource(settings_cls),
+            InitSettingsSource(settings_cls, udm_toml),
+            InitSettingsSource(settings_cls, pyproject),
         )
 
     def resolve(self, path: Path | str) -> Path:
         """A configured path made absolute against the project root (not following symlinks)."""
-        p = Path(path).expanduser()
-        return Path(os.path.abspath(p if p.is_absolute() else self.project_root / p))
+        return Path(resolve_path(path, self.project_root))
 
     @property
     def udm_root(self) -> Path:
@@ -454,10 +436,8 @@ class Settings(BaseSettings):
         for key, value in data.items():
             if isinstance(getattr(self, key), SecretStr) and value is not None:
                 data[key] = "**********"
-        data["udm_root"] = str(self.udm_root)
-        data["state_path"] = str(self.state_path)
-        data["logs_path"] = str(self.logs_path)
-        data["scratch_path"] = str(self.scratch_path)
+        for key in ("udm_root", "state_path", "logs_path", "scratch_path"):
+            data[key] = str(getattr(self, key))
         data["protected_paths"] = [str(p) for p in self.protected_paths()]
         data["allowed_roots"] = [str(p) for p in self.allowed_roots()]
         return data

@@ -27,8 +27,8 @@ from tasks.browser.common import (
 from tasks.browser.page_tools import tab_list
 from tasks.browser.session import ActionError, normalize_url, require_allowed, timeout_message
 from udm.config import Settings
+from udm.datalimits import DataLimitError, check_yaml
 from udm.errors import InvalidURLError
-from udm.markdown import DataLimitError, check_yaml
 from udm.net import split_url, verified_ssl_context
 
 __all__ = [

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field, model_validator
 from tasks.base import Permission, Tool, ToolContext, ToolInput
 from tasks.browser.common import SESSION_ID
 from tasks.browser.session import MANAGER
-from udm.markdown import DataLimitError, DataLimits, check_json, load_json
+from udm.datalimits import DataLimitError, DataLimits, check_json, load_json
 
 __all__ = ["HistoryTrackerTool", "PersistentCacheTool", "SessionMemoryTool", "cache_file"]
 

@@ -30,7 +30,7 @@ from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from tasks.browser.guard import Guard, first_refusal
 from udm.config import Settings
-from udm.errors import InvalidURLError
+from udm.errors import InvalidURLError, ToolStatusError
 from udm.guard import in_git_folder
 from udm.net import AllowList, split_url
 
@@ -71,14 +71,11 @@ _PARAM_LIMIT = 200
 T = TypeVar("T")
 
 
-class ActionError(Exception):
+class ActionError(ToolStatusError):
     """An expected failure of a browser action, carried as a status and a readable message."""
 
     def __init__(self, status: str, message: str, transient: bool = False) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.transient = transient
+        super().__init__(status, message, transient=transient)
 
 
 def find_browser(settings: Settings) -> str | None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-import udm.index.core as index_module
+import udm.index.small_refresh as index_module
 from udm.config import Settings, load_settings
 from udm.index import UdmIndex, UdmQuery, lookup_definitions
 from udm.index.extract import TABLE_COLUMNS
@@ -161,10 +161,10 @@ def test_small_refresh_keeps_the_side_indexes_in_step(workspace: Path) -> None:
 
 
 def test_parallel_full_build_matches_the_serial_one(workspace: Path, monkeypatch: Any) -> None:
-    import udm.index.core
+    import udm.index.parse
 
     serial = _full_build(workspace, "state-serial")
-    monkeypatch.setattr(udm.index.core, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(udm.index.parse, "PARALLEL_MIN_BYTES", 0)
     index = UdmIndex(load_settings(workspace, state_dir=str(workspace / "state-parallel")))
     stats = index.refresh(full=True)
     assert stats.workers > 1 or (os.cpu_count() or 1) < 2

@@ -264,7 +264,7 @@ def test_two_process_workers_share_one_pool(server: SimpleNamespace) -> None:
         with api(server), get_client(sync_client=True) as client:
             dep = client.read_deployment_by_name("udm-pipeline/run-pipeline")
             # The project is the deployment's parameter: a run setting it beyond the worker's own
-            # folders would be refused (flows/narrowing.py check_scope).
+            # folders would be refused (flows/run_settings.py check_scope).
             client.update_deployment(
                 dep.id, DeploymentUpdate(parameters={**dep.parameters, "project": str(server.base)})
             )

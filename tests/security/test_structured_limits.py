@@ -27,9 +27,9 @@ from tasks.udm_query import UdmQueryTool
 from tasks.udm_sql import UdmSqlQueryTool
 from tasks.yaml_editor import YamlJsonParserEditorTool
 from udm.config import Settings, load_settings
+from udm.datalimits import DataLimitError, DataLimits, check_json, check_text, check_yaml
 from udm.errors import PatchError
 from udm.index import UdmQuery, lint
-from udm.markdown import DataLimitError, DataLimits, check_json, check_text, check_yaml
 from udm.patch import edit_text, get_value
 from udm.patch.format import loads_patch
 

@@ -15,6 +15,8 @@ import os
 import socket
 import struct
 
+from udm.errors import DaemonError
+
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:  # runtime imports stay minimal: the client runs before every eligible `udm` command
@@ -50,11 +52,11 @@ _HEADER = struct.Struct(">I")
 _SUN_PATH_MAX = 107
 
 
-class ProtocolError(Exception):
+class ProtocolError(DaemonError):
     """A message that breaks the framing: too long, truncated, not JSON or not an object."""
 
 
-class DaemonUnavailable(Exception):
+class DaemonUnavailable(DaemonError):
     """No daemon answered (none runs, a stale socket, another user's socket, a timeout)."""
 
 

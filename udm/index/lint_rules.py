@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
 from typing import Any
+
+import duckdb
 
 from udm.config import Settings
 from udm.index.extract import outside_root
@@ -154,103 +156,113 @@ def _all_findings(settings: Settings, query: UdmQuery | None = None) -> list[Fin
     q.fresh()
     findings: list[Finding] = []
     with q.index.connect() as con:
-        # Duplicate definitions: the same ID defined in two sections (a heading plus its own YAML
-        # block is one definition place).
-        rows = con.execute(
-            "SELECT id, file, line, how, section, section_path FROM ids WHERE kind = 'def' AND id IN "
-            "(SELECT id FROM ids WHERE kind = 'def' GROUP BY id HAVING count(DISTINCT (file, section)) > 1) "
-            "ORDER BY id, file, line"
-        ).fetchall()
-        by_id: dict[str, list[Definition]] = {}
-        for ident, file, line, how, section, section_path in rows:
-            by_id.setdefault(ident, []).append(Definition(ident, file, line, how, section, section_path))
-        for ident, defs in by_id.items():
-            places = sorted(definition_places(defs), key=lambda d: (d.file, d.line))
-            if len(places) > 1:
-                listed = ", ".join(d.location() for d in places)
-                for d in places[1:]:
-                    findings.append(
-                        _finding(
-                            d.file,
-                            d.line,
-                            "duplicate-id",
-                            f"{ident} is defined {len(places)} times ({listed})",
-                        )
-                    )
-
-        defined = {r[0] for r in con.execute("SELECT DISTINCT id FROM ids WHERE kind = 'def'").fetchall()}
-        families = {id_family(i) for i in defined}
-        for ident, file, line in con.execute(
-            "SELECT id, file, line FROM ids WHERE kind = 'ref' AND id NOT IN (SELECT id FROM ids WHERE kind = 'def') "
-            "ORDER BY file, line"
-        ).fetchall():
-            if id_family(ident) in families:
-                findings.append(
-                    _finding(file, line, "undefined-id", f"{ident} is referenced but never defined")
-                )
-
-        tasks = con.execute("SELECT id, depends_on, file, line FROM tasks").fetchall()
-        task_ids = {t[0] for t in tasks}
-        graph: dict[str, list[str]] = {}
-        where: dict[str, tuple[str, int]] = {}
-        for ident, deps, file, line in tasks:
-            graph.setdefault(ident, []).extend(deps or [])
-            where.setdefault(ident, (file, line))
-            for dep in deps or []:
-                if dep not in task_ids:
-                    findings.append(
-                        _finding(file, line, "unknown-dependency", f"{ident} depends on unknown task {dep}")
-                    )
-        for comp in find_cycles(graph):
-            file, line = where[comp[0]]
-            path = _cycle_path(graph, comp)
-            findings.append(
-                _finding(file, line, "dependency-cycle", f"dependency cycle: {' -> '.join(path)}")
-            )
-
-        # The index resolved every link with the site's rules (udm.site.routes): lint only reports verdicts.
-        for file, line, target, target_file, fragment in con.execute(
-            "SELECT file, line, target, target_file, fragment FROM links "
-            "WHERE kind <> 'external' AND resolved = false ORDER BY file, line"
-        ).fetchall():
-            if target_file is not None:
-                where = file if target_file == file else target_file
-                findings.append(
-                    _finding(file, line, "broken-anchor", f"no heading with anchor #{fragment} in {where}")
-                )
-            elif not target.startswith("/") and outside_root(display_target(file, target)):
-                findings.append(
-                    _finding(file, line, "broken-link", f"link target {target} is outside the UDM root")
-                )
-            else:
-                findings.append(_finding(file, line, "broken-link", f"link target {target} does not exist"))
-
-        for file, line, message in con.execute("SELECT file, line, message FROM problems").fetchall():
-            findings.append(_finding(file, line, "bad-block", message))
-        for file, error in con.execute(
-            "SELECT path, error FROM files WHERE parser = 'none' AND error IS NOT NULL"
-        ).fetchall():
-            # Files that could not be decoded (parser 'none'): their error reads "file:line: reason".
-            located, _, reason = error.partition(": ")
-            at = located.rsplit(":", 1)[-1]
-            findings.append(
-                _finding(file, int(at) if at.isdigit() else 1, "unreadable-file", reason or error)
-            )
-
-        prev: dict[str, int] = {}
-        for file, level, title, line in con.execute(
-            "SELECT file, level, title, start_line FROM sections ORDER BY file, idx"
-        ).fetchall():
-            before = prev.get(file)
-            if before is not None and level > before + 1:
-                findings.append(
-                    _finding(
-                        file, line, "heading-skip", f"heading level {level} after level {before}: '{title}'"
-                    )
-                )
-            prev[file] = level
+        for check in _CHECKS:
+            findings.extend(check(con))
     findings.sort(key=lambda f: (f.file, f.line, f.rule))
     return findings
+
+
+def _duplicate_ids(con: duckdb.DuckDBPyConnection) -> Iterator[Finding]:
+    """duplicate-id: the same ID defined in two sections (a heading plus its own YAML block is one place)."""
+    rows = con.execute(
+        "SELECT id, file, line, how, section, section_path FROM ids WHERE kind = 'def' AND id IN "
+        "(SELECT id FROM ids WHERE kind = 'def' GROUP BY id HAVING count(DISTINCT (file, section)) > 1) "
+        "ORDER BY id, file, line"
+    ).fetchall()
+    by_id: dict[str, list[Definition]] = {}
+    for ident, file, line, how, section, section_path in rows:
+        by_id.setdefault(ident, []).append(Definition(ident, file, line, how, section, section_path))
+    for ident, defs in by_id.items():
+        places = sorted(definition_places(defs), key=lambda d: (d.file, d.line))
+        if len(places) > 1:
+            listed = ", ".join(d.location() for d in places)
+            for d in places[1:]:
+                yield _finding(
+                    d.file, d.line, "duplicate-id", f"{ident} is defined {len(places)} times ({listed})"
+                )
+
+
+def _undefined_ids(con: duckdb.DuckDBPyConnection) -> Iterator[Finding]:
+    """undefined-id: a reference to an ID of a known family that nothing defines."""
+    defined = {r[0] for r in con.execute("SELECT DISTINCT id FROM ids WHERE kind = 'def'").fetchall()}
+    families = {id_family(i) for i in defined}
+    for ident, file, line in con.execute(
+        "SELECT id, file, line FROM ids WHERE kind = 'ref' AND id NOT IN (SELECT id FROM ids WHERE kind = 'def') "
+        "ORDER BY file, line"
+    ).fetchall():
+        if id_family(ident) in families:
+            yield _finding(file, line, "undefined-id", f"{ident} is referenced but never defined")
+
+
+def _task_dependencies(con: duckdb.DuckDBPyConnection) -> Iterator[Finding]:
+    """unknown-dependency and dependency-cycle over the tasks' depends_on."""
+    tasks = con.execute("SELECT id, depends_on, file, line FROM tasks").fetchall()
+    task_ids = {t[0] for t in tasks}
+    graph: dict[str, list[str]] = {}
+    where: dict[str, tuple[str, int]] = {}
+    for ident, deps, file, line in tasks:
+        graph.setdefault(ident, []).extend(deps or [])
+        where.setdefault(ident, (file, line))
+        for dep in deps or []:
+            if dep not in task_ids:
+                yield _finding(file, line, "unknown-dependency", f"{ident} depends on unknown task {dep}")
+    for comp in find_cycles(graph):
+        file, line = where[comp[0]]
+        path = _cycle_path(graph, comp)
+        yield _finding(file, line, "dependency-cycle", f"dependency cycle: {' -> '.join(path)}")
+
+
+def _broken_links(con: duckdb.DuckDBPyConnection) -> Iterator[Finding]:
+    """broken-anchor and broken-link: the verdicts the index stored (udm.index.resolve, the site's rules)."""
+    for file, line, target, target_file, fragment in con.execute(
+        "SELECT file, line, target, target_file, fragment FROM links "
+        "WHERE kind <> 'external' AND resolved = false ORDER BY file, line"
+    ).fetchall():
+        if target_file is not None:
+            where = file if target_file == file else target_file
+            yield _finding(file, line, "broken-anchor", f"no heading with anchor #{fragment} in {where}")
+        elif not target.startswith("/") and outside_root(display_target(file, target)):
+            yield _finding(file, line, "broken-link", f"link target {target} is outside the UDM root")
+        else:
+            yield _finding(file, line, "broken-link", f"link target {target} does not exist")
+
+
+def _bad_files(con: duckdb.DuckDBPyConnection) -> Iterator[Finding]:
+    """bad-block (a data block that does not parse) and unreadable-file (not decoded, parser 'none')."""
+    for file, line, message in con.execute("SELECT file, line, message FROM problems").fetchall():
+        yield _finding(file, line, "bad-block", message)
+    for file, error in con.execute(
+        "SELECT path, error FROM files WHERE parser = 'none' AND error IS NOT NULL"
+    ).fetchall():
+        # Their error reads "file:line: reason".
+        located, _, reason = error.partition(": ")
+        at = located.rsplit(":", 1)[-1]
+        yield _finding(file, int(at) if at.isdigit() else 1, "unreadable-file", reason or error)
+
+
+def _heading_skips(con: duckdb.DuckDBPyConnection) -> Iterator[Finding]:
+    """heading-skip: a heading more than one level below the one before it."""
+    prev: dict[str, int] = {}
+    for file, level, title, line in con.execute(
+        "SELECT file, level, title, start_line FROM sections ORDER BY file, idx"
+    ).fetchall():
+        before = prev.get(file)
+        if before is not None and level > before + 1:
+            yield _finding(
+                file, line, "heading-skip", f"heading level {level} after level {before}: '{title}'"
+            )
+        prev[file] = level
+
+
+# The checks, in the order their findings were always listed (the sort keeps ties in this order).
+_CHECKS: tuple[Callable[[duckdb.DuckDBPyConnection], Iterator[Finding]], ...] = (
+    _duplicate_ids,
+    _undefined_ids,
+    _task_dependencies,
+    _broken_links,
+    _bad_files,
+    _heading_skips,
+)
 
 
 # ----- configuration -------------------------------------------------------------------------------

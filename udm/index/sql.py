@@ -24,7 +24,13 @@ from typing import Any
 
 import duckdb
 
-from udm.errors import IndexBusyError, UdmError
+from udm.errors import (
+    IndexBusyError,
+    SqlMemoryError,
+    SqlQueryFailedError,
+    SqlRefusedError,
+    SqlTimeoutError,
+)
 from udm.index.core import UdmIndex
 from udm.workerproc import kill_worker
 
@@ -41,14 +47,6 @@ __all__ = [
 ]
 
 _LEADING = re.compile(r"^(?:\s+|--[^\n]*\n?|/\*.*?\*/)*", re.DOTALL)
-
-
-class SqlRefusedError(UdmError):
-    """A statement that is not a single SELECT/WITH query."""
-
-
-class SqlTimeoutError(UdmError):
-    """A query that ran past its time limit and was interrupted."""
 
 
 @dataclass
@@ -112,10 +110,6 @@ class SqlLimits:
         )
 
 
-class SqlMemoryError(UdmError):
-    """A query that needed more memory or temporary disk than its limits."""
-
-
 class SqlRunner:
     """A worker process for untrusted SQL: one query at a time, killed at the time limit and restarted."""
 
@@ -149,7 +143,7 @@ class SqlRunner:
         # Startup (interpreter + duckdb import) is not charged to the first query's limit.
         if self._read_line(proc, time.monotonic() + 30) is None:
             self._kill()
-            raise SqlRefusedError("query failed: the SQL worker did not start within 30 s")
+            raise SqlQueryFailedError("query failed: the SQL worker did not start within 30 s")
         return proc
 
     def _temp_bytes(self, pid: int) -> int:
@@ -190,7 +184,9 @@ class SqlRunner:
             if not chunk:
                 code = proc.wait()
                 self._proc = None
-                raise SqlRefusedError(f"query failed: the SQL worker ended unexpectedly (exit status {code})")
+                raise SqlQueryFailedError(
+                    f"query failed: the SQL worker ended unexpectedly (exit status {code})"
+                )
             self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")
         return line
@@ -310,7 +306,7 @@ def run_readonly_sql(
             )
         if kind == "busy":
             raise IndexBusyError(f"index busy: {error}")
-        raise SqlRefusedError(f"query failed: {error}")
+        raise SqlQueryFailedError(f"query failed: {error}")
     return SqlResult(
         columns=list(response["columns"]),
         rows=list(response["rows"]),

@@ -7,11 +7,10 @@ from typing import Any
 
 import yaml
 
+from udm.datalimits import DataLimitError, check_alias_expansion, check_json, check_size, check_yaml
 from udm.errors import DocumentError
-from udm.markdown.datalimits import DataLimitError, check_json, check_size, check_yaml
 from udm.markdown.ids import DEFINING_KEYS
 from udm.markdown.simple_yaml import NOT_SIMPLE, parse_simple_yaml
-from udm.patch import check_alias_expansion
 
 __all__ = ["DATA_LANGS", "collect_ids", "front_ids", "parse_data", "parse_front_matter"]
 

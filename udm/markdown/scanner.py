@@ -7,9 +7,12 @@ exactly the lines of the file (front matter blanked, line endings made `\\n`, NU
 CommonMark asks), so a byte offset maps to a line through one table of line-start offsets.
 
 MDX: ESM `import`/`export` paragraphs and JSX tags/expressions are blanked out of the text the
-parser sees (their lines are kept as opaque blocks), so they are never read as Markdown; what sits
-between a JSX opening and closing tag stays Markdown, as MDX renders it. Indented code does not
-exist in MDX, so the MDX parser has that rule off.
+parser sees (`udm.markdown.mdx`). Indented code does not exist in MDX, so the MDX parser has that
+rule off.
+
+The walk over the tree looks only into nodes whose source holds a character every link, image,
+autolink, HTML tag or fence needs (`[`, `<`, `@`, `://`, `www.`, a fence marker): most prose,
+lists and tables are passed over whole.
 """
 
 from __future__ import annotations
@@ -19,13 +22,14 @@ import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from html import unescape
 from typing import Any
 
 from markdown_it_pyrs import MarkdownIt, Node
 from mdurl import decode as _url_decode
 
 from udm.markdown.lines import split_lines
+from udm.markdown.mdx import Opaque, attr_links
+from udm.markdown.mdx import mask_mdx as _mask_mdx
 
 __all__ = [
     "ATX_HEADING",
@@ -77,15 +81,6 @@ class RawLink:
 
 
 @dataclass(slots=True)
-class Opaque:
-    """An MDX block kept out of the Markdown parse: kind 'esm' or 'jsx', lines [start, end)."""
-
-    kind: str
-    start: int
-    end: int
-
-
-@dataclass(slots=True)
 class Parsed:
     """What one parse found."""
 
@@ -120,8 +115,13 @@ _COMMONMARK_RULES: list[Any] = [
     "html_inline",
 ]
 _PARSERS: dict[bool, MarkdownIt] = {}
-_LINKISH = re.compile(r"[\[<:@]|www\.", re.IGNORECASE)
-_INLINE_HOLDERS = frozenset({"paragraph", "heading", "lheading", "tcell"})
+# What the source of every link (`[`), image, autolink and HTML tag (`<`), GFM bare URL (`://`,
+# `www.`, an e-mail's `@`) and fence needs: a node whose source holds none of them is not walked into.
+_MARKS = ("[", "<", "@", "://", "```", "~~~")
+_MARKS_BYTES = tuple(m.encode("ascii") for m in _MARKS)
+# Nodes with nothing to find below them.
+_LEAVES = frozenset({"text", "text_special", "softbreak", "hardbreak", "code_inline", "code_block"})
+_LINK_NODES = frozenset({"link", "image", "autolink", "linkify"})
 
 
 def _parser(mdx: bool) -> MarkdownIt:
@@ -163,33 +163,6 @@ def _closer(markup: str) -> re.Pattern[str]:
     return pat
 
 
-# href/src attributes of HTML and JSX tags: "x", 'x', or a JSX string expression {"x"} / {'x'} / {`x`}.
-_ATTR = re.compile(
-    r"""(?<![\w-])(href|src)[ \t\r\n]*=[ \t\r\n]*(?:"([^"]*)"|'([^']*)'|\{[ \t]*(?:"([^"]*)"|'([^']*)'|`([^`$]*)`)[ \t]*\}|([^\s"'=<>`{}]+))""",
-    re.IGNORECASE,
-)
-_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
-
-
-def _attr_links(content: str, base: int, form: str, out: list[tuple[int, str, str]]) -> None:
-    """(byte offset, target, form) of each href/src attribute in HTML or JSX text starting at byte `base`."""
-    if "<!--" in content:
-        content = _COMMENT.sub(lambda m: " " * len(m.group(0).encode("utf-8")), content)
-    ascii_text = content.isascii()
-    done_chars = done_bytes = 0  # counted on from the last match: linear on large blocks
-    for m in _ATTR.finditer(content):
-        value = next(g for g in m.groups()[1:] if g is not None)
-        if ascii_text:
-            at = m.start()
-        else:
-            done_bytes += len(content[done_chars : m.start()].encode("utf-8"))
-            done_chars = at = m.start()
-            at = done_bytes
-        target = unescape(value).strip()
-        if target:
-            out.append((base + at, target, form))
-
-
 def _text_of(node: Node) -> str:
     """The plain text of an inline node's children (soft and hard breaks as spaces)."""
     parts: list[str] = []
@@ -206,16 +179,86 @@ def _text_of(node: Node) -> str:
     return "".join(parts)
 
 
-def _normalise(lines: list[str], first: int) -> str:
-    """The text the parser sees: the same lines, front matter blanked, `\\n` endings, NUL as U+FFFD."""
+def _normalise(lines: list[str], first: int) -> tuple[str, bool]:
+    """The text the parser sees: the same lines, front matter blanked, `\\n` endings, NUL as U+FFFD.
+
+    The flag says it is exactly `"".join(lines)` (so its lines are `lines`).
+    """
     body = "".join(lines[first:])
+    same = first == 0
     if "\r" in body:
         body = body.replace("\r\n", "\n").replace("\r", "\n")
+        same = False
     if "\x00" in body:
         body = body.replace("\x00", "\ufffd")
+        same = False
     if body and not body.endswith("\n"):
         body += "\n"
-    return "\n" * first + body
+        same = False
+    return "\n" * first + body, same
+
+
+class _Where:
+    """Where a byte offset of the parser's text falls: its line, its character, and the marks after it."""
+
+    __slots__ = ("count", "encoded", "fed", "marks", "starts")
+
+    def __init__(self, src: str, fed: list[str]) -> None:
+        self.fed = fed
+        self.count = len(fed)
+        data: str | bytes
+        if src.isascii():
+            data = src
+            self.starts = [0, *itertools.accumulate(map(len, fed))]
+            marks: tuple[Any, ...] = _MARKS
+            www: Any = "www."
+        else:
+            data = src.encode("utf-8")
+            self.starts = [0, *itertools.accumulate(len(line.encode("utf-8")) for line in fed)]
+            marks, www = _MARKS_BYTES, b"www."
+        found: list[int] = []
+        for mark in marks:
+            found += _positions(data, mark)
+        if "w" in src or "W" in src:
+            found += _positions(data.lower(), www)
+        found.sort()
+        self.marks = found
+        self.encoded: dict[int, bytes] = {}
+
+    def line_of(self, byte: int) -> int:
+        """The 0-based line holding byte offset `byte`."""
+        return min(bisect.bisect_right(self.starts, byte) - 1, max(self.count - 1, 0))
+
+    def char_at(self, byte: int) -> str:
+        """The (ASCII) character at a byte offset; '' past the end, U+FFFD inside a multi-byte one."""
+        k = self.line_of(byte)
+        if k >= self.count:
+            return ""
+        line = self.fed[k]
+        at = byte - self.starts[k]
+        if line.isascii():
+            return line[at : at + 1]
+        raw = self.encoded.get(k)
+        if raw is None:
+            raw = self.encoded[k] = line.encode("utf-8")
+        return raw[at : at + 1].decode("ascii", "replace")
+
+    def marked(self, span: tuple[int, int]) -> bool:
+        """Whether a mark (see `_MARKS`) starts inside the byte span."""
+        marks = self.marks
+        i = bisect.bisect_left(marks, span[0])
+        return i < len(marks) and marks[i] < span[1]
+
+
+def _positions(data: Any, mark: Any) -> list[int]:
+    """Every offset where `mark` starts in `data` (str or bytes), by the C substring search."""
+    out: list[int] = []
+    find = data.find
+    pos = find(mark)
+    while pos >= 0:
+        out.append(pos)
+        pos = find(mark, pos + 1)
+    return out
 
 
 def parse_markdown(lines: list[str], first: int = 0, *, mdx: bool = False) -> Parsed:
@@ -223,71 +266,67 @@ def parse_markdown(lines: list[str], first: int = 0, *, mdx: bool = False) -> Pa
 
     `first` is the first line after the front matter (the lines before it are blanked).
     """
-    src = _normalise(lines, first)
+    src, same = _normalise(lines, first)
     opaque: list[Opaque] = []
-    jsx_links: list[tuple[int, str, str]] = []
+    html: list[tuple[int, str, str]] = []  # (byte offset, target, form) of HTML/JSX href and src
     if mdx:
-        src, opaque, jsx_links = _mask_mdx(src, first)
-    fed = split_lines(src)
-    if src.isascii():
-        starts = [0, *itertools.accumulate(map(len, fed))]
-    else:
-        starts = [0, *itertools.accumulate(len(line.encode("utf-8")) for line in fed)]
-    count = len(fed)
-
-    def line_of(byte: int) -> int:
-        return min(bisect.bisect_right(starts, byte) - 1, max(count - 1, 0))
-
-    encoded: dict[int, bytes] = {}
-
-    def char_at(byte: int) -> str:
-        k = line_of(byte)
-        if k >= count:
-            return ""
-        line = fed[k]
-        if line.isascii():
-            return line[byte - starts[k] : byte - starts[k] + 1]
-        raw = encoded.get(k)
-        if raw is None:
-            raw = encoded[k] = line.encode("utf-8")
-        return raw[byte - starts[k] : byte - starts[k] + 1].decode("ascii", "replace")
-
+        masked, opaque, html = _mask_mdx(src, first)
+        same = same and masked is src
+        src = masked
+    where = _Where(src, lines if same else split_lines(src))
     root = _parser(mdx).tree(src)
-    headings: list[Heading] = []
+    headings = _top_headings(root, lines, where)
     fences: list[Fence] = []
     found: list[tuple[int, str, str, str]] = []  # (byte offset, text, url, form)
-    html: list[tuple[int, str, str]] = list(jsx_links)
+    _walk(root, lines, where, fences, found, html)
+    line_of = where.line_of
+    links = [RawLink(line_of(at), text, _decode(url), form, at) for at, text, url, form in found] + [
+        RawLink(line_of(at), "", target, form, at) for at, target, form in html
+    ]
+    links.sort(key=lambda link: link.offset)
+    return Parsed(headings, fences, links, opaque)
+
+
+def _top_headings(root: Node, lines: list[str], where: _Where) -> list[Heading]:
+    """The top-level ATX and setext headings (a heading in a list or a quote starts no section)."""
+    headings: list[Heading] = []
+    line_of = where.line_of
     for node in root.children:
         name = node.name
-        if name == "heading" or name == "lheading":
-            span = node.srcmap
-            if span is None:
-                continue
-            start, end = line_of(span[0]), line_of(max(span[1], span[0])) + 1
-            level = int(node.meta.get("level", 1))
-            if name == "heading":
-                m = ATX_HEADING.match(lines[start].strip()) if start < len(lines) else None
-                title = atx_title(m.group(2)) if m else _text_of(node).strip()
-            else:
-                title = " ".join(part.strip() for part in lines[start : end - 1]).strip()
-            headings.append(Heading(level, title, start, end))
-    # Everything else, at any depth, in one walk. In ASCII text an inline run without '[', '<', ':'
-    # or '@' (every link, autolink, image and HTML tag needs one) is not walked into: most prose.
-    skip_plain = src.isascii()
-    search = _LINKISH.search
+        if name != "heading" and name != "lheading":
+            continue
+        span = node.srcmap
+        if span is None:
+            continue
+        start, end = line_of(span[0]), line_of(max(span[1], span[0])) + 1
+        level = int(node.meta.get("level", 1))
+        if name == "heading":
+            m = ATX_HEADING.match(lines[start].strip()) if start < len(lines) else None
+            title = atx_title(m.group(2)) if m else _text_of(node).strip()
+        else:
+            title = " ".join(part.strip() for part in lines[start : end - 1]).strip()
+        headings.append(Heading(level, title, start, end))
+    return headings
+
+
+def _walk(
+    root: Node,
+    lines: list[str],
+    where: _Where,
+    fences: list[Fence],
+    found: list[tuple[int, str, str, str]],
+    html: list[tuple[int, str, str]],
+) -> None:
+    """Fences, links and HTML href/src at any depth, in one walk that skips sources without a mark."""
+    marked, char_at = where.marked, where.char_at
     stack: list[Node] = list(reversed(root.children))
     while stack:
         node = stack.pop()
         name = node.name
-        if name == "text" or name == "softbreak" or name == "code_inline" or name == "code_block":
+        if name in _LEAVES:
             continue
-        if skip_plain and name in _INLINE_HOLDERS:
-            span = node.srcmap
-            if span is not None and search(src, span[0], span[1]) is None:
-                continue
-        if name == "link" or name == "image" or name == "autolink" or name == "linkify":
-            span = node.srcmap
-            url = node.meta.get("url", "")
+        span = node.srcmap
+        if name in _LINK_NODES:
             if span is not None:
                 if name == "link":
                     form = "inline" if char_at(span[1] - 1) == ")" else "reference"
@@ -297,28 +336,24 @@ def parse_markdown(lines: list[str], first: int = 0, *, mdx: bool = False) -> Pa
                     form = "autolink" if char_at(span[0]) == "<" else "bare"
                 else:
                     form = "bare"
-                found.append((span[0], _text_of(node), url, form))
+                found.append((span[0], _text_of(node), node.meta.get("url", ""), form))
             if name == "image":
                 continue  # an image's description is its alt text: nothing in it is clickable
         elif name == "fence":
-            span = node.srcmap
             if span is not None:
-                fences.append(_fence(node, span, lines, line_of))
+                fences.append(_fence(node, span, lines, where.line_of))
             continue
         elif name == "html_block" or name == "html_inline":
-            span = node.srcmap
             content = node.meta.get("content", "")
-            if span is not None and ("href" in content.lower() or "src" in content.lower()):
-                _attr_links(content, span[0], "html", html)
+            low = content.lower()
+            if span is not None and ("href" in low or "src" in low):
+                attr_links(content, span[0], "html", html)
+            continue
+        elif span is not None and not marked(span):
             continue
         children = node.children
         if children:
             stack.extend(reversed(children))
-    links = [RawLink(line_of(at), text, _decode(url), form, at) for at, text, url, form in found] + [
-        RawLink(line_of(at), "", target, form, at) for at, target, form in html
-    ]
-    links.sort(key=lambda link: link.offset)
-    return Parsed(headings, fences, links, opaque)
 
 
 def _decode(url: str) -> str:
@@ -353,161 +388,3 @@ def _fence(node: Node, span: tuple[int, int], lines: list[str], line_of: Callabl
         indent,
         meta.get("content", ""),
     )
-
-
-# ---------------------------------------------------------------------------------------------
-# MDX
-
-_ESM_START = re.compile(r"(?:import|export)(?=[\s{*])")
-_FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})")
-_JSX_LINE = re.compile(r"[ \t]*(?:<(?:[A-Za-z_$][\w.:$-]*|/|>)|\{)")
-_NAME_CHARS = re.compile(r"[\w.:$-]*")
-
-
-def _skip_braces(src: str, q: int) -> int | None:
-    """The offset after the `}` balancing the `{` at q (strings and template literals skipped), or None."""
-    depth = 0
-    n = len(src)
-    while q < n:
-        c = src[q]
-        if c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-            if depth == 0:
-                return q + 1
-        elif c in "\"'`":
-            end = src.find(c, q + 1)
-            if end < 0:
-                return None
-            q = end
-        q += 1
-    return None
-
-
-def _scan_tag(src: str, p: int) -> int | None:
-    """The offset after a JSX tag starting with `<` at p (attributes may span lines), or None."""
-    n = len(src)
-    q = p + 1
-    if q < n and src[q] == "/":
-        q += 1
-    q = _NAME_CHARS.match(src, q).end()  # type: ignore[union-attr]
-    while q < n:
-        c = src[q]
-        if c == ">":
-            return q + 1
-        if c == "/" and src.startswith("/>", q):
-            return q + 2
-        if c == "\n" and src.startswith("\n\n", q):
-            return None  # a blank line ends any tag: this was text
-        if c in "\"'":
-            end = src.find(c, q + 1)
-            if end < 0:
-                return None
-            q = end + 1
-            continue
-        if c == "{":
-            end2 = _skip_braces(src, q)
-            if end2 is None:
-                return None
-            q = end2
-            continue
-        if c == "<":
-            return None
-        q += 1
-    return None
-
-
-def _mask_mdx(src: str, first: int) -> tuple[str, list[Opaque], list[tuple[int, str, str]]]:
-    """The text with ESM and JSX blanked (newlines kept), the opaque blocks, and JSX href/src links."""
-    lines = split_lines(src)
-    offsets = [0, *itertools.accumulate(map(len, lines))]
-    spans: list[tuple[int, int]] = []
-    opaque: list[Opaque] = []
-    fence: tuple[str, int] | None = None
-    i = first
-    n = len(lines)
-    prev_blank = True
-
-    def line_at(pos: int) -> int:
-        return bisect.bisect_right(offsets, pos) - 1
-
-    while i < n:
-        line = lines[i]
-        if fence is not None:
-            stripped = line.strip()
-            if stripped.startswith(fence[0] * fence[1]) and not stripped.strip(fence[0]):
-                fence = None
-            i += 1
-            prev_blank = False
-            continue
-        fm = _FENCE_OPEN.match(line)
-        if fm:
-            fence = (fm.group(1)[0], len(fm.group(1)))
-            i += 1
-            prev_blank = False
-            continue
-        if prev_blank and _ESM_START.match(line):
-            j = i
-            while j < n and lines[j].strip():
-                j += 1
-            spans.append((offsets[i], offsets[j]))
-            opaque.append(Opaque("esm", i, j))
-            i, prev_blank = j, False
-            continue
-        jm = _JSX_LINE.match(line)
-        if jm:
-            pos = offsets[i] + len(line) - len(line.lstrip(" \t"))
-            end = _mask_line_tags(src, pos, spans)
-            if end is not None:
-                last = line_at(max(end - 1, pos))
-                if opaque and opaque[-1].kind == "jsx" and opaque[-1].end == i:
-                    opaque[-1].end = last + 1  # one block for a run of JSX lines
-                else:
-                    opaque.append(Opaque("jsx", i, last + 1))
-                # Text after the tags on their last line stays Markdown; the next line starts fresh.
-                i = last + 1
-                prev_blank = False
-                continue
-        prev_blank = not line.strip()
-        i += 1
-    links: list[tuple[int, str, str]] = []
-    if not spans:
-        return src, opaque, links
-    out: list[str] = []
-    at = 0
-    ascii_src = src.isascii()
-    done_bytes = 0  # the byte offset of `at`, counted on span by span
-    for a, b in spans:
-        out.append(src[at:a])
-        chunk = src[a:b]
-        if not ascii_src:
-            done_bytes += len(src[at:a].encode("utf-8"))
-        base = a if ascii_src else done_bytes
-        if not ascii_src:
-            done_bytes += len(chunk.encode("utf-8"))
-        if chunk.lstrip().startswith("<"):
-            _attr_links(chunk, base, "jsx", links)
-        out.append(re.sub(r"[^\n]", " ", chunk))
-        at = b
-    out.append(src[at:])
-    return "".join(out), opaque, links
-
-
-def _mask_line_tags(src: str, pos: int, spans: list[tuple[int, int]]) -> int | None:
-    """Blank the JSX tags and expressions from `pos` on while they follow each other on a line; their end."""
-    end: int | None = None
-    n = len(src)
-    while pos < n:
-        c = src[pos]
-        stop = _scan_tag(src, pos) if c == "<" else _skip_braces(src, pos) if c == "{" else None
-        if stop is None:
-            break
-        spans.append((pos, stop))
-        end = stop
-        pos = stop
-        while pos < n and src[pos] in " \t":
-            pos += 1
-        if pos >= n or src[pos] == "\n":
-            break
-    return end

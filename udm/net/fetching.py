@@ -23,7 +23,7 @@ import httpcore
 import httpx
 
 from udm.config import Settings
-from udm.errors import BlockedAddressError, InvalidURLError
+from udm.errors import BlockedAddressError, InvalidURLError, UdmError
 from udm.net.fetch_cache import cache_blob, cache_load, cache_store
 from udm.net.guard import AllowList, join_url, resolve_and_vet, split_url, url_port
 
@@ -43,7 +43,7 @@ ROBOTS_TTL_S = 3600.0
 ROBOTS_MAX_BYTES = 512 * 1024
 
 
-class FetchError(Exception):
+class FetchError(UdmError):
     """A fetch that failed; `transient` says whether retrying may help."""
 
     def __init__(

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 from udm._lazy import load_surface_name
 
 if TYPE_CHECKING:
-    from udm.patch.apply import Workspace as Workspace
     from udm.patch.apply import apply_operations as apply_operations
     from udm.patch.format import DESTRUCTIVE_OPS as DESTRUCTIVE_OPS
     from udm.patch.format import OperationType as OperationType
@@ -20,43 +19,42 @@ if TYPE_CHECKING:
     from udm.patch.format import load_patch as load_patch
     from udm.patch.format import parse_patch as parse_patch
     from udm.patch.format import patch_json_schema as patch_json_schema
+    from udm.patch.reformat import format_files as format_files
+    from udm.patch.results import FileResult as FileResult
+    from udm.patch.results import OperationResult as OperationResult
+    from udm.patch.results import PatchResult as PatchResult
+    from udm.patch.revert import revert_patch as revert_patch
+    from udm.patch.store import list_records as list_records
+    from udm.patch.store import load_record as load_record
     from udm.patch.structured import SerializationError as SerializationError
-    from udm.patch.structured import check_alias_expansion as check_alias_expansion
     from udm.patch.structured import edit_text as edit_text
     from udm.patch.structured import get_value as get_value
-    from udm.patch.updates import FileResult as FileResult
-    from udm.patch.updates import OperationResult as OperationResult
-    from udm.patch.updates import PatchResult as PatchResult
     from udm.patch.updates import apply_patch as apply_patch
-    from udm.patch.updates import format_files as format_files
-    from udm.patch.updates import list_records as list_records
-    from udm.patch.updates import load_record as load_record
-    from udm.patch.updates import recover_root as recover_root
-    from udm.patch.updates import revert_patch as revert_patch
+    from udm.patch.workspace import Workspace as Workspace
+    from udm.patch.writer import recover_root as recover_root
 
 _SURFACE = {
     "DESTRUCTIVE_OPS": "format",
-    "FileResult": "updates",
-    "OperationResult": "updates",
+    "FileResult": "results",
+    "OperationResult": "results",
     "OperationType": "format",
     "Override": "format",
     "Patch": "format",
-    "PatchResult": "updates",
+    "PatchResult": "results",
     "SerializationError": "structured",
-    "Workspace": "apply",
+    "Workspace": "workspace",
     "apply_operations": "apply",
     "apply_patch": "updates",
-    "check_alias_expansion": "structured",
     "edit_text": "structured",
-    "format_files": "updates",
+    "format_files": "reformat",
     "get_value": "structured",
-    "list_records": "updates",
+    "list_records": "store",
     "load_patch": "format",
-    "load_record": "updates",
+    "load_record": "store",
     "parse_patch": "format",
     "patch_json_schema": "format",
-    "recover_root": "updates",
-    "revert_patch": "updates",
+    "recover_root": "writer",
+    "revert_patch": "revert",
 }
 
 __all__ = [
@@ -71,7 +69,6 @@ __all__ = [
     "Workspace",
     "apply_operations",
     "apply_patch",
-    "check_alias_expansion",
     "edit_text",
     "format_files",
     "get_value",

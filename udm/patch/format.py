@@ -19,9 +19,8 @@ from pydantic import (
     model_validator,
 )
 
+from udm.datalimits import DataLimitError, check_alias_expansion, check_text
 from udm.errors import DocumentError, PatchError
-from udm.markdown import DataLimitError, check_text
-from udm.patch.structured import check_alias_expansion
 
 __all__ = [
     "DESTRUCTIVE_OPS",

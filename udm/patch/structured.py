@@ -14,8 +14,8 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
+from udm.datalimits import check_alias_expansion, check_json, check_yaml, current_limits
 from udm.errors import DocumentError, PatchError, TargetNotFoundError, UdmError
-from udm.markdown import check_json, check_yaml, current_limits
 from udm.patch.splice import merge_minimal
 
 __all__ = [
@@ -23,7 +23,6 @@ __all__ = [
     "Format",
     "KeyPath",
     "SerializationError",
-    "check_alias_expansion",
     "detect_json_style",
     "detect_yaml_indent",
     "edit_text",
@@ -185,52 +184,6 @@ def _apply(data: Any, tokens: KeyPath, action: Action, value: Any, wrap: Callabl
 
 # The parsers recurse once (or more) per nesting level, so a text like "[" * 100000 exhausts the stack.
 _TOO_DEEP = "{what} is nested too deeply to read (more levels than the parser's recursion limit)"
-
-# A text without aliases holds fewer values than characters; only aliases can push a document past
-# this many values, and a YAML "billion laughs" of a few hundred bytes names a billion of them.
-_EXPANSION_FLOOR = 1_000_000
-
-
-def _children(node: Any) -> list[Any] | None:
-    if isinstance(node, dict):
-        return [*node.keys(), *node.values()]
-    if isinstance(node, list | tuple | set | frozenset):
-        return list(node)
-    return None
-
-
-def check_alias_expansion(data: Any, text_size: int) -> None:
-    """DocumentError when shared (aliased) values would expand past max(1,000,000, text size) values or loop."""
-    limit = max(_EXPANSION_FLOOR, text_size)
-    # Sizes are counted once per container (by identity), so the count itself never expands anything;
-    # the walk uses its own stack because the data may be nested as deeply as the parser allowed.
-    sizes: dict[int, int] = {}
-    open_: set[int] = set()
-    stack: list[tuple[Any, bool]] = [(data, False)]
-    while stack:
-        node, done = stack.pop()
-        children = _children(node)
-        if children is None:
-            continue
-        key = id(node)
-        if done:
-            open_.discard(key)
-            sizes[key] = 1 + sum(sizes.get(id(child), 1) for child in children)
-            if sizes[key] > limit:
-                raise DocumentError(
-                    f"alias expansion exceeded the limit: the aliases expand to more than {limit:,} values"
-                )
-            continue
-        if key in sizes:
-            continue
-        if key in open_:
-            raise DocumentError(
-                "alias expansion exceeded the limit: an alias refers to a value that contains it"
-            )
-        open_.add(key)
-        stack.append((node, True))
-        stack.extend((child, False) for child in children)
-
 
 # ---------------------------------------------------------------- YAML
 

@@ -43,6 +43,9 @@ neither the old nor the new content was edited by someone else and is left alone
 idempotent, so a crash during recovery is recovered by the next writer. `UDM_FAULT_INJECT=<step>`
 makes the process `os._exit(137)` right after that named step (the crash tests use it);
 `UDM_FAULT_SLOW_S` sleeps after every step so a test can kill a commit at random moments inside it.
+
+This module holds the lock, the commit and the rollback of a failed commit; `udm.patch.recovery` the
+recovery of an interrupted one; `udm.patch.txfiles` the descriptor-relative file steps both use.
 """
 
 from __future__ import annotations
@@ -52,7 +55,6 @@ import errno
 import json
 import os
 import secrets
-import stat
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -69,25 +71,34 @@ from udm.errors import (
     TransactionError,
     UdmError,
 )
-from udm.guard import escape_name
-from udm.guard.paths import _NotFound, _Walk
 from udm.patch.journal import (
     JOURNAL,
     JOURNAL_TMP,
     MARKER,
-    READ_FLAGS,
-    TXID,
     VERSION,
     Entry,
     Journal,
     Refused,
     Target,
     TxRoots,
-    check_paths,
     load_journal,
     sha,
     temp_name,
 )
+from udm.patch.txfiles import (
+    DIR_FLAGS,
+    HeldDirs,
+    clean_journal,
+    journal_dir,
+    open_journal_root,
+    read_at,
+    refused_dir,
+    unlink_quietly,
+    write_new_at,
+)
+
+# The one rename of commit and rollback, looked up here at call time: tests replace it to fail a rename.
+from udm.patch.txfiles import rename_at as _rename
 
 __all__ = [
     "FAULT_ENV",
@@ -95,10 +106,11 @@ __all__ = [
     "Change",
     "commit_files",
     "fault_point",
+    "joined_notes",
     "journal_dir",
     "lock_path",
-    "recover",
     "refused_dir",
+    "roll_back",
     "write_lock",
 ]
 
@@ -115,8 +127,6 @@ FAULT_STEPS: tuple[str, ...] = (
     "committed",
     "cleaned",
 )
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_NEW_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def fault_point(step: str) -> None:
@@ -131,16 +141,6 @@ def fault_point(step: str) -> None:
 def lock_path(state: Path) -> Path:
     """The write lock of the UDM root whose state folder this is."""
     return state / "locks" / "udm-write.lock"
-
-
-def journal_dir(state: Path) -> Path:
-    """Where transactions keep their journals while they run."""
-    return state / "journal"
-
-
-def refused_dir(state: Path) -> Path:
-    """Where recovery moves a journal it refuses to act on (kept for a person to inspect)."""
-    return state / "journal-refused"
 
 
 @contextlib.contextmanager
@@ -177,69 +177,6 @@ class Change:
     check_before: bool = False
 
 
-# -- descriptor-relative file operations ---------------------------------------------------------
-
-
-def _read_at(dir_fd: int, name: str, where: str) -> tuple[bytes | None, int | None]:
-    """A regular file's bytes and permission bits, read without following a symlink; (None, None) if absent."""
-    try:
-        fd = os.open(name, READ_FLAGS, dir_fd=dir_fd)
-    except FileNotFoundError:
-        return None, None
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise PathChangedError(f"{where} is a symlink now; it is not followed") from None
-        if exc.errno in (errno.ENAMETOOLONG, errno.ENOTDIR):
-            return None, None
-        raise
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise PathChangedError(f"{where} is not a regular file now")
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks), stat.S_IMODE(st.st_mode)
-    finally:
-        os.close(fd)
-
-
-def _write_new_at(dir_fd: int, name: str, data: bytes, mode: int | None = None) -> None:
-    """Create `name` (never an existing one, never through a link), write, fsync."""
-    fd = os.open(name, _NEW_FLAGS, 0o666, dir_fd=dir_fd)
-    try:
-        if mode is not None:
-            os.fchmod(fd, mode)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        with contextlib.suppress(OSError):
-            os.unlink(name, dir_fd=dir_fd)
-        raise
-    os.close(fd)
-
-
-def _rename(dir_fd: int, src: str, dst: str, where: str) -> None:
-    """Rename `src` over `dst` inside one held folder (`where` is `dst`'s real path, for messages and tests)."""
-    os.rename(src, dst, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-
-
-# Errors that mean "there is no such file" (a name too long or under a file cannot exist either).
-_ABSENT = (errno.ENOENT, errno.ENAMETOOLONG, errno.ENOTDIR)
-
-
-def _unlink_quietly(dir_fd: int, name: str, where: str, notes: list[str]) -> None:
-    """Remove a temp file of ours; one that was never created (or cannot be) is no reason to stop."""
-    try:
-        os.unlink(name, dir_fd=dir_fd)
-    except OSError as exc:
-        if exc.errno not in _ABSENT:
-            notes.append(f"could not remove {where}: {exc.strerror or exc}")
-
-
 def _check_before(change: Change, current: bytes | None, *, stage: str) -> None:
     if change.check_before and sha(current) != change.before_sha:
         raise ConflictError(
@@ -248,82 +185,8 @@ def _check_before(change: Change, current: bytes | None, *, stage: str) -> None:
         )
 
 
-class _Dirs:
-    """Parent folders held open during the rename phase (a bounded few), fsynced once when let go."""
-
-    LIMIT = 64
-
-    def __init__(self, space: TxRoots) -> None:
-        self.space = space
-        self.held: dict[tuple[str, str], _Walk] = {}
-
-    def get(self, t: Target) -> _Walk | None:
-        """The target's parent, held; None when it is missing."""
-        key = (t.root, t.parent)
-        w = self.held.pop(key, None)
-        if w is None:
-            if len(self.held) >= self.LIMIT:
-                self._release(self.held.pop(next(iter(self.held))))
-            try:
-                w = self.space.open(t)
-            except _NotFound:
-                return None
-        self.held[key] = w  # most recently used last
-        return w
-
-    @staticmethod
-    def _release(w: _Walk) -> None:
-        try:
-            os.fsync(w.dir_fd)
-        finally:
-            w.close()
-
-    def close(self) -> None:
-        """Fsync and close every held folder."""
-        try:
-            while self.held:
-                self._release(self.held.pop(next(iter(self.held))))
-        finally:
-            for w in self.held.values():
-                w.close()
-
-
-# -- the journal folder ---------------------------------------------------------------------------
-
-
-def _open_journal_root(state: Path, *, create: bool) -> int | None:
-    """A descriptor of `<state>/journal` (never through a symlink); None when it does not exist."""
-    jroot = journal_dir(state)
-    if create:
-        ensure_folder(state)
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(jroot, 0o700)
-    try:
-        return os.open(jroot, _DIR_FLAGS)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-            return -1  # not a real folder: recovery moves it aside
-        raise
-
-
-def _clean(jroot_fd: int, name: str) -> None:
-    """Remove a journal folder: its files (never followed), then the folder."""
-    try:
-        fd = os.open(name, _DIR_FLAGS, dir_fd=jroot_fd)
-    except FileNotFoundError:
-        return
-    try:
-        for child in os.listdir(fd):
-            os.unlink(child, dir_fd=fd)
-    finally:
-        os.close(fd)
-    os.rmdir(name, dir_fd=jroot_fd)
-    os.fsync(jroot_fd)
-
-
-def _joined(notes: list[str]) -> str:
+def joined_notes(notes: list[str]) -> str:
+    """Notes as a parenthesised tail for a message (empty when there are none)."""
     return "" if not notes else " (" + "; ".join(notes) + ")"
 
 
@@ -341,13 +204,13 @@ def commit_files(state: Path, changes: list[Change], *, roots: Mapping[str, Path
     for name in {t.root for t in targets}:
         ensure_folder(Path(roots[name]))  # the patch store's folder on the first commit
     txid = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(4)
-    jroot_fd = _open_journal_root(state, create=True)
+    jroot_fd = open_journal_root(state, create=True)
     if jroot_fd is None or jroot_fd < 0:
         raise TransactionError(f"{journal_dir(state)} is not a folder; run `udm recover`")
     try:
         os.mkdir(txid, 0o700, dir_fd=jroot_fd)
         os.fsync(jroot_fd)
-        jfd = os.open(txid, _DIR_FLAGS, dir_fd=jroot_fd)
+        jfd = os.open(txid, DIR_FLAGS, dir_fd=jroot_fd)
         try:
             return _commit(space, jroot_fd, jfd, txid, changes, targets, label)
         finally:
@@ -362,12 +225,12 @@ def _plan(space: TxRoots, jfd: int, txid: str, changes: list[Change], targets: l
     new_dirs: list[Target] = []
     for k, (change, t) in enumerate(zip(changes, targets, strict=True)):
         with space.opened(t) as w:
-            before, mode = (None, None) if w is None else _read_at(w.dir_fd, t.name, space.display(t))
+            before, mode = (None, None) if w is None else read_at(w.dir_fd, t.name, space.display(t))
         _check_before(change, before, stage="found before the backup")
         backup = None
         if before is not None:
             backup = f"backup-{k}"
-            _write_new_at(jfd, backup, before)
+            write_new_at(jfd, backup, before)
         if change.after is not None:
             new_dirs += [d for d in space.missing_dirs(t) if d not in new_dirs]
         temp = temp_name(txid, k) if change.after is not None else None
@@ -388,7 +251,7 @@ def _commit(
         journal = _plan(space, jfd, txid, changes, targets)
     except (OSError, UdmError):
         # Nothing outside the journal was touched yet: dropping the backups undoes everything.
-        _clean(jroot_fd, txid)
+        clean_journal(jroot_fd, txid)
         raise
     fault_point("backups_written")
     record = {
@@ -399,7 +262,7 @@ def _commit(
         "files": [e.as_json() for e in journal.files],
         "created_dirs": [d.as_json() for d in journal.created_dirs],
     }
-    _write_new_at(jfd, JOURNAL_TMP, json.dumps(record, indent=1).encode())
+    write_new_at(jfd, JOURNAL_TMP, json.dumps(record, indent=1).encode())
     os.rename(JOURNAL_TMP, JOURNAL, src_dir_fd=jfd, dst_dir_fd=jfd)
     os.fsync(jfd)
     fault_point("journal_written")
@@ -411,7 +274,7 @@ def _commit(
                 # away by someone) fails the commit rather than being made anew.
                 w = space.open(e.target)
                 try:
-                    _write_new_at(w.dir_fd, e.temp, change.after, e.mode)
+                    write_new_at(w.dir_fd, e.temp, change.after, e.mode)
                 finally:
                     w.close()
         fault_point("temps_written")
@@ -425,11 +288,11 @@ def _commit(
     except (OSError, PathChangedError, PathOutsideError, InvalidPathError) as exc:
         undone, notes = _undo_now(space, jroot_fd, txid)
         outcome = "and was rolled back" if undone else "and could not be rolled back yet"
-        raise TransactionError(f"commit failed {outcome}: {exc}{_joined(notes)}") from exc
-    _write_new_at(jfd, MARKER, txid.encode())
+        raise TransactionError(f"commit failed {outcome}: {exc}{joined_notes(notes)}") from exc
+    write_new_at(jfd, MARKER, txid.encode())
     os.fsync(jfd)
     fault_point("committed")
-    _clean(jroot_fd, txid)
+    clean_journal(jroot_fd, txid)
     fault_point("cleaned")
     return txid
 
@@ -449,7 +312,7 @@ def _make_dirs(space: TxRoots, dirs: list[Target]) -> None:
 
 
 def _rename_all(space: TxRoots, changes: list[Change], journal: Journal) -> None:
-    dirs = _Dirs(space)
+    dirs = HeldDirs(space)
     try:
         for n, (change, e) in enumerate(zip(changes, journal.files, strict=True)):
             t = e.target
@@ -461,7 +324,7 @@ def _rename_all(space: TxRoots, changes: list[Change], journal: Journal) -> None
             else:
                 # The folder held must still be the one its path names: not moved out of the root.
                 space.verify(t, w)
-                current, _ = _read_at(w.dir_fd, t.name, space.display(t))
+                current, _ = read_at(w.dir_fd, t.name, space.display(t))
             # The last look before the rename: an editor may have saved the file while we validated.
             _check_before(change, current, stage="found just before the rename")
             if w is not None and e.temp is not None:
@@ -475,16 +338,16 @@ def _rename_all(space: TxRoots, changes: list[Change], journal: Journal) -> None
         dirs.close()
 
 
-# -- rollback, roll forward, recovery --------------------------------------------------------------
+# -- rollback (recovery of an interrupted transaction is in udm.patch.recovery) --------------------
 
 
 def _undo_now(space: TxRoots, jroot_fd: int, txid: str) -> tuple[bool, list[str]]:
     """Roll back a commit that failed before its commit point; a failing rollback is left to `recover`."""
     try:
-        jfd = os.open(txid, _DIR_FLAGS, dir_fd=jroot_fd)
+        jfd = os.open(txid, DIR_FLAGS, dir_fd=jroot_fd)
         try:
             journal, _ = load_journal(space, jfd, txid)
-            return True, _roll_back(space, jroot_fd, jfd, txid, journal)
+            return True, roll_back(space, jroot_fd, jfd, txid, journal)
         finally:
             os.close(jfd)
     except (OSError, UdmError, Refused) as exc:
@@ -495,7 +358,7 @@ def _restore(space: TxRoots, t: Target, data: bytes, tmp: str, mode: int | None)
     # A folder gone since the commit started is not made anew: recovery retries once it is back.
     w = space.open(t)
     try:
-        _write_new_at(w.dir_fd, tmp, data, mode)
+        write_new_at(w.dir_fd, tmp, data, mode)
         space.verify(t, w)
         _rename(w.dir_fd, tmp, t.name, space.display(t))
         os.fsync(w.dir_fd)
@@ -503,7 +366,8 @@ def _restore(space: TxRoots, t: Target, data: bytes, tmp: str, mode: int | None)
         w.close()
 
 
-def _roll_back(space: TxRoots, jroot_fd: int, jfd: int, txid: str, journal: Journal | None) -> list[str]:
+def roll_back(space: TxRoots, jroot_fd: int, jfd: int, txid: str, journal: Journal | None) -> list[str]:
+    """Undo an uncommitted transaction from its journal and remove the journal; notes on what was left."""
     notes: list[str] = []
     if journal is not None:
         for k, e in enumerate(journal.files):
@@ -511,7 +375,7 @@ def _roll_back(space: TxRoots, jroot_fd: int, jfd: int, txid: str, journal: Jour
             where = space.display(t)
             restore_tmp = f".udm-{txid}-{k}.restore.tmp"
             with space.opened(t) as w:
-                current = None if w is None else _read_at(w.dir_fd, t.name, where)[0]
+                current = None if w is None else read_at(w.dir_fd, t.name, where)[0]
                 restore: bytes | None = None
                 if sha(current) == e.before_sha:
                     pass
@@ -522,13 +386,13 @@ def _roll_back(space: TxRoots, jroot_fd: int, jfd: int, txid: str, journal: Jour
                     os.unlink(t.name, dir_fd=w.dir_fd)
                     os.fsync(w.dir_fd)
                 elif e.backup is not None:
-                    restore, _ = _read_at(jfd, e.backup, f"backup {e.backup}")
+                    restore, _ = read_at(jfd, e.backup, f"backup {e.backup}")
                     if sha(restore) != e.before_sha:
                         raise TransactionError(f"the backup of {where} does not hold the old bytes")
                 if w is not None:
                     if e.temp:
-                        _unlink_quietly(w.dir_fd, e.temp, os.path.join(w.dir_path, e.temp), notes)
-                    _unlink_quietly(w.dir_fd, restore_tmp, os.path.join(w.dir_path, restore_tmp), notes)
+                        unlink_quietly(w.dir_fd, e.temp, os.path.join(w.dir_path, e.temp), notes)
+                    unlink_quietly(w.dir_fd, restore_tmp, os.path.join(w.dir_path, restore_tmp), notes)
             if restore is not None:
                 _restore(space, t, restore, restore_tmp, e.mode)
         for d in reversed(journal.created_dirs):
@@ -536,112 +400,5 @@ def _roll_back(space: TxRoots, jroot_fd: int, jfd: int, txid: str, journal: Jour
             with space.opened(d) as w, contextlib.suppress(OSError):
                 if w is not None:
                     os.rmdir(d.name, dir_fd=w.dir_fd)
-    _clean(jroot_fd, txid)
+    clean_journal(jroot_fd, txid)
     return notes
-
-
-def _roll_forward(space: TxRoots, jroot_fd: int, journal: Journal) -> None:
-    for e in journal.files:
-        t = e.target
-        with space.opened(t) as w:
-            if w is None:
-                continue
-            temp_there = e.temp is not None and _exists_at(w.dir_fd, e.temp)
-            if temp_there and e.temp is not None:
-                _rename(w.dir_fd, e.temp, t.name, space.display(t))
-                os.fsync(w.dir_fd)
-            elif e.after_sha is None:
-                current, _ = _read_at(w.dir_fd, t.name, space.display(t))
-                if current is not None and sha(current) == e.before_sha:
-                    os.unlink(t.name, dir_fd=w.dir_fd)
-                    os.fsync(w.dir_fd)
-    _clean(jroot_fd, journal.txid)
-
-
-def _exists_at(dir_fd: int, name: str) -> bool:
-    try:
-        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-    except OSError:
-        return False
-    return stat.S_ISREG(st.st_mode)
-
-
-def _quarantine(state: Path, jroot_fd: int, name: str, reason: str) -> str:
-    """Move a refused journal folder aside, untouched; the line that reports it."""
-    folder = ensure_folder(refused_dir(state))
-    rfd = os.open(folder, _DIR_FLAGS)
-    try:
-        new = name if TXID.fullmatch(name) else "refused"
-        while True:
-            try:
-                os.stat(new, dir_fd=rfd, follow_symlinks=False)
-            except FileNotFoundError:
-                break
-            new = f"{new[:60]}-{secrets.token_hex(3)}"
-        os.rename(name, new, src_dir_fd=jroot_fd, dst_dir_fd=rfd)
-        os.fsync(rfd)
-        os.fsync(jroot_fd)
-    finally:
-        os.close(rfd)
-    return (
-        f"refused {escape_name(name)!r}: {reason}; nothing in it was acted on, it was moved to "
-        f"{folder / new} for a person to inspect"
-    )
-
-
-def _recover_one(space: TxRoots, jroot_fd: int, name: str) -> str:
-    jfd = os.open(name, _DIR_FLAGS, dir_fd=jroot_fd)
-    try:
-        if not TXID.fullmatch(name):
-            raise Refused("its folder name is not a transaction id")
-        journal, committed = load_journal(space, jfd, name)
-        if journal is not None:
-            check_paths(space, journal)
-        if journal is not None and committed:
-            _roll_forward(space, jroot_fd, journal)
-            return f"rolled forward {name} ({len(journal.files)} files, it was committed)"
-        notes = _roll_back(space, jroot_fd, jfd, name, journal)
-        n = len(journal.files) if journal else 0
-        return f"rolled back {name} ({n} files, it was not committed){_joined(notes)}"
-    finally:
-        os.close(jfd)
-
-
-def recover(state: Path, roots: Mapping[str, Path]) -> list[str]:
-    """Finish, undo or refuse every interrupted transaction (the caller holds the write lock); what was done."""
-    space = TxRoots(roots, state)
-    jroot_fd = _open_journal_root(state, create=False)
-    if jroot_fd is None:
-        return []
-    done: list[str] = []
-    if jroot_fd < 0:
-        # Something else than a folder sits where the journals go (a symlink planted there?).
-        parent = os.open(state, _DIR_FLAGS)
-        try:
-            done.append(_quarantine(state, parent, journal_dir(state).name, "it is not a folder"))
-        finally:
-            os.close(parent)
-        return done
-    failed: list[str] = []
-    try:
-        for name in sorted(os.listdir(jroot_fd)):
-            try:
-                st = os.stat(name, dir_fd=jroot_fd, follow_symlinks=False)
-                if not stat.S_ISDIR(st.st_mode):
-                    raise Refused("it is not a folder")
-                done.append(_recover_one(space, jroot_fd, name))
-            except Refused as exc:
-                done.append(_quarantine(state, jroot_fd, name, str(exc)))
-            except (OSError, UdmError) as exc:
-                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-                where = f" ({exc.filename})" if isinstance(exc, OSError) and exc.filename else ""
-                failed.append(f"{escape_name(name)}: {reason}{where}")
-    finally:
-        os.close(jroot_fd)
-    if failed:
-        before = f" (done first: {'; '.join(done)})" if done else ""
-        raise TransactionError(
-            f"cannot recover the interrupted transaction {'; '.join(failed)}; it is kept as it is — fix "
-            f"the cause (a symlink in the way, disk space, permissions) and run `udm recover`{before}"
-        )
-    return done

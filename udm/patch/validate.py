@@ -11,10 +11,11 @@ from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
 
+from udm.datalimits import check_text
 from udm.errors import DocumentError, PatchError, UdmError
-from udm.markdown import Document, check_text, parse_front_matter
-from udm.patch.apply import Workspace, cached_parse
+from udm.markdown import Document, parse_front_matter
 from udm.patch.splice import edit_form, line_opcodes
+from udm.patch.workspace import Workspace, cached_parse
 from udm.site import (
     NUMBER_PREFIX,
     PAGE_SUFFIXES,

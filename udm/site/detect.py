@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from udm.markdown import check_text
+from udm.datalimits import check_text
 
 if TYPE_CHECKING:
     from udm.config import Settings

@@ -20,9 +20,10 @@ import yaml
 from pydantic import ValidationError
 
 from udm.config import Settings
+from udm.datalimits import check_text
 from udm.errors import DocumentError, InvalidURLError
 from udm.index import scan_markdown
-from udm.markdown import Document, check_text, load_document
+from udm.markdown import Document, load_document
 from udm.net import join_url
 from udm.verify.model import Check, CheckProblem, VerifySpec
 

@@ -28,6 +28,7 @@ __all__ = [
     "DataLimitError",
     "DataLimits",
     "apply_settings",
+    "check_alias_expansion",
     "check_json",
     "check_size",
     "check_text",
@@ -205,10 +206,54 @@ def load_yaml(text: str, *, what: str = "YAML", limits: DataLimits | None = None
     """A safe YAML load (libyaml when present) after the limits check; aliases may not expand past it."""
     import yaml
 
-    from udm.patch import check_alias_expansion
-
     check_yaml(text, what=what, limits=limits)
     data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     if "*" in text:
         check_alias_expansion(data, len(text))
     return data
+
+
+# A text without aliases holds fewer values than characters; only aliases can push a document past
+# this many values, and a YAML "billion laughs" of a few hundred bytes names a billion of them.
+_EXPANSION_FLOOR = 1_000_000
+
+
+def _children(node: Any) -> list[Any] | None:
+    if isinstance(node, dict):
+        return [*node.keys(), *node.values()]
+    if isinstance(node, list | tuple | set | frozenset):
+        return list(node)
+    return None
+
+
+def check_alias_expansion(data: Any, text_size: int) -> None:
+    """DocumentError when shared (aliased) values would expand past max(1,000,000, text size) values or loop."""
+    limit = max(_EXPANSION_FLOOR, text_size)
+    # Sizes are counted once per container (by identity), so the count itself never expands anything;
+    # the walk uses its own stack because the data may be nested as deeply as the parser allowed.
+    sizes: dict[int, int] = {}
+    open_: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(data, False)]
+    while stack:
+        node, done = stack.pop()
+        children = _children(node)
+        if children is None:
+            continue
+        key = id(node)
+        if done:
+            open_.discard(key)
+            sizes[key] = 1 + sum(sizes.get(id(child), 1) for child in children)
+            if sizes[key] > limit:
+                raise DocumentError(
+                    f"alias expansion exceeded the limit: the aliases expand to more than {limit:,} values"
+                )
+            continue
+        if key in sizes:
+            continue
+        if key in open_:
+            raise DocumentError(
+                "alias expansion exceeded the limit: an alias refers to a value that contains it"
+            )
+        open_.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in children)

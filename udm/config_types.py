@@ -1,7 +1,9 @@
-"""How settings values are read and checked: comma-separated lists, suffixes, lint maps, named choices.
+"""The types of settings values: the approval policy, the default ID patterns, and the checked field
+types (comma-separated lists, suffixes, lint maps, named choices).
 
 Each check is part of a field's type (`Annotated[..., BeforeValidator(...)]`), so `udm.config.Settings`
-declares only the fields; a failed check is a ValueError that `load_settings` reports naming the setting.
+declares only the fields; a failed check is a ValueError that `load_settings` reports through
+`config_error`, naming the setting.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import json
 import tomllib
 from collections.abc import Callable
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,6 +21,8 @@ from pydantic_settings import NoDecode, SettingsError
 from udm.errors import ConfigError
 
 __all__ = [
+    "DEFAULT_ID_PATTERNS",
+    "ApprovalPolicy",
     "CommaPaths",
     "CommaStrings",
     "FailOn",
@@ -28,6 +33,29 @@ __all__ = [
     "TaskRunner",
     "config_error",
 ]
+
+
+class ApprovalPolicy(StrEnum):
+    """How eagerly tool calls are approved (see `tasks.base.needs_approval`)."""
+
+    ASK_ALWAYS = "ask_always"
+    SMART_AUTO = "smart_auto"
+    FULL_AUTO = "full_auto"
+
+
+# One alternation per family of the manual; ordered so the longest family wins at a position.
+DEFAULT_ID_PATTERNS: list[str] = [
+    r"TASK-P\d+-M\d+(?:\.\d+)*-T\d+",
+    r"API-[A-Z]+-\d+-v\d+",
+    r"APP-[A-Z0-9]+(?:-[A-Z0-9]+)*-RESEARCH-V\d+",
+    r"ROO-MODE-[A-Z0-9]+(?:-[A-Z0-9]+)*",
+    r"CHK-[A-Z0-9]+(?:-[A-Z0-9]+)*",
+    r"(?:COMP|RM|REQ|ADR|RISK|DEC|TOOL|CFG|MS|PH|TEST|SEC|NFR|UC|US|FR|BUG|INC)-\d+(?:\.\d+)*",
+    # Any other UPPER-CASE family with digits (PROJ-12, DOC-API-3-V2); lint only reports undefined
+    # references of families that have at least one definition, so UTF-8 and SHA-256 stay quiet.
+    r"[A-Z][A-Z0-9]+(?:-[A-Z][A-Z0-9]*)*-[A-Za-z]?\d+(?:\.\d+)*(?:-[A-Za-z]*\d+(?:\.\d+)*)*",
+]
+
 
 SITE_GENERATORS = ("auto", "none", "docusaurus", "mintlify", "mkdocs", "mdbook", "hugo")
 

@@ -1,0 +1,48 @@
+"""The tool-call log: one JSON line per call in `<logs>/tool-calls.jsonl`, written by `call_tool` and the CLI's fast path.
+
+Standard library only: `flows/entry.py` answers `udm query id` without importing pydantic and logs
+through these same functions, so a fast-path line and a full-path line cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from datetime import UTC, datetime
+from typing import Any
+
+__all__ = ["CALL_LOG_NAME", "call_record", "input_digest", "write_call_record"]
+
+CALL_LOG_NAME = "tool-calls.jsonl"
+
+
+def input_digest(raw: Any) -> str:
+    """A stable digest of a call's input: logged instead of the input itself."""
+    try:
+        text = json.dumps(raw, sort_keys=True, default=str, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(raw)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def call_record(tool: str, raw: Any) -> dict[str, Any]:
+    """The start of a call's log line: when, which tool, the input's digest and field names (never values)."""
+    return {
+        "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
+        "tool": tool,
+        "input_digest": input_digest(raw),
+        "input_fields": sorted(raw) if isinstance(raw, dict) else None,
+    }
+
+
+def write_call_record(logs_dir: str | os.PathLike[str], record: dict[str, Any]) -> None:
+    """Append one record to the call log; losing a log line never fails the call it describes."""
+    try:
+        os.makedirs(logs_dir, exist_ok=True)
+        line = json.dumps(record, ensure_ascii=False) + "\n"
+        # One write() of one line on an O_APPEND file: concurrent writers never interleave lines.
+        with open(os.path.join(logs_dir, CALL_LOG_NAME), "a", encoding="utf-8") as fh:
+            fh.write(line)
+    except OSError:
+        pass

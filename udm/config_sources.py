@@ -1,0 +1,69 @@
+"""Where settings come from, read with the standard library only: options, `UDM_*` variables, config files.
+
+`udm.config.Settings` reads its config files through `read_config_files`, and `flows/entry.py`'s fast
+paths (which must answer before pydantic is imported) resolve the few settings they need through
+`raw_setting` and `resolve_path`: one rule for both, so a fast answer and a full one see the same
+manual.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["ENV_PREFIX", "SOURCE_DEFAULTS", "raw_setting", "read_config_files", "resolve_path"]
+
+ENV_PREFIX = "UDM_"
+
+# The defaults of the settings the fast paths read; `Settings` declares the same ones from here.
+SOURCE_DEFAULTS: dict[str, str] = {
+    "root": "docs/udm",
+    "state_dir": "state",
+    "logs_dir": "logs",
+    "approval_policy": "smart_auto",
+}
+
+
+def _toml(path: str) -> dict[str, Any]:
+    if not os.path.isfile(path):
+        return {}
+    import tomllib
+
+    with open(path, "rb") as fh:
+        return tomllib.load(fh)
+
+
+def read_config_files(cwd: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`udm.toml` and pyproject.toml's `[tool.udm]` in `cwd`, highest first ({} for a missing file).
+
+    Raises OSError for an unreadable file and `tomllib.TOMLDecodeError` (a ValueError) for bad TOML."""
+    udm_toml = _toml(os.path.join(cwd, "udm.toml"))
+    pyproject = _toml(os.path.join(cwd, "pyproject.toml")).get("tool", {}).get("udm", {})
+    return udm_toml, pyproject if isinstance(pyproject, dict) else {}
+
+
+def raw_setting(
+    key: str,
+    overrides: Mapping[str, Any],
+    files: tuple[dict[str, Any], dict[str, Any]],
+    environ: Mapping[str, str] | None = None,
+) -> Any:
+    """One setting's raw value, highest first: override, `UDM_<KEY>` (any case), udm.toml, [tool.udm], default."""
+    if key in overrides:
+        return overrides[key]
+    wanted = (ENV_PREFIX + key).lower()
+    # Environment names match in any case (the last spelling wins), as pydantic-settings matches them.
+    found = [v for n, v in (os.environ if environ is None else environ).items() if n.lower() == wanted]
+    if found:
+        return found[-1]
+    for table in files:
+        if key in table:
+            return table[key]
+    return SOURCE_DEFAULTS.get(key)
+
+
+def resolve_path(value: str | os.PathLike[str], project_root: str | os.PathLike[str]) -> str:
+    """A configured path made absolute against the project root (`~` expanded, symlinks not followed)."""
+    path = os.path.expanduser(os.fspath(value))
+    return os.path.abspath(path if os.path.isabs(path) else os.path.join(project_root, path))

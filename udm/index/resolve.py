@@ -1,0 +1,210 @@
+"""Link resolution in the index: one pass serves the full build, a bulk load and a small refresh.
+
+The rules are the site's (udm.site.routes: `LinkResolver`, `resolve_links`). This module picks the
+link rows a refresh has to (re)resolve, answers which heading anchors exist (from the sections table,
+or from memory for files whose rows are about to be replaced), and stores the verdicts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from udm.site import LinkResolver, Routes, Site, resolve_links
+
+__all__ = ["FreshRows", "resolve_index_links", "routes_from"]
+
+_STORED = "SELECT rowid, file, target, target_file, fragment, resolved FROM links WHERE kind <> 'external'"
+# Up to this many files, their anchors are read with point queries (and may be kept in a cache);
+# past it, one semi join answers just the (file, anchor) pairs the links ask for.
+_POINT_FILES = 256
+# Point queries go out this many to a statement: DuckDB pushes each `file = ?` of a UNION ALL into
+# its scan, not an IN list (measured 2-3x faster than IN and than separate statements).
+_POINT_BATCH = 64
+
+
+@dataclass
+class FreshRows:
+    """The changed files' rows in memory, before they replace the stored ones (a small refresh)."""
+
+    # Their link rows: the verdicts (target_file, fragment, resolved) are written into these dicts.
+    links: list[dict[str, Any]]
+    # Every changed file's heading anchors now (an empty set for a removed file).
+    anchors: dict[str, set[str]]
+
+
+def routes_from(con: duckdb.DuckDBPyConnection, site: Site) -> Routes:
+    """The route table of the indexed pages (paths plus route front matter), from the files table."""
+    pages: set[str] = set()
+    meta: dict[str, Any] = {}
+    for path, site_meta in con.execute("SELECT path, site FROM files WHERE parser <> 'none'").fetchall():
+        pages.add(path)
+        if site_meta:
+            meta[path] = json.loads(site_meta)
+    return Routes(site, pages, meta)
+
+
+def resolve_index_links(
+    con: duckdb.DuckDBPyConnection,
+    routes: Routes,
+    root: Path,
+    changed: list[str] | None = None,
+    *,
+    moved: bool = True,
+    fresh: FreshRows | None = None,
+    anchor_cache: dict[str, set[str]] | None = None,
+) -> None:
+    """Resolve links with the site's rules and store the verdicts.
+
+    `changed` None: every link (a full build). Otherwise the links of the changed files, the links
+    of other files into them, and, when `moved` (the set of pages or their routes changed), every
+    other link that did not resolve (a new page may be its target). With `fresh` the changed files'
+    links and anchors are the rows in memory (verdicts set in place, before they are inserted);
+    without it both are read from the tables, already loaded. `anchor_cache` keeps the anchors of
+    the files read here for the next small refresh.
+    """
+    stored = _stored_rows(con, changed, moved, own=fresh is None)
+    new_links = fresh.links if fresh is not None else []
+    rows: list[tuple[Any, str, str]] = [
+        (("new", i), r["file"], r["target"]) for i, r in enumerate(new_links) if r["kind"] != "external"
+    ]
+    rows += [(("old", r[0]), r[1], r[2]) for r in stored]
+    before = {("old", r[0]): r[3:] for r in stored}
+    in_memory = fresh.anchors if fresh is not None else {}
+    cache = {} if anchor_cache is None else anchor_cache
+    for path in changed or ():
+        cache.pop(path, None)
+    verdicts = resolve_links(
+        LinkResolver(routes, _file_exists(root)),
+        rows,
+        _anchor_lookup(con, in_memory, cache),
+        _page_reader(root),
+    )
+    updates = []
+    for key, target_file, fragment, ok in verdicts:
+        if key[0] == "new":
+            row = new_links[key[1]]
+            row["target_file"], row["fragment"], row["resolved"] = target_file, fragment, ok
+        elif (target_file, fragment, ok) != before[key]:
+            updates.append((key[1], target_file, fragment, ok))
+    cache.update(in_memory)
+    _write_verdicts(con, updates)
+
+
+def _member(column: str, files: list[str]) -> tuple[str, Any]:
+    """SQL testing `column` against the files, with its parameter ($1).
+
+    `= $1` is pushed into the scan; a short list is tested in place; a long one is joined.
+    """
+    if len(files) == 1:
+        return f"{column} = $1", files[0]
+    if len(files) <= _POINT_BATCH:
+        return f"list_contains($1::VARCHAR[], {column})", files
+    return f"{column} IN (SELECT unnest($1::VARCHAR[]))", files
+
+
+def _stored_rows(
+    con: duckdb.DuckDBPyConnection, changed: list[str] | None, moved: bool, *, own: bool
+) -> list[tuple[Any, ...]]:
+    """The stored link rows to resolve: all, or those about the changed files (`own`: and theirs)."""
+    if changed is None:
+        return con.execute(_STORED).fetchall()
+    in_changed, param = _member("file", changed)
+    into, _ = _member("target_file", changed)
+    if moved:
+        into = f"({into} OR resolved IS NOT true)"
+    where = f"({in_changed} OR {into})" if own else f"NOT {in_changed} AND {into}"
+    return con.execute(f"{_STORED} AND {where}", [param]).fetchall()
+
+
+def _anchor_lookup(
+    con: duckdb.DuckDBPyConnection, in_memory: dict[str, set[str]], cache: dict[str, set[str]]
+) -> Callable[[set[tuple[str, str]]], set[tuple[str, str]]]:
+    """`anchors_in(pairs)` for `resolve_links`: which (page, heading anchor) pairs exist."""
+
+    def anchors_in(pairs: set[tuple[str, str]]) -> set[tuple[str, str]]:
+        ask = {(f, a) for f, a in pairs if f not in in_memory and f not in cache}
+        files = sorted({f for f, _ in ask})
+        present: set[tuple[str, str]] = set()
+        if len(files) > _POINT_FILES:
+            present = _present_pairs(con, ask)
+            pairs = pairs - ask
+        else:
+            _load_anchors(con, files, cache)
+        present.update((f, a) for f, a in pairs if a in (in_memory[f] if f in in_memory else cache[f]))
+        return present
+
+    return anchors_in
+
+
+def _load_anchors(con: duckdb.DuckDBPyConnection, files: list[str], cache: dict[str, set[str]]) -> None:
+    """Every heading anchor of `files` into `cache`, a UNION ALL of point queries at a time."""
+    for k in range(0, len(files), _POINT_BATCH):
+        part = files[k : k + _POINT_BATCH]
+        sql = " UNION ALL ".join(["SELECT file, anchor FROM sections WHERE file = ?"] * len(part))
+        for f in part:
+            cache[f] = set()
+        for file, anchor in con.execute(sql, part).fetchall():
+            cache[file].add(anchor)
+
+
+def _present_pairs(con: duckdb.DuckDBPyConnection, pairs: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Which of many (file, anchor) pairs the sections table holds."""
+    # Only the pairs links ask for come back: fetching every anchor costs ~1 s per 100k sections.
+    files, anchors = zip(*pairs, strict=True)
+    return set(
+        con.execute(
+            "SELECT s.file, s.anchor FROM sections s SEMI JOIN (SELECT unnest(?::VARCHAR[]) AS f, "
+            "unnest(?::VARCHAR[]) AS a) w ON s.file = w.f AND s.anchor = w.a",
+            [list(files), list(anchors)],
+        ).fetchall()
+    )
+
+
+def _write_verdicts(con: duckdb.DuckDBPyConnection, verdicts: list[tuple[Any, ...]]) -> None:
+    if not verdicts:
+        return
+    con.execute(
+        "UPDATE links SET target_file = v.tf, fragment = v.fr, resolved = v.r FROM (SELECT "
+        "unnest(?::BIGINT[]) AS rid, unnest(?::VARCHAR[]) AS tf, unnest(?::VARCHAR[]) AS fr, "
+        "unnest(?::BOOLEAN[]) AS r) v WHERE links.rowid = v.rid",
+        [
+            [v[0] for v in verdicts],
+            [v[1] for v in verdicts],
+            [v[2] for v in verdicts],
+            [v[3] for v in verdicts],
+        ],
+    )
+
+
+def _file_exists(root: Path) -> Callable[[str], bool]:
+    """Whether a file (not a folder) exists under the root, remembered for one resolution pass."""
+    seen: dict[str, bool] = {}
+    base = str(root)
+
+    def exists(rel: str) -> bool:
+        hit = seen.get(rel)
+        if hit is None:
+            hit = seen[rel] = os.path.isfile(os.path.join(base, rel))
+        return hit
+
+    return exists
+
+
+def _page_reader(root: Path) -> Callable[[str], str | None]:
+    """A page's text from the disk (links into it named an anchor that is no heading's)."""
+
+    def read_page(rel: str) -> str | None:
+        try:
+            with open(os.path.join(root, rel), "rb") as fh:
+                return fh.read(64 << 20).decode("utf-8", errors="replace")
+        except OSError:
+            return None
+
+    return read_page

@@ -1,0 +1,212 @@
+"""MDX: ESM `import`/`export` paragraphs and JSX tags/expressions blanked out of the parser's text.
+
+Their lines are kept as opaque blocks, so they are never read as Markdown; what sits between a JSX
+opening and closing tag stays Markdown, as MDX renders it. The `href`/`src` attributes of the JSX
+tags (and of HTML tags, which `udm.markdown.scanner` hands here) are links.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import re
+from dataclasses import dataclass
+from html import unescape
+
+from udm.markdown.lines import split_lines
+
+__all__ = ["Opaque", "attr_links", "mask_mdx"]
+
+
+@dataclass(slots=True)
+class Opaque:
+    """An MDX block kept out of the Markdown parse: kind 'esm' or 'jsx', lines [start, end)."""
+
+    kind: str
+    start: int
+    end: int
+
+
+# href/src attributes of HTML and JSX tags: "x", 'x', or a JSX string expression {"x"} / {'x'} / {`x`}.
+_ATTR = re.compile(
+    r"""(?<![\w-])(href|src)[ \t\r\n]*=[ \t\r\n]*(?:"([^"]*)"|'([^']*)'|\{[ \t]*(?:"([^"]*)"|'([^']*)'|`([^`$]*)`)[ \t]*\}|([^\s"'=<>`{}]+))""",
+    re.IGNORECASE,
+)
+_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
+
+
+def attr_links(content: str, base: int, form: str, out: list[tuple[int, str, str]]) -> None:
+    """(byte offset, target, form) of each href/src attribute in HTML or JSX text starting at byte `base`."""
+    if "<!--" in content:
+        content = _COMMENT.sub(lambda m: " " * len(m.group(0).encode("utf-8")), content)
+    ascii_text = content.isascii()
+    done_chars = done_bytes = 0  # counted on from the last match: linear on large blocks
+    for m in _ATTR.finditer(content):
+        value = next(g for g in m.groups()[1:] if g is not None)
+        if ascii_text:
+            at = m.start()
+        else:
+            done_bytes += len(content[done_chars : m.start()].encode("utf-8"))
+            done_chars = at = m.start()
+            at = done_bytes
+        target = unescape(value).strip()
+        if target:
+            out.append((base + at, target, form))
+
+
+_ESM_START = re.compile(r"(?:import|export)(?=[\s{*])")
+_FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})")
+_JSX_LINE = re.compile(r"[ \t]*(?:<(?:[A-Za-z_$][\w.:$-]*|/|>)|\{)")
+_NAME_CHARS = re.compile(r"[\w.:$-]*")
+
+
+def _skip_braces(src: str, q: int) -> int | None:
+    """The offset after the `}` balancing the `{` at q (strings and template literals skipped), or None."""
+    depth = 0
+    n = len(src)
+    while q < n:
+        c = src[q]
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                return q + 1
+        elif c in "\"'`":
+            end = src.find(c, q + 1)
+            if end < 0:
+                return None
+            q = end
+        q += 1
+    return None
+
+
+def _scan_tag(src: str, p: int) -> int | None:
+    """The offset after a JSX tag starting with `<` at p (attributes may span lines), or None."""
+    n = len(src)
+    q = p + 1
+    if q < n and src[q] == "/":
+        q += 1
+    q = _NAME_CHARS.match(src, q).end()  # type: ignore[union-attr]
+    while q < n:
+        c = src[q]
+        if c == ">":
+            return q + 1
+        if c == "/" and src.startswith("/>", q):
+            return q + 2
+        if c == "\n" and src.startswith("\n\n", q):
+            return None  # a blank line ends any tag: this was text
+        if c in "\"'":
+            end = src.find(c, q + 1)
+            if end < 0:
+                return None
+            q = end + 1
+            continue
+        if c == "{":
+            end2 = _skip_braces(src, q)
+            if end2 is None:
+                return None
+            q = end2
+            continue
+        if c == "<":
+            return None
+        q += 1
+    return None
+
+
+def mask_mdx(src: str, first: int) -> tuple[str, list[Opaque], list[tuple[int, str, str]]]:
+    """The text with ESM and JSX blanked (newlines kept), the opaque blocks, and JSX href/src links."""
+    spans, opaque = _opaque_spans(src, first)
+    links: list[tuple[int, str, str]] = []
+    if not spans:
+        return src, opaque, links
+    return _blank(src, spans, links), opaque, links
+
+
+def _opaque_spans(src: str, first: int) -> tuple[list[tuple[int, int]], list[Opaque]]:
+    """The character spans of ESM paragraphs and JSX tags (outside fences), and their opaque blocks."""
+    lines = split_lines(src)
+    offsets = [0, *itertools.accumulate(map(len, lines))]
+    spans: list[tuple[int, int]] = []
+    opaque: list[Opaque] = []
+    fence: tuple[str, int] | None = None
+    i = first
+    n = len(lines)
+    prev_blank = True
+    while i < n:
+        line = lines[i]
+        if fence is not None:
+            stripped = line.strip()
+            if stripped.startswith(fence[0] * fence[1]) and not stripped.strip(fence[0]):
+                fence = None
+            i, prev_blank = i + 1, False
+            continue
+        fm = _FENCE_OPEN.match(line)
+        if fm:
+            fence = (fm.group(1)[0], len(fm.group(1)))
+            i, prev_blank = i + 1, False
+            continue
+        if prev_blank and _ESM_START.match(line):
+            j = i
+            while j < n and lines[j].strip():
+                j += 1
+            spans.append((offsets[i], offsets[j]))
+            opaque.append(Opaque("esm", i, j))
+            i, prev_blank = j, False
+            continue
+        if _JSX_LINE.match(line):
+            pos = offsets[i] + len(line) - len(line.lstrip(" \t"))
+            end = _mask_line_tags(src, pos, spans)
+            if end is not None:
+                last = bisect.bisect_right(offsets, max(end - 1, pos)) - 1
+                if opaque and opaque[-1].kind == "jsx" and opaque[-1].end == i:
+                    opaque[-1].end = last + 1  # one block for a run of JSX lines
+                else:
+                    opaque.append(Opaque("jsx", i, last + 1))
+                # Text after the tags on their last line stays Markdown; the next line starts fresh.
+                i, prev_blank = last + 1, False
+                continue
+        prev_blank = not line.strip()
+        i += 1
+    return spans, opaque
+
+
+def _blank(src: str, spans: list[tuple[int, int]], links: list[tuple[int, str, str]]) -> str:
+    """`src` with every span blanked but its newlines; the href/src of the JSX tags among them go to `links`."""
+    out: list[str] = []
+    at = 0
+    ascii_src = src.isascii()
+    done_bytes = 0  # the byte offset of `at`, counted on span by span
+    for a, b in spans:
+        out.append(src[at:a])
+        chunk = src[a:b]
+        if not ascii_src:
+            done_bytes += len(src[at:a].encode("utf-8"))
+        base = a if ascii_src else done_bytes
+        if not ascii_src:
+            done_bytes += len(chunk.encode("utf-8"))
+        if chunk.lstrip().startswith("<"):
+            attr_links(chunk, base, "jsx", links)
+        out.append(re.sub(r"[^\n]", " ", chunk))
+        at = b
+    out.append(src[at:])
+    return "".join(out)
+
+
+def _mask_line_tags(src: str, pos: int, spans: list[tuple[int, int]]) -> int | None:
+    """Blank the JSX tags and expressions from `pos` on while they follow each other on a line; their end."""
+    end: int | None = None
+    n = len(src)
+    while pos < n:
+        c = src[pos]
+        stop = _scan_tag(src, pos) if c == "<" else _skip_braces(src, pos) if c == "{" else None
+        if stop is None:
+            break
+        spans.append((pos, stop))
+        end = stop
+        pos = stop
+        while pos < n and src[pos] in " \t":
+            pos += 1
+        if pos >= n or src[pos] == "\n":
+            break
+    return end
