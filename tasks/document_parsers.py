@@ -15,7 +15,6 @@ from typing import Any
 
 __all__ = [
     "DocType",
-    "ParseFailed",
     "cut_utf8",
     "detect_type",
     "parse_html",
@@ -200,7 +199,7 @@ def _decode(data: bytes, content_type: str, *, html: bool = False) -> str:
 def parse_html(
     data: bytes, content_type: str, url: str | None
 ) -> tuple[str | None, str | None, dict[str, Any]]:
-    """Title, main text (Markdown) and metadata of an HTML page; ParseFailed when nothing is citable."""
+    """Title, main text (Markdown) and metadata of an HTML page; _ParseFailed when nothing is citable."""
     import trafilatura
     from trafilatura.metadata import extract_metadata
 
@@ -226,7 +225,7 @@ def parse_html(
         title = re.sub(r"\s+", " ", m.group(1)).strip() if m else None
     problem = quality_problem(html, str(title) if title else None, text)
     if problem:
-        raise ParseFailed(problem)
+        raise _ParseFailed(problem)
     info = {
         "author": meta.get("author"),
         "date": str(meta["date"]) if meta.get("date") else None,
@@ -238,21 +237,21 @@ def parse_html(
 
 
 def parse_pdf(data: bytes) -> tuple[str | None, str | None, dict[str, Any]]:
-    """Title, text (per page) and document info of a PDF; ParseFailed when it has no readable text."""
+    """Title, text (per page) and document info of a PDF; _ParseFailed when it has no readable text."""
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError
 
     try:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):
-            raise ParseFailed("the PDF is encrypted")
+            raise _ParseFailed("the PDF is encrypted")
         pages = [(page.extract_text() or "").strip() for page in reader.pages]
         info: dict[str, Any] = dict(reader.metadata or {})
     except (PdfReadError, ValueError, KeyError, TypeError, OSError) as exc:
-        raise ParseFailed(f"not a readable PDF: {type(exc).__name__}: {exc}") from exc
+        raise _ParseFailed(f"not a readable PDF: {type(exc).__name__}: {exc}") from exc
     text = "\n\n".join(f"<!-- page {i} -->\n{p}" for i, p in enumerate(pages, 1) if p)
     if sum(len(p) for p in pages) < 20:
-        raise ParseFailed("the PDF has no text layer (scanned images?)")
+        raise _ParseFailed("the PDF has no text layer (scanned images?)")
     title = info.get("/Title")
     meta = {
         "author": str(info["/Author"]) if info.get("/Author") else None,
@@ -267,7 +266,7 @@ def parse_text(data: bytes, content_type: str, kind: str) -> tuple[str | None, s
     """Title (a Markdown heading, else the first line) and text of a text or Markdown document."""
     text = _decode(data, content_type).replace("\r\n", "\n").strip("\ufeff")
     if not text.strip():
-        raise ParseFailed("the document is empty")
+        raise _ParseFailed("the document is empty")
     title = None
     m = re.search(r"^#\s+(.+)$", text, re.M) if kind == "markdown" else None
     if m:
@@ -278,7 +277,7 @@ def parse_text(data: bytes, content_type: str, kind: str) -> tuple[str | None, s
     return title, text, {}
 
 
-class ParseFailed(Exception):
+class _ParseFailed(Exception):
     """The document was read but yields nothing citable; the message says why."""
 
 

@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field, model_validator
 from tasks.base import Permission, Tool, ToolContext, ToolInput, TransientToolError
 from tasks.document_parsers import (
     DocType,
-    ParseFailed,
+    _ParseFailed,
     cut_utf8,
     detect_type,
     parse_html,
@@ -155,7 +155,7 @@ class DocumentFetchingParsingTool(Tool[FetchInput, FetchOutput]):
                 title, text, extra = run_parser(parse_pdf, raw)
             else:
                 title, text, extra = parse_text(raw, content_type, kind)
-        except ParseFailed as exc:
+        except _ParseFailed as exc:
             return self._error(out, DocStatus.ERROR_PARSE_FAILED, str(exc))
         meta.update({k: v for k, v in extra.items() if v is not None})
         text = text or ""

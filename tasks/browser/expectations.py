@@ -21,8 +21,9 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Locator, Page
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
+from tasks.browser.actions import ActionError, pw_selector, timeout_message
 from tasks.browser.common import write_atomic
-from tasks.browser.session import ActionError, Session, pw_selector, timeout_message
+from tasks.browser.session import Session
 from udm.config import Settings
 from udm.errors import UdmError
 from udm.verify import Check, Expectation, substitute

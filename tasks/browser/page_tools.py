@@ -11,6 +11,7 @@ from urllib.parse import unquote_to_bytes
 from pydantic import Field
 
 from tasks.base import Permission
+from tasks.browser.actions import ActionError, artifact_path, normalize_url
 from tasks.browser.agent_actions import ScreenshotOutput
 from tasks.browser.common import (
     BrowserOutput,
@@ -23,7 +24,6 @@ from tasks.browser.common import (
     write_atomic,
 )
 from tasks.browser.extraction import LINKS_JS
-from tasks.browser.session import ActionError, artifact_path, normalize_url
 from udm.errors import InvalidURLError
 from udm.net import split_url
 

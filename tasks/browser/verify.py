@@ -22,11 +22,12 @@ from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 from pydantic import BaseModel, Field, ValidationError
 
 from tasks.base import Permission, ToolContext, TransientToolError, deny_all, run_coroutine
+from tasks.browser.actions import ActionError
 from tasks.browser.catalog import browser_tool
 from tasks.browser.common import write_atomic
 from tasks.browser.expectations import Attempt, compare_images, safe_name
 from tasks.browser.guard import ResourcePolicy
-from tasks.browser.session import MANAGER, ActionError, Session
+from tasks.browser.session import MANAGER, Session
 from udm.config import Settings
 from udm.verify import Check, CheckProblem, resolve_url, substitute
 
