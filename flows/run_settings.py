@@ -71,7 +71,8 @@ class SettingsParameter:
 
     `passed` are the settings a caller holding Settings hands over (`project_root` always goes too).
     With `only_passed`, a run may set those and nothing else; without it, any setting but the
-    approval policy, and a triggered run only narrowing what the process allows (`check_narrowing`).
+    approval policy, and a triggered run only narrowing what the process allows (`check_narrowing`;
+    in a deployment run whose trigger changed the parameter, its folders too: `check_scope`).
     """
 
     passed: tuple[str, ...]
@@ -104,7 +105,12 @@ class SettingsParameter:
         settings = flow_settings(data.pop("project_root", None), data)
         if not self.only_passed and not caller_holds_settings():
             # A triggered run: its parameters may only narrow what the process allows (fetch_allow, ...).
-            check_narrowing(settings, own_settings())
+            own = own_settings()
+            check_narrowing(settings, own)
+            if run_changed_parameters(("settings_overrides",)):
+                # Folders a trigger chose (not the deployment): only inside the process's own, as for
+                # the pipeline's `root`; `root: /` would read any file of the worker into the appendix.
+                check_scope(settings, own, ["settings_overrides"])
         return settings
 
 

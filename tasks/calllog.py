@@ -10,7 +10,11 @@ import hashlib
 import json
 import os
 from datetime import UTC, datetime
-from typing import Any
+
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:  # runtime imports stay minimal: the CLI's fast paths import this module
+    from typing import Any
 
 __all__ = ["CALL_LOG_NAME", "call_record", "input_digest", "write_call_record"]
 

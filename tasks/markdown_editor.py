@@ -13,8 +13,7 @@ from pydantic_core import PydanticCustomError
 from tasks.base import ErrorTable, Failure, Permission, Tool, ToolContext, ToolInput
 from udm.errors import AmbiguousTargetError, DocumentError, TargetError, UdmError
 from udm.markdown import find_section, parse_document, section_text
-from udm.patch import Workspace, apply_operations
-from udm.patch import format as P
+from udm.patch import Workspace, apply_operations, parse_patch
 
 __all__ = [
     "MarkdownAction",
@@ -130,17 +129,6 @@ class MarkdownEditorOutput(BaseModel):
     errorDetails: str | None = Field(default=None, description="What went wrong; null on success.")
 
 
-_OPS: dict[MarkdownAction, type[BaseModel]] = {
-    MarkdownAction.REPLACE_SECTION: P.ReplaceSection,
-    MarkdownAction.APPEND_TO_SECTION: P.AppendToSection,
-    MarkdownAction.PREPEND_TO_SECTION: P.PrependToSection,
-    MarkdownAction.INSERT_SECTION: P.InsertSection,
-    MarkdownAction.DELETE_SECTION: P.DeleteSection,
-    MarkdownAction.RENAME_HEADING: P.RenameHeading,
-    MarkdownAction.MOVE_SECTION: P.MoveSection,
-}
-
-
 def _operation(data: MarkdownEditorInput) -> dict[str, Any]:
     op: dict[str, Any] = {"op": data.action.value, "file": _NAME, "section": data.sectionHeader}
     action = data.action
@@ -173,7 +161,7 @@ def edit_markdown(data: MarkdownEditorInput) -> MarkdownEditorOutput:
             status=MarkdownEditorStatus.SUCCESS,
             extractedContent=section_text(doc, find_section(doc, data.sectionHeader)),
         )
-    patch = P.parse_patch({"id": "markdown-editor", "operations": [_operation(data)]}, "request")
+    patch = parse_patch({"id": "markdown-editor", "operations": [_operation(data)]}, "request")
     ws = Workspace(Path("/"), reader=lambda rel: text.encode("utf-8") if rel == _NAME else None)
     apply_operations(patch, ws)
     return MarkdownEditorOutput(status=MarkdownEditorStatus.SUCCESS, modifiedMarkdownContent=ws.read(_NAME))

@@ -51,7 +51,7 @@ UdmError
 │   ├── ApprovalUnavailableError [tasks.base]  approval needed and nobody to ask
 │   ├── LLMError [tasks.llm_synth]  the LLM endpoint gave no usable answer
 │   ├── PipelineCheckError [tasks.pipeline_spec]  a pipeline spec that cannot run (also a ValueError)
-│   └── ExpressionError [tasks.pipeline_spec]  a pipeline expression that cannot be parsed (also a ValueError)
+│   └── ExpressionError [tasks.pipeline_expr]  a pipeline expression that cannot be parsed (also a ValueError)
 └── FlowError                  raised by the flows layer (flows/)
     ├── ApprovalExpiredError [flows.approval]  nobody answered an approval before its deadline
     ├── AppendixCheckError [flows.research_report]  a report appendix that does not parse back

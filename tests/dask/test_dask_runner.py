@@ -330,7 +330,7 @@ def test_the_errors_a_task_run_raises_come_back_from_a_worker() -> None:
     arguments must survive that (a failed step read as a TypeError before)."""
     import pickle
 
-    from flows.research import _BatchIncomplete
+    from flows.research_fetch import _BatchIncomplete
     from tasks.base import TransientToolError
     from tasks.documents import FetchOutput
     from tasks.prefect_task import ToolFailedError

@@ -50,3 +50,67 @@ def test_settings_overrides_cannot_widen_the_fetch_allow_list(
     )
     server = _server_state(state)
     assert server.type.value == "COMPLETED", server.message
+
+
+@pytest.mark.timeout(300)
+def test_a_triggered_research_run_cannot_move_its_folders(prefect_server: None, tmp_path: Path) -> None:
+    """A research deployment's trigger pointing `root` at `/` would read any file of the worker into
+    the run's appendix artifact (an unreviewed read: write=false); a `settings_overrides` the trigger
+    changed may only narrow the folders of the process running it, as the pipeline's `root` does."""
+    import os
+    import subprocess
+    import sys
+
+    from prefect import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+    from prefect.deployments import run_deployment
+    from prefect.settings import PREFECT_API_URL
+    from prefect.workers.process import ProcessWorker
+
+    from flows.research import research_flow
+
+    repo = Path(__file__).resolve().parents[2]
+    secret = tmp_path / "outside" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text("The worker keeps its secret token 7f3a in this file.\n", encoding="utf-8")
+    with get_client(sync_client=True) as client:
+        client.create_work_pool(
+            WorkPoolCreate(
+                name="env-pool",
+                type="process",
+                base_job_template=ProcessWorker.get_default_base_job_template(),
+            ),
+            overwrite=True,
+        )
+    own = {"project_root": str(repo)}
+    research_flow.to_deployment(name="scope-test", parameters={"settings_overrides": own}).apply(
+        work_pool_name="env-pool"
+    )
+    request = {
+        "question": "Where does the worker keep its secret token?",
+        "files": [str(secret)],
+        "write": False,
+        "max_cache_age_s": 0,
+    }
+    flow_run = run_deployment(
+        "research/scope-test",
+        parameters={"request": request, "settings_overrides": {**own, "root": "/"}},
+        timeout=0,
+    )
+    env = {
+        **os.environ,
+        "PREFECT_API_URL": str(PREFECT_API_URL.value()),
+        "PREFECT__FLOW_RUN_ID": str(flow_run.id),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "prefect.engine"], cwd=repo, env=env, capture_output=True, timeout=120
+    )
+    with get_client(sync_client=True) as client:
+        state = client.read_flow_run(flow_run.id).state
+        artifacts = client.read_artifacts(
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run.id]))
+        )
+    assert state.type.value == "FAILED", (state, proc.stdout[-2000:])
+    assert "a run may not set settings_overrides" in (state.message or ""), state.message
+    assert not any("7f3a" in str(a.data) for a in artifacts)
