@@ -26,7 +26,6 @@ from prefect.futures import PrefectFuture
 from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows import engine_patch
 from flows.run_settings import check_scope, flow_settings, job_variable_floor, run_changed_parameters
 from flows.states import state_result
 from tasks.base import (
@@ -56,8 +55,6 @@ from tasks.pipeline_spec import (
 from tasks.prefect_task import envelope_of, tool_task
 from udm.config import Settings, load_settings
 from udm.errors import FlowError
-
-engine_patch.apply()
 
 __all__ = ["FLOW_PATHS", "POOL_SIZE", "PipelineRunError", "flow_catalog", "pipeline_flow", "run_pipeline"]
 
