@@ -18,17 +18,19 @@ patch at once when Prefect's flow engine is already loaded, and otherwise the mo
 
 from __future__ import annotations
 
-import contextvars
+import _thread
 import sys
-import threading
 from contextlib import contextmanager, suppress
-from typing import TYPE_CHECKING, Any, cast
+
+# `import flows` runs before every `udm` command, the fast paths included: only the standard
+# library's cheapest modules load here (no typing, threading or inspect; those load when used).
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
-    from importlib.abc import Loader
     from importlib.machinery import ModuleSpec
     from types import ModuleType
+    from typing import Any
 
 __all__ = ["ENGINE_MODULE", "KNOWN_SOURCE_SHA256", "applied", "apply", "install"]
 
@@ -39,12 +41,15 @@ ENGINE_MODULE = "prefect.flow_engine"
 KNOWN_SOURCE_SHA256 = "83e152cb73a04e977ca181188e99b3d583c894892b5456043b2eb51e45dbe996"
 
 _state = {"applied": False}
-_lock = threading.Lock()
+_lock = _thread.allocate_lock()
 
 
 @contextmanager
 def _send_heartbeats(engine: Any, join_on_exit: bool = True) -> Iterator[None]:
     """Heartbeats for a flow run from a daemon thread that stops the moment the run ends."""
+    import contextvars
+    import threading
+
     from prefect import flow_engine
 
     seconds = engine.heartbeat_seconds
@@ -157,7 +162,7 @@ class _AfterLoad:
             spec = find(fullname, path, target) if find is not None else None
             if spec is not None:
                 if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                    spec.loader = cast("Loader", _ThenLoader(spec.loader, self.then))
+                    spec.loader = _ThenLoader(spec.loader, self.then)
                 return spec
         return None
 
