@@ -23,7 +23,6 @@ from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows import engine_patch
 from flows.run_settings import flow_settings
 from flows.runners import on_dask_workers
 from tasks.base import run_coroutine
@@ -31,8 +30,6 @@ from tasks.browser.session import MANAGER
 from tasks.browser.verify import CheckResult, new_run_id, problem_result, run_check
 from udm.config import Settings
 from udm.verify import Check, gather_checks, record_verifications
-
-engine_patch.apply()
 
 __all__ = [
     "browser_verification_flow",

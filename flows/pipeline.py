@@ -26,7 +26,7 @@ from prefect.futures import PrefectFuture
 from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows import engine_patch
+import wiring
 from flows.run_settings import check_scope, flow_settings, job_variable_floor, run_changed_parameters
 from flows.states import state_result
 from tasks.base import (
@@ -41,7 +41,6 @@ from tasks.base import (
     stricter,
 )
 from tasks.pipeline_spec import (
-    BUILTIN_FLOWS,
     CompiledPipeline,
     ExpressionError,
     FlowInfo,
@@ -57,21 +56,13 @@ from tasks.prefect_task import envelope_of, tool_task
 from udm.config import Settings, load_settings
 from udm.errors import FlowError
 
-engine_patch.apply()
-
 __all__ = ["FLOW_PATHS", "POOL_SIZE", "PipelineRunError", "flow_catalog", "pipeline_flow", "run_pipeline"]
 
 # The flow's thread pool; a spec's max_workers (at most this) caps the steps in flight.
 POOL_SIZE = 32
 
-# The flows a pipeline step may run, loaded lazily (they are written by other areas).
-FLOW_PATHS: dict[str, str] = {
-    "research": "flows.research:research_flow",
-    "update": "flows.udm_update:udm_update_flow",
-    "verify": "flows.browser_verify:browser_verification_flow",
-    "index": "flows.index:index_flow",
-}
-assert set(FLOW_PATHS) == set(BUILTIN_FLOWS)
+# The flows a pipeline step may run (wiring.PIPELINE_FLOWS), each loaded when first needed.
+FLOW_PATHS: dict[str, str] = dict(wiring.PIPELINE_FLOWS)
 
 
 class PipelineRunError(FlowError, RuntimeError):

@@ -28,7 +28,6 @@ from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import BaseModel, Field, field_validator
 
-from flows import engine_patch
 from flows.research_appendix import Draft, draft_appendix, write_appendix
 from flows.research_fetch import fetch_all
 from flows.research_report import Source
@@ -40,8 +39,6 @@ from tasks.base import ToolContext, always_approve, process_policy
 from udm.config import ApprovalPolicy, Settings
 from udm.errors import InvalidURLError
 from udm.net import parse_pool, split_url, workers_for
-
-engine_patch.apply()
 
 __all__ = ["SETTINGS", "ResearchRequest", "ResearchResult", "research_flow", "research_state", "run_research"]
 

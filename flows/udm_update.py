@@ -19,7 +19,6 @@ from prefect.states import Completed, Failed, State
 from prefect.transactions import Transaction, get_transaction, transaction
 from pydantic import BaseModel, Field
 
-from flows import engine_patch
 from flows.approval import Approval, ApprovalExpiredError, PausedRun, flow_run_url, wait_for_approval
 from flows.notify import notify_review_waiting
 from flows.run_settings import SettingsParameter, job_variable_floor
@@ -28,8 +27,6 @@ from tasks.base import Permission, effective_policy, needs_approval, process_pol
 from udm.config import ApprovalPolicy, Settings
 from udm.errors import ConfigError
 from udm.patch import Patch, PatchResult, apply_patch, revert_patch
-
-engine_patch.apply()
 
 __all__ = [
     "SETTINGS",

@@ -45,7 +45,7 @@ UdmError
 │   └── AlreadyRunning [udm.daemon.server]  another daemon holds this state folder
 ├── ToolError                  raised by the tools layer (tasks/)
 │   ├── ToolStatusError        an expected failure that names the status its tool reports
-│   │   └── ActionError [tasks.browser.session]  a browser action's failure
+│   │   └── ActionError [tasks.browser.actions]  a browser action's failure
 │   ├── TransientToolError [tasks.failures]  worth retrying; carries the error Output for the last try
 │   ├── ToolFailedError [tasks.prefect_task]  a tool task's call that failed for good (fails the run)
 │   ├── ApprovalUnavailableError [tasks.base]  approval needed and nobody to ask

@@ -250,3 +250,29 @@ def test_exactly_one_request_is_accepted(chosen: set[str]) -> None:
     assert level == (
         Permission.MODERATE if chosen & {"revert_patch_id", "format_paths"} else Permission.DESTRUCTIVE
     )
+
+
+def _nested(levels: int, leaf: Any) -> Any:
+    value: Any = leaf
+    for _ in range(levels):
+        value = {"a": [value]}
+    return value
+
+
+def test_input_deeper_than_the_recursion_limit_is_a_status_not_a_crash(small: Settings) -> None:
+    deep = _nested(3000, 1)
+    doc = {"operations": [{"op": "set_front_matter", "file": "roadmap.md", "key": "x", "value": deep}]}
+    res = call_tool("udmUpdaterTool", {"patch": doc}, ToolContext(settings=small, approver=always_approve))
+    assert res.envelope.data is not None and res.envelope.data["status"] == "ERROR_INVALID_UPDATE"
+    assert "nested too deeply" in res.envelope.data["errorDetails"]
+    line = json.loads((small.logs_path / "tool-calls.jsonl").read_text(encoding="utf-8").splitlines()[-1])
+    assert line["status"] == "ERROR_INVALID_UPDATE" and line["input_digest"].startswith("sha256:")
+
+
+def test_the_digest_of_deep_input_is_stable_and_tells_inputs_apart() -> None:
+    from tasks.calllog import input_digest
+
+    assert input_digest(_nested(3000, 1)) == input_digest(_nested(3000, 1))
+    assert input_digest(_nested(3000, 1)) != input_digest(_nested(3000, 2))
+    assert input_digest(_nested(3000, 1)) != input_digest(_nested(2999, 1))
+    assert input_digest({"b": 1, "a": [2]}) == input_digest({"a": [2], "b": 1})

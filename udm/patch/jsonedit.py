@@ -83,15 +83,23 @@ def json_load(text: str, fmt: Format) -> Any:
         raise DocumentError(TOO_DEEP.format(what="JSON")) from exc
 
 
+# String literals on one line, to tell which quote a JSON5 text writes its strings with.
+_SINGLE_QUOTED = re.compile(r"'(?:[^'\\\n]|\\.)*'")
+_DOUBLE_QUOTED = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+
+
 def _json_dump(
     data: Any, fmt: Format, indent: int | str | None, separators: tuple[str, str], original: str
 ) -> str:
     if fmt == "json5":
         import json5
 
-        # Follow the text's own habits: quoted or bare keys, trailing commas or not.
+        # Follow the text's own habits: quoted or bare keys, trailing commas or not, and the quote it
+        # writes strings with (requoting every string would make the merge rewrite the lines between,
+        # comments among them).
         quote_keys = bool(re.search(r"""^\s*["'][^"']+["']\s*:""", original, re.M))
         trailing = bool(re.search(r",\s*(?://[^\n]*\s*)*[}\]]", original))
+        single = len(_SINGLE_QUOTED.findall(original)) > len(_DOUBLE_QUOTED.findall(original))
         return str(
             json5.dumps(
                 data,
@@ -100,6 +108,7 @@ def _json_dump(
                 ensure_ascii=False,
                 quote_keys=quote_keys,
                 trailing_commas=trailing,
+                quote_style=json5.QuoteStyle.PREFER_SINGLE if single else json5.QuoteStyle.ALWAYS_DOUBLE,
             )
         )
     return json.dumps(data, indent=indent, separators=separators, ensure_ascii=False)
