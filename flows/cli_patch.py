@@ -19,7 +19,6 @@ import typer
 
 from flows.cli import emit_json, fail, settings
 from tasks.base import ApprovalRequest, Approver, ToolContext, always_approve, call_tool, cli_approver
-from tasks.udm_updater import UdmUpdaterOutput, UdmUpdaterTool
 from udm.errors import UdmError
 from udm.patch import (
     Override,
@@ -92,6 +91,9 @@ class _Outcome:
 
 def _update(raw: dict[str, Any], ctx: ToolContext) -> _Outcome:
     """Call udmUpdaterTool with `raw` through the tool contract (approval, call log, envelope)."""
+    # Imported here: every `udm` command loads this module, few of them update the manual.
+    from tasks.udm_updater import UdmUpdaterOutput, UdmUpdaterTool
+
     result = call_tool(UdmUpdaterTool(), raw, ctx)
     out = result.output
     report = out.report if isinstance(out, UdmUpdaterOutput) else None

@@ -26,6 +26,7 @@ from prefect.futures import PrefectFuture
 from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
+import wiring
 from flows.run_settings import check_scope, flow_settings, job_variable_floor, run_changed_parameters
 from flows.states import state_result
 from tasks.base import (
@@ -40,7 +41,6 @@ from tasks.base import (
     stricter,
 )
 from tasks.pipeline_spec import (
-    BUILTIN_FLOWS,
     CompiledPipeline,
     ExpressionError,
     FlowInfo,
@@ -61,14 +61,8 @@ __all__ = ["FLOW_PATHS", "POOL_SIZE", "PipelineRunError", "flow_catalog", "pipel
 # The flow's thread pool; a spec's max_workers (at most this) caps the steps in flight.
 POOL_SIZE = 32
 
-# The flows a pipeline step may run, loaded lazily (they are written by other areas).
-FLOW_PATHS: dict[str, str] = {
-    "research": "flows.research:research_flow",
-    "update": "flows.udm_update:udm_update_flow",
-    "verify": "flows.browser_verify:browser_verification_flow",
-    "index": "flows.index:index_flow",
-}
-assert set(FLOW_PATHS) == set(BUILTIN_FLOWS)
+# The flows a pipeline step may run (wiring.PIPELINE_FLOWS), each loaded when first needed.
+FLOW_PATHS: dict[str, str] = dict(wiring.PIPELINE_FLOWS)
 
 
 class PipelineRunError(FlowError, RuntimeError):

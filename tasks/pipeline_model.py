@@ -10,6 +10,8 @@ from typing import Any
 import networkx as nx
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+import wiring
+
 __all__ = [
     "BUILTIN_FLOWS",
     "CacheSpec",
@@ -21,8 +23,8 @@ __all__ = [
     "pipeline_json_schema",
 ]
 
-# The flows a step may run (flows/pipeline.py maps them to Prefect flows and their schemas).
-BUILTIN_FLOWS = ("research", "update", "verify", "index")
+# The flows a step may run (wiring.PIPELINE_FLOWS; flows/pipeline.py loads them and their schemas).
+BUILTIN_FLOWS = tuple(wiring.PIPELINE_FLOWS)
 _STEP_NAME = r"^[A-Za-z_][A-Za-z0-9_-]*$"
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*$")
 _UNITS = {"ms": 0.001, "s": 1, None: 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}

@@ -1,10 +1,11 @@
-"""What the product is made of, in one table: its tools, CLI command groups, deployments and demo steps.
+"""What the product is made of, in one table: tools, CLI command groups, pipeline flows, deployments, demo steps.
 
 Plain data: dotted paths and names only. Nothing here imports what it names, so reading the table
 costs nothing, and every layer may read it (`tasks/registry.py` the tools, `flows/cli.py` the
-command groups, `flows/deployments.py` and `prefect.yaml` the deployments, `flows/demo.py` the demo
-steps) without pulling in the layers above it. A new tool, command group, flow deployment or demo
-step is one line here; `udm prefect-yaml` rewrites prefect.yaml from DEPLOYMENTS, and
+command groups, `tasks/pipeline_model.py` and `flows/pipeline.py` the pipeline flows,
+`flows/deployments.py` and `prefect.yaml` the deployments, `flows/demo.py` the demo steps) without
+pulling in the layers above it. A new tool, command group, pipeline flow, deployment or demo step
+is one line here; `udm prefect-yaml` rewrites prefect.yaml from DEPLOYMENTS, and
 tests/foundation/test_wiring.py checks that every path resolves and prefect.yaml agrees.
 """
 
@@ -18,6 +19,7 @@ __all__ = [
     "DEMO_STEPS",
     "DEPLOYMENTS",
     "DEPLOYMENT_ENV",
+    "PIPELINE_FLOWS",
     "SERVED_SUFFIX",
     "TOOLS",
     "WORK_POOL",
@@ -123,6 +125,14 @@ DEMO_STEPS: tuple[tuple[str, str], ...] = (
     ("pipelines: check, graph and run a spec", "flows.cli_platform:step_pipelines"),
     ("MCP server and LLM tool use", "flows.cli_platform:step_mcp_llm"),
 )
+
+# The flows a pipeline spec's step may run (`flow: research`), by the name specs use.
+PIPELINE_FLOWS: dict[str, str] = {
+    "research": "flows.research:research_flow",
+    "update": "flows.udm_update:udm_update_flow",
+    "verify": "flows.browser_verify:browser_verification_flow",
+    "index": "flows.index:index_flow",
+}
 
 # Appended to a deployment's name when `udm serve` registers it (see flows/deployments.py).
 SERVED_SUFFIX = "-served"

@@ -97,6 +97,19 @@ def test_command_groups_and_demo_steps_resolve() -> None:
         assert callable(getattr(importlib.import_module(module), attr)), path
 
 
+def test_pipeline_flows_are_flows_of_the_flows_package() -> None:
+    from tasks.pipeline_spec import BUILTIN_FLOWS
+
+    assert tuple(wiring.PIPELINE_FLOWS) == BUILTIN_FLOWS == ("research", "update", "verify", "index")
+    for name, path in wiring.PIPELINE_FLOWS.items():
+        module, attr = split(path)
+        file = REPO / (module.replace(".", "/") + ".py")
+        assert module.startswith("flows.") and f"def {attr}(" in file.read_text(encoding="utf-8"), name
+    # Every flow a pipeline may run has a deployment too ("flows/index.py:index_flow" -> "flows.index:index_flow").
+    deployed = {d.entrypoint.replace("/", ".").replace(".py:", ":") for d in wiring.DEPLOYMENTS}
+    assert set(wiring.PIPELINE_FLOWS.values()) <= deployed
+
+
 def test_deployment_entrypoints_are_flow_files() -> None:
     names = [d.name for d in wiring.DEPLOYMENTS]
     assert len(set(names)) == len(names)

@@ -114,3 +114,75 @@ def test_a_triggered_research_run_cannot_move_its_folders(prefect_server: None, 
     assert state.type.value == "FAILED", (state, proc.stdout[-2000:])
     assert "a run may not set settings_overrides" in (state.message or ""), state.message
     assert not any("7f3a" in str(a.data) for a in artifacts)
+
+
+@pytest.mark.timeout(300)
+def test_a_research_step_of_a_triggered_pipeline_cannot_move_its_folders(
+    prefect_server: None, tmp_path: Path
+) -> None:
+    """Whoever triggers a pipeline deployment sends its spec: a research step of it pointing `root` at
+    `/` would read any file of the worker into the appendix artifact. The step's research run (a
+    subflow of the worker's run) may only narrow the worker's folders; the pipeline ends Failed."""
+    import os
+    import subprocess
+    import sys
+
+    from prefect import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, FlowRunFilter
+    from prefect.client.schemas.filters import FlowRunFilterParentFlowRunId as Parent
+    from prefect.deployments import run_deployment
+    from prefect.settings import PREFECT_API_URL
+    from prefect.workers.process import ProcessWorker
+
+    from flows.pipeline import pipeline_flow
+
+    repo = Path(__file__).resolve().parents[2]
+    secret = tmp_path / "outside" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text("The worker keeps its secret token 9c1e in this file.\n", encoding="utf-8")
+    with get_client(sync_client=True) as client:
+        client.create_work_pool(
+            WorkPoolCreate(
+                name="env-pool",
+                type="process",
+                base_job_template=ProcessWorker.get_default_base_job_template(),
+            ),
+            overwrite=True,
+        )
+    pipeline_flow.to_deployment(name="research-step-test").apply(work_pool_name="env-pool")
+    request = {
+        "question": "Where does the worker keep its secret token?",
+        "files": [str(secret)],
+        "write": False,
+        "max_cache_age_s": 0,
+    }
+    spec = {
+        "name": "read-outside",
+        "steps": {
+            "ask": {"flow": "research", "input": {"request": request, "settings_overrides": {"root": "/"}}}
+        },
+    }
+    flow_run = run_deployment(
+        "udm-pipeline/research-step-test", parameters={"spec": spec, "artifact": False}, timeout=0
+    )
+    env = {
+        **os.environ,
+        "PREFECT_API_URL": str(PREFECT_API_URL.value()),
+        "PREFECT__FLOW_RUN_ID": str(flow_run.id),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "prefect.engine"], cwd=repo, env=env, capture_output=True, timeout=120
+    )
+    with get_client(sync_client=True) as client:
+        state = client.read_flow_run(flow_run.id).state
+        children = client.read_flow_runs(
+            flow_run_filter=FlowRunFilter(parent_flow_run_id=Parent(any_=[flow_run.id]))
+        )
+        runs = [flow_run.id, *(c.id for c in children)]
+        artifacts = client.read_artifacts(
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=runs))
+        )
+    assert state.type.value == "FAILED", (state, proc.stdout[-2000:])
+    assert "a run may not set settings_overrides" in (state.message or ""), state.message
+    assert not any("9c1e" in str(a.data) for a in artifacts)
