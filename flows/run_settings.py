@@ -34,7 +34,7 @@ from uuid import UUID
 from prefect import get_client
 from prefect.context import FlowRunContext
 
-from tasks.base import caller_holds_settings, own_settings
+from tasks.base import caller_holds_settings, effective_policy, own_settings, stricter
 from udm.config import ApprovalPolicy, Settings, load_settings
 from udm.errors import ConfigError
 
@@ -47,6 +47,7 @@ __all__ = [
     "job_variable_floor",
     "refuse_run_settings",
     "run_changed_parameters",
+    "run_policy",
 ]
 
 # Where requests go and where secrets come from: the process's values, never a run's.
@@ -153,6 +154,12 @@ def job_variable_floor() -> ApprovalPolicy | None:
         return ApprovalPolicy(own) if own else ApprovalPolicy.ASK_ALWAYS
     except ValueError:
         return ApprovalPolicy.ASK_ALWAYS
+
+
+def run_policy(settings: Settings, requested: ApprovalPolicy | str | None = None) -> ApprovalPolicy:
+    """The approval policy a flow run applies: the process's (`effective_policy`), made stricter by
+    `requested` and by a run-level UDM_APPROVAL_POLICY job variable (`job_variable_floor`)."""
+    return stricter(effective_policy(settings, requested), job_variable_floor())
 
 
 def refuse_run_settings() -> None:
