@@ -27,7 +27,7 @@ from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
 import wiring
-from flows.run_settings import check_scope, flow_settings, job_variable_floor, run_changed_parameters
+from flows.run_settings import check_scope, flow_settings, run_changed_parameters, run_policy
 from flows.states import state_result
 from tasks.base import (
     ApprovalRequest,
@@ -36,9 +36,7 @@ from tasks.base import (
     ToolContext,
     always_approve,
     deny_all,
-    own_policy,
     own_settings,
-    stricter,
 )
 from tasks.pipeline_spec import (
     CompiledPipeline,
@@ -419,8 +417,7 @@ def _context(settings: Settings, approve: bool, approval_timeout_s: int) -> Tool
     if changed:
         check_scope(settings, own_settings(), changed)
     # `project` is a run parameter: its folder's udm.toml must not lower the process's own policy.
-    floor = stricter(settings.approval_policy, own_policy(), job_variable_floor())
-    settings = settings.model_copy(update={"approval_policy": floor})
+    settings = settings.model_copy(update={"approval_policy": run_policy(settings)})
     return ToolContext(settings=settings, approver=_review_approver(approval_timeout_s, settings))
 
 

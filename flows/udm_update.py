@@ -21,9 +21,9 @@ from pydantic import BaseModel, Field
 
 from flows.approval import Approval, ApprovalExpiredError, PausedRun, flow_run_url, wait_for_approval
 from flows.notify import notify_review_waiting
-from flows.run_settings import SettingsParameter, job_variable_floor
+from flows.run_settings import SettingsParameter, run_policy
 from flows.states import state_result
-from tasks.base import Permission, effective_policy, needs_approval, process_policy, stricter
+from tasks.base import Permission, needs_approval, process_policy
 from udm.config import ApprovalPolicy, Settings
 from udm.errors import ConfigError
 from udm.patch import Patch, PatchResult, apply_patch, revert_patch
@@ -341,7 +341,7 @@ def _review(
 ) -> tuple[dict[str, Any], Approval | None, UpdateResult | None]:
     """(the review the patch record stores, the reviewer's answer, the run's result when the review
     ended it: expired or rejected). No answer is asked for when the policy lets the patch through."""
-    policy = stricter(effective_policy(settings, options.approval_policy), job_variable_floor())
+    policy = run_policy(settings, options.approval_policy)
     permission = Permission.DESTRUCTIVE if patch.destructive else Permission.MODERATE
     review: dict[str, Any] = {
         "policy": policy.value,

@@ -396,27 +396,10 @@ def call_tool(
         return finish(ToolCallResult(envelope=env, decision="invalid"), "INVALID_INPUT", None)
 
     permission = tool.permission_for(data)
-    decision = "auto"
-    if needs_approval(ctx.settings.approval_policy, permission):
-        request = ApprovalRequest(
-            tool=tool.name,
-            permission=permission,
-            summary=tool.summarize(data),
-            input_digest=record["input_digest"],
-        )
-        try:
-            approved = ctx.approver(request)
-        except ApprovalUnavailableError as exc:
-            env = Envelope(success=False, error=f"approval required: {exc}")
-            return finish(ToolCallResult(envelope=env, decision="unavailable"), "DENIED", permission.value)
-        if not approved:
-            env = Envelope(
-                success=False,
-                error=f"approval denied: {tool.name} is {permission.value} and the "
-                f"{ctx.settings.approval_policy.value} policy requires approval",
-            )
-            return finish(ToolCallResult(envelope=env, decision="denied"), "DENIED", permission.value)
-        decision = "approved"
+    decision, refusal = _decide_approval(tool, data, permission, ctx, record["input_digest"])
+    if refusal is not None:
+        env = Envelope(success=False, error=refusal)
+        return finish(ToolCallResult(envelope=env, decision=decision), "DENIED", permission.value)
 
     try:
         out = _execute(tool, data, ctx)
@@ -431,6 +414,33 @@ def call_tool(
         env = Envelope(success=False, error=f"internal error in {tool.name}: {type(exc).__name__}: {exc}")
         return finish(ToolCallResult(envelope=env, decision=decision), "ERROR_INTERNAL", permission.value)
 
+    env, status_text = _wrap(tool, out)
+    return finish(ToolCallResult(envelope=env, output=out, decision=decision), status_text, permission.value)
+
+
+def _decide_approval(
+    tool: Tool[Any, Any], data: BaseModel, permission: Permission, ctx: ToolContext, digest: str
+) -> tuple[str, str | None]:
+    """The call's approval decision (auto, approved, unavailable, denied) and, when refused, why."""
+    if not needs_approval(ctx.settings.approval_policy, permission):
+        return "auto", None
+    request = ApprovalRequest(
+        tool=tool.name, permission=permission, summary=tool.summarize(data), input_digest=digest
+    )
+    try:
+        approved = ctx.approver(request)
+    except ApprovalUnavailableError as exc:
+        return "unavailable", f"approval required: {exc}"
+    if not approved:
+        return "denied", (
+            f"approval denied: {tool.name} is {permission.value} and the "
+            f"{ctx.settings.approval_policy.value} policy requires approval"
+        )
+    return "approved", None
+
+
+def _wrap(tool: Tool[Any, Any], out: BaseModel) -> tuple[Envelope, str]:
+    """The envelope of a tool's Output and the status text the call log records."""
     ok, error = tool.outcome(out)
     env = Envelope(success=ok, data=out.model_dump(mode="json", by_alias=True), error=error)
     status = getattr(out, "status", None)
@@ -439,7 +449,7 @@ def call_tool(
         if status
         else ("SUCCESS" if ok else "ERROR")
     )
-    return finish(ToolCallResult(envelope=env, output=out, decision=decision), status_text, permission.value)
+    return env, status_text
 
 
 def _execute(tool: Tool[Any, Any], data: BaseModel, ctx: ToolContext) -> BaseModel:

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field, model_validator
 
-from tasks.base import Permission, Tool, ToolContext, ToolInput, TransientToolError
+from tasks.base import ErrorTable, Failure, Permission, Tool, ToolContext, ToolInput
 from tasks.document_parsers import (
     DocType,
     _ParseFailed,
@@ -33,7 +33,8 @@ from tasks.document_parsers import (
     parse_pdf,
     parse_text,
 )
-from udm.net import run_parser
+from udm.errors import InvalidPathError, InvalidURLError, PathOutsideError
+from udm.net import FetchError, run_parser
 from udm.research import rank_passages, split_passages, terms
 
 __all__ = ["DocStatus", "DocType", "DocumentFetchingParsingTool", "FetchInput", "FetchOutput", "detect_type"]
@@ -128,6 +129,21 @@ class DocumentFetchingParsingTool(Tool[FetchInput, FetchOutput]):
     Input: ClassVar[type[BaseModel]] = FetchInput
     Output: ClassVar[type[BaseModel]] = FetchOutput
     permission: ClassVar[Permission] = Permission.SAFE
+    # A file that cannot be read, or text that cannot be parsed, is reported where it happens: the
+    # details name the input's path, and a parse failure keeps what was fetched.
+    errors: ClassVar[ErrorTable] = {
+        InvalidURLError: DocStatus.ERROR_INVALID_INPUT,
+        PathOutsideError: DocStatus.ERROR_INVALID_INPUT,
+        InvalidPathError: DocStatus.ERROR_INVALID_INPUT,
+        FetchError: Failure(
+            DocStatus.ERROR_FETCH_FAILED,
+            fields=lambda exc: {
+                "urlFetched": exc.url,
+                "metadata": {"http_status": exc.status_code} if exc.status_code else {},
+            },
+            transient=lambda exc: exc.transient,
+        ),
+    }
 
     def execute(self, data: FetchInput, ctx: ToolContext) -> FetchOutput:
         """Obtain the bytes, detect the type, parse, gate on quality, rank, cap."""
@@ -211,41 +227,22 @@ class DocumentFetchingParsingTool(Tool[FetchInput, FetchOutput]):
         return out
 
     def _fetch(self, data: FetchInput, ctx: ToolContext) -> Any:
-        from udm.errors import InvalidURLError
-        from udm.net import FetchError, fetch_url, split_url
+        from udm.net import fetch_url, split_url
 
         url = (data.url or "").strip()
-        try:
-            parts = split_url(url, schemes=None)
-        except InvalidURLError as exc:
-            return FetchOutput(status=DocStatus.ERROR_INVALID_INPUT, errorDetails=str(exc))
+        parts = split_url(url, schemes=None)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             return FetchOutput(
                 status=DocStatus.ERROR_INVALID_INPUT,
                 errorDetails=f"'url' must be an absolute http(s) URL, got {url[:200]!r}",
             )
-        try:
-            return fetch_url(url, ctx.settings, data.maxLengthBytes)
-        except FetchError as exc:
-            result = FetchOutput(
-                status=DocStatus.ERROR_FETCH_FAILED,
-                urlFetched=exc.url,
-                errorDetails=str(exc),
-                metadata={"http_status": exc.status_code} if exc.status_code else {},
-            )
-            if exc.transient:
-                raise TransientToolError(str(exc), result=result, retry_after=exc.retry_after) from exc
-            return result
+        return fetch_url(url, ctx.settings, data.maxLengthBytes)
 
     def _read_file(self, data: FetchInput, ctx: ToolContext) -> Any:
-        from udm.errors import InvalidPathError, PathOutsideError
-
         settings = ctx.settings
         try:
             sandbox = settings.tool_sandbox()
             read = sandbox.read(data.filePath or "", max_bytes=data.maxLengthBytes)
-        except (PathOutsideError, InvalidPathError) as exc:
-            return FetchOutput(status=DocStatus.ERROR_INVALID_INPUT, errorDetails=str(exc))
         except FileNotFoundError:
             return FetchOutput(
                 status=DocStatus.ERROR_FETCH_FAILED, errorDetails=f"file not found: {data.filePath}"

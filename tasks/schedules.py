@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
-from tasks.base import Permission, Tool, ToolContext, ToolInput, TransientToolError
+from tasks.base import Permission, Tool, ToolContext, ToolInput, ToolStatusError
 
 __all__ = [
     "ParsedSchedule",
@@ -108,15 +108,14 @@ def parse_schedule(text: str, now: datetime | None = None) -> ParsedSchedule:
     )
 
 
-def _unavailable(exc: Exception, output: type[BaseModel]) -> TransientToolError:
+def _unavailable(exc: Exception) -> ToolStatusError:
+    # Transient: call_tool turns it into the tool's Output, raised inside a Prefect task for its retries.
     message = f"the Prefect API is unavailable: {type(exc).__name__}: {exc}"
-    return TransientToolError(
-        message, result=output(status=ScheduleStatus.ERROR_SERVER_UNAVAILABLE, errorDetails=message)
-    )
+    return ToolStatusError(ScheduleStatus.ERROR_SERVER_UNAVAILABLE, message, transient=True)
 
 
 @contextmanager
-def _prefect_api(output: type[BaseModel]) -> Iterator[Any]:
+def _prefect_api() -> Iterator[Any]:
     """A sync Prefect client; an API that cannot be reached is ERROR_SERVER_UNAVAILABLE (transient)."""
     from prefect.client.orchestration import get_client
 
@@ -125,7 +124,7 @@ def _prefect_api(output: type[BaseModel]) -> Iterator[Any]:
             yield client
     except Exception as exc:
         if isinstance(exc, OSError | RuntimeError) or type(exc).__module__.startswith("httpx"):
-            raise _unavailable(exc, output) from exc
+            raise _unavailable(exc) from exc
         raise
 
 
@@ -192,7 +191,7 @@ class ScheduleCreateTool(Tool[ScheduleCreateInput, ScheduleCreateOutput]):
             interval_seconds=parsed.interval_seconds,
             run_at=parsed.run_at,
         )
-        with _prefect_api(ScheduleCreateOutput) as client:
+        with _prefect_api() as client:
             try:
                 dep = client.read_deployment_by_name(data.deployment)
             except ObjectNotFound:
@@ -312,7 +311,7 @@ class ScheduleListTool(Tool[ScheduleListInput, ScheduleListOutput]):
         from prefect.client.schemas.sorting import DeploymentSort
 
         tasks: list[ScheduledTask] = []
-        with _prefect_api(ScheduleListOutput) as client:
+        with _prefect_api() as client:
             names = _FlowNames(client)
             for dep in client.read_deployments(limit=200, sort=DeploymentSort.NAME_ASC):
                 full = f"{names.get(dep.flow_id)}/{dep.name}"
@@ -413,7 +412,7 @@ def _toggle(data: ScheduleToggleInput, active: bool) -> ScheduleToggleOutput:
     """Set the schedule named by `data` active or paused (resuming its deployment when it was paused)."""
     from prefect.client.schemas.sorting import DeploymentSort
 
-    with _prefect_api(ScheduleToggleOutput) as client:
+    with _prefect_api() as client:
         names = _FlowNames(client)
         matches = []
         for dep in client.read_deployments(limit=200, sort=DeploymentSort.NAME_ASC):

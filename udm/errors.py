@@ -21,7 +21,7 @@ UdmError
 ├── PatchError                 an invalid patch or an operation that cannot apply
 │   ├── ConflictError          the files moved on since the patch was planned
 │   ├── ValidationFailedError [udm.patch.validate]  the patched files would break the manual
-│   └── SerializationError [udm.patch.structured]  a value the text's format cannot write
+│   └── SerializationError [udm.patch.keypath]  a value the text's format cannot write
 ├── TransactionError           the commit protocol failed (journal, rename, recovery)
 │   ├── LockTimeoutError       another writer held the lock too long
 │   └── Refused [udm.patch.journal]  a journal that is not what the engine writes (quarantined)

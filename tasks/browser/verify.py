@@ -182,9 +182,11 @@ async def run_check(
         reuse = worker_session is not None and n == 0 and check.viewport is None
         sid = worker_session if reuse and worker_session else safe_name(f"verify-{run_id}-{check.id}-{n}")
         try:
-            attempt = await run.attempt(sid, reuse)
+            session = await MANAGER.session(sid, settings, viewport=check.viewport, route_websockets=False)
         except ActionError as exc:
             return _done(result, started, "FAIL", exc.message)
+        assert session is not None
+        attempt = await run.attempt(session, sid, reuse)
         if not attempt.failures:
             break
     assert attempt is not None
@@ -231,11 +233,9 @@ class _CheckRun:
     def __post_init__(self) -> None:
         self.ctx = ToolContext(settings=self.settings, approver=deny_all)
 
-    async def attempt(self, sid: str, reuse: bool) -> Attempt:
+    async def attempt(self, session: Session, sid: str, reuse: bool) -> Attempt:
         """One attempt in the session `sid` (reset afterwards when reused, else closed)."""
         check, settings = self.check, self.settings
-        session = await MANAGER.session(sid, settings, viewport=check.viewport, route_websockets=False)
-        assert session is not None
         if session.guard is not None and self.lean:
             session.guard.policy = resource_policy(check)
         attempt = Attempt(check, session, settings, self.timeout_s, self.evidence)

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import os
 import socket
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.fakes.loopback import loopback_server
 from udm.config import Settings, load_settings
 from udm.errors import ConfigError
 
@@ -54,11 +54,8 @@ class Handler(BaseHTTPRequestHandler):
 @pytest.fixture(scope="module")
 def site() -> Iterator[str]:
     """The loopback site, served by threads of this process."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    with loopback_server(Handler) as base:
+        yield base
 
 
 @pytest.fixture(scope="module")

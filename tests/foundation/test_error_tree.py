@@ -60,7 +60,9 @@ def test_each_drawn_class_has_its_drawn_parent_and_module(name: str) -> None:
     """Drawn parent = a direct base; drawn module = where the class is defined (importable there)."""
     parent, module = DRAWN[name]
     cls = getattr(importlib.import_module(module), name)
-    assert cls.__module__ == module, f"{name} is defined in {cls.__module__}, drawn under [{module}]"
+    assert cls.__module__ == module, (
+        f"{name} is defined in {cls.__module__}: draw it as {name} [{cls.__module__}]"
+    )
     parent_cls = getattr(udm.errors, parent, None) or getattr(
         importlib.import_module(DRAWN[parent][1]), parent
     )
