@@ -185,7 +185,7 @@ def _section_rows(facts: Facts) -> list[dict[str, Any]]:
     """One row per section, with its own text, byte range and the IDs it mentions."""
     doc, path = facts.doc, facts.path
     # Byte offset of every line start (and of the end), so readers can pread a section directly.
-    chars = [0, *itertools.accumulate(map(len, doc.lines))]
+    chars = doc.line_starts()
     byte_at = (
         chars if doc.text.isascii() else [0, *itertools.accumulate(len(x.encode("utf-8")) for x in doc.lines)]
     )
