@@ -45,8 +45,9 @@ class Facts:
     def __init__(self, doc: Document) -> None:
         self.doc = doc
         self.path = doc.path
-        self.spath = [s.path for s in doc.sections]
+        # Data first: the sections' IDs are then read from the parsed blocks instead of their text.
         self.safe_data = [json_safe(b.data) if b.data is not None else None for b in doc.blocks]
+        self.spath = [s.path for s in doc.sections]
 
     def sp(self, idx: int | None) -> str | None:
         """The heading path of section `idx` (None outside any section)."""
