@@ -6,6 +6,8 @@ from enum import StrEnum
 from typing import Any, ClassVar
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
 from tasks.base import (
@@ -18,7 +20,7 @@ from tasks.base import (
     call_tool,
 )
 from tasks.registry import all_tools
-from udm.config import Settings
+from udm.config import Settings as UdmSettings
 from udm.errors import (
     AmbiguousTargetError,
     DocumentError,
@@ -107,7 +109,7 @@ class RaisingTool(Tool[RaiseInput, RaiseOutput]):
 @pytest.fixture()
 def ctx(tmp_path: Any) -> ToolContext:
     """A context whose call log lands in a temporary folder."""
-    return ToolContext(settings=Settings(project_root=tmp_path), log=False)
+    return ToolContext(settings=UdmSettings(project_root=tmp_path), log=False)
 
 
 @pytest.mark.parametrize(
@@ -190,3 +192,40 @@ def test_every_tool_table_names_statuses_its_output_knows(tool: Tool[Any, Any]) 
                 klass.__name__,
                 status,
             )
+
+
+def _tree_classes() -> list[type[BaseException]]:
+    """Every class of the error tree that hangs below UdmError (from the drawing's own module list)."""
+    import udm.errors as errors
+
+    return [c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, UdmError)]
+
+
+TREE = _tree_classes()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    table=st.dictionaries(st.sampled_from(TREE), st.sampled_from(list(ProbeStatus)), max_size=8),
+    raised=st.sampled_from(TREE),
+)
+def test_the_entry_of_the_nearest_ancestor_wins(
+    table: dict[type[BaseException], ProbeStatus], raised: type[BaseException]
+) -> None:
+    """Whatever the table's order: the raised class's nearest ancestor in the table wins, except that a
+    ToolStatusError's own status beats the entries of its general bases (ToolError, UdmError)."""
+    from tasks.failures import _rule
+
+    mro = raised.__mro__
+    exc = raised.__new__(raised)
+    if issubclass(raised, ToolStatusError):
+        ToolStatusError.__init__(exc, "ERROR_OWN", "its own status")  # type: ignore[arg-type]
+        mro = mro[: mro.index(ToolStatusError) + 1]
+    rule = _rule(table, exc)
+    ancestors = [k for k in mro if k in table]
+    if ancestors:
+        assert rule is not None and rule.status == table[ancestors[0]]
+    elif issubclass(raised, ToolStatusError):
+        assert rule is not None and rule.status == "ERROR_OWN"
+    else:
+        assert rule is None
