@@ -26,6 +26,8 @@ from prefect.input.run_input import keyset_from_paused_state
 from prefect.states import Paused, Running, State
 from pydantic import Field
 
+from udm.errors import FlowError
+
 __all__ = [
     "Approval",
     "ApprovalExpiredError",
@@ -50,7 +52,7 @@ class Approval(RunInput):
     comment: str = Field(default="", description="Why, in a line.")
 
 
-class ApprovalExpiredError(Exception):
+class ApprovalExpiredError(FlowError):
     """Nobody answered before the deadline; the runs are Running again."""
 
 

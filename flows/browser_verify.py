@@ -23,7 +23,6 @@ from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows import engine_patch
 from flows.run_settings import flow_settings
 from flows.runners import on_dask_workers
 from tasks.base import run_coroutine
@@ -31,8 +30,6 @@ from tasks.browser.session import MANAGER
 from tasks.browser.verify import CheckResult, new_run_id, problem_result, run_check
 from udm.config import Settings
 from udm.verify import Check, gather_checks, record_verifications
-
-engine_patch.apply()
 
 __all__ = [
     "browser_verification_flow",
@@ -248,29 +245,15 @@ def browser_verification_flow(
     if isolation not in ("run", "check"):
         raise ValueError(f"isolation must be 'run' or 'check', not {isolation!r}")
     run_id = new_run_id()
-    workers = [f"verify-{run_id}-w{k}" for k in range(settings.browser_concurrency)]
-    slots: queue.Queue[str | None] = queue.Queue()
-    for name in workers:
-        slots.put(name if isolation == "run" else None)
-    _slot_table()[run_id] = slots
-    try:
-        futures = [
-            verify_check.submit(
-                check,
-                settings,
-                run_id,
-                base_url=base_url,
-                variables=variables,
-                allow_destructive=allow_destructive,
-                isolation=isolation,
-            )
-            for check in checks
-        ]
-        results = [f.result() for f in futures]
-    finally:
-        _slot_table().pop(run_id, None)
-        run_coroutine(_close_sessions(workers))
-        on_dask_workers(_release_run, run_id)
+    results = _run_checks(
+        settings,
+        run_id,
+        checks,
+        base_url=base_url,
+        variables=variables,
+        allow_destructive=allow_destructive,
+        isolation=isolation,
+    )
     results += [problem_result(p).model_dump(mode="json") for p in problems]
     if artifacts:
         _publish(run_id, results)
@@ -288,6 +271,27 @@ def browser_verification_flow(
             settings, run_id, results, review_timeout_s, review_poll_interval_s
         )
     return verification_state(summary)
+
+
+def _run_checks(
+    settings: Settings, run_id: str, checks: list[Check], *, isolation: str, **options: Any
+) -> list[dict[str, Any]]:
+    """Every check's result, each a `verify-check` task run; at most `browser_concurrency` browser
+    contexts open at once (reused per worker slot when `isolation` is "run"), closed at the end."""
+    workers = [f"verify-{run_id}-w{k}" for k in range(settings.browser_concurrency)]
+    slots: queue.Queue[str | None] = queue.Queue()
+    for name in workers:
+        slots.put(name if isolation == "run" else None)
+    _slot_table()[run_id] = slots
+    try:
+        futures = [
+            verify_check.submit(check, settings, run_id, isolation=isolation, **options) for check in checks
+        ]
+        return [f.result() for f in futures]
+    finally:
+        _slot_table().pop(run_id, None)
+        run_coroutine(_close_sessions(workers))
+        on_dask_workers(_release_run, run_id)
 
 
 def verification_state(summary: dict[str, Any]) -> State[Any]:

@@ -1,4 +1,4 @@
-"""The `udm` command: a typer app assembled from one module per area; Prefect is imported lazily.
+"""The `udm` command: a typer app assembled from the command groups in wiring/; Prefect is imported lazily.
 
 `run(argv) -> int` is the testable entry point; `main()` only calls `sys.exit(run())`.
 Exit codes: 0 success, 1 an error result (or findings), 2 a usage error, 130 interrupted.
@@ -16,6 +16,7 @@ import click
 import typer
 from typer.exceptions import TyperException
 
+import wiring
 from udm.config import Settings, load_settings
 from udm.errors import UdmError
 
@@ -35,19 +36,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-
-# Each module exposes register(app). Every area of the product adds its own module here.
-COMMAND_MODULES: list[str] = [
-    "flows.cli_tools",
-    "flows.cli_index",
-    "flows.demo",
-    "flows.cli_graph",
-    "flows.cli_platform",
-    "flows.cli_browser",
-    "flows.cli_patch",
-    "flows.cli_research",
-    "flows.cli_daemon",
-]
 
 _OVERRIDES: dict[str, Any] = {}
 
@@ -118,7 +106,8 @@ def fail(message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
-for _name in COMMAND_MODULES:
+# Each command group (wiring.COMMAND_GROUPS) is a module with register(app).
+for _name in wiring.COMMAND_GROUPS:
     importlib.import_module(_name).register(app)
 
 

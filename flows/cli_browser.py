@@ -64,95 +64,135 @@ def verify(
     schema: bool = typer.Option(False, "--schema", help="Print the spec JSON Schema and exit."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per check."),
 ) -> None:
-    """Run browser verification checks; exit 1 when any check fails."""
-    from flows.cli import emit_json, fail, settings
-    from udm.errors import UdmError
+    """Run browser verification checks; exit 1 when any check fails.
+
+    Long only for its typer options (why: one per flow parameter); the work is in _check_arguments,
+    _verify_in_flow and _verify_here."""
+    from flows.cli import emit_json, settings
     from udm.verify import spec_json_schema
 
     if schema:
         emit_json(spec_json_schema())
         return
+    _check_arguments(specs or [], isolation, propose_review=propose_review, use_flow=use_flow)
+    overrides: dict[str, Any] = {"browser_concurrency": concurrency} if concurrency else {}
+    cfg = settings(**overrides)
+    common: dict[str, Any] = {
+        "inline": inline,
+        "only": only or [],
+        "refs": ref or [],
+        "allow_destructive": allow_destructive,
+        "isolation": isolation,
+        "record": record,
+    }
+    if use_flow:
+        flow_specs = [str(s) for s in specs or []]
+        rows, run_id = _verify_in_flow(
+            cfg,
+            flow_specs,
+            base_url=base_url,
+            concurrency=concurrency,
+            propose_review=propose_review,
+            **common,
+        )
+    else:
+        rows, run_id = _verify_here(cfg, specs or [], base_url, **common)
+    if review_patch is not None:
+        _write_review_patch(cfg, review_patch, rows, run_id)
+    if as_json:
+        emit_json([{k: r.get(k) for k in _JSON_KEYS} for r in rows])
+    else:
+        _print_results(rows)
+    if any(r["status"] == "FAIL" for r in rows):
+        raise typer.Exit(1)
+
+
+# What `udm verify --json` prints of each result.
+_JSON_KEYS = (
+    "id",
+    "status",
+    "duration_ms",
+    "reason",
+    "screenshot",
+    "diff_image",
+    "udm_refs",
+    "section",
+    "url",
+)
+
+
+def _check_arguments(specs: list[Path], isolation: str, *, propose_review: bool, use_flow: bool) -> None:
+    """A clear error for an --isolation, spec file or --propose-review that cannot work."""
+    from flows.cli import fail
+
     if isolation not in ("run", "check"):
         raise typer.BadParameter("must be 'run' or 'check'", param_hint="--isolation")
-    for spec in specs or []:
+    for spec in specs:
         if not spec.is_file():
             raise fail(f"spec file {spec} does not exist", 2)
     if propose_review and not use_flow:
         raise fail(
             "--propose-review waits for approval in the Prefect UI: add --flow, or use --review-patch FILE", 2
         )
-    overrides: dict[str, Any] = {"browser_concurrency": concurrency} if concurrency else {}
-    cfg = settings(**overrides)
-    if use_flow:
-        from flows.browser_verify import POOL_SIZE, browser_verification_flow
-        from flows.runners import on_runner
-        from flows.states import state_result
 
-        state = on_runner(browser_verification_flow, cfg, POOL_SIZE)(
-            specs=[str(s) for s in specs or []],
-            inline=inline,
-            only=only or [],
-            refs=ref or [],
-            base_url=base_url,
-            concurrency=concurrency,
-            allow_destructive=allow_destructive,
-            isolation=isolation,
-            record=record,
-            propose_review=propose_review,
-            root=str(cfg.udm_root),
-            state_dir=str(cfg.state_path),
-            return_state=True,
-        )
-        summary = state_result(state)
-        rows = summary["results"]
-        run_id = summary["run_id"]
-        if summary.get("review"):
-            update = summary["review"].get("update") or {}
-            typer.echo(
-                f"needs-review patch: {update.get('status', 'nothing new to mark')} {update.get('message', '')}".rstrip(),
-                err=True,
-            )
-    else:
-        from tasks.browser.verify import new_run_id, problem_result, run_checks_sync
-        from udm.verify import gather_checks, record_verifications
 
-        try:
-            checks, problems = gather_checks(cfg, specs or [], inline=inline, only=only or (), refs=ref or ())
-        except UdmError as exc:
-            raise fail(str(exc), 2) from exc
-        run_id = new_run_id()
-        results = run_checks_sync(
-            checks,
-            cfg,
-            run_id=run_id,
-            base_url=base_url,
-            allow_destructive=allow_destructive,
-            isolation="check" if isolation == "check" else "run",
+def _verify_in_flow(cfg: Any, specs: list[str], **parameters: Any) -> tuple[list[dict[str, Any]], str]:
+    """(every result, the run's ID) of a browser_verification_flow run; says how a proposed review went."""
+    from flows.browser_verify import POOL_SIZE, browser_verification_flow
+    from flows.runners import on_runner
+    from flows.states import state_result
+
+    state = on_runner(browser_verification_flow, cfg, POOL_SIZE)(
+        specs=specs, root=str(cfg.udm_root), state_dir=str(cfg.state_path), return_state=True, **parameters
+    )
+    summary = state_result(state)
+    if summary.get("review"):
+        update = summary["review"].get("update") or {}
+        typer.echo(
+            f"needs-review patch: {update.get('status', 'nothing new to mark')} {update.get('message', '')}".rstrip(),
+            err=True,
         )
-        rows = [r.model_dump(mode="json") for r in results] + [
-            problem_result(p).model_dump(mode="json") for p in problems
-        ]
-        if record:
-            record_verifications(cfg, run_id, rows)
-    if review_patch is not None:
-        _write_review_patch(cfg, review_patch, rows, run_id)
-    if as_json:
-        keys = (
-            "id",
-            "status",
-            "duration_ms",
-            "reason",
-            "screenshot",
-            "diff_image",
-            "udm_refs",
-            "section",
-            "url",
-        )
-        emit_json([{k: r.get(k) for k in keys} for r in rows])
-    else:
-        _print_results(rows)
-    if any(r["status"] == "FAIL" for r in rows):
-        raise typer.Exit(1)
+    return summary["results"], summary["run_id"]
+
+
+def _verify_here(
+    cfg: Any,
+    specs: list[Path],
+    base_url: str | None,
+    *,
+    inline: bool,
+    only: list[str],
+    refs: list[str],
+    allow_destructive: bool,
+    isolation: str,
+    record: bool,
+) -> tuple[list[dict[str, Any]], str]:
+    """(every result, the run's ID) of the checks run in this process, without Prefect; recorded in
+    the index when `record`."""
+    from flows.cli import fail
+    from tasks.browser.verify import new_run_id, problem_result, run_checks_sync
+    from udm.errors import UdmError
+    from udm.verify import gather_checks, record_verifications
+
+    try:
+        checks, problems = gather_checks(cfg, specs, inline=inline, only=only or (), refs=refs or ())
+    except UdmError as exc:
+        raise fail(str(exc), 2) from exc
+    run_id = new_run_id()
+    results = run_checks_sync(
+        checks,
+        cfg,
+        run_id=run_id,
+        base_url=base_url,
+        allow_destructive=allow_destructive,
+        isolation="check" if isolation == "check" else "run",
+    )
+    rows = [r.model_dump(mode="json") for r in results] + [
+        problem_result(p).model_dump(mode="json") for p in problems
+    ]
+    if record:
+        record_verifications(cfg, run_id, rows)
+    return rows, run_id
 
 
 def _write_review_patch(cfg: Any, path: Path, rows: list[dict[str, Any]], run_id: str) -> None:
@@ -256,10 +296,37 @@ def browser_run(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON envelope per step."),
 ) -> None:
     """Run a sequence of browser tool calls in one session, printing each result."""
-    import yaml
-
     from flows.cli import fail, settings
     from tasks.base import ToolContext, call_tool, cli_approver
+    from tasks.browser.catalog import browser_tool
+
+    raw, steps = _load_steps(steps_file)
+    sid = session or (raw.get("session") if isinstance(raw, dict) else None) or "cli"
+    ctx = ToolContext(settings=settings(), approver=cli_approver(yes))
+    failed = 0
+    for n, step in enumerate(steps, 1):
+        tool = browser_tool(str(step["tool"]))
+        if tool is None:
+            raise fail(f"step {n}: unknown browser tool '{step['tool']}'", 2)
+        data = dict(step.get("input") or {})
+        if "session_id" in tool.Input.model_fields:
+            data.setdefault("session_id", sid)
+        env = call_tool(tool, data, ctx).envelope
+        _print_step(n, tool.name, env, as_json)
+        if not env.success:
+            failed += 1
+            if not keep_going:
+                break
+    if failed:
+        sys.stdout.flush()
+        raise typer.Exit(1)
+
+
+def _load_steps(steps_file: Path) -> tuple[Any, list[Any]]:
+    """(the file's data, its steps), every step checked before the first one runs."""
+    import yaml
+
+    from flows.cli import fail
     from tasks.browser.catalog import browser_tool
     from udm.datalimits import DataLimitError, check_text
 
@@ -282,38 +349,20 @@ def browser_run(
         problem = _step_problem(step, browser_tool)
         if problem:
             raise fail(f"{steps_file}: step {n}: {problem}", 2)
-    sid = session or (raw.get("session") if isinstance(raw, dict) else None) or "cli"
-    ctx = ToolContext(settings=settings(), approver=cli_approver(yes))
-    failed = 0
-    for n, step in enumerate(steps, 1):
-        tool = browser_tool(str(step["tool"]))
-        if tool is None:
-            raise fail(f"step {n}: unknown browser tool '{step['tool']}'", 2)
-        data = dict(step.get("input") or {})
-        if "session_id" in tool.Input.model_fields:
-            data.setdefault("session_id", sid)
-        result = call_tool(tool, data, ctx)
-        env = result.envelope
-        if as_json:
-            typer.echo(
-                json.dumps({"step": n, "tool": tool.name, **env.model_dump(mode="json")}, ensure_ascii=False)
-            )
-        else:
-            shown = {
-                k: v
-                for k, v in (env.data or {}).items()
-                if v not in (None, [], {}, "") and k != "image_base64"
-            }
-            body = json.dumps(shown, ensure_ascii=False, default=str)
-            typer.echo(f"[{n}] {tool.name}: {'ok' if env.success else 'FAILED'} {env.error or ''}".rstrip())
-            typer.echo(f"    {body[:800]}")
-        if not env.success:
-            failed += 1
-            if not keep_going:
-                break
-    if failed:
-        sys.stdout.flush()
-        raise typer.Exit(1)
+    return raw, steps
+
+
+def _print_step(n: int, tool_name: str, env: Any, as_json: bool) -> None:
+    """One step's envelope: a JSON line, or its outcome and its non-empty data fields (no images)."""
+    if as_json:
+        typer.echo(
+            json.dumps({"step": n, "tool": tool_name, **env.model_dump(mode="json")}, ensure_ascii=False)
+        )
+        return
+    shown = {k: v for k, v in (env.data or {}).items() if v not in (None, [], {}, "") and k != "image_base64"}
+    body = json.dumps(shown, ensure_ascii=False, default=str)
+    typer.echo(f"[{n}] {tool_name}: {'ok' if env.success else 'FAILED'} {env.error or ''}".rstrip())
+    typer.echo(f"    {body[:800]}")
 
 
 def _step_problem(step: Any, find_tool: Any) -> str | None:
@@ -411,7 +460,8 @@ def step_verify_inline(ws: Any) -> None:
 
 def register(app: typer.Typer) -> None:
     """Add verify, verified, links and the browser group."""
-    app.command("verify")(verify)
+    # The help is the docstring's first line: the rest of it is for readers of the code.
+    app.command("verify", help=(verify.__doc__ or "").split("\n", 1)[0])(verify)
     app.command("verified")(verified)
     app.command("links")(links)
     app.add_typer(browser_app, name="browser")

@@ -17,9 +17,9 @@ from typing import Any
 
 import typer
 
+from udm import daemon as dc  # the package's surface: server and thin client
 from udm.config import Settings
 from udm.daemon import DAEMON_TOOLS, settings_digest
-from udm.daemon import client as dc
 
 __all__ = ["register", "serve"]
 

@@ -1,32 +1,34 @@
 """`udm patch ...`, `udm recover`, `udm fmt` and `udm run update`: patches from the command line.
 
-Everything but `udm run update` works without Prefect: the engine applies the patch as one
-transaction directly. `udm run update` sends the same patch through the Prefect flow (diff artifact,
-approval, re-index).
+Every command that changes the manual (`patch apply`, `patch revert`, `fmt`) and the plans they show
+(`patch check`, `fmt --check`) are calls of udmUpdaterTool through `call_tool`, as MCP and the flows
+make them: the tool's input model, the approval policy, the call log and the envelope are theirs, and
+the exit code follows the envelope. This module only reads the patch file, shows the plan's diff in
+the approval prompt and renders the engine's report. `udm run update` sends the same patch through
+the Prefect flow (diff artifact, approval, re-index); none of the others imports Prefect.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from flows.cli import emit_json, fail, settings
-from tasks.base import ApprovalRequest, ApprovalUnavailableError, Permission, cli_approver, needs_approval
+from tasks.base import ApprovalRequest, Approver, ToolContext, always_approve, call_tool, cli_approver
 from udm.errors import UdmError
 from udm.patch import (
     Override,
+    Patch,
     PatchResult,
-    apply_patch,
-    format_files,
     list_records,
     load_patch,
     load_record,
     patch_json_schema,
     recover_root,
-    revert_patch,
 )
 
 __all__ = ["SAMPLE_PATCH", "register", "step_patch_check_apply"]
@@ -51,13 +53,7 @@ def _print_result(result: PatchResult, as_json: bool, show_diff: bool = True) ->
         typer.echo(f"  [{mark}] {op.index}: {op.op} {op.file}{counts}  {detail}")
     for f in result.files:
         typer.echo(f"  {f.action:<8} {f.path} (+{f.added} -{f.removed})")
-    if result.git:
-        if result.git.get("commit"):
-            typer.echo(
-                f"git commit {result.git['commit'][:12]} on {result.git.get('branch') or '(detached)'}"
-            )
-        else:
-            typer.echo(f"warning: committed to disk, but not to git: {result.git.get('error')}", err=True)
+    _print_git(result.git)
     if result.error:
         typer.echo(f"error: {result.error}", err=True)
     for problem in result.problems:
@@ -67,36 +63,92 @@ def _print_result(result: PatchResult, as_json: bool, show_diff: bool = True) ->
         typer.echo(result.diff, nl=False)
 
 
-def _load(file: Path) -> Any:
+def _print_git(git: dict[str, Any] | None) -> None:
+    if not git:
+        return
+    if git.get("commit"):
+        typer.echo(f"git commit {git['commit'][:12]} on {git.get('branch') or '(detached)'}")
+    else:
+        typer.echo(f"warning: committed to disk, but not to git: {git.get('error')}", err=True)
+
+
+def _load(file: Path) -> Patch:
     try:
         return load_patch(file)
     except UdmError as exc:
         raise fail(str(exc)) from None
 
 
-def _approve(summary: str, destructive: bool, yes: bool) -> None:
-    s = settings()
-    permission = Permission.DESTRUCTIVE if destructive else Permission.MODERATE
-    if not needs_approval(s.approval_policy, permission):
-        return
-    request = ApprovalRequest(tool="udm patch", permission=permission, summary=summary, input_digest="-")
-    try:
-        approved = cli_approver(yes)(request)
-    except ApprovalUnavailableError as exc:
-        raise fail(str(exc)) from None
-    if not approved:
-        raise fail("not approved; nothing changed")
+@dataclass
+class _Outcome:
+    """What one udmUpdaterTool call gave back: the engine's report, or why there is none."""
+
+    report: PatchResult | None
+    success: bool
+    error: str | None
+    denied: bool
+
+
+def _update(raw: dict[str, Any], ctx: ToolContext) -> _Outcome:
+    """Call udmUpdaterTool with `raw` through the tool contract (approval, call log, envelope)."""
+    # Imported here: every `udm` command loads this module, few of them update the manual.
+    from tasks.udm_updater import UdmUpdaterOutput, UdmUpdaterTool
+
+    result = call_tool(UdmUpdaterTool(), raw, ctx)
+    out = result.output
+    report = out.report if isinstance(out, UdmUpdaterOutput) else None
+    error = out.errorDetails if isinstance(out, UdmUpdaterOutput) and report is None else None
+    return _Outcome(
+        report=report,
+        success=result.envelope.success,
+        error=error or result.envelope.error,
+        denied=result.decision == "denied",
+    )
+
+
+def _showing(yes: bool, shown: str) -> Approver:
+    """The terminal's approver, with what the call would change (the plan's diff) under the request."""
+    ask = cli_approver(yes)
+
+    def approve(request: ApprovalRequest) -> bool:
+        return ask(request.model_copy(update={"summary": f"{request.summary}\n\n{shown}".rstrip()}))
+
+    return approve
+
+
+def _call(raw: dict[str, Any], approver: Approver) -> tuple[PatchResult, bool]:
+    """The report and success of one updater call from the CLI; a refused call exits with its reason."""
+    done = _update(raw, ToolContext(settings=settings(), approver=approver))
+    if done.report is None:
+        raise fail("not approved; nothing changed" if done.denied else done.error or "the update failed")
+    return done.report, done.success
+
+
+def _document(patch: Patch) -> dict[str, Any]:
+    """A patch as the updater's `patch` input: the file's fields, as they were given."""
+    return patch.model_dump(mode="json", exclude_unset=True)
+
+
+def _with_override(patch: Patch, by: str | None, reason: str | None) -> Patch:
+    if (by is None) != (reason is None):
+        raise fail("--override-by and --override-reason go together (who forces the patch, and why)")
+    if by is None or reason is None:
+        return patch
+    if not by.strip() or not reason.strip():
+        raise fail("--override-by and --override-reason must not be empty")
+    return patch.model_copy(update={"override": Override(by=by, reason=reason)})
 
 
 @patch_app.command("check")
 def check(
     file: Path = typer.Argument(..., help="The patch file (YAML or JSON)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Approve the dry run without asking (ask_always)."),
 ) -> None:
     """Validate a patch and show its diff without changing anything (exit 1 on any error or conflict)."""
-    result = apply_patch(_load(file), settings(), dry_run=True)
-    _print_result(result, as_json)
-    if not result.ok:
+    plan, ok = _call({"patch": _document(_load(file)), "dry_run": True}, cli_approver(yes))
+    _print_result(plan, as_json)
+    if not ok:
         raise typer.Exit(1)
 
 
@@ -113,37 +165,28 @@ def apply(
     ),
 ) -> None:
     """Apply a patch as one transaction (all files or none), directly, without Prefect."""
-    patch = _load(file)
-    if (override_by is None) != (override_reason is None):
-        raise fail("--override-by and --override-reason go together (who forces the patch, and why)")
-    if override_by is not None and override_reason is not None:
-        if not override_by.strip() or not override_reason.strip():
-            raise fail("--override-by and --override-reason must not be empty")
-        patch = patch.model_copy(update={"override": Override(by=override_by, reason=override_reason)})
-    s = settings()
-    plan = apply_patch(patch, s, dry_run=True)
-    if not plan.ok:
+    patch = _with_override(_load(file), override_by, override_reason)
+    plan, ok = _call({"patch": _document(patch), "dry_run": True}, cli_approver(yes))
+    if not ok:
         _print_result(plan, as_json)
         raise typer.Exit(1)
-    if plan.files:
-        # An override is asked for as a destructive change is: it lets something that resolved break.
-        _approve(
-            f"apply patch {patch.id}: {patch.description}\n\n{plan.diff}",
-            patch.destructive or patch.override is not None,
-            yes,
-        )
     # Commit exactly what was reviewed: the planned preconditions make any change since a conflict.
-    planned = type(patch).model_validate(plan.planned_patch)
-    result = apply_patch(planned, s)
+    # A plan that changes nothing has nothing to review (the tool's own policy still decides the rest).
+    approver = _showing(yes, plan.diff) if plan.files else always_approve
+    result, ok = _call({"patch": plan.planned_patch}, approver)
     _print_result(result, as_json)
-    if not result.ok:
+    if not ok:
         raise typer.Exit(1)
 
 
 @patch_app.command("list")
 def list_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """List applied patches, oldest first."""
-    records = list_records(settings())
+    skipped: list[str] = []
+    records = list_records(settings(), skipped)
+    for why in skipped:
+        # On stderr: stdout stays the list (or the JSON) that scripts read.
+        typer.echo(f"warning: skipped {why}", err=True)
     if as_json:
         emit_json(records)
         return
@@ -192,6 +235,16 @@ def show(
     typer.echo(record.get("diff", ""), nl=False)
 
 
+def _undoes(patch_id: str) -> str:
+    """What reverting the patch undoes (its recorded diff), for the approval request; '' when unknown."""
+    try:
+        record: Any = load_record(settings(), patch_id)
+    except UdmError:
+        return ""  # the tool words an unknown or unreadable record
+    diff = record.get("diff") if isinstance(record, dict) else None
+    return f"it undoes:\n{diff}" if isinstance(diff, str) and diff else ""
+
+
 @patch_app.command("revert")
 def revert(
     patch_id: str = typer.Argument(..., help="The patch id."),
@@ -199,10 +252,9 @@ def revert(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Undo an applied patch (a new transaction; refused with a conflict if its lines changed since)."""
-    _approve(f"revert patch {patch_id}", False, yes)
-    result = revert_patch(patch_id, settings())
+    result, ok = _call({"revert_patch_id": patch_id}, _showing(yes, _undoes(patch_id)))
     _print_result(result, as_json)
-    if not result.ok:
+    if not ok:
         raise typer.Exit(1)
 
 
@@ -231,16 +283,15 @@ def fmt_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Reformat whole Markdown files with mdformat (GFM), as one revertible transaction."""
-    s = settings()
-    plan = format_files(s, paths, dry_run=True)
-    if check_only or not plan.ok:
+    raw: dict[str, Any] = {"format_paths": list(paths or [])}
+    plan, ok = _call({**raw, "dry_run": True}, cli_approver(yes))
+    if check_only or not ok:
         _print_result(plan, as_json)
-        raise typer.Exit(1 if (plan.files or not plan.ok) else 0)
-    if plan.files:
-        _approve(f"reformat {len(plan.files)} file(s) with mdformat", False, yes)
-    result = format_files(s, paths)
+        raise typer.Exit(1 if (plan.files or not ok) else 0)
+    shown = f"reformat {len(plan.files)} file(s): " + ", ".join(f.path for f in plan.files)
+    result, ok = _call(raw, _showing(yes, shown) if plan.files else always_approve)
     _print_result(result, as_json, show_diff=False)
-    if not result.ok:
+    if not ok:
         raise typer.Exit(1)
 
 
@@ -294,25 +345,33 @@ SAMPLE_PATCH = Path(__file__).resolve().parent.parent / "examples" / "patches" /
 
 
 def step_patch_check_apply(ws: Any) -> None:
-    """Demo: check the sample patch (diff), apply it as one transaction, show its record, then revert it."""
-    patch = load_patch(SAMPLE_PATCH)
-    plan = apply_patch(patch, ws.settings, dry_run=True)
+    """Demo: check the sample patch (diff), apply it as one transaction, show its record, then revert it.
+
+    Each step is a udmUpdaterTool call, as `udm patch check|apply|revert` make them."""
+    ctx = ToolContext(settings=ws.settings, approver=always_approve)
+
+    def update(raw: dict[str, Any]) -> PatchResult:
+        done = _update(raw, ctx)
+        if done.report is None:
+            raise RuntimeError(f"udmUpdaterTool refused the demo's call: {done.error}")
+        return done.report
+
+    document = _document(load_patch(SAMPLE_PATCH))
+    plan = update({"patch": document, "dry_run": True})
     ws.say(f"   udm patch check {SAMPLE_PATCH.name} -> {plan.status}, {len(plan.files)} files")
     for line in plan.diff.splitlines():
         ws.say(f"     {line}")
     if not plan.ok:
         raise RuntimeError(f"the sample patch does not check: {plan.error}")
-    result = apply_patch(type(patch).model_validate(plan.planned_patch), ws.settings)
+    result = update({"patch": plan.planned_patch})
     ops = ", ".join(f"{o.op}={o.status}" for o in result.operations)
     ws.say(f"   udm patch apply -> {result.status} (transaction {result.txid}); {ops}")
     if not result.committed:
         raise RuntimeError(f"the sample patch did not commit: {result.error}")
     ws.shared["patch_id"] = result.patch_id
-    again = apply_patch(patch, ws.settings)
+    again = update({"patch": document})
     ws.say(f"   apply again -> {again.status}: {again.error}")
-    undo = revert_patch(result.patch_id, ws.settings)
+    undo = update({"revert_patch_id": result.patch_id})
     ws.say(f"   udm patch revert {result.patch_id} -> {undo.status} ({len(undo.files)} files restored)")
-    redo = apply_patch(
-        type(patch).model_validate({**(plan.planned_patch or {}), "id": "mark-t001-done-again"}), ws.settings
-    )
+    redo = update({"patch": {**(plan.planned_patch or {}), "id": "mark-t001-done-again"}})
     ws.say(f"   apply once more as mark-t001-done-again -> {redo.status} (left applied for the next steps)")

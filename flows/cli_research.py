@@ -52,7 +52,10 @@ def research(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
-    """Search, read and cite sources, then write a research appendix into the manual (Prefect flow)."""
+    """Search, read and cite sources, then write a research appendix into the manual (Prefect flow).
+
+    Long only for its typer options (why: one per request field); the body builds the request, then
+    `_write_policy` and `_print_result` do the rest."""
     from pydantic import ValidationError
 
     from flows.research import ResearchRequest, run_research
@@ -76,44 +79,57 @@ def research(
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise fail(f"invalid request: {problems}", 2) from None
     s = settings()
-    policy = "full_auto" if yes else None
-    if not yes and not no_write and needs_approval(s.approval_policy, Permission.MODERATE):
-        if os.environ.get("PREFECT_API_URL"):
-            typer.echo("the write will pause for approval in the Prefect UI (or pass --yes)", err=True)
-        else:
-            # A temporary Prefect server has no UI anyone could approve in: ask here instead.
-            ask = ApprovalRequest(
-                tool="udm research",
-                permission=Permission.MODERATE,
-                summary=f"Write a research appendix for {question!r} into {s.udm_root}",
-                input_digest="-",
-            )
-            try:
-                approved = cli_approver(False)(ask)
-            except ApprovalUnavailableError as exc:
-                raise fail(f"{exc}; or --no-write") from None
-            if not approved:
-                raise fail("not approved; pass --no-write to only report")
-            policy = "full_auto"
+    policy = _write_policy(s, question, yes=yes, no_write=no_write)
     result = run_research(request, s, policy=policy, approval_timeout_s=timeout_s)
     if as_json:
         emit_json(result.model_dump(mode="json", exclude={"markdown"}))
     else:
-        typer.echo(f"{result.appendix_id}: {result.status} — {result.message}")
-        for src in result.sources:
-            mark = "ok " if src["status"] == "ok" else ("dup" if src["status"] == "DUPLICATE" else "ERR")
-            reason = f"  ({src['reason'][:100]})" if src.get("reason") else ""
-            typer.echo(f"  [{src['n']}] {mark} {src['url']}{reason}")
-        typer.echo(
-            f"{result.sources_ok} of {len(result.sources)} sources usable; {result.findings} claims cited"
-            f" ({result.synthesizer or 'extractive'})"
-        )
-        for claim in result.unsupported:
-            typer.echo(f"  unsupported, not published: {claim['text'][:100]} ({claim['reason']})")
-        if result.status in ("written",):
-            typer.echo(f"written: {s.udm_root / result.appendix_path}")
+        _print_result(result, s.udm_root)
     if result.status not in ("written", "unchanged", "reported"):
         raise typer.Exit(1)
+
+
+def _write_policy(s: Any, question: str, *, yes: bool, no_write: bool) -> str | None:
+    """The policy the run writes under: full_auto when approved here (--yes, or asked at the
+    terminal when no Prefect UI could show the review), else the settings' own."""
+    if yes:
+        return "full_auto"
+    if no_write or not needs_approval(s.approval_policy, Permission.MODERATE):
+        return None
+    if os.environ.get("PREFECT_API_URL"):
+        typer.echo("the write will pause for approval in the Prefect UI (or pass --yes)", err=True)
+        return None
+    # A temporary Prefect server has no UI anyone could approve in: ask here instead.
+    ask = ApprovalRequest(
+        tool="udm research",
+        permission=Permission.MODERATE,
+        summary=f"Write a research appendix for {question!r} into {s.udm_root}",
+        input_digest="-",
+    )
+    try:
+        approved = cli_approver(False)(ask)
+    except ApprovalUnavailableError as exc:
+        raise fail(f"{exc}; or --no-write") from None
+    if not approved:
+        raise fail("not approved; pass --no-write to only report")
+    return "full_auto"
+
+
+def _print_result(result: Any, udm_root: Path) -> None:
+    """The run's outcome, one line per source, the counts and any unsupported claim."""
+    typer.echo(f"{result.appendix_id}: {result.status} — {result.message}")
+    for src in result.sources:
+        mark = "ok " if src["status"] == "ok" else ("dup" if src["status"] == "DUPLICATE" else "ERR")
+        reason = f"  ({src['reason'][:100]})" if src.get("reason") else ""
+        typer.echo(f"  [{src['n']}] {mark} {src['url']}{reason}")
+    typer.echo(
+        f"{result.sources_ok} of {len(result.sources)} sources usable; {result.findings} claims cited"
+        f" ({result.synthesizer or 'extractive'})"
+    )
+    for claim in result.unsupported:
+        typer.echo(f"  unsupported, not published: {claim['text'][:100]} ({claim['reason']})")
+    if result.status in ("written",):
+        typer.echo(f"written: {udm_root / result.appendix_path}")
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
@@ -185,4 +201,5 @@ def step_research(ws: Any) -> None:
 
 def register(app: typer.Typer) -> None:
     """Add the research command."""
-    app.command("research")(research)
+    # The help is the docstring's first line: the rest of it is for readers of the code.
+    app.command("research", help=(research.__doc__ or "").split("\n", 1)[0])(research)

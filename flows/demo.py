@@ -1,6 +1,6 @@
 """`udm demo`: copy the sample UDM into a fresh workspace and run every capability on it.
 
-Each area of the product contributes steps to DEMO_STEPS ("module:function"); a step takes the
+The steps are wiring.DEMO_STEPS ("module:function"), one or more per area; a step takes the
 DemoWorkspace, does its work inside it and prints what it did. The sample under examples/ is never
 modified: everything happens in the workspace's copy.
 """
@@ -19,6 +19,7 @@ from typing import Any
 
 import typer
 
+import wiring
 from tasks.base import ToolContext, always_approve
 from udm.config import Settings, load_settings
 
@@ -27,19 +28,9 @@ __all__ = ["DEMO_STEPS", "SAMPLE_UDM", "DemoWorkspace", "register", "run_demo"]
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SAMPLE_UDM = EXAMPLES / "udm"
 
-# (title, "module:function"), run in order. Each issue appends its steps.
-DEMO_STEPS: list[tuple[str, str]] = [
-    ("file-system tool", "flows.demo:step_filesystem"),
-    ("index the UDM", "flows.cli_index:step_index"),
-    ("query the UDM (never stale)", "flows.cli_index:step_queries"),
-    ("lint the UDM", "flows.cli_index:step_lint"),
-    ("knowledge graph: impact query", "flows.cli_graph:step_graph_impact"),
-    ("browser verification: inline checks", "flows.cli_browser:step_verify_inline"),
-    ("patches: check and apply", "flows.cli_patch:step_patch_check_apply"),
-    ("research: offline, cited appendix", "flows.cli_research:step_research"),
-    ("pipelines: check, graph and run a spec", "flows.cli_platform:step_pipelines"),
-    ("MCP server and LLM tool use", "flows.cli_platform:step_mcp_llm"),
-]
+# (title, "module:function") from wiring.DEMO_STEPS, run in order; a list, read at every run, so
+# tests can run their own steps.
+DEMO_STEPS: list[tuple[str, str]] = list(wiring.DEMO_STEPS)
 
 
 @dataclass

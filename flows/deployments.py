@@ -1,4 +1,4 @@
-"""The deployments of every flow (mirrored in prefect.yaml) and `udm serve`, which serves them from one process.
+"""`udm serve`: the deployments of every flow (wiring.DEPLOYMENTS, as in prefect.yaml), served from one process.
 
 `serve` needs no work pool: one long-running process polls the API for its deployments' scheduled
 and triggered runs and runs them. For several machines, `prefect deploy --all` registers the
@@ -13,81 +13,11 @@ schedule set on it), and stopping `udm serve` would pause the pool's deployments
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
 from typing import Any
 
+from wiring import DEPLOYMENTS, SERVED_SUFFIX, DeploymentDef
+
 __all__ = ["DEPLOYMENTS", "SERVED_SUFFIX", "DeploymentDef", "build_deployments", "load_flow", "serve_all"]
-
-# Appended to a deployment's name when `udm serve` registers it (see the module docstring).
-SERVED_SUFFIX = "-served"
-
-
-@dataclass(frozen=True)
-class DeploymentDef:
-    """One deployment: which flow, its name, schedule and default parameters."""
-
-    name: str
-    entrypoint: str  # "flows/module.py:function", as prefect.yaml writes it
-    description: str
-    cron: str | None = None
-    interval_seconds: int | None = None
-    parameters: dict[str, Any] = field(default_factory=dict)
-    tags: tuple[str, ...] = ("udm",)
-
-    @property
-    def served_name(self) -> str:
-        """The name `udm serve` registers it under."""
-        return self.name + SERVED_SUFFIX
-
-    @property
-    def import_path(self) -> tuple[str, str]:
-        """(module, attribute) of the flow."""
-        path, _, attr = self.entrypoint.partition(":")
-        return path.removesuffix(".py").replace("/", "."), attr
-
-
-DEPLOYMENTS: list[DeploymentDef] = [
-    DeploymentDef(
-        name="reindex",
-        entrypoint="flows/index.py:index_flow",
-        description="Frequent re-index: keep the DuckDB index in step with the manual's files.",
-        interval_seconds=900,
-    ),
-    DeploymentDef(
-        name="nightly-verification",
-        entrypoint="flows/browser_verify.py:browser_verification_flow",
-        description="Nightly browser verification of the manual's checks, with screenshots.",
-        cron="0 2 * * *",
-    ),
-    DeploymentDef(
-        name="weekly-research-refresh",
-        entrypoint="flows/research.py:research_flow",
-        description="Weekly research refresh of the manual's main research topic; the appendix waits for approval.",
-        cron="0 3 * * 1",
-        parameters={
-            "request": {
-                "question": "What changed in DuckDB full-text search and its Python API?",
-                "libraries": ["duckdb"],
-            }
-        },
-    ),
-    DeploymentDef(
-        name="on-demand-research",
-        entrypoint="flows/research.py:research_flow",
-        description='Research one question into a cited appendix (--param request=\'{"question": "..."}\').',
-    ),
-    DeploymentDef(
-        name="apply-update",
-        entrypoint="flows/udm_update.py:udm_update_flow",
-        description="Apply edit instructions as one transaction; pauses for approval after the diff.",
-    ),
-    DeploymentDef(
-        name="run-pipeline",
-        entrypoint="flows/pipeline.py:pipeline_flow",
-        description="Run any pipeline spec (--param spec=path/to/spec.yaml).",
-        parameters={"spec": "examples/pipelines/verify.yaml"},
-    ),
-]
 
 
 def load_flow(definition: DeploymentDef) -> Any | None:

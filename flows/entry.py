@@ -67,25 +67,6 @@ def _settings(overrides: dict[str, str]) -> dict[str, str] | None:
     }
 
 
-def _parse(argv: list[str]) -> tuple[dict[str, str], str] | None:
-    overrides: dict[str, str] = {}
-    args = list(argv)
-    while args and args[0] in ("--root", "--state-dir"):
-        if len(args) < 2:
-            return None
-        overrides["root" if args[0] == "--root" else "state_dir"] = args[1]
-        args = args[2:]
-    if (
-        len(args) != 3
-        or args[0] != "query"
-        or args[1] != "id"
-        or not args[2].strip()
-        or args[2].startswith("-")
-    ):
-        return None
-    return overrides, args[2]
-
-
 # The `graph` commands that only read (export writes a file; it stays in the client's process).
 _GRAPH_READS = frozenset(
     {"query", "deps", "dependents", "path", "cycles", "order", "orphans", "show", "stats"}
@@ -93,6 +74,8 @@ _GRAPH_READS = frozenset(
 
 
 def _leading(argv: list[str]) -> tuple[dict[str, str], list[str]] | None:
+    """The global options (`--root`, `--state-dir`, also as `--opt=value`) and the rest of the command
+    line; None for any other leading option, which the full CLI handles."""
     overrides: dict[str, str] = {}
     args = list(argv)
     while args and args[0].startswith("--"):
@@ -131,10 +114,10 @@ def _autostart(conf: dict[str, str]) -> None:
         value = value.strip().lower() in ("1", "true", "yes", "on")
     if value is not True:
         return
-    from udm.daemon import client as dc
+    from udm.daemon import spawn
 
     with contextlib.suppress(OSError):  # starting is best effort; this command is answered either way
-        dc.spawn(conf["root"], conf["state"])
+        spawn(conf["root"], conf["state"])
 
 
 def via_daemon(argv: list[str]) -> int | None:
@@ -142,15 +125,15 @@ def via_daemon(argv: list[str]) -> int | None:
     conf = daemon_eligible(argv)
     if conf is None:
         return None
-    from udm.daemon import client as dc
+    from udm.daemon import DaemonUnavailable, fingerprint, request, socket_path
 
-    if not os.path.exists(dc.socket_path(conf["state"])):
+    if not os.path.exists(socket_path(conf["state"])):
         _autostart(conf)
         return None
-    message = {"op": "run", "argv": list(argv), "fingerprint": dc.fingerprint(os.getcwd())}
+    message = {"op": "run", "argv": list(argv), "fingerprint": fingerprint(os.getcwd())}
     try:
-        reply = dc.request(conf["state"], message)
-    except dc.DaemonUnavailable:
+        reply = request(conf["state"], message)
+    except DaemonUnavailable:
         return None
     code = reply.get("code")
     if not isinstance(code, int) or isinstance(code, bool):
@@ -168,10 +151,13 @@ def via_daemon(argv: list[str]) -> int | None:
 def fast_query_id(argv: list[str]) -> int | None:
     """Exit code when the fast path answered, None when the full CLI must."""
     started = time.perf_counter()
-    parsed = _parse(argv)
+    parsed = _leading(argv)
     if parsed is None:
         return None
-    overrides, ident = parsed
+    overrides, args = parsed
+    if len(args) != 3 or args[:2] != ["query", "id"] or not args[2].strip() or args[2].startswith("-"):
+        return None
+    ident = args[2]
     conf = _settings(overrides)
     if conf is None:
         return None

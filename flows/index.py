@@ -8,12 +8,12 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from flows import engine_patch
+# Prefect's workers load this file as a script (prefect.yaml's entrypoint): importing the package
+# is what installs its engine patch and defaults there. The other flow modules import from it anyway.
+import flows  # noqa: F401
 from udm.config import load_settings
 from udm.errors import IndexBusyError
 from udm.index import UdmIndex
-
-engine_patch.apply()
 
 __all__ = ["index_flow", "refresh_index"]
 

@@ -16,6 +16,7 @@ import queue
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -25,8 +26,8 @@ from prefect.futures import PrefectFuture
 from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows import engine_patch
-from flows.run_settings import check_scope, flow_settings, job_variable_floor, run_changed_parameters
+import wiring
+from flows.run_settings import check_scope, flow_settings, run_changed_parameters, run_policy
 from flows.states import state_result
 from tasks.base import (
     ApprovalRequest,
@@ -35,12 +36,9 @@ from tasks.base import (
     ToolContext,
     always_approve,
     deny_all,
-    own_policy,
     own_settings,
-    stricter,
 )
 from tasks.pipeline_spec import (
-    BUILTIN_FLOWS,
     CompiledPipeline,
     ExpressionError,
     FlowInfo,
@@ -54,25 +52,18 @@ from tasks.pipeline_spec import (
 )
 from tasks.prefect_task import envelope_of, tool_task
 from udm.config import Settings, load_settings
-
-engine_patch.apply()
+from udm.errors import FlowError
 
 __all__ = ["FLOW_PATHS", "POOL_SIZE", "PipelineRunError", "flow_catalog", "pipeline_flow", "run_pipeline"]
 
 # The flow's thread pool; a spec's max_workers (at most this) caps the steps in flight.
 POOL_SIZE = 32
 
-# The flows a pipeline step may run, loaded lazily (they are written by other areas).
-FLOW_PATHS: dict[str, str] = {
-    "research": "flows.research:research_flow",
-    "update": "flows.udm_update:udm_update_flow",
-    "verify": "flows.browser_verify:browser_verification_flow",
-    "index": "flows.index:index_flow",
-}
-assert set(FLOW_PATHS) == set(BUILTIN_FLOWS)
+# The flows a pipeline step may run (wiring.PIPELINE_FLOWS), each loaded when first needed.
+FLOW_PATHS: dict[str, str] = dict(wiring.PIPELINE_FLOWS)
 
 
-class PipelineRunError(RuntimeError):
+class PipelineRunError(FlowError, RuntimeError):
     """A pipeline run in which some step failed; `summary` holds every step's outcome."""
 
     def __init__(self, message: str, summary: dict[str, Any]) -> None:
@@ -187,135 +178,170 @@ def _outcome(step: StepSpec, fut: PrefectFuture[Any]) -> tuple[bool, Any, str | 
     return False, value, state.message or f"the flow ended {state.name}", state.name or "Failed"
 
 
-def run_pipeline(
-    compiled: CompiledPipeline,
-    params: Mapping[str, Any] | None = None,
-    ctx: ToolContext | None = None,
-) -> dict[str, Any]:
-    """Run a compiled pipeline inside the current flow; returns {step: {status, output, error, ...}}."""
-    spec = compiled.spec
-    ctx = ctx or ToolContext(settings=load_settings())
-    scope: dict[str, Any] = {"params": {**spec.parameters, **dict(params or {})}, "steps": {}}
-    tasks_by_step = _step_tasks(spec.name, spec.steps, ctx.settings.state_path)
-    results: dict[str, dict[str, Any]] = {}
-    futures: dict[str, list[PrefectFuture[Any]]] = {}
-    waiting = {n: set(compiled.upstream[n]) for n in compiled.order}
-    dependants: dict[str, list[str]] = {n: [] for n in compiled.order}
-    for n, ups in compiled.upstream.items():
-        for u in ups:
-            dependants[u].append(n)
-    done: queue.SimpleQueue[tuple[str, int, PrefectFuture[Any]]] = queue.SimpleQueue()
-    open_items: dict[str, int] = {}
-    item_values: dict[str, list[Any]] = {}
-    item_errors: dict[str, list[str]] = {}
-    item_states: dict[str, set[str]] = {}
-    queued: deque[tuple[str, int, dict[str, Any], str, list[PrefectFuture[Any]]]] = deque()
-    cap = min(spec.max_workers, POOL_SIZE)
-    in_flight = 0
+@dataclass
+class _Items:
+    """The runs of one started step (one, or one per `for_each` item): how many are still open, and
+    each one's output, errors and notable state names."""
 
-    def finish(name: str, record: dict[str, Any]) -> list[str]:
-        results[name] = record
-        scope["steps"][name] = {"output": record.get("output"), "status": record["status"]}
+    open: int
+    values: list[Any]
+    errors: list[str] = field(default_factory=list)
+    states: set[str] = field(default_factory=set)
+
+
+class _Scheduler:
+    """One pipeline run: steps start when all their needs have finished, their runs are submitted
+    while fewer than `max_workers` are in flight, and each finished run is collected as it ends."""
+
+    def __init__(
+        self, compiled: CompiledPipeline, params: Mapping[str, Any] | None, ctx: ToolContext
+    ) -> None:
+        spec = self.spec = compiled.spec
+        self.upstream = compiled.upstream
+        self.ctx = ctx
+        self.scope: dict[str, Any] = {"params": {**spec.parameters, **dict(params or {})}, "steps": {}}
+        self.tasks = _step_tasks(spec.name, spec.steps, ctx.settings.state_path)
+        self.results: dict[str, dict[str, Any]] = {}
+        self.futures: dict[str, list[PrefectFuture[Any]]] = {}
+        self.waiting = {n: set(compiled.upstream[n]) for n in compiled.order}
+        self.dependants: dict[str, list[str]] = {n: [] for n in compiled.order}
+        for n, ups in compiled.upstream.items():
+            for u in ups:
+                self.dependants[u].append(n)
+        self.done: queue.SimpleQueue[tuple[str, int, PrefectFuture[Any]]] = queue.SimpleQueue()
+        self.items: dict[str, _Items] = {}
+        self.queued: deque[tuple[str, int, dict[str, Any], str, list[PrefectFuture[Any]]]] = deque()
+        self.cap = min(spec.max_workers, POOL_SIZE)
+        self.in_flight = 0
+
+    def finish(self, name: str, record: dict[str, Any]) -> list[str]:
+        """Record a step's outcome; the steps that were waiting only for it."""
+        self.results[name] = record
+        self.scope["steps"][name] = {"output": record.get("output"), "status": record["status"]}
         ready = []
-        for d in dependants[name]:
-            waiting[d].discard(name)
-            if not waiting[d]:
+        for d in self.dependants[name]:
+            self.waiting[d].discard(name)
+            if not self.waiting[d]:
                 ready.append(d)
         return ready
 
-    def start(name: str) -> list[str]:
-        """Submit a ready step; returns steps that became ready because this one finished at once."""
-        step = spec.steps[name]
+    def _inputs(self, step: StepSpec) -> list[Any] | None:
+        """The rendered input of each of the step's runs; None when its condition is false
+        (ExpressionError when an expression fails)."""
+        if step.when is not None and not evaluate(strip_expression(step.when), self.scope):
+            return None
+        if step.for_each is None:
+            items: list[Any] = [None]
+        else:
+            found = render(step.for_each, self.scope)
+            if not isinstance(found, list):
+                raise ExpressionError(f"for_each gave a {type(found).__name__}, not a list")
+            items = found
+        return [render(step.input, {**self.scope, "item": it, "index": i}) for i, it in enumerate(items)]
+
+    def start(self, name: str) -> list[str]:
+        """Queue a ready step's runs; returns steps that became ready because this one finished at once."""
+        step = self.spec.steps[name]
         started = time.perf_counter()
-        bad = [u for u in compiled.upstream[name] if results[u]["status"] != "completed"]
+        bad = [u for u in self.upstream[name] if self.results[u]["status"] != "completed"]
         if bad:
-            return finish(name, {"status": "skipped", "reason": f"needs {', '.join(bad)} did not complete"})
+            return self.finish(
+                name, {"status": "skipped", "reason": f"needs {', '.join(bad)} did not complete"}
+            )
         try:
-            if step.when is not None and not evaluate(strip_expression(step.when), scope):
-                return finish(name, {"status": "skipped", "reason": f"condition false: {step.when}"})
-            if step.for_each is None:
-                items: list[Any] = [None]
-            else:
-                found = render(step.for_each, scope)
-                if not isinstance(found, list):
-                    raise ExpressionError(f"for_each gave a {type(found).__name__}, not a list")
-                items = found
-            inputs = [render(step.input, {**scope, "item": it, "index": i}) for i, it in enumerate(items)]
+            inputs = self._inputs(step)
         except ExpressionError as exc:
-            return finish(name, {"status": "failed", "error": str(exc)})
+            return self.finish(name, {"status": "failed", "error": str(exc)})
+        if inputs is None:
+            return self.finish(name, {"status": "skipped", "reason": f"condition false: {step.when}"})
         if not inputs:
-            return finish(name, {"status": "completed", "output": [], "items": 0})
-        wait_for = [f for u in compiled.upstream[name] for f in futures.get(u, [])]
-        futures[name] = []
-        open_items[name] = len(inputs)
-        item_values[name] = [None] * len(inputs)
-        item_errors[name] = []
-        item_states[name] = set()
-        results[name] = {"status": "running", "started": started}
+            return self.finish(name, {"status": "completed", "output": [], "items": 0})
+        wait_for = [f for u in self.upstream[name] for f in self.futures.get(u, [])]
+        self.futures[name] = []
+        self.items[name] = _Items(open=len(inputs), values=[None] * len(inputs))
+        self.results[name] = {"status": "running", "started": started}
         for i, raw in enumerate(inputs):
             label = name if step.for_each is None else f"{name}[{i}]"
-            queued.append((name, i, raw, label, wait_for))
+            self.queued.append((name, i, raw, label, wait_for))
         return []
 
-    def pump() -> None:
+    def pump(self) -> None:
         """Submit queued step runs while fewer than max_workers are in flight."""
-        nonlocal in_flight
-        while queued and in_flight < cap:
-            name, i, raw, label, wait_for = queued.popleft()
-            task_obj = tasks_by_step[name]
-            if spec.steps[name].tool:
-                fut = task_obj.submit(raw, ctx, run_label=label, wait_for=wait_for)
+        while self.queued and self.in_flight < self.cap:
+            name, i, raw, label, wait_for = self.queued.popleft()
+            task_obj = self.tasks[name]
+            if self.spec.steps[name].tool:
+                fut = task_obj.submit(raw, self.ctx, run_label=label, wait_for=wait_for)
             else:
                 fut = task_obj.submit(raw, run_label=label, wait_for=wait_for)
-            fut.add_done_callback(_notify(done, name, i))
-            futures[name].append(fut)
-            in_flight += 1
+            fut.add_done_callback(_notify(self.done, name, i))
+            self.futures[name].append(fut)
+            self.in_flight += 1
 
-    pending_starts = [n for n in compiled.order if not waiting[n]]
-    running = 0
-    while pending_starts or running:
-        while pending_starts:
-            name = pending_starts.pop(0)
-            newly = start(name)
-            if name in open_items and results[name]["status"] == "running":
-                running += 1
-            pending_starts += newly
-        pump()
-        if not running:
-            break
-        name, index, fut = done.get()
-        in_flight -= 1
-        step = spec.steps[name]
+    def collect(self, name: str, index: int, fut: PrefectFuture[Any]) -> dict[str, Any] | None:
+        """Take one finished run; the step's record once it was the step's last open run."""
+        self.in_flight -= 1
+        step = self.spec.steps[name]
+        items = self.items[name]
         try:
             fut.wait()
             ok, output, error, state_name = _outcome(step, fut)
         except Exception as exc:  # a crashed or timed-out task run is this step's failure
             ok, output, error, state_name = False, None, f"{type(exc).__name__}: {exc}", "Crashed"
         if state_name not in ("", "Completed", "Cached", "Failed"):
-            item_states[name].add(state_name)
-        item_values[name][index] = output
+            items.states.add(state_name)
+        items.values[index] = output
         if not ok:
-            item_errors[name].append(f"[{index}] {error}" if step.for_each is not None else str(error))
-        open_items[name] -= 1
-        if open_items[name]:
-            continue
-        running -= 1
+            items.errors.append(f"[{index}] {error}" if step.for_each is not None else str(error))
+        items.open -= 1
+        if items.open:
+            return None
         record: dict[str, Any] = {
-            "status": "failed" if item_errors[name] else "completed",
-            "output": item_values[name] if step.for_each is not None else item_values[name][0],
-            "seconds": round(time.perf_counter() - results[name]["started"], 3),
+            "status": "failed" if items.errors else "completed",
+            "output": items.values if step.for_each is not None else items.values[0],
+            "seconds": round(time.perf_counter() - self.results[name]["started"], 3),
         }
         if step.for_each is not None:
-            record["items"] = len(item_values[name])
-        if item_states[name]:
+            record["items"] = len(items.values)
+        if items.states:
             # A flow step that ended Completed "Rejected" or "Unchanged", or Failed "Expired".
-            record["state"] = ", ".join(sorted(item_states[name]))
-        if item_errors[name]:
-            record["error"] = "; ".join(item_errors[name])
-        pending_starts += finish(name, record)
-    for rec in results.values():
-        rec.pop("started", None)
-    return results
+            record["state"] = ", ".join(sorted(items.states))
+        if items.errors:
+            record["error"] = "; ".join(items.errors)
+        return record
+
+    def run(self, order: list[str]) -> dict[str, dict[str, Any]]:
+        """Run every step (in `order` where several are ready at once); each step's record."""
+        pending_starts = [n for n in order if not self.waiting[n]]
+        running = 0
+        while pending_starts or running:
+            while pending_starts:
+                name = pending_starts.pop(0)
+                newly = self.start(name)
+                if name in self.items and self.results[name]["status"] == "running":
+                    running += 1
+                pending_starts += newly
+            self.pump()
+            if not running:
+                break
+            name, index, fut = self.done.get()
+            record = self.collect(name, index, fut)
+            if record is not None:
+                running -= 1
+                pending_starts += self.finish(name, record)
+        for rec in self.results.values():
+            rec.pop("started", None)
+        return self.results
+
+
+def run_pipeline(
+    compiled: CompiledPipeline,
+    params: Mapping[str, Any] | None = None,
+    ctx: ToolContext | None = None,
+) -> dict[str, Any]:
+    """Run a compiled pipeline inside the current flow; returns {step: {status, output, error, ...}}."""
+    scheduler = _Scheduler(compiled, params, ctx or ToolContext(settings=load_settings()))
+    return scheduler.run(list(compiled.order))
 
 
 def _summary_table(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -367,22 +393,7 @@ def pipeline_flow(
     overrides = {k: v for k, v in {"root": root, "state_dir": state_dir}.items() if v}
     settings = flow_settings(project, overrides)
     compiled = compile_pipeline(load_spec(source), flow_catalog(), params)
-    from prefect.runtime import deployment, flow_run
-
-    if deployment.id:
-        # A safe (unreviewed) tool step reads anywhere under the root: a trigger may only narrow it.
-        changed = run_changed_parameters(("project", "root", "state_dir"))
-        if changed:
-            check_scope(settings, own_settings(), changed)
-
-        # `project` is a run parameter: its folder's udm.toml must not lower the process's own policy.
-        floor = stricter(settings.approval_policy, own_policy(), job_variable_floor())
-        settings = settings.model_copy(update={"approval_policy": floor})
-        approver: Approver = _review_approver(approval_timeout_s, settings)
-    else:
-        approver = always_approve if approve else deny_all
-    ctx = ToolContext(settings=settings, approver=approver)
-    results = run_pipeline(compiled, params, ctx)
+    results = run_pipeline(compiled, params, _context(settings, approve, approval_timeout_s))
     if artifact:
         from prefect.artifacts import create_table_artifact
 
@@ -391,18 +402,39 @@ def pipeline_flow(
             key=f"pipeline-{compiled.spec.name.lower().replace('_', '-').replace('.', '-')}"[:100],
             description=f"Steps of pipeline {compiled.spec.name}",
         )
+    return _final_state(compiled.spec.name, results)
+
+
+def _context(settings: Settings, approve: bool, approval_timeout_s: int) -> ToolContext:
+    """The steps' tool context: in a deployment run, settings only narrowing the process's and a
+    reviewer in the UI; in-process, `approve` approves or denies what needs approval."""
+    from prefect.runtime import deployment
+
+    if not deployment.id:
+        return ToolContext(settings=settings, approver=always_approve if approve else deny_all)
+    # A safe (unreviewed) tool step reads anywhere under the root: a trigger may only narrow it.
+    changed = run_changed_parameters(("project", "root", "state_dir"))
+    if changed:
+        check_scope(settings, own_settings(), changed)
+    # `project` is a run parameter: its folder's udm.toml must not lower the process's own policy.
+    settings = settings.model_copy(update={"approval_policy": run_policy(settings)})
+    return ToolContext(settings=settings, approver=_review_approver(approval_timeout_s, settings))
+
+
+def _final_state(name: str, results: dict[str, Any]) -> State[Any]:
+    """Completed (or Completed "Rejected") with every step's outcome; PipelineRunError when a step failed."""
+    from prefect.runtime import flow_run
+
     failed = [n for n, r in results.items() if r["status"] == "failed"]
     summary = {
-        "pipeline": compiled.spec.name,
+        "pipeline": name,
         "status": "failed" if failed else "completed",
         "flow_run_id": str(flow_run.id),
         "steps": results,
     }
     if failed:
         details = "; ".join(f"{n}: {results[n].get('error')}" for n in failed)
-        raise PipelineRunError(
-            f"pipeline {compiled.spec.name}: {len(failed)} step(s) failed: {details}", summary
-        )
+        raise PipelineRunError(f"pipeline {name}: {len(failed)} step(s) failed: {details}", summary)
     rejected = [n for n, r in results.items() if "Rejected" in r.get("state", "")]
     if rejected:
         return Completed(

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, urlencode, urlunsplit
 
-from udm.errors import InvalidURLError
+from udm.errors import FlowError, InvalidURLError
 from udm.net import split_url
 from udm.research import Claim, Synthesis, comparable, terms
 
@@ -203,7 +203,7 @@ def latest_fingerprint(appendices_dir: Path, topic: str) -> Latest | None:
     return Latest(app_id, match.group(1), int(count.group(1)) if count else None)
 
 
-class AppendixCheckError(Exception):
+class AppendixCheckError(FlowError):
     """The appendix's Markdown does not parse back to the blocks it was built from."""
 
 
@@ -258,23 +258,16 @@ def _quoted(claim: Claim) -> str:
     return f"“{claim.text}” {_cite(claim)}" if claim.quote == claim.text else f"{claim.text} {_cite(claim)}"
 
 
-def render_appendix(
+def _header(
     app_id: str,
+    heading: str,
     question: str,
-    sources: list[Source],
     synthesis: Synthesis,
-    *,
-    title: str | None = None,
-    run_id: str | None = None,
-    created: datetime | None = None,
-    fingerprint: str | None = None,
-) -> str:
-    """The research appendix as Markdown: header, answer, findings by sub-question, unsupported
-    claims, sources table and `sources` block; checked to parse back to the blocks built (raises
-    AppendixCheckError otherwise)."""
-    created = created or datetime.now(UTC)
-    heading = title or question.rstrip("?").strip()
-    claims = synthesis.claims()
+    created: datetime,
+    run_id: str | None,
+    fingerprint: str | None,
+) -> list[_Block]:
+    """The appendix's heading and its YAML header block."""
     header = [
         f"appendix: {app_id}",
         f"title: {_yaml_str(heading)}",
@@ -289,13 +282,17 @@ def render_appendix(
     if fingerprint:
         header.append(f'fingerprint: "{fingerprint}"')
         # With the fingerprint, an unchanged re-run reports this count without synthesising again.
-        header.append(f"findings: {len(claims)}")
-    blocks = [
+        header.append(f"findings: {len(synthesis.claims())}")
+    return [
         _Block("heading", f"# {app_id}: {heading_safe(heading)}"),
         _Block("fence", "```yaml\n" + "\n".join(header) + "\n```"),
-        _Block("heading", "## 1. Answer"),
     ]
+
+
+def _answer(synthesis: Synthesis, sources: list[Source]) -> list[_Block]:
+    """Section 1: the answer and how it was written."""
     ok_sources = [s for s in sources if s.ok]
+    blocks = [_Block("heading", "## 1. Answer")]
     if synthesis.answer:
         blocks.append(_Block("paragraph", " ".join(_quoted(c) for c in synthesis.answer)))
     else:
@@ -315,7 +312,12 @@ def render_appendix(
     blocks.append(
         _Block("paragraph", f"{how} {len(ok_sources)} of {len(sources)} sources gave usable text.{notes}")
     )
-    blocks.append(_Block("heading", "## 2. Findings"))
+    return blocks
+
+
+def _findings(synthesis: Synthesis) -> list[_Block]:
+    """Section 2, the findings by sub-question, and the unsupported claims."""
+    blocks = [_Block("heading", "## 2. Findings")]
     for i, (sub, group) in enumerate(synthesis.groups, 1):
         blocks.append(_Block("heading", f"### 2.{i} {heading_safe(_cell(sub))}"))
         if group:
@@ -332,6 +334,11 @@ def render_appendix(
         )
         items = [f"- {_cell(c.text)} ({_cell(c.reason) or 'unsupported'})" for c in synthesis.unsupported]
         blocks.append(_Block("bullet_list", "\n".join(items), len(items)))
+    return blocks
+
+
+def _sources(sources: list[Source]) -> list[_Block]:
+    """Section 3: the sources table and the `sources` YAML block."""
     rows = [
         "| n | Title | URL | Fetched at | Content hash | Status |",
         "| --- | --- | --- | --- | --- | --- |",
@@ -342,7 +349,6 @@ def render_appendix(
         rows.append(
             f"| {s.n} | {_cell(s.title or '-')} | {_cell(s.url)} | {s.fetched_at or '-'} | {short} | {status} |"
         )
-    blocks += [_Block("heading", "## 3. Sources"), _Block("table", "\n".join(rows), len(sources))]
     yaml_lines = ["```yaml", "sources:"]
     for s in sources:
         yaml_lines += [
@@ -353,7 +359,34 @@ def render_appendix(
             f"    sha256: {_yaml_str(s.content_hash.removeprefix('sha256:'))}",
             f"    status: {_yaml_str('ok' if s.ok else s.status)}",
         ]
-    blocks.append(_Block("fence", "\n".join([*yaml_lines, "```"])))
+    return [
+        _Block("heading", "## 3. Sources"),
+        _Block("table", "\n".join(rows), len(sources)),
+        _Block("fence", "\n".join([*yaml_lines, "```"])),
+    ]
+
+
+def render_appendix(
+    app_id: str,
+    question: str,
+    sources: list[Source],
+    synthesis: Synthesis,
+    *,
+    title: str | None = None,
+    run_id: str | None = None,
+    created: datetime | None = None,
+    fingerprint: str | None = None,
+) -> str:
+    """The research appendix as Markdown: header, answer, findings by sub-question, unsupported
+    claims, sources table and `sources` block; checked to parse back to the blocks built (raises
+    AppendixCheckError otherwise)."""
+    heading = title or question.rstrip("?").strip()
+    blocks = [
+        *_header(app_id, heading, question, synthesis, created or datetime.now(UTC), run_id, fingerprint),
+        *_answer(synthesis, sources),
+        *_findings(synthesis),
+        *_sources(sources),
+    ]
     markdown = "\n\n".join(b.text for b in blocks) + "\n"
     check_markdown(markdown, [(b.kind, b.size) for b in blocks])
     return markdown

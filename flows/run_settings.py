@@ -34,7 +34,7 @@ from uuid import UUID
 from prefect import get_client
 from prefect.context import FlowRunContext
 
-from tasks.base import caller_holds_settings, own_settings
+from tasks.base import caller_holds_settings, effective_policy, own_settings, stricter
 from udm.config import ApprovalPolicy, Settings, load_settings
 from udm.errors import ConfigError
 
@@ -47,6 +47,7 @@ __all__ = [
     "job_variable_floor",
     "refuse_run_settings",
     "run_changed_parameters",
+    "run_policy",
 ]
 
 # Where requests go and where secrets come from: the process's values, never a run's.
@@ -71,7 +72,9 @@ class SettingsParameter:
 
     `passed` are the settings a caller holding Settings hands over (`project_root` always goes too).
     With `only_passed`, a run may set those and nothing else; without it, any setting but the
-    approval policy, and a triggered run only narrowing what the process allows (`check_narrowing`).
+    approval policy, and a triggered run only narrowing what the process allows (`check_narrowing`;
+    in a deployment run whose trigger changed the parameter, or a subflow of a run a worker started,
+    its folders too: `check_scope`).
     """
 
     passed: tuple[str, ...]
@@ -104,7 +107,13 @@ class SettingsParameter:
         settings = flow_settings(data.pop("project_root", None), data)
         if not self.only_passed and not caller_holds_settings():
             # A triggered run: its parameters may only narrow what the process allows (fetch_allow, ...).
-            check_narrowing(settings, own_settings())
+            own = own_settings()
+            check_narrowing(settings, own)
+            if run_changed_parameters(("settings_overrides",)) or _subflow_of_worker_run():
+                # Folders a trigger chose (not the deployment; or a step of a spec a trigger may have
+                # sent): only inside the process's own, as for the pipeline's `root`; `root: /` would
+                # read any file of the worker into the appendix.
+                check_scope(settings, own, ["settings_overrides"])
         return settings
 
 
@@ -147,6 +156,12 @@ def job_variable_floor() -> ApprovalPolicy | None:
         return ApprovalPolicy.ASK_ALWAYS
 
 
+def run_policy(settings: Settings, requested: ApprovalPolicy | str | None = None) -> ApprovalPolicy:
+    """The approval policy a flow run applies: the process's (`effective_policy`), made stricter by
+    `requested` and by a run-level UDM_APPROVAL_POLICY job variable (`job_variable_floor`)."""
+    return stricter(effective_policy(settings, requested), job_variable_floor())
+
+
 def refuse_run_settings() -> None:
     """ConfigError naming each UDM_* setting other than the approval policy that the run (not its
     deployment) set through its `env` job variable; nothing when the run was not started by a worker.
@@ -186,6 +201,15 @@ def run_changed_parameters(names: tuple[str, ...]) -> list[str]:
         deployment = client.read_deployment(run.deployment_id)
     own = deployment.parameters or {}
     return [n for n in names if (run.parameters or {}).get(n) != own.get(n)]
+
+
+def _subflow_of_worker_run() -> bool:
+    """Whether this flow run is a subflow inside a run a worker started (a pipeline step's flow)."""
+    top = os.environ.get("PREFECT__FLOW_RUN_ID")
+    context = FlowRunContext.get()
+    return (
+        bool(top) and context is not None and context.flow_run is not None and str(context.flow_run.id) != top
+    )
 
 
 def check_narrowing(settings: Settings, own: Settings) -> None:

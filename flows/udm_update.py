@@ -19,17 +19,14 @@ from prefect.states import Completed, Failed, State
 from prefect.transactions import Transaction, get_transaction, transaction
 from pydantic import BaseModel, Field
 
-from flows import engine_patch
 from flows.approval import Approval, ApprovalExpiredError, PausedRun, flow_run_url, wait_for_approval
 from flows.notify import notify_review_waiting
-from flows.run_settings import SettingsParameter, job_variable_floor
+from flows.run_settings import SettingsParameter, run_policy
 from flows.states import state_result
-from tasks.base import Permission, effective_policy, needs_approval, process_policy, stricter
+from tasks.base import Permission, needs_approval, process_policy
 from udm.config import ApprovalPolicy, Settings
 from udm.errors import ConfigError
 from udm.patch import Patch, PatchResult, apply_patch, revert_patch
-
-engine_patch.apply()
 
 __all__ = [
     "SETTINGS",
@@ -282,37 +279,69 @@ def udm_update_flow(
     return update_state(update_steps(patch, options or UpdateOptions(), settings))
 
 
-def update_steps(patch: Patch, options: UpdateOptions, settings: Settings) -> UpdateResult:
-    """The update flow's steps inside the current flow run: plan, artifacts, approval, commit, re-index.
+class _Outcome:
+    """Builds the run's UpdateResult, logging it: the patch, the run and the artifacts published so far."""
 
-    udm_update_flow is these steps as their own run; research_flow runs them inside its own run, since
-    a subflow's first API write waits until the server has recorded every task run before it (seconds
-    after a 200-source fan-out). The pause for approval pauses whichever run called this.
-    """
-    run_id = str(runtime_flow_run.id) if runtime_flow_run.id else None
-    logger = get_run_logger()
+    def __init__(self, patch: Patch) -> None:
+        self.patch_id = patch.id
+        self.run_id = str(runtime_flow_run.id) if runtime_flow_run.id else None
+        self.artifacts: list[str] = []
 
-    def done(status: Any, message: str, **extra: Any) -> UpdateResult:
+    def __call__(self, status: Any, message: str, **extra: Any) -> UpdateResult:
         """Log and build the run's result."""
-        logger.info("patch %s: %s %s", patch.id, status, message)
+        get_run_logger().info("patch %s: %s %s", self.patch_id, status, message)
         return UpdateResult(
             status=status,
             message=message,
-            patch_id=patch.id,
-            flow_run_id=run_id,
-            artifacts=artifacts,
+            patch_id=self.patch_id,
+            flow_run_id=self.run_id,
+            artifacts=self.artifacts,
             **extra,
         )
 
-    artifacts: list[str] = []
-    plan = plan_patch_task(patch, settings)
-    if not plan.ok:
-        return done(plan.status, plan.error or "", patch=plan)
-    artifacts = _publish(plan, patch)
-    if not plan.files:
-        return done("unchanged", "the manual already reads as the patch asks", patch=plan)
 
-    policy = stricter(effective_policy(settings, options.approval_policy), job_variable_floor())
+def _ask(
+    patch: Patch,
+    plan: PatchResult,
+    permission: Permission,
+    options: UpdateOptions,
+    done: _Outcome,
+    settings: Settings,
+) -> Approval | None:
+    """Pause this run (and those above it) until a reviewer answers; the answer (None: resumed without
+    one). ApprovalExpiredError when nobody answered in time."""
+    link = _artifact_link(done.artifacts[0], artifact_key(patch.id) + "-diff")
+    prompt = Approval.with_initial_data(
+        description=f"Approve patch `{patch.id}` ({permission.value}): {_plain(patch.description)}\n\n"
+        f"Read the diff first: {link}.",
+        approve=False,
+    )
+
+    def tell(runs: list[PausedRun]) -> None:
+        """Notify whoever the settings name that this review waits."""
+        what = {
+            "patch_id": patch.id,
+            "description": patch.description,
+            "permission": permission.value,
+            "diff_artifact_key": artifact_key(patch.id) + "-diff",
+            "files": [f.path for f in plan.files],
+        }
+        subject = f"Review waiting: patch {patch.id}: {' '.join(patch.description.split())[:120]}"
+        notify_review_waiting(
+            settings, runs, subject=subject, what=what, timeout_s=options.approval_timeout_s
+        )
+
+    return wait_for_approval(
+        prompt, timeout_s=options.approval_timeout_s, poll_interval_s=options.poll_interval_s, on_paused=tell
+    )
+
+
+def _review(
+    patch: Patch, plan: PatchResult, options: UpdateOptions, done: _Outcome, settings: Settings
+) -> tuple[dict[str, Any], Approval | None, UpdateResult | None]:
+    """(the review the patch record stores, the reviewer's answer, the run's result when the review
+    ended it: expired or rejected). No answer is asked for when the policy lets the patch through."""
+    policy = run_policy(settings, options.approval_policy)
     permission = Permission.DESTRUCTIVE if patch.destructive else Permission.MODERATE
     review: dict[str, Any] = {
         "policy": policy.value,
@@ -320,62 +349,39 @@ def update_steps(patch: Patch, options: UpdateOptions, settings: Settings) -> Up
         "reviewer": None,
         "comment": "",
         "decided_at": None,
-        "flow_run_id": run_id,
-        "flow_run_url": flow_run_url(run_id),
+        "flow_run_id": done.run_id,
+        "flow_run_url": flow_run_url(done.run_id),
     }
-    answer: Approval | None = None
-    if needs_approval(policy, permission):
-        link = _artifact_link(artifacts[0], artifact_key(patch.id) + "-diff")
-        prompt = Approval.with_initial_data(
-            description=f"Approve patch `{patch.id}` ({permission.value}): {_plain(patch.description)}\n\n"
-            f"Read the diff first: {link}.",
-            approve=False,
-        )
+    if not needs_approval(policy, permission):
+        return review, None, None
+    try:
+        answer = _ask(patch, plan, permission, options, done, settings)
+    except ApprovalExpiredError:
+        why = f"nobody decided within {options.approval_timeout_s} s; nothing was changed"
+        return review, None, done("expired", why, patch=plan)
+    review.update(
+        decision="approved" if answer is not None and answer.approve else "rejected",
+        reviewer=answer.reviewer if answer else None,
+        comment=answer.comment if answer else "",
+        decided_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+    if answer is None or not answer.approve:
+        info = answer.model_dump(include={"approve", "reviewer", "comment"}) if answer else None
+        why = (answer.comment if answer else "") or "rejected by the reviewer"
+        return review, answer, done("rejected", why, patch=plan, approval=info, review=review)
+    return review, answer, None
 
-        def tell(runs: list[PausedRun]) -> None:
-            """Notify whoever the settings name that this review waits."""
-            what = {
-                "patch_id": patch.id,
-                "description": patch.description,
-                "permission": permission.value,
-                "diff_artifact_key": artifact_key(patch.id) + "-diff",
-                "files": [f.path for f in plan.files],
-            }
-            subject = f"Review waiting: patch {patch.id}: {' '.join(patch.description.split())[:120]}"
-            notify_review_waiting(
-                settings, runs, subject=subject, what=what, timeout_s=options.approval_timeout_s
-            )
 
-        try:
-            answer = wait_for_approval(
-                prompt,
-                timeout_s=options.approval_timeout_s,
-                poll_interval_s=options.poll_interval_s,
-                on_paused=tell,
-            )
-        except ApprovalExpiredError:
-            return done(
-                "expired",
-                f"nobody decided within {options.approval_timeout_s} s; nothing was changed",
-                patch=plan,
-            )
-        review.update(
-            decision="approved" if answer is not None and answer.approve else "rejected",
-            reviewer=answer.reviewer if answer else None,
-            comment=answer.comment if answer else "",
-            decided_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        )
-        if answer is None or not answer.approve:
-            info = answer.model_dump(include={"approve", "reviewer", "comment"}) if answer else None
-            return done(
-                "rejected",
-                (answer.comment if answer else "") or "rejected by the reviewer",
-                patch=plan,
-                approval=info,
-                review=review,
-            )
-    approval = answer.model_dump(include={"approve", "reviewer", "comment"}) if answer else None
-
+def _commit(
+    patch: Patch,
+    plan: PatchResult,
+    options: UpdateOptions,
+    settings: Settings,
+    review: dict[str, Any],
+    approval: dict[str, Any] | None,
+    done: _Outcome,
+) -> UpdateResult:
+    """Commit the planned patch and re-index in one Prefect transaction: a failed re-index reverts it."""
     planned = Patch.model_validate(plan.planned_patch)
     txn: Transaction | None = None
     committed: PatchResult | None = None
@@ -414,6 +420,27 @@ def update_steps(patch: Patch, options: UpdateOptions, settings: Settings) -> Up
         reindexed=reindexed,
         review=review,
     )
+
+
+def update_steps(patch: Patch, options: UpdateOptions, settings: Settings) -> UpdateResult:
+    """The update flow's steps inside the current flow run: plan, artifacts, approval, commit, re-index.
+
+    udm_update_flow is these steps as their own run; research_flow runs them inside its own run, since
+    a subflow's first API write waits until the server has recorded every task run before it (seconds
+    after a 200-source fan-out). The pause for approval pauses whichever run called this.
+    """
+    done = _Outcome(patch)
+    plan = plan_patch_task(patch, settings)
+    if not plan.ok:
+        return done(plan.status, plan.error or "", patch=plan)
+    done.artifacts = _publish(plan, patch)
+    if not plan.files:
+        return done("unchanged", "the manual already reads as the patch asks", patch=plan)
+    review, answer, ended = _review(patch, plan, options, done, settings)
+    if ended is not None:
+        return ended
+    approval = answer.model_dump(include={"approve", "reviewer", "comment"}) if answer else None
+    return _commit(patch, plan, options, settings, review, approval, done)
 
 
 def run_update(

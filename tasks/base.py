@@ -6,6 +6,8 @@ the result is wrapped in the standard `{success, data, error}` envelope. Tool bo
 check permissions or catch validation errors themselves.
 
 Expected failures are statuses in the Output model (`ERROR_PATH_NOT_FOUND` ...) with `errorDetails`.
+A tool raises them (an engine error from udm/errors.py, a `ToolStatusError`) and `call_tool` maps
+them through the tool's `errors` table (tasks/failures.py), the one place errors become statuses.
 Transient failures (timeouts, 5xx, 429, refused connections) raise `TransientToolError` carrying the
 error Output to return once no retry is left; inside Prefect that raise is what triggers retries.
 No module here imports Prefect.
@@ -16,9 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import functools
 import inspect
-import json
 import sys
 import threading
 import time
@@ -32,20 +32,27 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from tasks.calllog import call_record, input_digest, write_call_record
+from tasks.failures import ErrorTable, Failure, TransientToolError, failure_for
+from tasks.schemas import SCHEMA_FORMATS, export_schema
 from udm.config import ApprovalPolicy, ConfigError, Settings, load_settings
+from udm.errors import ToolError, ToolStatusError
 
 __all__ = [
     "APPROVAL_MATRIX",
     "POLICY_ORDER",
+    "SCHEMA_FORMATS",
     "ApprovalRequest",
     "ApprovalUnavailableError",
     "Approver",
     "Envelope",
+    "ErrorTable",
+    "Failure",
     "Permission",
     "Tool",
     "ToolCallResult",
     "ToolContext",
     "ToolInput",
+    "ToolStatusError",
     "TransientToolError",
     "always_approve",
     "call_tool",
@@ -192,7 +199,7 @@ class ApprovalRequest(BaseModel):
     input_digest: str = Field(description="Digest of the call's input, as logged.")
 
 
-class ApprovalUnavailableError(Exception):
+class ApprovalUnavailableError(ToolError):
     """Approval was needed but nobody can be asked (no terminal, no UI)."""
 
 
@@ -247,19 +254,6 @@ InT = TypeVar("InT", bound=BaseModel)
 OutT = TypeVar("OutT", bound=BaseModel)
 
 
-class TransientToolError(Exception):
-    """A failure worth retrying; `result` is the error Output to return once retries run out."""
-
-    def __init__(self, message: str, result: BaseModel, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.result = result
-        self.retry_after = retry_after
-
-    def __reduce__(self) -> tuple[type[TransientToolError], tuple[str, BaseModel, float | None]]:
-        """Pickle by the constructor's arguments: a task run on a Dask worker sends it back."""
-        return (type(self), (str(self), self.result, self.retry_after))
-
-
 class Tool(ABC, Generic[InT, OutT]):
     """A tool: class attributes describe it, `execute` does the work (sync or async)."""
 
@@ -270,6 +264,8 @@ class Tool(ABC, Generic[InT, OutT]):
     permission: ClassVar[Permission] = Permission.SAFE
     # Statuses (besides SUCCESS) that still count as success in the envelope.
     ok_statuses: ClassVar[frozenset[str]] = frozenset({"SUCCESS"})
+    # The errors this tool expects and the status each becomes; call_tool applies it (tasks/failures.py).
+    errors: ClassVar[ErrorTable] = {}
 
     def permission_for(self, data: InT) -> Permission:
         """The permission of this particular call; override when it depends on the input."""
@@ -282,7 +278,15 @@ class Tool(ABC, Generic[InT, OutT]):
 
     @abstractmethod
     def execute(self, data: InT, ctx: ToolContext) -> OutT | Coroutine[Any, Any, OutT]:
-        """Do the work; expected failures are statuses in the Output, never exceptions."""
+        """Do the work; an expected failure is a status in the Output, or an error in `errors` raised."""
+
+    def error_details(self, exc: BaseException) -> str:
+        """The errorDetails of an expected error; override to reword the engine's message."""
+        return str(exc)
+
+    def failed(self, data: InT, ctx: ToolContext, status: str, details: str, **fields: Any) -> OutT:
+        """The Output of a call that failed with `status`; override to echo input fields in it."""
+        return self.Output(status=status, errorDetails=details, **fields)  # type: ignore[return-value]
 
     def outcome(self, out: OutT) -> tuple[bool, str | None]:
         """Success and error text of an Output, read from its `status`/`errorDetails` when present."""
@@ -392,32 +396,13 @@ def call_tool(
         return finish(ToolCallResult(envelope=env, decision="invalid"), "INVALID_INPUT", None)
 
     permission = tool.permission_for(data)
-    decision = "auto"
-    if needs_approval(ctx.settings.approval_policy, permission):
-        request = ApprovalRequest(
-            tool=tool.name,
-            permission=permission,
-            summary=tool.summarize(data),
-            input_digest=record["input_digest"],
-        )
-        try:
-            approved = ctx.approver(request)
-        except ApprovalUnavailableError as exc:
-            env = Envelope(success=False, error=f"approval required: {exc}")
-            return finish(ToolCallResult(envelope=env, decision="unavailable"), "DENIED", permission.value)
-        if not approved:
-            env = Envelope(
-                success=False,
-                error=f"approval denied: {tool.name} is {permission.value} and the "
-                f"{ctx.settings.approval_policy.value} policy requires approval",
-            )
-            return finish(ToolCallResult(envelope=env, decision="denied"), "DENIED", permission.value)
-        decision = "approved"
+    decision, refusal = _decide_approval(tool, data, permission, ctx, record["input_digest"])
+    if refusal is not None:
+        env = Envelope(success=False, error=refusal)
+        return finish(ToolCallResult(envelope=env, decision=decision), "DENIED", permission.value)
 
     try:
-        out = tool.execute(data, ctx)
-        if inspect.isawaitable(out):
-            out = run_coroutine(out)  # type: ignore[arg-type]
+        out = _execute(tool, data, ctx)
     except TransientToolError as exc:
         if raise_transient:
             record.update(permission=permission.value, decision=decision, status="TRANSIENT_RETRY")
@@ -429,6 +414,33 @@ def call_tool(
         env = Envelope(success=False, error=f"internal error in {tool.name}: {type(exc).__name__}: {exc}")
         return finish(ToolCallResult(envelope=env, decision=decision), "ERROR_INTERNAL", permission.value)
 
+    env, status_text = _wrap(tool, out)
+    return finish(ToolCallResult(envelope=env, output=out, decision=decision), status_text, permission.value)
+
+
+def _decide_approval(
+    tool: Tool[Any, Any], data: BaseModel, permission: Permission, ctx: ToolContext, digest: str
+) -> tuple[str, str | None]:
+    """The call's approval decision (auto, approved, unavailable, denied) and, when refused, why."""
+    if not needs_approval(ctx.settings.approval_policy, permission):
+        return "auto", None
+    request = ApprovalRequest(
+        tool=tool.name, permission=permission, summary=tool.summarize(data), input_digest=digest
+    )
+    try:
+        approved = ctx.approver(request)
+    except ApprovalUnavailableError as exc:
+        return "unavailable", f"approval required: {exc}"
+    if not approved:
+        return "denied", (
+            f"approval denied: {tool.name} is {permission.value} and the "
+            f"{ctx.settings.approval_policy.value} policy requires approval"
+        )
+    return "approved", None
+
+
+def _wrap(tool: Tool[Any, Any], out: BaseModel) -> tuple[Envelope, str]:
+    """The envelope of a tool's Output and the status text the call log records."""
     ok, error = tool.outcome(out)
     env = Envelope(success=ok, data=out.model_dump(mode="json", by_alias=True), error=error)
     status = getattr(out, "status", None)
@@ -437,59 +449,23 @@ def call_tool(
         if status
         else ("SUCCESS" if ok else "ERROR")
     )
-    return finish(ToolCallResult(envelope=env, output=out, decision=decision), status_text, permission.value)
+    return env, status_text
 
 
-def _annotations(tool: Tool[Any, Any]) -> dict[str, Any]:
-    perm = tool.permission
-    return {
-        "title": tool.name,
-        "readOnlyHint": perm is Permission.SAFE,
-        "destructiveHint": perm in (Permission.DESTRUCTIVE, Permission.CRITICAL),
-        "idempotentHint": perm is Permission.SAFE,
-        "openWorldHint": False,
-    }
-
-
-SchemaFormat = str  # "jsonschema" | "mcp" | "anthropic" | "openai"
-SCHEMA_FORMATS = ("jsonschema", "mcp", "anthropic", "openai")
-
-
-@functools.cache
-def _schema_text(model: type[BaseModel]) -> str:
-    # pydantic rebuilds a schema on every call (about 10 ms for a large model); models are static.
-    return json.dumps(model.model_json_schema(by_alias=True))
-
-
-def export_schema(tool: Tool[Any, Any], fmt: SchemaFormat = "jsonschema") -> dict[str, Any]:
-    """A tool's schema in one of the published formats: jsonschema, mcp, anthropic, openai."""
-    # Parsed afresh each time so a caller may change its copy without touching the cache.
-    input_schema = json.loads(_schema_text(tool.Input))
-    output_schema = json.loads(_schema_text(tool.Output))
-    if fmt == "jsonschema":
-        return {
-            "name": tool.name,
-            "description": tool.description,
-            "permission": tool.permission.value,
-            "input_schema": input_schema,
-            "output_schema": output_schema,
-        }
-    if fmt == "mcp":
-        return {
-            "name": tool.name,
-            "description": tool.description,
-            "inputSchema": input_schema,
-            "outputSchema": output_schema,
-            "annotations": _annotations(tool),
-        }
-    if fmt == "anthropic":
-        return {"name": tool.name, "description": tool.description, "input_schema": input_schema}
-    if fmt == "openai":
-        return {
-            "type": "function",
-            "function": {"name": tool.name, "description": tool.description, "parameters": input_schema},
-        }
-    raise ValueError(f"unknown schema format '{fmt}' (expected one of {', '.join(SCHEMA_FORMATS)})")
+def _execute(tool: Tool[Any, Any], data: BaseModel, ctx: ToolContext) -> BaseModel:
+    """Run the tool; an error its `errors` table expects becomes its Output (or a TransientToolError)."""
+    try:
+        out = tool.execute(data, ctx)
+        if inspect.isawaitable(out):
+            out = run_coroutine(out)  # type: ignore[arg-type]
+    except TransientToolError:
+        raise
+    except Exception as exc:
+        mapped = failure_for(tool, exc, data, ctx)
+        if mapped is None:
+            raise
+        return mapped
+    return out
 
 
 ToolFactory = Callable[[], Tool[Any, Any]]

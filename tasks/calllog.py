@@ -10,17 +10,54 @@ import hashlib
 import json
 import os
 from datetime import UTC, datetime
-from typing import Any
+
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:  # runtime imports stay minimal: the CLI's fast paths import this module
+    from typing import Any
 
 __all__ = ["CALL_LOG_NAME", "call_record", "input_digest", "write_call_record"]
 
 CALL_LOG_NAME = "tool-calls.jsonl"
 
 
+class _Close:
+    """A closing bracket on the walk's stack (never a value of the data)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _walk_text(raw: Any) -> str:
+    """A canonical rendering walked without recursion, for data nested past the interpreter's limit."""
+    parts: list[str] = []
+    stack: list[Any] = [raw]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, _Close):
+            parts.append(item.text)
+        elif isinstance(item, dict):
+            parts.append("{")
+            stack.append(_Close("}"))
+            for key in sorted(item, key=str, reverse=True):
+                stack += [item[key], _Close(json.dumps(str(key), ensure_ascii=False) + ":")]
+        elif isinstance(item, list | tuple):
+            parts.append("[")
+            stack += [_Close("]"), *reversed(item)]
+        else:
+            parts.append(json.dumps(item, default=str, ensure_ascii=False) + ",")
+    return "".join(parts)
+
+
 def input_digest(raw: Any) -> str:
     """A stable digest of a call's input: logged instead of the input itself."""
     try:
         text = json.dumps(raw, sort_keys=True, default=str, ensure_ascii=False)
+    except RecursionError:
+        # The input's depth is the caller's to choose; the log line must not fail the call.
+        text = _walk_text(raw)
     except (TypeError, ValueError):
         text = repr(raw)
     return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]

@@ -22,7 +22,7 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel, Field, model_validator
 
-from tasks.base import Permission, Tool, ToolContext, ToolInput, TransientToolError
+from tasks.base import Permission, Tool, ToolContext, ToolInput, ToolStatusError
 from tasks.secrets import api_key, redact
 from udm.config import Settings
 from udm.net import api_client
@@ -119,11 +119,9 @@ def cap_tokens(text: str, max_tokens: int) -> tuple[str, bool]:
     return text[:cut].rstrip(), True
 
 
-class _Retry(Exception):
-    def __init__(self, message: str, retry_after: float | None, status: Context7Status) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-        self.status = status
+def _retry(message: str, retry_after: float | None, status: Context7Status) -> ToolStatusError:
+    """A failure worth retrying (after `retry_after` seconds when Context7 said so)."""
+    return ToolStatusError(status, message, transient=True, retry_after=retry_after)
 
 
 def _request(settings: Settings, path: str, params: dict[str, Any]) -> httpx.Response:
@@ -135,7 +133,7 @@ def _request(settings: Settings, path: str, params: dict[str, Any]) -> httpx.Res
     try:
         resp = api_client(settings).get(url, params=params, headers=headers)
     except httpx.HTTPError as exc:
-        raise _Retry(
+        raise _retry(
             redact(f"Context7 unreachable at {settings.context7_url}: {type(exc).__name__}: {exc}"),
             None,
             Context7Status.ERROR_MCP_CONNECTION,
@@ -147,9 +145,9 @@ def _request(settings: Settings, path: str, params: dict[str, Any]) -> httpx.Res
                 wait = float(resp.json().get("retryAfterSeconds"))
             except (ValueError, TypeError, AttributeError):
                 wait = None
-        raise _Retry("Context7 rate limit reached (HTTP 429)", wait, Context7Status.ERROR_MCP_CONNECTION)
+        raise _retry("Context7 rate limit reached (HTTP 429)", wait, Context7Status.ERROR_MCP_CONNECTION)
     if resp.status_code >= 500:
-        raise _Retry(
+        raise _retry(
             f"Context7 failed with HTTP {resp.status_code}", None, Context7Status.ERROR_MCP_CONNECTION
         )
     return resp
@@ -202,7 +200,7 @@ def _docs(settings: Settings, data: Context7Input, out: Context7Output) -> Conte
         resp = _request(settings, "/api/v1/" + quote(lib.lstrip("/"), safe="/"), params)
         endpoint = "v1"
     if resp.status_code == 202:
-        raise _Retry(
+        raise _retry(
             f"Context7 has not processed {lib} yet (HTTP 202); try again later",
             10.0,
             Context7Status.ERROR_DOCS_NOT_FOUND,
@@ -264,12 +262,25 @@ class Context7DocumentationTool(Tool[Context7Input, Context7Output]):
             context7LibraryIDQueried=data.context7CompatibleLibraryID,
             documentationTopic=data.topic,
         )
-        try:
-            if data.action == "resolve_library_id":
-                return _resolve(ctx.settings, data, out)
-            return _docs(ctx.settings, data, out)
-        except _Retry as exc:
-            _fail(out, exc.status, str(exc))
-            raise TransientToolError(
-                out.errorDetails or str(exc), result=out, retry_after=exc.retry_after
-            ) from exc
+        # A failure worth retrying raises a ToolStatusError; call_tool makes it this tool's `failed` Output.
+        if data.action == "resolve_library_id":
+            return _resolve(ctx.settings, data, out)
+        return _docs(ctx.settings, data, out)
+
+    def error_details(self, exc: BaseException) -> str:
+        """Context7's message without any key it may hold."""
+        return redact(str(exc))
+
+    def failed(
+        self, data: Context7Input, ctx: ToolContext, status: str, details: str, **fields: Any
+    ) -> Context7Output:
+        """A failed call still names what was asked."""
+        return Context7Output(
+            actionPerformed=data.action,
+            status=Context7Status(status),
+            libraryNameQueried=data.libraryName,
+            context7LibraryIDQueried=data.context7CompatibleLibraryID,
+            documentationTopic=data.topic,
+            errorDetails=details,
+            **fields,
+        )

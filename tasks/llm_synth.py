@@ -32,6 +32,7 @@ import httpx
 from tasks.secrets import api_key, redact
 from udm.config import Settings
 from udm.datalimits import DataLimitError, check_json
+from udm.errors import ToolError
 from udm.research import Claim, Evidence, ExtractiveSynthesizer, Synthesis
 
 __all__ = ["ANTHROPIC_VERSION", "LLMError", "LLMSynthesizer", "chat"]
@@ -52,7 +53,7 @@ _SYSTEM = (
 )
 
 
-class LLMError(Exception):
+class LLMError(ToolError):
     """The LLM endpoint could not give an answer (unreachable, refused, or an unusable reply)."""
 
 

@@ -10,11 +10,10 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from tasks.base import Permission, Tool, ToolContext, ToolInput
-from udm.errors import AmbiguousTargetError, DocumentError, PatchError, TargetError, UdmError
+from tasks.base import ErrorTable, Failure, Permission, Tool, ToolContext, ToolInput
+from udm.errors import AmbiguousTargetError, DocumentError, TargetError, UdmError
 from udm.markdown import find_section, parse_document, section_text
-from udm.patch import Workspace, apply_operations
-from udm.patch import format as P
+from udm.patch import Workspace, apply_operations, parse_patch
 
 __all__ = [
     "MarkdownAction",
@@ -130,17 +129,6 @@ class MarkdownEditorOutput(BaseModel):
     errorDetails: str | None = Field(default=None, description="What went wrong; null on success.")
 
 
-_OPS: dict[MarkdownAction, type[BaseModel]] = {
-    MarkdownAction.REPLACE_SECTION: P.ReplaceSection,
-    MarkdownAction.APPEND_TO_SECTION: P.AppendToSection,
-    MarkdownAction.PREPEND_TO_SECTION: P.PrependToSection,
-    MarkdownAction.INSERT_SECTION: P.InsertSection,
-    MarkdownAction.DELETE_SECTION: P.DeleteSection,
-    MarkdownAction.RENAME_HEADING: P.RenameHeading,
-    MarkdownAction.MOVE_SECTION: P.MoveSection,
-}
-
-
 def _operation(data: MarkdownEditorInput) -> dict[str, Any]:
     op: dict[str, Any] = {"op": data.action.value, "file": _NAME, "section": data.sectionHeader}
     action = data.action
@@ -167,36 +155,19 @@ def _operation(data: MarkdownEditorInput) -> dict[str, Any]:
 def edit_markdown(data: MarkdownEditorInput) -> MarkdownEditorOutput:
     """Do what the input asks, purely on the string."""
     text = data.markdownContent
-    try:
-        if data.action is MarkdownAction.GET_SECTION:
-            doc = parse_document(text, _NAME)
-            return MarkdownEditorOutput(
-                status=MarkdownEditorStatus.SUCCESS,
-                extractedContent=section_text(doc, find_section(doc, data.sectionHeader)),
-            )
-        patch = P.parse_patch({"id": "markdown-editor", "operations": [_operation(data)]}, "request")
-        ws = Workspace(Path("/"), reader=lambda rel: text.encode("utf-8") if rel == _NAME else None)
-        apply_operations(patch, ws)
+    if data.action is MarkdownAction.GET_SECTION:
+        doc = parse_document(text, _NAME)
         return MarkdownEditorOutput(
-            status=MarkdownEditorStatus.SUCCESS, modifiedMarkdownContent=ws.read(_NAME)
+            status=MarkdownEditorStatus.SUCCESS,
+            extractedContent=section_text(doc, find_section(doc, data.sectionHeader)),
         )
-    except AmbiguousTargetError as exc:
-        return MarkdownEditorOutput(
-            status=MarkdownEditorStatus.ERROR_SECTION_NOT_FOUND,
-            errorDetails=_clean(exc),
-            candidates=exc.candidates,
-        )
-    except TargetError as exc:
-        return MarkdownEditorOutput(
-            status=MarkdownEditorStatus.ERROR_SECTION_NOT_FOUND, errorDetails=_clean(exc)
-        )
-    except DocumentError as exc:
-        return MarkdownEditorOutput(status=MarkdownEditorStatus.ERROR_PARSING, errorDetails=_clean(exc))
-    except (PatchError, UdmError) as exc:
-        return MarkdownEditorOutput(status=MarkdownEditorStatus.ERROR_SERIALIZING, errorDetails=_clean(exc))
+    patch = parse_patch({"id": "markdown-editor", "operations": [_operation(data)]}, "request")
+    ws = Workspace(Path("/"), reader=lambda rel: text.encode("utf-8") if rel == _NAME else None)
+    apply_operations(patch, ws)
+    return MarkdownEditorOutput(status=MarkdownEditorStatus.SUCCESS, modifiedMarkdownContent=ws.read(_NAME))
 
 
-def _clean(exc: Exception) -> str:
+def _clean(exc: BaseException) -> str:
     # The engine names the operation and the file; here there is one of each, both implied.
     text = re.sub(r"^operations\[0\] \([a-z_]+\) on content\.md: ", "", str(exc))
     return text.replace(f" in {_NAME}", "").replace(f"{_NAME}: ", "")
@@ -215,6 +186,18 @@ class MarkdownParserEditorTool(Tool[MarkdownEditorInput, MarkdownEditorOutput]):
     Input: ClassVar[type[BaseModel]] = MarkdownEditorInput
     Output: ClassVar[type[BaseModel]] = MarkdownEditorOutput
     permission: ClassVar[Permission] = Permission.SAFE
+    errors: ClassVar[ErrorTable] = {
+        AmbiguousTargetError: Failure(
+            MarkdownEditorStatus.ERROR_SECTION_NOT_FOUND, fields=lambda exc: {"candidates": exc.candidates}
+        ),
+        TargetError: MarkdownEditorStatus.ERROR_SECTION_NOT_FOUND,
+        DocumentError: MarkdownEditorStatus.ERROR_PARSING,
+        UdmError: MarkdownEditorStatus.ERROR_SERIALIZING,  # PatchError included
+    }
+
+    def error_details(self, exc: BaseException) -> str:
+        """The engine's message without the operation and file names, which are implied here."""
+        return _clean(exc)
 
     def execute(self, data: MarkdownEditorInput, ctx: ToolContext) -> MarkdownEditorOutput:
         """Parse, edit and serialise the string; nothing on disk is touched."""

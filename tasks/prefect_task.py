@@ -33,6 +33,7 @@ from prefect.tasks import exponential_backoff
 
 from tasks.base import Envelope, Tool, ToolContext, TransientToolError, call_tool
 from tasks.registry import get_tool
+from udm.errors import ToolError
 
 __all__ = [
     "MAX_RETRY_AFTER_S",
@@ -54,7 +55,7 @@ _WAITED: dict[str, float] = {}
 _WAITED_LOCK = threading.Lock()
 
 
-class ToolFailedError(Exception):
+class ToolFailedError(ToolError):
     """A tool's transient failure outlived its retries; `envelope` is the error result."""
 
     def __init__(self, message: str, envelope: dict[str, Any]) -> None:

@@ -9,13 +9,15 @@ gone once it ran. Prefect is imported inside execute(), never at module level.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
-from tasks.base import Permission, Tool, ToolContext, ToolInput, TransientToolError
+from tasks.base import Permission, Tool, ToolContext, ToolInput, ToolStatusError
 
 __all__ = [
     "ParsedSchedule",
@@ -106,11 +108,24 @@ def parse_schedule(text: str, now: datetime | None = None) -> ParsedSchedule:
     )
 
 
-def _unavailable(exc: Exception, output: type[BaseModel]) -> TransientToolError:
+def _unavailable(exc: Exception) -> ToolStatusError:
+    # Transient: call_tool turns it into the tool's Output, raised inside a Prefect task for its retries.
     message = f"the Prefect API is unavailable: {type(exc).__name__}: {exc}"
-    return TransientToolError(
-        message, result=output(status=ScheduleStatus.ERROR_SERVER_UNAVAILABLE, errorDetails=message)
-    )
+    return ToolStatusError(ScheduleStatus.ERROR_SERVER_UNAVAILABLE, message, transient=True)
+
+
+@contextmanager
+def _prefect_api() -> Iterator[Any]:
+    """A sync Prefect client; an API that cannot be reached is ERROR_SERVER_UNAVAILABLE (transient)."""
+    from prefect.client.orchestration import get_client
+
+    try:
+        with get_client(sync_client=True) as client:
+            yield client
+    except Exception as exc:
+        if isinstance(exc, OSError | RuntimeError) or type(exc).__module__.startswith("httpx"):
+            raise _unavailable(exc) from exc
+        raise
 
 
 # Create ----------------------------------------------------------------------------------------
@@ -165,10 +180,7 @@ class ScheduleCreateTool(Tool[ScheduleCreateInput, ScheduleCreateOutput]):
             parsed = parse_schedule(data.schedule)
         except ValueError as exc:
             return ScheduleCreateOutput(status=ScheduleStatus.ERROR_INVALID_SCHEDULE, errorDetails=str(exc))
-        from prefect.client.orchestration import get_client
-        from prefect.client.schemas.schedules import CronSchedule, IntervalSchedule
         from prefect.exceptions import ObjectNotFound
-        from prefect.states import Scheduled
 
         base = ScheduleCreateOutput(
             status=ScheduleStatus.SUCCESS,
@@ -179,50 +191,52 @@ class ScheduleCreateTool(Tool[ScheduleCreateInput, ScheduleCreateOutput]):
             interval_seconds=parsed.interval_seconds,
             run_at=parsed.run_at,
         )
-        try:
-            with get_client(sync_client=True) as client:
-                try:
-                    dep = client.read_deployment_by_name(data.deployment)
-                except ObjectNotFound:
-                    return ScheduleCreateOutput(
-                        status=ScheduleStatus.ERROR_DEPLOYMENT_NOT_FOUND,
-                        errorDetails=f"no deployment '{data.deployment}' (see `prefect deployment ls`)",
-                    )
-                if parsed.type == "one_time":
-                    run = client.create_flow_run_from_deployment(
-                        dep.id,
-                        parameters=data.parameters or None,
-                        state=Scheduled(scheduled_time=parsed.run_at),
-                        name=data.name,
-                        tags=[ONE_TIME_TAG],
-                    )
-                    return base.model_copy(update={"schedule_id": str(run.id)})
-                if any(sched.slug == data.name for sched in dep.schedules or []):
-                    return ScheduleCreateOutput(
-                        status=ScheduleStatus.ERROR_SCHEDULE_EXISTS,
-                        errorDetails=f"{data.deployment} already has a schedule named '{data.name}': "
-                        "choose another name, or pause/resume that one",
-                    )
-                try:
-                    schedule: Any = (
-                        CronSchedule(cron=parsed.cron_expression, timezone=data.timezone)
-                        if parsed.cron_expression
-                        else IntervalSchedule(interval=timedelta(seconds=parsed.interval_seconds or 60))
-                    )
-                except ValueError as exc:
-                    return ScheduleCreateOutput(
-                        status=ScheduleStatus.ERROR_INVALID_SCHEDULE, errorDetails=str(exc)
-                    )
-                created = client.create_deployment_schedules(
-                    dep.id, [(schedule, True)], parameters=data.parameters or None, slug=data.name
+        with _prefect_api() as client:
+            try:
+                dep = client.read_deployment_by_name(data.deployment)
+            except ObjectNotFound:
+                return ScheduleCreateOutput(
+                    status=ScheduleStatus.ERROR_DEPLOYMENT_NOT_FOUND,
+                    errorDetails=f"no deployment '{data.deployment}' (see `prefect deployment ls`)",
                 )
-                return base.model_copy(update={"schedule_id": str(created[0].id)})
-        except (OSError, RuntimeError) as exc:
-            raise _unavailable(exc, ScheduleCreateOutput) from exc
-        except Exception as exc:
-            if type(exc).__module__.startswith("httpx"):
-                raise _unavailable(exc, ScheduleCreateOutput) from exc
-            raise
+            if parsed.type == "one_time":
+                from prefect.states import Scheduled
+
+                run = client.create_flow_run_from_deployment(
+                    dep.id,
+                    parameters=data.parameters or None,
+                    state=Scheduled(scheduled_time=parsed.run_at),
+                    name=data.name,
+                    tags=[ONE_TIME_TAG],
+                )
+                return base.model_copy(update={"schedule_id": str(run.id)})
+            return _add_recurring(client, dep, data, parsed, base)
+
+
+def _add_recurring(
+    client: Any, dep: Any, data: ScheduleCreateInput, parsed: ParsedSchedule, base: ScheduleCreateOutput
+) -> ScheduleCreateOutput:
+    """A new named schedule (cron or interval) on the deployment; its name must be new there."""
+    from prefect.client.schemas.schedules import CronSchedule, IntervalSchedule
+
+    if any(sched.slug == data.name for sched in dep.schedules or []):
+        return ScheduleCreateOutput(
+            status=ScheduleStatus.ERROR_SCHEDULE_EXISTS,
+            errorDetails=f"{data.deployment} already has a schedule named '{data.name}': "
+            "choose another name, or pause/resume that one",
+        )
+    try:
+        schedule: Any = (
+            CronSchedule(cron=parsed.cron_expression, timezone=data.timezone)
+            if parsed.cron_expression
+            else IntervalSchedule(interval=timedelta(seconds=parsed.interval_seconds or 60))
+        )
+    except ValueError as exc:
+        return ScheduleCreateOutput(status=ScheduleStatus.ERROR_INVALID_SCHEDULE, errorDetails=str(exc))
+    created = client.create_deployment_schedules(
+        dep.id, [(schedule, True)], parameters=data.parameters or None, slug=data.name
+    )
+    return base.model_copy(update={"schedule_id": str(created[0].id)})
 
 
 # List ------------------------------------------------------------------------------------------
@@ -294,84 +308,79 @@ class ScheduleListTool(Tool[ScheduleListInput, ScheduleListOutput]):
 
     def execute(self, data: ScheduleListInput, ctx: ToolContext) -> ScheduleListOutput:
         """Read deployments, their schedules and runs through the Prefect client."""
-        from prefect.client.orchestration import get_client
-        from prefect.client.schemas.filters import (
-            DeploymentFilter,
-            DeploymentFilterId,
-            FlowRunFilter,
-            FlowRunFilterState,
-            FlowRunFilterStateType,
-        )
-        from prefect.client.schemas.objects import StateType
-        from prefect.client.schemas.sorting import DeploymentSort, FlowRunSort
+        from prefect.client.schemas.sorting import DeploymentSort
 
         tasks: list[ScheduledTask] = []
-        try:
-            with get_client(sync_client=True) as client:
-                names = _FlowNames(client)
-                for dep in client.read_deployments(limit=200, sort=DeploymentSort.NAME_ASC):
-                    full = f"{names.get(dep.flow_id)}/{dep.name}"
-                    if data.deployment and full != data.deployment:
-                        continue
-                    only_dep = DeploymentFilter(id=DeploymentFilterId(any_=[dep.id]))
-                    upcoming = client.read_flow_runs(
-                        deployment_filter=only_dep,
-                        flow_run_filter=FlowRunFilter(
-                            state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.SCHEDULED]))
-                        ),
-                        sort=FlowRunSort.EXPECTED_START_TIME_ASC,
-                        limit=50,
-                    )
-                    finished = client.read_flow_runs(
-                        deployment_filter=only_dep,
-                        flow_run_filter=FlowRunFilter(
-                            state=FlowRunFilterState(
-                                type=FlowRunFilterStateType(
-                                    any_=[StateType.COMPLETED, StateType.FAILED, StateType.CRASHED]
-                                )
-                            )
-                        ),
-                        sort=FlowRunSort.START_TIME_DESC,
-                        limit=1,
-                    )
-                    last = finished[0].start_time if finished else None
-                    recurring_next = next(
-                        (r.expected_start_time for r in upcoming if ONE_TIME_TAG not in r.tags), None
-                    )
-                    for sched in dep.schedules or []:
-                        tasks.append(
-                            ScheduledTask(
-                                id=str(sched.id),
-                                name=sched.slug or str(sched.id),
-                                deployment=full,
-                                type="recurring",
-                                schedule=_describe(sched.schedule),
-                                next_run=recurring_next if sched.active and not dep.paused else None,
-                                last_run=last,
-                                status="active" if sched.active and not dep.paused else "paused",
-                            )
-                        )
-                    for run in upcoming:
-                        if ONE_TIME_TAG in run.tags:
-                            tasks.append(
-                                ScheduledTask(
-                                    id=str(run.id),
-                                    name=run.name,
-                                    deployment=full,
-                                    type="one_time",
-                                    schedule=f"once at {run.expected_start_time}",
-                                    next_run=run.expected_start_time,
-                                    last_run=None,
-                                    status="active",
-                                )
-                            )
-        except Exception as exc:
-            if isinstance(exc, OSError | RuntimeError) or type(exc).__module__.startswith("httpx"):
-                raise _unavailable(exc, ScheduleListOutput) from exc
-            raise
+        with _prefect_api() as client:
+            names = _FlowNames(client)
+            for dep in client.read_deployments(limit=200, sort=DeploymentSort.NAME_ASC):
+                full = f"{names.get(dep.flow_id)}/{dep.name}"
+                if data.deployment and full != data.deployment:
+                    continue
+                tasks += _schedules_of(client, dep, full)
         if data.filter != "all":
             tasks = [t for t in tasks if t.status == data.filter]
         return ScheduleListOutput(status=ScheduleStatus.SUCCESS, tasks=tasks)
+
+
+def _schedules_of(client: Any, dep: Any, full: str) -> list[ScheduledTask]:
+    """A deployment's recurring schedules and its pending one-time runs, with their next and last runs."""
+    from prefect.client.schemas.filters import (
+        DeploymentFilter,
+        DeploymentFilterId,
+        FlowRunFilter,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
+    from prefect.client.schemas.objects import StateType
+    from prefect.client.schemas.sorting import FlowRunSort
+
+    def runs_in(states: list[StateType], sort: FlowRunSort, limit: int) -> list[Any]:
+        return list(
+            client.read_flow_runs(
+                deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[dep.id])),
+                flow_run_filter=FlowRunFilter(
+                    state=FlowRunFilterState(type=FlowRunFilterStateType(any_=states))
+                ),
+                sort=sort,
+                limit=limit,
+            )
+        )
+
+    upcoming = runs_in([StateType.SCHEDULED], FlowRunSort.EXPECTED_START_TIME_ASC, 50)
+    finished = runs_in(
+        [StateType.COMPLETED, StateType.FAILED, StateType.CRASHED], FlowRunSort.START_TIME_DESC, 1
+    )
+    last = finished[0].start_time if finished else None
+    recurring_next = next((r.expected_start_time for r in upcoming if ONE_TIME_TAG not in r.tags), None)
+    tasks = [
+        ScheduledTask(
+            id=str(sched.id),
+            name=sched.slug or str(sched.id),
+            deployment=full,
+            type="recurring",
+            schedule=_describe(sched.schedule),
+            next_run=recurring_next if sched.active and not dep.paused else None,
+            last_run=last,
+            status="active" if sched.active and not dep.paused else "paused",
+        )
+        for sched in dep.schedules or []
+    ]
+    tasks += [
+        ScheduledTask(
+            id=str(run.id),
+            name=run.name,
+            deployment=full,
+            type="one_time",
+            schedule=f"once at {run.expected_start_time}",
+            next_run=run.expected_start_time,
+            last_run=None,
+            status="active",
+        )
+        for run in upcoming
+        if ONE_TIME_TAG in run.tags
+    ]
+    return tasks
 
 
 # Pause / resume --------------------------------------------------------------------------------
@@ -400,72 +409,68 @@ class ScheduleToggleOutput(BaseModel):
 
 
 def _toggle(data: ScheduleToggleInput, active: bool) -> ScheduleToggleOutput:
-    from prefect.client.orchestration import get_client
+    """Set the schedule named by `data` active or paused (resuming its deployment when it was paused)."""
     from prefect.client.schemas.sorting import DeploymentSort
 
-    try:
-        with get_client(sync_client=True) as client:
-            names = _FlowNames(client)
-            matches = []
-            for dep in client.read_deployments(limit=200, sort=DeploymentSort.NAME_ASC):
-                full = f"{names.get(dep.flow_id)}/{dep.name}"
-                if data.deployment and full != data.deployment:
-                    continue
-                for sched in dep.schedules or []:
-                    if data.schedule_id in (str(sched.id), sched.slug):
-                        matches.append((dep, full, sched))
-            if not matches:
-                return ScheduleToggleOutput(
-                    status=ScheduleStatus.ERROR_SCHEDULE_NOT_FOUND,
-                    errorDetails=f"no schedule '{data.schedule_id}' (see scheduleListTool)",
-                )
-            if len(matches) > 1:
-                owners = ", ".join(m[1] for m in matches)
-                return ScheduleToggleOutput(
-                    status=ScheduleStatus.ERROR_SCHEDULE_NOT_FOUND,
-                    errorDetails=f"'{data.schedule_id}' names schedules of {owners}: pass deployment",
-                )
-            dep, full, sched = matches[0]
-            client.update_deployment_schedule(dep.id, sched.id, active=active)
-            if active and dep.paused:
-                # A paused deployment (e.g. after `udm serve` stopped) creates no runs at all.
-                client.resume_deployment(dep.id)
+    with _prefect_api() as client:
+        names = _FlowNames(client)
+        matches = []
+        for dep in client.read_deployments(limit=200, sort=DeploymentSort.NAME_ASC):
+            full = f"{names.get(dep.flow_id)}/{dep.name}"
+            if data.deployment and full != data.deployment:
+                continue
+            for sched in dep.schedules or []:
+                if data.schedule_id in (str(sched.id), sched.slug):
+                    matches.append((dep, full, sched))
+        if not matches:
             return ScheduleToggleOutput(
-                status=ScheduleStatus.SUCCESS,
-                schedule_id=str(sched.id),
-                name=sched.slug,
-                deployment=full,
-                active=active,
+                status=ScheduleStatus.ERROR_SCHEDULE_NOT_FOUND,
+                errorDetails=f"no schedule '{data.schedule_id}' (see scheduleListTool)",
             )
-    except Exception as exc:
-        if isinstance(exc, OSError | RuntimeError) or type(exc).__module__.startswith("httpx"):
-            raise _unavailable(exc, ScheduleToggleOutput) from exc
-        raise
+        if len(matches) > 1:
+            owners = ", ".join(m[1] for m in matches)
+            return ScheduleToggleOutput(
+                status=ScheduleStatus.ERROR_SCHEDULE_NOT_FOUND,
+                errorDetails=f"'{data.schedule_id}' names schedules of {owners}: pass deployment",
+            )
+        dep, full, sched = matches[0]
+        client.update_deployment_schedule(dep.id, sched.id, active=active)
+        if active and dep.paused:
+            # A paused deployment (e.g. after `udm serve` stopped) creates no runs at all.
+            client.resume_deployment(dep.id)
+        return ScheduleToggleOutput(
+            status=ScheduleStatus.SUCCESS,
+            schedule_id=str(sched.id),
+            name=sched.slug,
+            deployment=full,
+            active=active,
+        )
 
 
-class SchedulePauseTool(Tool[ScheduleToggleInput, ScheduleToggleOutput]):
+class _ScheduleToggleTool(Tool[ScheduleToggleInput, ScheduleToggleOutput]):
+    """Pause or resume a deployment schedule: the two tools differ only in the state they set."""
+
+    Input = ScheduleToggleInput
+    Output = ScheduleToggleOutput
+    permission = Permission.MODERATE
+    sets_active: ClassVar[bool]
+
+    def execute(self, data: ScheduleToggleInput, ctx: ToolContext) -> ScheduleToggleOutput:
+        """Set the schedule active (resume) or inactive (pause)."""
+        return _toggle(data, active=self.sets_active)
+
+
+class SchedulePauseTool(_ScheduleToggleTool):
     """Pauses a deployment schedule."""
 
     name = "schedulePauseTool"
     description = "Pause a recurring schedule (by id or name) so it creates no new runs until resumed."
-    Input = ScheduleToggleInput
-    Output = ScheduleToggleOutput
-    permission = Permission.MODERATE
-
-    def execute(self, data: ScheduleToggleInput, ctx: ToolContext) -> ScheduleToggleOutput:
-        """Set the schedule inactive."""
-        return _toggle(data, active=False)
+    sets_active = False
 
 
-class ScheduleResumeTool(Tool[ScheduleToggleInput, ScheduleToggleOutput]):
+class ScheduleResumeTool(_ScheduleToggleTool):
     """Resumes a paused deployment schedule."""
 
     name = "scheduleResumeTool"
     description = "Resume a paused recurring schedule (by id or name)."
-    Input = ScheduleToggleInput
-    Output = ScheduleToggleOutput
-    permission = Permission.MODERATE
-
-    def execute(self, data: ScheduleToggleInput, ctx: ToolContext) -> ScheduleToggleOutput:
-        """Set the schedule active again."""
-        return _toggle(data, active=True)
+    sets_active = True

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field, model_validator
 
-from tasks.base import Permission, Tool, ToolContext, ToolInput, TransientToolError
+from tasks.base import ErrorTable, Failure, Permission, Tool, ToolContext, ToolInput
 from tasks.udm_query_answers import (
     PATHLIKE,
     definitions_content,
@@ -188,6 +188,11 @@ class UdmQueryTool(Tool[UdmQueryInput, UdmQueryOutput]):
     Input: ClassVar[type[BaseModel]] = UdmQueryInput
     Output: ClassVar[type[BaseModel]] = UdmQueryOutput
     permission: ClassVar[Permission] = Permission.SAFE
+    # The other errors' statuses depend on the query type (and ConfigError's on the input's shape):
+    # those stay in _by_type/_by_file and below.
+    errors: ClassVar[ErrorTable] = {
+        IndexBusyError: Failure(UdmQueryStatus.ERROR_UNKNOWN, transient=True, retry_after=1.0),
+    }
 
     def execute(self, data: UdmQueryInput, ctx: ToolContext) -> UdmQueryOutput:
         """Answer one query; expected failures are statuses."""
@@ -196,9 +201,6 @@ class UdmQueryTool(Tool[UdmQueryInput, UdmQueryOutput]):
             if data.query_type is not None:
                 return _by_type(query, data)
             return _by_file(query, data)
-        except IndexBusyError as exc:
-            result = UdmQueryOutput(status=UdmQueryStatus.ERROR_UNKNOWN, errorDetails=str(exc))
-            raise TransientToolError(str(exc), result=result, retry_after=1.0) from exc
         except ConfigError as exc:
             # No UDM to look in: the path (or file) the caller named cannot exist.
             status = (

@@ -7,8 +7,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
-from tasks.base import Permission, Tool, ToolContext, ToolInput, TransientToolError
-from udm.errors import ConfigError, IndexBusyError
+from tasks.base import ErrorTable, Failure, Permission, Tool, ToolContext, ToolInput
+from udm.errors import ConfigError, IndexBusyError, SqlQueryFailedError
 from udm.index import SqlLimits, SqlMemoryError, SqlRefusedError, SqlTimeoutError, get_query, run_readonly_sql
 
 __all__ = ["UdmSqlInput", "UdmSqlOutput", "UdmSqlQueryTool", "UdmSqlStatus"]
@@ -63,40 +63,31 @@ class UdmSqlQueryTool(Tool[UdmSqlInput, UdmSqlOutput]):
     Input: ClassVar[type[BaseModel]] = UdmSqlInput
     Output: ClassVar[type[BaseModel]] = UdmSqlOutput
     permission: ClassVar[Permission] = Permission.SAFE
+    errors: ClassVar[ErrorTable] = {
+        SqlTimeoutError: Failure(
+            UdmSqlStatus.ERROR_TIMEOUT, details=lambda exc: f"{exc} (setting sql_timeout_s)"
+        ),
+        SqlMemoryError: UdmSqlStatus.ERROR_OUT_OF_MEMORY,
+        SqlQueryFailedError: UdmSqlStatus.ERROR_QUERY_FAILED,
+        SqlRefusedError: UdmSqlStatus.ERROR_REFUSED,
+        # No UDM root to index: nothing to query, and nothing the SQL text could change.
+        ConfigError: UdmSqlStatus.ERROR_NO_INDEX,
+        IndexBusyError: Failure(UdmSqlStatus.ERROR_INDEX_BUSY, transient=True, retry_after=1.0),
+    }
 
     def execute(self, data: UdmSqlInput, ctx: ToolContext) -> UdmSqlOutput:
         """Check, run and cap one query."""
         settings = ctx.settings
         cap = min(data.max_rows or settings.sql_row_cap, settings.sql_row_cap)
         query = get_query(settings)
-        try:
-            query.fresh()
-            result = run_readonly_sql(
-                query.index,
-                data.sql,
-                row_cap=cap,
-                timeout_s=settings.sql_timeout_s,
-                limits=SqlLimits.from_settings(settings),
-            )
-        except SqlTimeoutError as exc:
-            return UdmSqlOutput(
-                status=UdmSqlStatus.ERROR_TIMEOUT, errorDetails=f"{exc} (setting sql_timeout_s)"
-            )
-        except SqlMemoryError as exc:
-            return UdmSqlOutput(status=UdmSqlStatus.ERROR_OUT_OF_MEMORY, errorDetails=str(exc))
-        except SqlRefusedError as exc:
-            status = (
-                UdmSqlStatus.ERROR_QUERY_FAILED
-                if str(exc).startswith("query failed")
-                else UdmSqlStatus.ERROR_REFUSED
-            )
-            return UdmSqlOutput(status=status, errorDetails=str(exc))
-        except ConfigError as exc:
-            # No UDM root to index: nothing to query, and nothing the SQL text could change.
-            return UdmSqlOutput(status=UdmSqlStatus.ERROR_NO_INDEX, errorDetails=str(exc))
-        except IndexBusyError as exc:
-            result_out = UdmSqlOutput(status=UdmSqlStatus.ERROR_INDEX_BUSY, errorDetails=str(exc))
-            raise TransientToolError(str(exc), result=result_out, retry_after=1.0) from exc
+        query.fresh()
+        result = run_readonly_sql(
+            query.index,
+            data.sql,
+            row_cap=cap,
+            timeout_s=settings.sql_timeout_s,
+            limits=SqlLimits.from_settings(settings),
+        )
         return UdmSqlOutput(
             status=UdmSqlStatus.SUCCESS,
             columns=result.columns,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, ClassVar
 
-from pydantic import AliasChoices, BaseModel, Field
+from pydantic import AliasChoices, BaseModel, Field, PrivateAttr, model_validator
 
 from tasks.base import Permission, Tool, ToolContext, ToolInput
 from udm.errors import UdmError
@@ -15,8 +15,12 @@ from udm.patch import (
     OperationResult,
     OperationType,
     Override,
+    Patch,
+    PatchResult,
     apply_patch,
+    format_files,
     parse_patch,
+    revert_patch,
 )
 
 __all__ = [
@@ -74,8 +78,10 @@ class UdmUpdateInstruction(ToolInput):
 class UdmUpdaterInput(ToolInput):
     """The update list and who/why; `dry_run` only plans and shows the diff."""
 
+    # Not required since `patch`, `revert_patch_id` and `format_paths` may replace it (exactly one is
+    # given); a default_factory keeps its published schema what it was.
     udm_updates_list: list[UdmUpdateInstruction] = Field(
-        min_length=1, description="The updates, applied in order as one transaction."
+        default_factory=list, min_length=1, description="The updates, applied in order as one transaction."
     )
     description: str = Field(default="", description="What the whole update does.")
     author: str | None = Field(default=None, description="Who asks for it (a mode or a person).")
@@ -87,6 +93,45 @@ class UdmUpdaterInput(ToolInput):
         description="Apply even though links, anchors or IDs that resolved would break: who forces it and "
         "why (kept in the patch record). Needs the destructive level's approval.",
     )
+    patch: dict[str, Any] | None = Field(
+        default=None,
+        description="Instead of udm_updates_list: a whole patch in the patch file format (`udm patch schema`), "
+        "e.g. a plan's patch whose operations carry the precondition hash `expect` they were planned against.",
+    )
+    revert_patch_id: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Instead of udm_updates_list: undo this applied patch as a new transaction (a conflict, and "
+        "no change, when its lines changed since). Not with dry_run.",
+    )
+    format_paths: list[str] | None = Field(
+        default=None,
+        description="Instead of udm_updates_list: reformat these Markdown files or folders of the UDM with "
+        "mdformat (GFM) as one revertible transaction; an empty list formats every Markdown file.",
+    )
+
+    @model_validator(mode="after")
+    def _one_request(self) -> UdmUpdaterInput:
+        given = [
+            name for name in _REQUESTS if name in self.model_fields_set and getattr(self, name) is not None
+        ]
+        if len(given) != 1:
+            also = f" (got {', '.join(given)})" if given else ""
+            raise ValueError(f"give exactly one of {', '.join(_REQUESTS[:-1])} or {_REQUESTS[-1]}{also}")
+        extra = [name for name in _PATCH_FIELDS if name in self.model_fields_set]
+        if given[0] == "patch" and extra:
+            raise ValueError(f"{', '.join(extra)} go inside `patch`, not beside it")
+        not_here = [*extra, *(["override"] if self.override is not None else [])]
+        if given[0] in ("revert_patch_id", "format_paths") and not_here:
+            raise ValueError(f"{given[0]} takes no {', '.join(not_here)}")
+        if given[0] == "revert_patch_id" and self.dry_run:
+            raise ValueError("a revert cannot be a dry run: `udm patch show ID` shows what it would undo")
+        return self
+
+
+_REQUESTS = ("udm_updates_list", "patch", "revert_patch_id", "format_paths")
+# What describes a patch built from udm_updates_list; a `patch` document carries its own.
+_PATCH_FIELDS = ("description", "author", "source", "patch_id")
 
 
 class UdmUpdaterStatus(StrEnum):
@@ -118,6 +163,15 @@ class UdmUpdaterOutput(BaseModel):
         default_factory=list, description="Validation findings or candidate sections."
     )
     errorDetails: str | None = Field(default=None, description="What went wrong; null on success.")
+
+    # The engine's whole report (transaction id, git commit, recovered journals, the planned patch):
+    # for callers in this process, such as the CLI; not part of the published output.
+    _report: PatchResult | None = PrivateAttr(default=None)
+
+    @property
+    def report(self) -> PatchResult | None:
+        """The engine's transaction report behind this output (None when the input was refused first)."""
+        return self._report
 
 
 _FIELDS = (
@@ -176,14 +230,32 @@ class UdmUpdaterTool(Tool[UdmUpdaterInput, UdmUpdaterOutput]):
         """Deleting sections or files, or an override, is destructive; other updates moderate; a dry run safe."""
         if data.dry_run:
             return Permission.SAFE
-        if data.override is not None or any(
-            item.operation in DESTRUCTIVE_OPS for item in data.udm_updates_list
-        ):
-            return Permission.DESTRUCTIVE
-        return Permission.MODERATE
+        if data.revert_patch_id is not None or data.format_paths is not None:
+            return Permission.MODERATE
+        if data.patch is None:
+            destructive = any(item.operation in DESTRUCTIVE_OPS for item in data.udm_updates_list)
+        else:
+            patch = _patch_or_error(data)
+            # An invalid patch is refused before anything is touched: the tool's own level will do.
+            destructive = not isinstance(patch, str) and (patch.destructive or patch.override is not None)
+        return Permission.DESTRUCTIVE if destructive or data.override is not None else Permission.MODERATE
 
     def summarize(self, data: UdmUpdaterInput) -> str:
-        """One line per update, for the approval prompt."""
+        """One line for the request, then one per update, for the approval prompt."""
+        if data.revert_patch_id is not None:
+            return f"{self.name}: revert patch {data.revert_patch_id}"
+        if data.format_paths is not None:
+            what = ", ".join(data.format_paths) or "every Markdown file"
+            return f"{self.name}: reformat {what} with mdformat"
+        if data.patch is not None:
+            patch = _patch_or_error(data)
+            if isinstance(patch, str):
+                return f"{self.name}: an invalid patch ({patch})"
+            lines = [f"{self.name}: apply patch {patch.id}: {patch.description or 'update the UDM'}"]
+            for op in patch.operations:
+                target = getattr(op, "section", None) or getattr(op, "key", None) or getattr(op, "to", None)
+                lines.append(f"  - {op.op} {op.file} {target or ''}".rstrip())
+            return "\n".join(lines)
         lines = [f"{self.name}: {data.description or 'update the UDM'}"]
         for item in data.udm_updates_list:
             lines.append(
@@ -192,33 +264,58 @@ class UdmUpdaterTool(Tool[UdmUpdaterInput, UdmUpdaterOutput]):
         return "\n".join(lines)
 
     def execute(self, data: UdmUpdaterInput, ctx: ToolContext) -> UdmUpdaterOutput:
-        """Build the patch, then apply (or plan) it as one transaction."""
-        raw: dict[str, Any] = {
-            "description": data.description,
-            "author": data.author,
-            "source": data.source,
-            "operations": [_to_operation(item) for item in data.udm_updates_list],
-        }
-        if data.patch_id:
-            raw["id"] = data.patch_id
-        if data.override is not None:
-            raw["override"] = data.override.model_dump()
-        try:
-            patch = parse_patch(raw, "udm_updates_list")
-        except UdmError as exc:
-            return UdmUpdaterOutput(
-                status=UdmUpdaterStatus.ERROR_INVALID_UPDATE,
-                errorDetails=str(exc).replace("operations[", "udm_updates_list["),
+        """Build the patch (or take the one given), then apply, plan, revert or reformat as one transaction."""
+        if data.revert_patch_id is not None:
+            return _output(revert_patch(data.revert_patch_id, ctx.settings), dry_run=False)
+        if data.format_paths is not None:
+            return _output(
+                format_files(ctx.settings, data.format_paths or None, dry_run=data.dry_run), data.dry_run
             )
-        result = apply_patch(patch, ctx.settings, dry_run=data.dry_run)
-        return UdmUpdaterOutput(
-            status=_STATUS[result.status],
-            patch_id=result.patch_id,
-            committed=result.committed,
-            dry_run=data.dry_run,
-            operations=result.operations,
-            files_changed=result.files,
-            unified_diff=result.diff,
-            problems=result.problems,
-            errorDetails=result.error,
-        )
+        patch = _patch_or_error(data)
+        if isinstance(patch, str):
+            return UdmUpdaterOutput(status=UdmUpdaterStatus.ERROR_INVALID_UPDATE, errorDetails=patch)
+        return _output(apply_patch(patch, ctx.settings, dry_run=data.dry_run), data.dry_run)
+
+
+def _patch_or_error(data: UdmUpdaterInput) -> Patch | str:
+    """The patch this input asks for, or why it is not one (field names as the caller wrote them)."""
+    if data.patch is not None:
+        try:
+            patch = parse_patch(data.patch, "patch")
+        except UdmError as exc:
+            return str(exc)
+        if data.override is not None:
+            if patch.override is not None:
+                return "patch: give the override inside `patch` or beside it, not both"
+            patch = patch.model_copy(update={"override": data.override})
+        return patch
+    raw: dict[str, Any] = {
+        "description": data.description,
+        "author": data.author,
+        "source": data.source,
+        "operations": [_to_operation(item) for item in data.udm_updates_list],
+    }
+    if data.patch_id:
+        raw["id"] = data.patch_id
+    if data.override is not None:
+        raw["override"] = data.override.model_dump()
+    try:
+        return parse_patch(raw, "udm_updates_list")
+    except UdmError as exc:
+        return str(exc).replace("operations[", "udm_updates_list[")
+
+
+def _output(result: PatchResult, dry_run: bool) -> UdmUpdaterOutput:
+    out = UdmUpdaterOutput(
+        status=_STATUS[result.status],
+        patch_id=result.patch_id,
+        committed=result.committed,
+        dry_run=dry_run,
+        operations=result.operations,
+        files_changed=result.files,
+        unified_diff=result.diff,
+        problems=result.problems,
+        errorDetails=result.error,
+    )
+    out._report = result
+    return out

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 import httpx
 from pydantic import BaseModel, Field
 
-from tasks.base import Permission, Tool, ToolContext, ToolInput, TransientToolError
+from tasks.base import Permission, Tool, ToolContext, ToolInput, ToolStatusError
 from tasks.secrets import api_key, redact
 from udm.config import Settings
 from udm.net import api_client
@@ -79,12 +79,11 @@ def _plain(text: Any) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", str(text or ""))).strip()
 
 
-class _Failure(Exception):
-    def __init__(self, status: SearchStatus, message: str, transient: bool, retry_after: float | None = None):
-        super().__init__(message)
-        self.status = status
-        self.transient = transient
-        self.retry_after = retry_after
+def _failure(
+    status: SearchStatus, message: str, transient: bool, retry_after: float | None = None
+) -> ToolStatusError:
+    """A failed provider call: its status, and whether retrying may help."""
+    return ToolStatusError(status, message, transient=transient, retry_after=retry_after)
 
 
 def _get(settings: Settings, url: str, params: dict[str, Any], headers: dict[str, str] | None = None) -> Any:
@@ -93,30 +92,30 @@ def _get(settings: Settings, url: str, params: dict[str, Any], headers: dict[str
     try:
         resp = api_client(settings, {"Accept": "application/json"}).get(url, params=params, headers=headers)
     except httpx.TimeoutException as exc:
-        raise _Failure(
+        raise _failure(
             SearchStatus.ERROR_API_FAILURE, f"search API timed out: {type(exc).__name__}", True
         ) from exc
     except httpx.HTTPError as exc:
         # The exception text may hold the URL and so a key: keep only its type and a redacted message.
-        raise _Failure(
+        raise _failure(
             SearchStatus.ERROR_API_FAILURE,
             redact(f"search API unreachable: {type(exc).__name__}: {exc}"),
             True,
         ) from exc
     if resp.status_code == 429:
-        raise _Failure(
+        raise _failure(
             SearchStatus.ERROR_RATE_LIMIT,
             "search API rate limit reached (HTTP 429)",
             True,
             parse_retry_after(resp.headers.get("retry-after")),
         )
     if resp.status_code >= 500:
-        raise _Failure(
+        raise _failure(
             SearchStatus.ERROR_API_FAILURE, f"search API failed with HTTP {resp.status_code}", True
         )
     if resp.status_code >= 400:
         detail = redact(resp.text[:300].replace("\n", " "))
-        raise _Failure(
+        raise _failure(
             SearchStatus.ERROR_API_FAILURE,
             f"search API refused the request: HTTP {resp.status_code}: {detail}",
             False,
@@ -124,7 +123,7 @@ def _get(settings: Settings, url: str, params: dict[str, Any], headers: dict[str
     try:
         return resp.json()
     except ValueError as exc:
-        raise _Failure(
+        raise _failure(
             SearchStatus.ERROR_API_FAILURE, "search API answered with something that is not JSON", False
         ) from exc
 
@@ -152,7 +151,7 @@ def _add_new(out: list[SearchResult], seen: set[str], found: Iterable[SearchResu
 
 def _searxng(settings: Settings, query: str, n: int) -> list[SearchResult]:
     if not settings.searxng_url:
-        raise _Failure(SearchStatus.ERROR_API_FAILURE, "the searxng provider needs UDM_SEARXNG_URL", False)
+        raise _failure(SearchStatus.ERROR_API_FAILURE, "the searxng provider needs UDM_SEARXNG_URL", False)
     base = settings.searxng_url.rstrip("/")
     out: list[SearchResult] = []
     seen: set[str] = set()
@@ -173,7 +172,7 @@ def _searxng(settings: Settings, query: str, n: int) -> list[SearchResult]:
 def _brave(settings: Settings, query: str, n: int) -> list[SearchResult]:
     key = api_key(settings, "brave")
     if not key:
-        raise _Failure(
+        raise _failure(
             SearchStatus.ERROR_API_FAILURE,
             "the brave provider needs UDM_BRAVE_API_KEY (or BRAVE_API_KEY)",
             False,
@@ -202,7 +201,7 @@ def _brave(settings: Settings, query: str, n: int) -> list[SearchResult]:
 def _google(settings: Settings, query: str, n: int) -> list[SearchResult]:
     key = api_key(settings, "google")
     if not key or not settings.google_cx:
-        raise _Failure(
+        raise _failure(
             SearchStatus.ERROR_API_FAILURE,
             "the google provider needs UDM_GOOGLE_API_KEY and UDM_GOOGLE_CX",
             False,
@@ -236,6 +235,12 @@ def _udm(settings: Settings, query: str, n: int, prefix: str | None) -> list[Sea
     return out[:n]
 
 
+def _executed(data: SearchInput, provider: str) -> str:
+    """The query as sent: a site restriction joins it for the web providers."""
+    query = data.query.strip()
+    return f"{query} site:{data.site}" if data.site and provider != "udm" else query
+
+
 class WebSearchTool(Tool[SearchInput, SearchOutput]):
     """Search the web (SearXNG, Brave, Google) or the manual's own index."""
 
@@ -253,26 +258,37 @@ class WebSearchTool(Tool[SearchInput, SearchOutput]):
         """Run the query on the configured provider."""
         settings = ctx.settings
         provider = settings.search_provider.strip().lower()
-        query = data.query.strip()
-        executed = f"{query} site:{data.site}" if data.site and provider != "udm" else query
+        executed = _executed(data, provider)
         out = SearchOutput(searchQueryExecuted=executed, status=SearchStatus.SUCCESS, provider=provider)
-        try:
-            if provider == "searxng":
-                out.results = _searxng(settings, executed, data.numResults)
-            elif provider == "brave":
-                out.results = _brave(settings, executed, data.numResults)
-            elif provider == "google":
-                out.results = _google(settings, executed, data.numResults)
-            elif provider == "udm":
-                out.results = _udm(settings, executed, data.numResults, data.site)
-            else:
-                out.status = SearchStatus.ERROR_UNKNOWN
-                out.errorDetails = (
-                    f"unknown search provider '{provider}' (expected one of {', '.join(PROVIDERS)})"
-                )
-        except _Failure as exc:
-            out.status = exc.status
-            out.errorDetails = redact(str(exc))
-            if exc.transient:
-                raise TransientToolError(out.errorDetails, result=out, retry_after=exc.retry_after) from exc
+        # A provider's failure raises a ToolStatusError; call_tool makes it this tool's `failed` Output.
+        if provider == "searxng":
+            out.results = _searxng(settings, executed, data.numResults)
+        elif provider == "brave":
+            out.results = _brave(settings, executed, data.numResults)
+        elif provider == "google":
+            out.results = _google(settings, executed, data.numResults)
+        elif provider == "udm":
+            out.results = _udm(settings, executed, data.numResults, data.site)
+        else:
+            out.status = SearchStatus.ERROR_UNKNOWN
+            out.errorDetails = (
+                f"unknown search provider '{provider}' (expected one of {', '.join(PROVIDERS)})"
+            )
         return out
+
+    def error_details(self, exc: BaseException) -> str:
+        """The provider's message without any key it may hold."""
+        return redact(str(exc))
+
+    def failed(
+        self, data: SearchInput, ctx: ToolContext, status: str, details: str, **fields: Any
+    ) -> SearchOutput:
+        """A failed search still names the query it ran and the provider."""
+        provider = ctx.settings.search_provider.strip().lower()
+        return SearchOutput(
+            searchQueryExecuted=_executed(data, provider),
+            status=SearchStatus(status),
+            provider=provider,
+            errorDetails=details,
+            **fields,
+        )

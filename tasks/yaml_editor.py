@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from tasks.base import Permission, Tool, ToolContext, ToolInput
+from tasks.base import ErrorTable, Permission, Tool, ToolContext, ToolInput
 from udm.errors import DocumentError, PatchError, TargetError, UdmError
 from udm.patch import SerializationError, edit_text, get_value
 
@@ -113,22 +113,13 @@ _ACTIONS = {
 
 
 def edit_structured(data: YamlEditorInput) -> YamlEditorOutput:
-    """Do what the input asks, purely on the string."""
+    """Do what the input asks, purely on the string (engine errors raise; the tool's table maps them)."""
     fmt = data.format.value
-    try:
-        if data.action is YamlJsonAction.GET_VALUE:
-            value = get_value(data.textContent, fmt, data.keyPath)  # type: ignore[arg-type]
-            return YamlEditorOutput(status=YamlEditorStatus.SUCCESS, extractedValue=value)
-        text = edit_text(data.textContent, fmt, _ACTIONS[data.action], data.keyPath, data.newValue)  # type: ignore[arg-type]
-        return YamlEditorOutput(status=YamlEditorStatus.SUCCESS, modifiedTextContent=text)
-    except DocumentError as exc:
-        return YamlEditorOutput(status=YamlEditorStatus.ERROR_PARSING, errorDetails=str(exc))
-    except SerializationError as exc:
-        return YamlEditorOutput(status=YamlEditorStatus.ERROR_SERIALIZING, errorDetails=str(exc))
-    except (TargetError, PatchError) as exc:
-        return YamlEditorOutput(status=YamlEditorStatus.ERROR_KEY_NOT_FOUND, errorDetails=str(exc))
-    except UdmError as exc:
-        return YamlEditorOutput(status=YamlEditorStatus.ERROR_SERIALIZING, errorDetails=str(exc))
+    if data.action is YamlJsonAction.GET_VALUE:
+        value = get_value(data.textContent, fmt, data.keyPath)  # type: ignore[arg-type]
+        return YamlEditorOutput(status=YamlEditorStatus.SUCCESS, extractedValue=value)
+    text = edit_text(data.textContent, fmt, _ACTIONS[data.action], data.keyPath, data.newValue)  # type: ignore[arg-type]
+    return YamlEditorOutput(status=YamlEditorStatus.SUCCESS, modifiedTextContent=text)
 
 
 class YamlJsonParserEditorTool(Tool[YamlEditorInput, YamlEditorOutput]):
@@ -148,6 +139,13 @@ class YamlJsonParserEditorTool(Tool[YamlEditorInput, YamlEditorOutput]):
     Input: ClassVar[type[BaseModel]] = YamlEditorInput
     Output: ClassVar[type[BaseModel]] = YamlEditorOutput
     permission: ClassVar[Permission] = Permission.SAFE
+    errors: ClassVar[ErrorTable] = {
+        DocumentError: YamlEditorStatus.ERROR_PARSING,
+        SerializationError: YamlEditorStatus.ERROR_SERIALIZING,
+        TargetError: YamlEditorStatus.ERROR_KEY_NOT_FOUND,
+        PatchError: YamlEditorStatus.ERROR_KEY_NOT_FOUND,
+        UdmError: YamlEditorStatus.ERROR_SERIALIZING,
+    }
 
     def execute(self, data: YamlEditorInput, ctx: ToolContext) -> YamlEditorOutput:
         """Parse, edit and serialise the string; nothing on disk is touched."""

@@ -8,24 +8,35 @@ resolved against the working directory the settings were loaded in (`project_roo
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 import tomllib
-from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import (
     BaseSettings,
     InitSettingsSource,
-    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
 )
 
 from udm.config_sources import ENV_PREFIX, SOURCE_DEFAULTS, read_config_files, resolve_path
+from udm.config_types import (
+    DEFAULT_ID_PATTERNS,
+    ApprovalPolicy,
+    CommaPaths,
+    CommaStrings,
+    FailOn,
+    LintIgnore,
+    LintRules,
+    SiteGenerator,
+    Suffixes,
+    TaskRunner,
+    config_error,
+)
 from udm.datalimits import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, DEPTH_CEILING, apply_settings
 from udm.errors import ConfigError
 
@@ -33,28 +44,6 @@ if TYPE_CHECKING:
     from udm.guard import Sandbox
 
 __all__ = ["DEFAULT_ID_PATTERNS", "ApprovalPolicy", "Settings", "ensure_folder", "load_settings"]
-
-
-class ApprovalPolicy(StrEnum):
-    """How eagerly tool calls are approved (see `tasks.base.needs_approval`)."""
-
-    ASK_ALWAYS = "ask_always"
-    SMART_AUTO = "smart_auto"
-    FULL_AUTO = "full_auto"
-
-
-# One alternation per family of the manual; ordered so the longest family wins at a position.
-DEFAULT_ID_PATTERNS: list[str] = [
-    r"TASK-P\d+-M\d+(?:\.\d+)*-T\d+",
-    r"API-[A-Z]+-\d+-v\d+",
-    r"APP-[A-Z0-9]+(?:-[A-Z0-9]+)*-RESEARCH-V\d+",
-    r"ROO-MODE-[A-Z0-9]+(?:-[A-Z0-9]+)*",
-    r"CHK-[A-Z0-9]+(?:-[A-Z0-9]+)*",
-    r"(?:COMP|RM|REQ|ADR|RISK|DEC|TOOL|CFG|MS|PH|TEST|SEC|NFR|UC|US|FR|BUG|INC)-\d+(?:\.\d+)*",
-    # Any other UPPER-CASE family with digits (PROJ-12, DOC-API-3-V2); lint only reports undefined
-    # references of families that have at least one definition, so UTF-8 and SHA-256 stay quiet.
-    r"[A-Z][A-Z0-9]+(?:-[A-Z][A-Z0-9]*)*-[A-Za-z]?\d+(?:\.\d+)*(?:-[A-Za-z]*\d+(?:\.\d+)*)*",
-]
 
 
 class Settings(BaseSettings):
@@ -90,7 +79,7 @@ class Settings(BaseSettings):
     prompts_dir: Path = Field(
         default=Path("prompts"), description="Prompt files the modes read; allowed for file tools."
     )
-    allowed_dirs: Annotated[list[Path], NoDecode] = Field(
+    allowed_dirs: CommaPaths = Field(
         default_factory=list,
         description="Extra directories the file tools may touch (comma-separated in the environment).",
     )
@@ -106,7 +95,7 @@ class Settings(BaseSettings):
         description="Start `udm daemon` in the background on the first query, search or graph command "
         "that finds none running (UDM_DAEMON_AUTOSTART).",
     )
-    id_patterns: Annotated[list[str], NoDecode] = Field(
+    id_patterns: CommaStrings = Field(
         default_factory=lambda: list(DEFAULT_ID_PATTERNS), description="Regexes of the manual's ID families."
     )
 
@@ -126,7 +115,7 @@ class Settings(BaseSettings):
     )
 
     # Fetching and research
-    fetch_allow: Annotated[list[str], NoDecode] = Field(
+    fetch_allow: CommaStrings = Field(
         default_factory=list,
         description="Hostnames, IPs or CIDR ranges exempt from the SSRF guard (UDM_FETCH_ALLOW, comma-separated).",
     )
@@ -169,7 +158,7 @@ class Settings(BaseSettings):
         "there are two or more; 0: parse in the flow's own process).",
     )
     # Task runners (flows.runners): where a run's fan-out executes
-    task_runner: str = Field(
+    task_runner: TaskRunner = Field(
         default="threads",
         description="Task runner of the research fan-out, the verification checks and the pipeline's "
         "parallel steps: threads (a bounded thread pool in the flow's process) or dask (prefect-dask).",
@@ -268,7 +257,7 @@ class Settings(BaseSettings):
     )
 
     # Engine
-    markdown_suffixes: Annotated[list[str], NoDecode] = Field(
+    markdown_suffixes: Suffixes = Field(
         default_factory=lambda: [".md", ".markdown", ".mdx"],
         description="File suffixes of the manual's pages (`.mdx` parses as MDX); comma-separated in the environment.",
     )
@@ -277,7 +266,7 @@ class Settings(BaseSettings):
         ge=1,
         description="Largest page the index parses, bytes; a larger one is listed as 'skipped: too large'.",
     )
-    data_sections: Annotated[list[str], NoDecode] = Field(
+    data_sections: CommaStrings = Field(
         default_factory=list,
         description="Heading titles or paths (glob patterns, any case) whose YAML/JSON fences are data, "
         "not examples; comma-separated in the environment.",
@@ -320,7 +309,7 @@ class Settings(BaseSettings):
     )
 
     # Site conventions and lint (see the README's "Links and site routes" and "Lint" sections)
-    site_generator: str = Field(
+    site_generator: SiteGenerator = Field(
         default="auto",
         description="How links resolve as site routes: auto (detect from docusaurus.config.*, docs.json, "
         "mint.json, mkdocs.yml, book.toml or hugo.toml at or above the root) | none | docusaurus | mintlify "
@@ -329,85 +318,21 @@ class Settings(BaseSettings):
     site_base_path: str | None = Field(
         default=None, description="The path the site is served under (e.g. /docs); default from its config."
     )
-    lint_rules: dict[str, str] = Field(
+    lint_rules: LintRules = Field(
         default_factory=dict,
         description="Severity per lint rule: error | warning | off (UDM_LINT_RULES as a JSON object).",
     )
-    lint_ignore: dict[str, list[str]] = Field(
+    lint_ignore: LintIgnore = Field(
         default_factory=dict,
         description="Path globs (relative to the root) -> lint rules not reported there ('*' for all); "
         "a list of globs ignores every rule there.",
     )
-    lint_fail_on: str = Field(
+    lint_fail_on: FailOn = Field(
         default="error", description="What makes `udm lint` exit 1: error | warning | never."
     )
     lint_max_warnings: int = Field(
         default=-1, ge=-1, description="`udm lint` exits 1 past this many warnings (-1: no cap)."
     )
-
-    @field_validator("task_runner")
-    @classmethod
-    def _check_task_runner(cls, value: str) -> str:
-        if value not in ("threads", "dask"):
-            raise ValueError(f"task_runner must be 'threads' or 'dask', not {value!r}")
-        return value
-
-    @field_validator("site_generator")
-    @classmethod
-    def _check_generator(cls, value: str) -> str:
-        allowed = ("auto", "none", "docusaurus", "mintlify", "mkdocs", "mdbook", "hugo")
-        if value not in allowed:
-            raise ValueError(f"expected one of {', '.join(allowed)}")
-        return value
-
-    @field_validator("lint_rules")
-    @classmethod
-    def _check_severities(cls, value: dict[str, str]) -> dict[str, str]:
-        for rule, severity in value.items():
-            if severity not in ("error", "warning", "off"):
-                raise ValueError(f"rule {rule}: severity {severity!r} is not error, warning or off")
-        return value
-
-    @field_validator("lint_ignore", mode="before")
-    @classmethod
-    def _globs_ignore_all(cls, value: Any) -> Any:
-        # A plain list of globs (or one comma-separated string) ignores every rule in those paths.
-        if isinstance(value, str) and not value.strip().startswith(("{", "[")):
-            value = [part.strip() for part in value.split(",") if part.strip()]
-        if isinstance(value, str):
-            value = json.loads(value)
-        if isinstance(value, list):
-            return {str(glob): ["*"] for glob in value}
-        return value
-
-    @field_validator("lint_fail_on")
-    @classmethod
-    def _check_fail_on(cls, value: str) -> str:
-        if value not in ("error", "warning", "never"):
-            raise ValueError("expected error, warning or never")
-        return value
-
-    @field_validator(
-        "allowed_dirs", "fetch_allow", "id_patterns", "markdown_suffixes", "data_sections", mode="before"
-    )
-    @classmethod
-    def _split_commas(cls, value: Any) -> Any:
-        # Environment variables carry lists as comma-separated strings; JSON lists pass through.
-        if isinstance(value, str):
-            stripped = value.strip()
-            if stripped.startswith("["):
-                return json.loads(stripped)
-            return [part.strip() for part in stripped.split(",") if part.strip()]
-        return value
-
-    @field_validator("markdown_suffixes", mode="after")
-    @classmethod
-    def _suffixes(cls, value: list[str]) -> list[str]:
-        # Matched against lower-cased file names: '.MD', 'md' and '.md' all mean '.md'.
-        out = ["." + v.strip().lower().lstrip(".") for v in value if v.strip().strip(".")]
-        if not out:
-            raise ValueError("markdown_suffixes needs at least one suffix, e.g. .md")
-        return out
 
     @model_validator(mode="after")
     def _scratch_outside_state(self) -> Settings:
@@ -511,10 +436,8 @@ class Settings(BaseSettings):
         for key, value in data.items():
             if isinstance(getattr(self, key), SecretStr) and value is not None:
                 data[key] = "**********"
-        data["udm_root"] = str(self.udm_root)
-        data["state_path"] = str(self.state_path)
-        data["logs_path"] = str(self.logs_path)
-        data["scratch_path"] = str(self.scratch_path)
+        for key in ("udm_root", "state_path", "logs_path", "scratch_path"):
+            data[key] = str(getattr(self, key))
         data["protected_paths"] = [str(p) for p in self.protected_paths()]
         data["allowed_roots"] = [str(p) for p in self.allowed_roots()]
         return data
@@ -553,15 +476,7 @@ def load_settings(cwd: Path | str | None = None, **overrides: Any) -> Settings:
         # Parsers without a settings object at hand (the document model) follow the last settings loaded.
         apply_settings(settings)
         return settings
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"'{'.'.join(str(x) for x in err['loc']) or '(settings)'}': {err['msg']}" for err in exc.errors()
-        )
-        raise ConfigError(
-            f"invalid setting {problems} (from an option, UDM_* environment variable, udm.toml or "
-            "[tool.udm] in pyproject.toml)"
-        ) from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"udm.toml or pyproject.toml in {base} is not valid TOML: {exc}") from exc
+    except (ValidationError, SettingsError, tomllib.TOMLDecodeError) as exc:
+        raise config_error(exc, base) from exc
     finally:
         os.chdir(previous)

@@ -9,12 +9,26 @@ manual.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from typing import Any
 
-__all__ = ["ENV_PREFIX", "SOURCE_DEFAULTS", "raw_setting", "read_config_files", "resolve_path"]
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:  # runtime imports stay minimal: the CLI's fast paths import this module
+    from collections.abc import Mapping
+    from typing import Any
+
+__all__ = [
+    "CONFIG_FILES",
+    "ENV_PREFIX",
+    "SOURCE_DEFAULTS",
+    "raw_setting",
+    "read_config_files",
+    "resolve_path",
+    "setting_variables",
+]
 
 ENV_PREFIX = "UDM_"
+# The files settings are read from, in the working directory, highest first.
+CONFIG_FILES = ("udm.toml", "pyproject.toml")
 
 # The defaults of the settings the fast paths read; `Settings` declares the same ones from here.
 SOURCE_DEFAULTS: dict[str, str] = {
@@ -38,9 +52,15 @@ def read_config_files(cwd: str | os.PathLike[str]) -> tuple[dict[str, Any], dict
     """`udm.toml` and pyproject.toml's `[tool.udm]` in `cwd`, highest first ({} for a missing file).
 
     Raises OSError for an unreadable file and `tomllib.TOMLDecodeError` (a ValueError) for bad TOML."""
-    udm_toml = _toml(os.path.join(cwd, "udm.toml"))
-    pyproject = _toml(os.path.join(cwd, "pyproject.toml")).get("tool", {}).get("udm", {})
+    udm_toml = _toml(os.path.join(cwd, CONFIG_FILES[0]))
+    pyproject = _toml(os.path.join(cwd, CONFIG_FILES[1])).get("tool", {}).get("udm", {})
     return udm_toml, pyproject if isinstance(pyproject, dict) else {}
+
+
+def setting_variables(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment variables that may set a setting: `UDM_*` in any case, as `Settings` reads them."""
+    env = os.environ if environ is None else environ
+    return {name: value for name, value in env.items() if name.upper().startswith(ENV_PREFIX)}
 
 
 def raw_setting(

@@ -10,6 +10,7 @@ from playwright.async_api import ViewportSize
 from pydantic import BaseModel, Field, model_validator
 
 from tasks.base import Permission, ToolContext
+from tasks.browser.actions import ActionError, normalize_url
 from tasks.browser.common import (
     BrowserOutput,
     BrowserTool,
@@ -22,7 +23,7 @@ from tasks.browser.common import (
     locate,
     save_screenshot,
 )
-from tasks.browser.session import MANAGER, ActionError, normalize_url
+from tasks.browser.session import MANAGER
 
 __all__ = [
     "CaptureScreenshotTool",

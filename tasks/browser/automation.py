@@ -11,6 +11,7 @@ from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 from pydantic import Field
 
 from tasks.base import Permission
+from tasks.browser.actions import ActionError, normalize_url
 from tasks.browser.common import (
     BrowserOutput,
     BrowserTool,
@@ -21,7 +22,6 @@ from tasks.browser.common import (
     click_and_follow,
     control_value,
 )
-from tasks.browser.session import ActionError, normalize_url
 
 __all__ = [
     "ClickTool",

@@ -15,6 +15,7 @@ import yaml
 from pydantic import Field, model_validator
 
 from tasks.base import Permission
+from tasks.browser.actions import ActionError, normalize_url, require_allowed, timeout_message
 from tasks.browser.common import (
     BrowserOutput,
     BrowserTool,
@@ -25,7 +26,6 @@ from tasks.browser.common import (
     save_screenshot,
 )
 from tasks.browser.page_tools import tab_list
-from tasks.browser.session import ActionError, normalize_url, require_allowed, timeout_message
 from udm.config import Settings
 from udm.datalimits import DataLimitError, check_yaml
 from udm.errors import InvalidURLError

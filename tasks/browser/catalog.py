@@ -1,22 +1,20 @@
-"""The browser tools by name, loaded from the registry's tasks.browser lines only."""
+"""The browser tools by name: the registry's tools under tasks.browser (only their modules load)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tasks.base import Tool
-from tasks.registry import TOOL_PATHS, _load
+from tasks.registry import tools_in
+
+if TYPE_CHECKING:
+    from tasks.base import Tool
 
 __all__ = ["browser_tool", "browser_tool_names"]
 
 
-def _paths() -> list[str]:
-    return [p for p in TOOL_PATHS if p.startswith("tasks.browser.")]
-
-
 def browser_tool(name: str) -> Tool[Any, Any] | None:
     """The browser tool with this name (exact, else case-insensitive), or None."""
-    tools = [_load(p) for p in _paths()]
+    tools = tools_in("tasks.browser")
     for tool in tools:
         if tool.name == name:
             return tool
@@ -28,4 +26,4 @@ def browser_tool(name: str) -> Tool[Any, Any] | None:
 
 def browser_tool_names() -> list[str]:
     """Names of every browser tool, in registry order."""
-    return [_load(p).name for p in _paths()]
+    return [tool.name for tool in tools_in("tasks.browser")]

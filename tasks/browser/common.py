@@ -20,7 +20,8 @@ from playwright.async_api import Locator, Page
 from pydantic import BaseModel, Field
 
 from tasks.base import Permission, Tool, ToolContext, ToolInput, TransientToolError
-from tasks.browser.session import MANAGER, ActionError, Session, artifact_path, pw_selector, resolve_timeout_s
+from tasks.browser.actions import ActionError, artifact_path, pw_selector, resolve_timeout_s
+from tasks.browser.session import MANAGER, Session
 
 __all__ = [
     "SESSION_ID",

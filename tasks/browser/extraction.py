@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import Field
 
 from tasks.base import Permission
+from tasks.browser.actions import ActionError
 from tasks.browser.agent_actions import ScreenshotOutput
 from tasks.browser.automation import CssInput
 from tasks.browser.common import (
@@ -18,7 +19,6 @@ from tasks.browser.common import (
     locate,
     save_screenshot,
 )
-from tasks.browser.session import ActionError
 
 __all__ = [
     "LINKS_JS",

@@ -6,7 +6,7 @@ import json
 import os
 import threading
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 from filelock import FileLock
 from pydantic import BaseModel, Field, model_validator
@@ -79,18 +79,26 @@ def _apply(store: dict[str, Any], data: KeyValueInput) -> KeyValueOutput:
     return KeyValueOutput(entries=dict(store), count=len(store))
 
 
-class SessionMemoryTool(Tool[SessionMemoryInput, KeyValueOutput]):
+_KVIn = TypeVar("_KVIn", bound=KeyValueInput)
+
+
+class _KeyValueTool(Tool[_KVIn, KeyValueOutput]):
+    """A key-value store tool: `get` only reads, every other action writes."""
+
+    Output = KeyValueOutput
+    permission = Permission.SAFE
+
+    def permission_for(self, data: _KVIn) -> Permission:
+        """Reading is safe; writing is moderate."""
+        return Permission.SAFE if data.action == "get" else Permission.MODERATE
+
+
+class SessionMemoryTool(_KeyValueTool[SessionMemoryInput]):
     """session_memory."""
 
     name = "session_memory"
     description = "Remember values for the length of a browser session: get one key or all, set a key, clear."
     Input = SessionMemoryInput
-    Output = KeyValueOutput
-    permission = Permission.SAFE
-
-    def permission_for(self, data: SessionMemoryInput) -> Permission:
-        """Reading is safe; writing is moderate."""
-        return Permission.SAFE if data.action == "get" else Permission.MODERATE
 
     def execute(self, data: SessionMemoryInput, ctx: ToolContext) -> KeyValueOutput:
         """Act on the session's dictionary."""
@@ -103,7 +111,7 @@ def cache_file(ctx: ToolContext) -> Path:
     return ctx.settings.state_path / "browser-cache" / "cache.json"
 
 
-class PersistentCacheTool(Tool[KeyValueInput, KeyValueOutput]):
+class PersistentCacheTool(_KeyValueTool[KeyValueInput]):
     """persistent_cache."""
 
     name = "persistent_cache"
@@ -111,12 +119,6 @@ class PersistentCacheTool(Tool[KeyValueInput, KeyValueOutput]):
         "A key-value store that survives restarts (<state>/browser-cache/): get one key or all, set, clear."
     )
     Input = KeyValueInput
-    Output = KeyValueOutput
-    permission = Permission.SAFE
-
-    def permission_for(self, data: KeyValueInput) -> Permission:
-        """Reading is safe; writing is moderate."""
-        return Permission.SAFE if data.action == "get" else Permission.MODERATE
 
     def execute(self, data: KeyValueInput, ctx: ToolContext) -> KeyValueOutput:
         """Read-modify-write the JSON file under a file lock, replacing it atomically."""

@@ -11,7 +11,7 @@ from urllib.parse import unquote_to_bytes
 from pydantic import Field
 
 from tasks.base import Permission
-from tasks.browser.agent_actions import ScreenshotOutput
+from tasks.browser.actions import ActionError, artifact_path, normalize_url
 from tasks.browser.common import (
     BrowserOutput,
     BrowserTool,
@@ -19,11 +19,9 @@ from tasks.browser.common import (
     PageInput,
     SelectorType,
     locate,
-    save_screenshot,
     write_atomic,
 )
-from tasks.browser.extraction import LINKS_JS
-from tasks.browser.session import ActionError, artifact_path, normalize_url
+from tasks.browser.extraction import LINKS_JS, ScreenshotInput, ScreenshotTool
 from udm.errors import InvalidURLError
 from udm.net import split_url
 
@@ -409,26 +407,17 @@ class OpenInNewTabTool(BrowserTool):
         }
 
 
-class FullShotInput(PageInput):
+class FullShotInput(ScreenshotInput):
     """Input of getFullPageScreenshot."""
 
     full_page: bool = Field(default=True, description="The whole scrollable page (false: the viewport).")
-    return_base64: bool = Field(default=False, description="Also return the PNG as base64 (for an LLM).")
 
 
-class GetFullPageScreenshotTool(BrowserTool):
-    """getFullPageScreenshot."""
+class GetFullPageScreenshotTool(ScreenshotTool):
+    """getFullPageScreenshot: `screenshot` with the whole page as the default."""
 
     name = "getFullPageScreenshot"
     description = (
         "A PNG of the whole page (or the viewport) written to <state>/screenshots/; base64 only on request."
     )
     Input = FullShotInput
-    Output = ScreenshotOutput
-    permission = Permission.SAFE
-
-    async def act(self, call: Call) -> dict[str, Any]:
-        """Capture."""
-        return await save_screenshot(
-            call, full_page=call.data.full_page, return_base64=call.data.return_base64
-        )

@@ -6,7 +6,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +15,12 @@ import pytest
 
 import udm.index.links
 import udm.net.httppool
+from tests.fakes.loopback import QuietServer, loopback_server, start
 from udm.config import load_settings
 from udm.index import check_links
 from udm.net import OriginPoolTransport
 
-from .conftest import external_link, loopback_server
+from .conftest import external_link
 
 BIG_BODY = 64 * 1024 * 1024
 CHUNK = 256 * 1024
@@ -240,10 +241,9 @@ def test_https_links_are_verified_with_sni_and_a_shared_context(
     server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     server_ctx.load_cert_chain(cert, key)
     server_ctx.sni_callback = lambda _sock, name, _ctx: server_names.append(name)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), KeepAliveHandler)
-    server.daemon_threads = True
+    server = QuietServer(("127.0.0.1", 0), KeepAliveHandler)
     server.socket = server_ctx.wrap_socket(server.socket, server_side=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    start(server)
     url = f"https://localhost:{server.server_address[1]}/ok/tls"
     settings = load_settings(cwd=tmp_path, fetch_allow=["localhost"])
     try:

@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
+from tests.fakes.loopback import loopback_server
 from udm.config import load_settings
 from udm.index import check_links
 
-from .conftest import external_link, loopback_server
+from .conftest import external_link
 
 HITS: dict[str, int] = {}
 _LOCK = threading.Lock()

@@ -14,9 +14,8 @@ from typing import Any
 import pytest
 
 from tasks.browser.session import ActionError, normalize_url
+from tests.fakes.loopback import loopback_server
 from udm.config import load_settings
-
-from .conftest import loopback_server
 
 pytestmark = pytest.mark.browser
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import os
 import socket
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.fakes.loopback import loopback_server
 from udm.config import Settings, load_settings
 from udm.errors import ConfigError
 
@@ -54,11 +54,8 @@ class Handler(BaseHTTPRequestHandler):
 @pytest.fixture(scope="module")
 def site() -> Iterator[str]:
     """The loopback site, served by threads of this process."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    with loopback_server(Handler) as base:
+        yield base
 
 
 @pytest.fixture(scope="module")
@@ -330,7 +327,7 @@ def test_the_errors_a_task_run_raises_come_back_from_a_worker() -> None:
     arguments must survive that (a failed step read as a TypeError before)."""
     import pickle
 
-    from flows.research import _BatchIncomplete
+    from flows.research_fetch import _BatchIncomplete
     from tasks.base import TransientToolError
     from tasks.documents import FetchOutput
     from tasks.prefect_task import ToolFailedError

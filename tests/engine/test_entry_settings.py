@@ -108,7 +108,21 @@ def test_fast_and_full_log_lines_have_the_same_shape(
     )
     lines = (workspace / "logs" / "tool-calls.jsonl").read_text(encoding="utf-8").splitlines()
     fast, full = json.loads(lines[-2]), json.loads(lines[-1])
+    # The same leading options as the daemon's path, in both spellings.
+    assert fast_query_id(["--root=docs/udm", "--state-dir", "state", "query", "id", "COMP-002"]) == 0
     assert fast.pop("fast_path") is True
     assert set(fast) == set(full)
     for key in ("tool", "input_digest", "input_fields", "permission", "decision", "status"):
         assert fast[key] == full[key], key
+
+
+def test_the_daemon_fingerprint_sees_every_variable_settings_read(tmp_path: Path) -> None:
+    from udm.daemon import client as dc
+
+    base = dc.fingerprint(str(tmp_path), {"PATH": "/bin"})
+    # Settings reads udm_root as UDM_ROOT: a daemon must not answer a client that set it.
+    assert dc.fingerprint(str(tmp_path), {"PATH": "/bin", "udm_root": "elsewhere"}) != base
+    assert dc.fingerprint(str(tmp_path), {"PATH": "/bin", "UDM_ROOT": "elsewhere"}) != base
+    assert dc.fingerprint(str(tmp_path), {"PATH": "/usr/bin"}) == base
+    (tmp_path / "udm.toml").write_text('root = "x"\n', encoding="utf-8")
+    assert dc.fingerprint(str(tmp_path), {"PATH": "/bin"}) != base

@@ -1,4 +1,5 @@
-"""Import hygiene: the CLI and tools never import Prefect; every module's __all__ is true."""
+"""Import hygiene: the CLI and tools never import Prefect; every module's __all__ is true; the layering
+contracts (pyproject.toml [tool.importlinter], run by `./run test`) catch lazy imports too."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import importlib
 import importlib.util
 import os
 import pkgutil
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +15,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("udm", "tasks", "flows")
+PACKAGES = ("udm", "tasks", "flows", "wiring")
 
 NO_PREFECT = """
 import importlib.util, io, sys, contextlib
@@ -68,24 +70,80 @@ def test_module_exports_exist(name: str) -> None:
     assert not missing, f"{name}.__all__ names what it does not define: {missing}"
 
 
-# Module-level imports a layer may not make: (package, forbidden, exceptions).
-LAYER_RULES = [
-    ("udm", ("prefect", "tasks", "flows"), ()),
-    ("tasks", ("prefect", "flows"), ("tasks.prefect_task",)),
+LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
+
+# Lazy (function-level) imports that break one contract each, planted in a copy of the tree:
+# (file, line appended, id of the contract that must catch it).
+VIOLATIONS = [
+    ("udm/errors.py", "def _planted():\n    import flows\n", "layers"),
+    ("udm/config.py", "def _planted():\n    import prefect\n", "engine-without-prefect"),
+    ("tasks/filesystem.py", "def _planted():\n    from prefect import flow\n", "tools-without-prefect"),
+    ("tasks/udm_query.py", "def _planted():\n    import flows.cli\n", "layers"),
+    ("flows/cli_tools.py", "def _planted():\n    from udm.index import core\n", "surface-index"),
+    ("udm/markdown/lines.py", "def _planted():\n    from udm.index import UdmIndex\n", "udm-packages"),
+    ("wiring/__init__.py", "def _planted():\n    import tasks.registry\n", "layers"),
 ]
 
 
-@pytest.mark.parametrize(("layer", "forbidden", "exempt"), LAYER_RULES, ids=[r[0] for r in LAYER_RULES])
-def test_layering(layer: str, forbidden: tuple[str, ...], exempt: tuple[str, ...]) -> None:
-    offenders = []
-    for name in all_modules():
-        if name.partition(".")[0] != layer or name in exempt:
-            continue
-        spec = importlib.util.find_spec(name)
-        assert spec is not None and spec.origin is not None
-        for line in Path(spec.origin).read_text(encoding="utf-8").splitlines():
-            # Column-0 imports run at import time; indented ones are lazy (inside a function).
-            for higher in forbidden:
-                if line.startswith((f"import {higher}", f"from {higher}")):
-                    offenders.append(f"{name}: {line}")
-    assert not offenders, offenders
+def contracts() -> list[dict[str, object]]:
+    """The import-linter contracts of pyproject.toml."""
+    import tomllib
+
+    with open(REPO / "pyproject.toml", "rb") as fh:
+        found: list[dict[str, object]] = tomllib.load(fh)["tool"]["importlinter"]["contracts"]
+    return found
+
+
+def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
+    """Run lint-imports over the tree at `root` (no cache, so nothing is left behind)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(root)
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache"], cwd=root, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def copy_tree(dest: Path) -> Path:
+    """The product packages and pyproject.toml, copied to dest."""
+    import shutil
+
+    for name in PACKAGES:
+        shutil.copytree(REPO / name, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "pyproject.toml", dest / "pyproject.toml")
+    return dest
+
+
+def test_lazy_imports_that_break_the_layers_fail_lint_imports(tmp_path: Path) -> None:
+    root = copy_tree(tmp_path)
+    clean = lint_imports(root)
+    assert clean.returncode == 0, clean.stdout[-3000:] + clean.stderr[-3000:]
+    for file, code, _ in VIOLATIONS:
+        with open(root / file, "a", encoding="utf-8") as fh:
+            fh.write("\n\n" + code)
+    broken = lint_imports(root)
+    assert broken.returncode == 1, broken.stdout[-3000:] + broken.stderr[-3000:]
+    names = {str(c["id"]): str(c["name"]) for c in contracts()}
+    for file, code, contract in VIOLATIONS:
+        # import-linter wraps long contract names; compare without the line breaks.
+        report = " ".join(broken.stdout.split())
+        assert f"{' '.join(names[contract].split())} BROKEN" in report, (file, contract)
+        planted = code.splitlines()[1].strip()
+        module = file.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+        assert module in broken.stdout and planted.split()[1] in broken.stdout, (file, planted)
+
+
+def test_every_udm_package_has_a_surface_contract_and_a_layer() -> None:
+    by_id = {str(c["id"]): c for c in contracts()}
+    packages = sorted(p.name for p in (REPO / "udm").iterdir() if (p / "__init__.py").is_file())
+    modules = sorted(p.stem for p in (REPO / "udm").glob("*.py") if p.stem != "__init__")
+    layers: list[str] = by_id["udm-packages"]["layers"]  # type: ignore[assignment]
+    layered = {part.strip() for layer in layers for part in re.split(r"[|:]", layer)}
+    for name in packages:
+        contract = by_id.get(f"surface-{name}")
+        assert contract is not None, f"udm/{name}/: add a surface-{name} contract to pyproject.toml"
+        assert contract["type"] == "protected"
+        assert contract["protected_modules"] == [f"udm.{name}.*"]
+        assert contract["allowed_importers"] == [f"udm.{name}"]
+    for name in packages + modules:
+        # The layer order documents where each part of the engine sits: a new one takes its place.
+        assert f"udm.{name}" in layered, f"place udm.{name} in the udm-packages contract's layers"

@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from tasks.base import SCHEMA_FORMATS, Permission, Tool, ToolContext, ToolInput, export_schema
-from tasks.registry import TOOL_PATHS, _load
+from tasks.registry import TOOL_PATHS, load_tool
 
 # Anthropic and OpenAI both restrict tool names to this.
 NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -52,7 +52,7 @@ def make_tool(level: Permission) -> Tool[HintInput, HintOutput]:
 
 def all_test_tools() -> list[Tool[Any, Any]]:
     """The registered tools that exist, plus one fake per permission level."""
-    return [_load(p) for p in written_tool_paths()] + [make_tool(level) for level in Permission]
+    return [load_tool(p) for p in written_tool_paths()] + [make_tool(level) for level in Permission]
 
 
 def check_object_schema(schema: dict[str, Any], *, meta: bool = True) -> None:
@@ -137,7 +137,7 @@ def test_unknown_format_is_named() -> None:
 
 
 def test_registered_names_are_unique() -> None:
-    names = [_load(p).name for p in written_tool_paths()]
+    names = [load_tool(p).name for p in written_tool_paths()]
     assert len(names) == len(set(names))
     assert len({n.lower() for n in names}) == len(names)
 

@@ -118,6 +118,25 @@ def test_bad_values_are_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         load_settings(cwd=tmp_path)
 
 
+def test_structured_settings_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Plain comma-separated globs ignore every rule there, as a list of globs in udm.toml does.
+    monkeypatch.setenv("UDM_LINT_IGNORE", "vendor/*, drafts/*")
+    assert load_settings(cwd=tmp_path).lint_ignore == {"vendor/*": ["*"], "drafts/*": ["*"]}
+    monkeypatch.setenv("UDM_LINT_IGNORE", '{"vendor/*": ["broken-link"]}')
+    assert load_settings(cwd=tmp_path).lint_ignore == {"vendor/*": ["broken-link"]}
+    monkeypatch.delenv("UDM_LINT_IGNORE")
+    # A map that is not JSON is a setting named in a ConfigError, never a traceback.
+    monkeypatch.setenv("UDM_LINT_RULES", "{broken")
+    with pytest.raises(ConfigError, match=r'invalid setting: .*"lint_rules".*holds JSON'):
+        load_settings(cwd=tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert run(["config"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: invalid setting") and "Traceback" not in err
+
+
 def test_cli_reports_bad_settings_without_a_traceback(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -1,4 +1,4 @@
-"""The three tools through call_tool, golden edits, and the property that bytes outside an edit stay put."""
+"""The three tools through call_tool, and the property that bytes outside an edit stay put (golden edits: test_golden)."""
 
 from __future__ import annotations
 
@@ -114,21 +114,6 @@ def test_udm_updater_transaction_report_and_permissions(small: Settings) -> None
     )
     assert not denied.envelope.success and "destructive" in (denied.envelope.error or "")
     assert "## Phase 2" in (small.udm_root / "roadmap.md").read_text(encoding="utf-8")
-
-
-GOLDEN = Path(__file__).with_name("golden")
-
-
-def test_golden_files() -> None:
-    cases = sorted(p for p in GOLDEN.iterdir() if p.is_dir())
-    assert cases
-    for case in cases:
-        texts = {"input.md": (case / "input.md").read_bytes()}
-        ws = Workspace(case, reader=lambda rel, texts=texts: texts.get(rel))
-        apply_operations(
-            parse_patch(__import__("yaml").safe_load((case / "patch.yaml").read_text(encoding="utf-8"))), ws
-        )
-        assert ws.read("input.md") == (case / "expected.md").read_text(encoding="utf-8"), case.name
 
 
 _title = (

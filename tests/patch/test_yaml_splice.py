@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from udm.errors import UdmError
 from udm.patch.splice import _count_changes, changed_line_count, split_lines
-from udm.patch.structured import _edit_yaml, _edit_yaml_round_trip, _splice_yaml_scalar
+from udm.patch.yamledit import _edit_yaml_round_trip, _splice_yaml_scalar
+from udm.patch.yamledit import edit_yaml as _edit_yaml
 
 KEYS = st.sampled_from(["id", "title", "status", "depends_on", "milestone", "n", "key-x", "_k", "true", "On"])
 # Old values inside the splice subset (canonical_edits draws only these); OLD adds ones outside it.

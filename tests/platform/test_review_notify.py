@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import http.server
-import json
 import socket
-import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from tests.fakes.webhooks import running_webhook
 from udm.config import Settings
 from udm.patch import parse_patch
 
@@ -19,26 +17,9 @@ pytestmark = pytest.mark.prefect
 
 @pytest.fixture
 def hook() -> Iterator[tuple[str, list[tuple[str, Any]]]]:
-    """A loopback HTTP server recording every POST as (path, JSON body)."""
-    received: list[tuple[str, Any]] = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            received.append((self.path, json.loads(body or b"null")))
-            self.send_response(204)
-            self.end_headers()
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", received
-    finally:
-        server.shutdown()
-        server.server_close()
+    """A loopback HTTP server recording every POST as (path, JSON body) (tests/fakes/webhooks.py)."""
+    with running_webhook() as receiver:
+        yield receiver
 
 
 def test_a_waiting_review_calls_the_webhook_and_the_block(

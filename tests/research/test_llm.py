@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +14,8 @@ import pytest
 
 from flows.research_report import Source, render_appendix
 from tasks.llm_synth import ANTHROPIC_VERSION, LLMError, LLMSynthesizer, chat
+from tests.fakes.llm_apis import LlmApi as Api
+from tests.fakes.llm_apis import running_llm_api
 from udm.config import Settings, load_settings
 from udm.research import Evidence, verify_claims
 
@@ -39,51 +38,11 @@ EVIDENCE = [
 QUESTION = "How does DuckDB rank matches?"
 
 
-@dataclass
-class Api:
-    """A loopback LLM API: queued (status, body, headers) replies per path, and the requests it got."""
-
-    base: str
-    replies: dict[str, list[tuple[int, bytes, dict[str, str]]]] = field(default_factory=dict)
-    requests: list[tuple[str, dict[str, str], Any]] = field(default_factory=list)
-
-    def queue(self, path: str, status: int, body: bytes | str, **headers: str) -> None:
-        """Answer the next request to `path` with this status, body and headers."""
-        data = body.encode() if isinstance(body, str) else body
-        self.replies.setdefault(path, []).append((status, data, headers))
-
-
 @pytest.fixture
 def llm_api() -> Iterator[Api]:
-    api = Api(base="")
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"null")
-            api.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
-            queue = api.replies.get(self.path) or [(404, b'{"error": "no such route"}', {})]
-            status, data, headers = queue.pop(0)
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for k, v in headers.items():
-                self.send_header(k.replace("_", "-"), v)
-            self.end_headers()
-            self.wfile.write(data)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    api.base = f"http://127.0.0.1:{server.server_address[1]}"
-    yield api
-    server.shutdown()
-    server.server_close()
+    """The fake LLM endpoint (tests/fakes/llm_apis.py)."""
+    with running_llm_api() as api:
+        yield api
 
 
 def _settings(tmp_path: Path, **overrides: Any) -> Settings:

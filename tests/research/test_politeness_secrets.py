@@ -19,10 +19,9 @@ import pytest
 from tasks.base import ToolContext, call_tool
 from tasks.documents import DocumentFetchingParsingTool
 from tasks.web_search import WebSearchTool
+from tests.fakes.loopback import QuietServer, start
 from udm.config import Settings, load_settings
 from udm.net import fetch_url
-
-from .conftest import QuietServer, _serve
 
 
 @dataclass
@@ -73,7 +72,7 @@ def hosts() -> Iterator[Callable[[str], Counting]]:
         host = Counting(base="")
         server = QuietServer((ip, 0), _counting_handler(host))
         host.base = f"http://{ip}:{server.server_address[1]}"
-        _serve(server)
+        start(server)
         servers.append(server)
         return host
 
@@ -178,7 +177,7 @@ def _bomb_handler(payload: bytes) -> type[BaseHTTPRequestHandler]:
 def test_gzip_expansion_is_bounded_by_the_cap(bomb: bytes, workspace: Path) -> None:
     assert len(bomb) < 200_000
     server = QuietServer(("127.0.0.1", 0), _bomb_handler(bomb))
-    _serve(server)
+    start(server)
     url = f"http://127.0.0.1:{server.server_address[1]}/bomb.txt"
     settings = _settings(workspace, fetch_host_delay_s=0.0)
     try:

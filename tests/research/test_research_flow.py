@@ -110,7 +110,7 @@ def test_research_report_only(prefect_server: None, site, workspace: Path) -> No
 def test_research_rerun_with_the_same_sources_is_unchanged(
     prefect_server: None, site, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import flows.research as research_mod
+    import flows.research_appendix as research_mod
     from flows.research import ResearchRequest, run_research
 
     settings = load_settings(
@@ -216,7 +216,7 @@ def test_research_rerun_is_one_cache_hit_and_failed_sources_are_retried(
 def test_a_cached_batch_older_than_its_sources_allow_is_not_fresh() -> None:
     from datetime import UTC, datetime, timedelta
 
-    from flows.research import _fresh
+    from flows.research_fetch import _fresh
 
     now = datetime.now(UTC)
     env = lambda at: {"data": {"metadata": {"fetched_at": at}}}  # noqa: E731
@@ -294,7 +294,8 @@ def test_a_changed_local_file_is_read_again_within_the_cache_age(
 
 
 def test_the_manual_is_context_not_a_source_unless_asked(workspace: Path) -> None:
-    from flows.research import ResearchRequest, _plan_sources
+    from flows.research import ResearchRequest
+    from flows.research_sources import plan_sources as _plan_sources
 
     settings = load_settings(cwd=workspace)
     links = [

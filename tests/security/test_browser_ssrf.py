@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import re
 import socket
-import threading
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ import pytest
 from tasks.base import ToolContext, always_approve, call_tool, run_coroutine
 from tasks.browser.catalog import browser_tool
 from tasks.browser.session import MANAGER
+from tests.fakes.loopback import QuietServer, start
 from udm.config import load_settings
 
 pytestmark = pytest.mark.browser
@@ -28,10 +28,8 @@ pytestmark = pytest.mark.browser
 SECRET = "TOP-SECRET-INTERNAL-PAGE"
 
 
-class _Counting(ThreadingHTTPServer):
+class _Counting(QuietServer):
     """A server that counts the connections it accepts (before any request is read)."""
-
-    daemon_threads = True
 
     def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
         super().__init__(address, handler)
@@ -88,7 +86,7 @@ def servers() -> Iterator[tuple[str, str, _Counting]]:
 
     allowed = _Counting(("127.0.0.1", 0), _handler(allowed_pages))
     for server in (forbidden, allowed):
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        start(server)
     try:
         yield f"http://127.0.0.1:{allowed.server_address[1]}", bad, forbidden
     finally:

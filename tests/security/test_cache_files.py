@@ -14,10 +14,9 @@ import json
 import os
 import pickle
 import shutil
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ from hypothesis import strategies as st
 from tasks.base import ToolContext, always_approve, call_tool
 from tasks.filesystem import FileSystemAccessTool
 from tasks.knowledge_graph import KnowledgeGraphQueryTool
+from tests.fakes.loopback import loopback_server
 from udm.config import Settings, load_settings
 from udm.graph import open_graph
 from udm.graph.cache import (
@@ -317,14 +317,8 @@ class _ETagHandler(BaseHTTPRequestHandler):
 
 @contextmanager
 def _server() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _ETagHandler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/page"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with loopback_server(_ETagHandler) as base:
+        yield base + "/page"
 
 
 def _meta_file(settings: Settings, url: str) -> Path:

@@ -9,9 +9,8 @@ resolved against a base).
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from flows.research_report import canonical_url
 from tasks.base import ToolContext, call_tool
 from tasks.browser.session import ActionError, normalize_url
 from tasks.documents import DocumentFetchingParsingTool
+from tests.fakes.loopback import loopback_server
 from udm.config import Settings, load_settings
 from udm.errors import InvalidURLError
 from udm.index.links import check_external
@@ -120,14 +120,8 @@ def redirecting() -> Iterator[str]:
 
         do_HEAD = do_GET
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with loopback_server(Handler) as base:
+        yield base
 
 
 def test_a_redirect_to_a_malformed_url_is_a_fetch_failure(fctx: ToolContext, redirecting: str) -> None:

@@ -11,6 +11,15 @@ from typing import TYPE_CHECKING
 from udm._lazy import load_surface_name
 
 if TYPE_CHECKING:
+    from udm.daemon.client import DaemonUnavailable as DaemonUnavailable
+    from udm.daemon.client import clean_stale as clean_stale
+    from udm.daemon.client import daemon_dir as daemon_dir
+    from udm.daemon.client import fingerprint as fingerprint
+    from udm.daemon.client import lock_held as lock_held
+    from udm.daemon.client import read_pid as read_pid
+    from udm.daemon.client import request as request
+    from udm.daemon.client import socket_path as socket_path
+    from udm.daemon.client import spawn as spawn
     from udm.daemon.server import DAEMON_TOOLS as DAEMON_TOOLS
     from udm.daemon.server import AlreadyRunning as AlreadyRunning
     from udm.daemon.server import DaemonServer as DaemonServer
@@ -20,14 +29,32 @@ _SURFACE = {
     "AlreadyRunning": "server",
     "DAEMON_TOOLS": "server",
     "DaemonServer": "server",
+    "DaemonUnavailable": "client",
+    "clean_stale": "client",
+    "daemon_dir": "client",
+    "fingerprint": "client",
+    "lock_held": "client",
+    "read_pid": "client",
+    "request": "client",
     "settings_digest": "server",
+    "socket_path": "client",
+    "spawn": "client",
 }
 
 __all__ = [
     "DAEMON_TOOLS",
     "AlreadyRunning",
     "DaemonServer",
+    "DaemonUnavailable",
+    "clean_stale",
+    "daemon_dir",
+    "fingerprint",
+    "lock_held",
+    "read_pid",
+    "request",
     "settings_digest",
+    "socket_path",
+    "spawn",
 ]
 
 

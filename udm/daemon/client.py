@@ -15,6 +15,8 @@ import os
 import socket
 import struct
 
+from udm.errors import DaemonError
+
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:  # runtime imports stay minimal: the client runs before every eligible `udm` command
@@ -50,11 +52,11 @@ _HEADER = struct.Struct(">I")
 _SUN_PATH_MAX = 107
 
 
-class ProtocolError(Exception):
+class ProtocolError(DaemonError):
     """A message that breaks the framing: too long, truncated, not JSON or not an object."""
 
 
-class DaemonUnavailable(Exception):
+class DaemonUnavailable(DaemonError):
     """No daemon answered (none runs, a stale socket, another user's socket, a timeout)."""
 
 
@@ -82,12 +84,15 @@ def fingerprint(cwd: str, env: dict[str, str] | None = None) -> str:
     """What the settings depend on besides the command line: the working directory, the `UDM_*`
     variables and the bytes of `pyproject.toml` and `udm.toml` there. A daemon answers only a client
     whose fingerprint equals its own, so its answers are the ones the client would compute."""
-    variables = dict(os.environ) if env is None else env
+    from udm.config_sources import CONFIG_FILES, setting_variables
+
+    # The variables `Settings` reads (UDM_* in any case) and its config files, by the same rule.
+    variables = setting_variables(env)
     h = hashlib.sha256()
     h.update(os.fsencode(cwd) + b"\0")
-    for key in sorted(k for k in variables if k.startswith("UDM_")):
+    for key in sorted(variables):
         h.update(os.fsencode(key) + b"=" + os.fsencode(variables[key]) + b"\0")
-    for name in ("pyproject.toml", "udm.toml"):
+    for name in sorted(CONFIG_FILES):
         try:
             with open(os.path.join(cwd, name), "rb") as fh:
                 h.update(name.encode() + b":" + hashlib.sha256(fh.read()).digest())

@@ -38,7 +38,7 @@ from udm.daemon.client import (
     send_message,
     socket_path,
 )
-from udm.errors import ConfigError
+from udm.errors import ConfigError, DaemonError
 
 __all__ = ["DAEMON_TOOLS", "AlreadyRunning", "DaemonServer", "Handler", "prepare_dir", "settings_digest"]
 
@@ -63,7 +63,7 @@ def settings_digest(s: Settings) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-class AlreadyRunning(Exception):
+class AlreadyRunning(DaemonError):
     """Another daemon holds this state folder's lock."""
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from udm.errors import GraphError
 from udm.graph.model import EDGE_TYPES, GRAPH_SCHEMA_VERSION, NODE_KINDS, NODE_PROPERTIES, KnowledgeGraph
 
 __all__ = [
@@ -59,7 +60,7 @@ _INT64 = range(-(2**63), 2**63)
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
 
 
-class CacheInvalid(ValueError):
+class CacheInvalid(GraphError, ValueError):
     """A graph cache that cannot be used; the message says why (the graph is rebuilt)."""
 
 

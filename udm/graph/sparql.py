@@ -10,16 +10,11 @@ from __future__ import annotations
 
 import atexit
 import itertools
-import json
 import os
 import re
-import select
 import shutil
-import subprocess
-import sys
 import tempfile
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,7 +23,7 @@ from urllib.parse import quote
 from udm.errors import GraphQueryError, GraphTimeoutError, GraphUnavailableError
 from udm.graph.cypher import QueryResult
 from udm.graph.model import KnowledgeGraph
-from udm.workerproc import kill_worker
+from udm.workerproc import LineWorker
 
 __all__ = [
     "NODE_NS",
@@ -51,7 +46,6 @@ PREFIXES = {
     "rdfs": "http://www.w3.org/2000/01/rdf-schema#",
     "xsd": "http://www.w3.org/2001/XMLSchema#",
 }
-_WORKER = Path(__file__).with_name("sparql_worker.py")
 
 
 def node_iri(node_id: str) -> str:
@@ -135,58 +129,24 @@ def build_rdf_store(kg: KnowledgeGraph, path: Path) -> int:
     return count
 
 
-class SparqlRunner:
+class SparqlRunner(LineWorker):
     """A SPARQL worker process: one query at a time, killed and restarted when a query overruns."""
 
-    def __init__(self) -> None:
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._buffer = b""
-        self._lock = threading.Lock()
-        self.restarts = 0
+    label = "SPARQL"
+    module = "udm.graph.sparql_worker"
 
-    def _start(self) -> subprocess.Popen[bytes]:
-        if self._proc is not None and self._proc.poll() is None:
-            return self._proc
-        try:
-            proc = subprocess.Popen(
-                [sys.executable, str(_WORKER)],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-            )
-        except OSError as exc:
-            raise GraphUnavailableError(f"could not start the SPARQL worker: {exc}") from exc
-        self._proc = proc
-        self._buffer = b""
-        # Startup (interpreter + pyoxigraph import) is not charged to the first query's limit.
-        if self._read_line(proc, time.monotonic() + 30) is None:
-            self._kill()
-            raise GraphUnavailableError("the SPARQL worker did not start within 30 s")
-        return proc
+    def _busy_error(self, timeout_s: float) -> Exception:
+        return GraphTimeoutError(f"the SPARQL engine stayed busy past the {timeout_s:g} s time limit")
 
-    def _read_line(self, proc: subprocess.Popen[bytes], deadline: float) -> bytes | None:
-        assert proc.stdout is not None
-        fd = proc.stdout.fileno()
-        while b"\n" not in self._buffer:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return None
-            ready, _, _ = select.select([fd], [], [], remaining)
-            if not ready:
-                return None
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                raise GraphUnavailableError("the SPARQL worker exited unexpectedly")
-            self._buffer += chunk
-        line, _, self._buffer = self._buffer.partition(b"\n")
-        return line
+    def _timeout_error(self, timeout_s: float) -> Exception:
+        # The only way to stop a pyoxigraph query is to end its process.
+        return GraphTimeoutError(
+            f"the query was stopped at the {timeout_s:g} s time limit; bind a subject "
+            "(node:... or ?x udm:id 'ID') or narrow the pattern"
+        )
 
-    def _kill(self) -> None:
-        proc, self._proc = self._proc, None
-        self._buffer = b""
-        if proc is None:
-            return
-        kill_worker(proc)
+    def _failure(self, reason: str) -> Exception:
+        return GraphUnavailableError(reason)
 
     def query(
         self,
@@ -202,42 +162,14 @@ class SparqlRunner:
             raise GraphQueryError(
                 "SERVICE (federated queries) is not allowed: the RDF view answers locally only"
             )
-        if not self._lock.acquire(timeout=timeout_s):
-            raise GraphTimeoutError(f"the SPARQL engine stayed busy past the {timeout_s:g} s time limit")
-        try:
-            proc = self._start()
-            request = {"store": str(store), "query": query, "bindings": bindings or {}, "row_cap": row_cap}
-            deadline = time.monotonic() + timeout_s
-            assert proc.stdin is not None
-            try:
-                proc.stdin.write(json.dumps(request).encode("utf-8") + b"\n")
-                proc.stdin.flush()
-                line = self._read_line(proc, deadline)
-            except (BrokenPipeError, GraphUnavailableError) as exc:
-                self._kill()
-                raise GraphUnavailableError(f"the SPARQL worker failed: {exc}") from exc
-            if line is None:
-                # The only way to stop a pyoxigraph query is to end its process.
-                self._kill()
-                self.restarts += 1
-                raise GraphTimeoutError(
-                    f"the query was stopped at the {timeout_s:g} s time limit; bind a subject "
-                    "(node:... or ?x udm:id 'ID') or narrow the pattern"
-                )
-            response = json.loads(line)
-        finally:
-            self._lock.release()
+        request = {"store": str(store), "query": query, "bindings": bindings or {}, "row_cap": row_cap}
+        response = self.exchange(request, timeout_s)
         if not response.get("ok"):
             error = str(response.get("error"))
             if "cannot open the RDF store" in error:
                 raise GraphUnavailableError(error)
             raise GraphQueryError(error)
         return QueryResult(list(response["vars"]), response["rows"], bool(response.get("truncated")))
-
-    def close(self) -> None:
-        """Stop the worker process."""
-        with self._lock:
-            self._kill()
 
 
 _RUNNER: SparqlRunner | None = None

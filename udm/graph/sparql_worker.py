@@ -2,9 +2,10 @@
 
 It runs in its own process because pyoxigraph cannot interrupt a running query: the parent kills
 this process when a query passes its time limit and starts a fresh one, so a runaway query never
-keeps a core busy in the caller. Only the standard library and pyoxigraph are imported here, so a
-restart costs a fraction of a second.
+keeps a core busy in the caller. Only the standard library, pyoxigraph and `udm.workerproc` (its
+JSON-line loop) are imported here, so a restart costs a fraction of a second.
 
+Start:    python -m udm.graph.sparql_worker
 Request:  {"store": path, "query": text, "bindings": {var: {"type": "iri"|"literal", "value": str}},
            "row_cap": n}
 Response: {"ok": true, "vars": [...], "rows": [[...]], "truncated": bool, "boolean": bool|null}
@@ -13,9 +14,9 @@ Response: {"ok": true, "vars": [...], "rows": [[...]], "truncated": bool, "boole
 
 from __future__ import annotations
 
-import json
-import sys
 from typing import Any
+
+from udm.workerproc import serve_json_lines
 
 __all__ = ["answer", "main"]
 
@@ -92,20 +93,14 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
         return {"ok": False, "error": str(exc), "syntax": False}
 
 
+def _failed(exc: Exception) -> dict[str, Any]:
+    """The response to a request that raised."""
+    return {"ok": False, "error": f"{type(exc).__name__}: {exc}", "syntax": False}
+
+
 def main() -> None:
     """Serve requests from stdin until it closes; one JSON object per line each way."""
-    out = sys.stdout
-    out.write(json.dumps({"ready": True}) + "\n")
-    out.flush()
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        try:
-            response = answer(json.loads(line))
-        except Exception as exc:  # a bad request must not end the worker
-            response = {"ok": False, "error": f"{type(exc).__name__}: {exc}", "syntax": False}
-        out.write(json.dumps(response, ensure_ascii=False, default=str) + "\n")
-        out.flush()
+    serve_json_lines(answer, _failed)
 
 
 if __name__ == "__main__":

@@ -15,15 +15,15 @@ if TYPE_CHECKING:
     from udm.guard.paths import PathGuard as PathGuard
     from udm.guard.paths import escape_name as escape_name
     from udm.guard.paths import resolve_inside as resolve_inside
+    from udm.guard.protected import in_git_folder as in_git_folder
     from udm.guard.sandbox import Sandbox as Sandbox
-    from udm.guard.sandbox import in_git_folder as in_git_folder
 
 _SURFACE = {
     "MAX_NAME_BYTES": "paths",
     "PathGuard": "paths",
     "Sandbox": "sandbox",
     "escape_name": "paths",
-    "in_git_folder": "sandbox",
+    "in_git_folder": "protected",
     "resolve_inside": "paths",
 }
 

@@ -55,11 +55,16 @@ def escape_name(name: str, limit: int = 160) -> str:
     return text if len(text) <= limit else f"{text[: limit - 20]}...({len(text)} chars)"
 
 
-def _kind(mode: int) -> str:
+def _plain_kind(mode: int) -> Literal["file", "directory"] | None:
     if stat.S_ISREG(mode):
         return "file"
-    if stat.S_ISDIR(mode):
-        return "directory"
+    return "directory" if stat.S_ISDIR(mode) else None
+
+
+def _kind(mode: int) -> str:
+    plain = _plain_kind(mode)
+    if plain is not None:
+        return plain
     if stat.S_ISLNK(mode):
         return "symlink"
     if stat.S_ISFIFO(mode):
@@ -71,14 +76,6 @@ def _kind(mode: int) -> str:
     if stat.S_ISSOCK(mode):
         return "socket"
     return "special file"
-
-
-def _plain_kind(mode: int) -> Literal["file", "directory"] | None:
-    if stat.S_ISREG(mode):
-        return "file"
-    if stat.S_ISDIR(mode):
-        return "directory"
-    return None
 
 
 # Zero-width non-joiner and joiner are format characters that real names need: Persian and Indic
@@ -277,94 +274,8 @@ class PathGuard:
     ) -> _Walk:
         """Walk to the parent of the target from its root's descriptor; see the module docstring."""
         original = os.fspath(path)
-        pending = self.absolute(original)
-        via: str | None = None
-        hops = 0
-        while True:
-            located = self._locate(pending)
-            if located is None:
-                if via is None:
-                    raise PathOutsideError(
-                        f"{escape_name(original)!r} resolves to {escape_name(pending)!r}, outside the "
-                        f"allowed directories ({self._roots_text()})"
-                    )
-                raise PathOutsideError(
-                    f"{escape_name(original)!r} goes through the symlink {self.display(via)!r}, which "
-                    f"points to {escape_name(pending)!r}, outside the allowed directories "
-                    f"({self._roots_text()})"
-                )
-            root, parts = located
-            fd = self._open_root(root, create_dirs)
-            cur = root.real
-            try:
-                if not parts:
-                    return _Walk(root, fd, cur, None, os.fstat(fd), hops)
-                i = 0
-                while True:
-                    part = parts[i]
-                    last = i == len(parts) - 1
-                    try:
-                        st = os.stat(part, dir_fd=fd, follow_symlinks=False)
-                    except FileNotFoundError:
-                        if last:
-                            return _Walk(root, fd, cur, part, None, hops)
-                        if not create_dirs:
-                            raise _NotFound(cur, parts[i:]) from None
-                        try:
-                            os.mkdir(part, 0o777, dir_fd=fd)
-                        except FileExistsError:
-                            pass
-                        else:
-                            os.fsync(fd)  # the new entry survives a crash before anything is put in it
-                        continue  # stat again: whatever is there now goes through the checks
-                    if stat.S_ISLNK(st.st_mode) and (follow_final or not last):
-                        if not follow_links:
-                            raise PathChangedError(
-                                f"{self.display(os.path.join(cur, part))} is a symlink where a folder was "
-                                "expected (swapped in meanwhile?); this operation follows no symlink"
-                            )
-                        hops += 1
-                        if hops > MAX_SYMLINK_HOPS:
-                            raise InvalidPathError(
-                                f"{escape_name(original)!r}: more than {MAX_SYMLINK_HOPS} symlinks "
-                                "(a symlink loop?)"
-                            )
-                        via = os.path.join(cur, part)
-                        try:
-                            target = os.readlink(part, dir_fd=fd)
-                        except OSError as exc:
-                            if exc.errno not in (errno.EINVAL, errno.ENOENT):
-                                raise
-                            raise PathChangedError(f"{self.display(via)} changed while being read") from None
-                        _check_text(target, f"the target of symlink {self.display(via)!r}")
-                        base = target if os.path.isabs(target) else os.path.join(cur, target)
-                        pending = _normalize(os.path.join(base, *parts[i + 1 :]))
-                        _check_text(pending, f"path {escape_name(original)!r} through its symlinks")
-                        os.close(fd)
-                        fd = -1
-                        break
-                    if last:
-                        return _Walk(root, fd, cur, part, st, hops)
-                    if not stat.S_ISDIR(st.st_mode):
-                        raise NotADirectoryError(
-                            errno.ENOTDIR, "not a directory", self.display(os.path.join(cur, part))
-                        )
-                    try:
-                        nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
-                    except OSError as exc:
-                        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
-                            raise PathChangedError(
-                                f"{self.display(os.path.join(cur, part))} changed while being opened"
-                            ) from None
-                        raise
-                    os.close(fd)
-                    fd = nfd
-                    cur = os.path.join(cur, part)
-                    i += 1
-            except BaseException:
-                if fd >= 0:
-                    os.close(fd)
-                raise
+        walker = _Walker(self, original, follow_final, create_dirs, follow_links, self.absolute(original))
+        return walker.run()
 
     @contextmanager
     def _walked(self, path: str | Path, *, follow_final: bool, create_dirs: bool = False) -> Iterator[_Walk]:
@@ -443,6 +354,135 @@ class PathGuard:
                 return PathInfo(Path(w.path), kind, st.st_size, st.st_mtime, w.hops > 0)
         except _NotFound:
             return None
+
+
+@dataclass
+class _Walker:
+    """One walk's state: the path still to resolve, the symlinks followed so far, and how to treat them."""
+
+    guard: PathGuard
+    original: str
+    follow_final: bool
+    create_dirs: bool
+    follow_links: bool
+    pending: str  # the absolute path still to walk: the original, or where the last symlink points
+    via: str | None = None  # the last symlink followed, named when its target lies outside
+    hops: int = 0
+
+    def run(self) -> _Walk:
+        """Walk from the root `pending` lies in; each symlink met sends the walk round again."""
+        while True:
+            located = self.guard._locate(self.pending)
+            if located is None:
+                raise self._outside()
+            root, parts = located
+            walk = self._from_root(root, parts)
+            if walk is not None:
+                return walk
+
+    def _outside(self) -> PathOutsideError:
+        original, pending, roots = (
+            escape_name(self.original),
+            escape_name(self.pending),
+            self.guard._roots_text(),
+        )
+        if self.via is None:
+            return PathOutsideError(
+                f"{original!r} resolves to {pending!r}, outside the allowed directories ({roots})"
+            )
+        return PathOutsideError(
+            f"{original!r} goes through the symlink {self.guard.display(self.via)!r}, which "
+            f"points to {pending!r}, outside the allowed directories ({roots})"
+        )
+
+    def _from_root(self, root: _Root, parts: tuple[str, ...]) -> _Walk | None:
+        """Walk `parts` down from `root` one component at a time; None when a symlink moved `pending`."""
+        fd = self.guard._open_root(root, self.create_dirs)
+        cur = root.real
+        try:
+            if not parts:
+                return _Walk(root, fd, cur, None, os.fstat(fd), self.hops)
+            i = 0
+            while True:
+                part = parts[i]
+                last = i == len(parts) - 1
+                st = self._lstat(fd, cur, parts, i)
+                if st is None:
+                    return _Walk(root, fd, cur, part, None, self.hops)
+                if stat.S_ISLNK(st.st_mode) and (self.follow_final or not last):
+                    self._follow(fd, cur, part, parts[i + 1 :])
+                    os.close(fd)
+                    fd = -1
+                    return None
+                if last:
+                    return _Walk(root, fd, cur, part, st, self.hops)
+                if not stat.S_ISDIR(st.st_mode):
+                    raise NotADirectoryError(
+                        errno.ENOTDIR, "not a directory", self.guard.display(os.path.join(cur, part))
+                    )
+                nfd = self._open_dir(fd, cur, part)
+                os.close(fd)
+                fd = nfd
+                cur = os.path.join(cur, part)
+                i += 1
+        except BaseException:
+            if fd >= 0:
+                os.close(fd)
+            raise
+
+    def _lstat(self, fd: int, cur: str, parts: tuple[str, ...], i: int) -> os.stat_result | None:
+        """The lstat of `parts[i]` in `fd`: None for a missing final component; a missing folder is made
+        when the walk creates folders, else the walk ends with `_NotFound`."""
+        while True:
+            try:
+                return os.stat(parts[i], dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                if i == len(parts) - 1:
+                    return None
+                if not self.create_dirs:
+                    raise _NotFound(cur, parts[i:]) from None
+                try:
+                    os.mkdir(parts[i], 0o777, dir_fd=fd)
+                except FileExistsError:
+                    pass
+                else:
+                    os.fsync(fd)  # the new entry survives a crash before anything is put in it
+                # stat again: whatever is there now goes through the checks
+
+    def _follow(self, fd: int, cur: str, part: str, rest: tuple[str, ...]) -> None:
+        """Read the symlink `part` in `fd`; its target joined with `rest` becomes the path to walk."""
+        if not self.follow_links:
+            raise PathChangedError(
+                f"{self.guard.display(os.path.join(cur, part))} is a symlink where a folder was "
+                "expected (swapped in meanwhile?); this operation follows no symlink"
+            )
+        self.hops += 1
+        if self.hops > MAX_SYMLINK_HOPS:
+            raise InvalidPathError(
+                f"{escape_name(self.original)!r}: more than {MAX_SYMLINK_HOPS} symlinks (a symlink loop?)"
+            )
+        via = self.via = os.path.join(cur, part)
+        try:
+            target = os.readlink(part, dir_fd=fd)
+        except OSError as exc:
+            if exc.errno not in (errno.EINVAL, errno.ENOENT):
+                raise
+            raise PathChangedError(f"{self.guard.display(via)} changed while being read") from None
+        _check_text(target, f"the target of symlink {self.guard.display(via)!r}")
+        base = target if os.path.isabs(target) else os.path.join(cur, target)
+        self.pending = _normalize(os.path.join(base, *rest))
+        _check_text(self.pending, f"path {escape_name(self.original)!r} through its symlinks")
+
+    def _open_dir(self, fd: int, cur: str, part: str) -> int:
+        """The folder `part` in `fd`, opened without following a symlink swapped in since its lstat."""
+        try:
+            return os.open(part, _DIR_FLAGS, dir_fd=fd)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
+                raise PathChangedError(
+                    f"{self.guard.display(os.path.join(cur, part))} changed while being opened"
+                ) from None
+            raise
 
 
 def resolve_inside(

@@ -7,12 +7,9 @@ rename of a write, an unlink, a move) the parent is walked again and must still 
 directory, so a symlink swapped in between the check and the use cannot redirect it. Only regular
 files and directories are opened, with `O_NONBLOCK` so a FIFO cannot hang a read.
 
-Protected folders (`protected=`, the engine's state: see `Settings.tool_sandbox`) lie inside the
-roots but are out of bounds: every operation refuses a path that resolves into one (its real path,
-after every symlink hop, is inside or equal to it), a listing skips them, and `move`/`delete` also
-refuse a path that holds one (renaming or unlinking an ancestor would let a look-alike take its
-place). A walk that would create folders first resolves the path without creating anything, so no
-folder is made inside a protected one either.
+Protected folders and git folders inside the roots are refused by `udm.guard.protected`, which every
+walk here goes through; listings are made by `udm.guard.listing`, descriptor-level reads and temp files
+by `udm.guard.fileio`.
 
 Symlinks: followed (every hop checked) for reads, listing, existence checks, writes and `mkdir`;
 never followed for the final component of `delete` and `move`, which act on the link itself. A
@@ -23,33 +20,33 @@ directory, fsync, rename); the rename never writes through a link.
 from __future__ import annotations
 
 import errno
-import fnmatch
 import os
-import secrets
 import stat
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING
 
-from udm.errors import InvalidPathError, PathChangedError, PathOutsideError, PathProtectedError
+from udm.errors import InvalidPathError, PathChangedError
+from udm.guard.fileio import READ_FLAGS, iter_fd, lstat_or_none, read_limited, read_lines, write_temp
+from udm.guard.listing import DirEntry, Listing, Scan
 from udm.guard.paths import (
     _DIR_FLAGS,
     MAX_NAME_BYTES,
     MAX_PATH_BYTES,
     MAX_SYMLINK_HOPS,
-    PathGuard,
     PathInfo,
     _kind,
-    _normalize,
     _NotFound,
-    _plain_kind,
-    _split,
     _Walk,
     escape_name,
     resolve_inside,
 )
+from udm.guard.protected import ProtectedGuard, in_git_folder
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 __all__ = [
     "MAX_NAME_BYTES",
@@ -71,11 +68,6 @@ __all__ = [
     "safe_move",
     "safe_read_bytes",
 ]
-
-_CHUNK = 1 << 20
-# O_NONBLOCK: opening a FIFO for reading returns at once instead of waiting for a writer.
-_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
-_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 # A test seam: called with a stage name between a check and the use it guards, so tests can swap
 # a symlink in exactly there. Always None in production.
@@ -107,124 +99,18 @@ class WriteResult:
     created: bool
 
 
-@dataclass(frozen=True)
-class DirEntry:
-    """One listed entry; `name` is relative to the listed directory, '/'-separated."""
-
-    name: str
-    kind: Literal["file", "directory"]
-    size: int | None
-    mtime: float
-    symlink: bool = False
-
-
-@dataclass
-class Listing:
-    """A directory listing plus what was skipped (and why) and whether a limit cut it short."""
-
-    path: Path
-    entries: list[DirEntry] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    truncated: bool = False
-
-
-def in_git_folder(real: str | Path, roots: Iterable[str | Path]) -> bool:
-    """Whether the real path `real` lies in or names a `.git` below the allowed root it is in (any case)."""
-    parts = _split(os.fspath(real))
-    for root in roots:
-        form = _split(os.path.realpath(os.fspath(root)))
-        if parts[: len(form)] == form:
-            return any(p.casefold() == ".git" for p in parts[len(form) :])
-    return False
-
-
-# Protected files rather than folders (Settings.tool_sandbox): named as settings in a refusal.
-_SETTINGS_FILES = frozenset({"udm.toml", "pyproject.toml", "prefect.yaml"})
-
-
-class Sandbox(PathGuard):
+class Sandbox(ProtectedGuard):
     """The allowed roots plus the safe operations on them; every method refuses paths that leave them."""
 
-    def __init__(
-        self,
-        roots: Iterable[Path | str],
-        project_root: Path | str | None = None,
-        *,
-        protected: Iterable[Path | str] = (),
-    ) -> None:
-        super().__init__(roots, project_root)
-        forms: list[tuple[tuple[str, ...], str]] = []
-        for p in protected:
-            absolute = _normalize(os.path.join(self.project_root, os.fspath(p)))
-            # Both spellings: the real path is what a walk reports; the configured one is what the
-            # engine opens, so an ancestor of it that is a symlink must not be replaceable either.
-            for form in dict.fromkeys((_split(absolute), _split(os.path.realpath(absolute)))):
-                forms.append((form, absolute))
-        self._protected = tuple(forms)
-
-    def _protected_by(self, real: str, *, holding: bool = False) -> str | None:
-        """The protected folder `real` lies in (or, with `holding`, also one that lies in `real`)."""
-        parts = _split(real)
-        for form, shown in self._protected:
-            if parts[: len(form)] == form or (holding and form[: len(parts)] == parts):
-                return shown
-        return None
-
-    def _refuse_protected(self, real: str, original: str | Path, *, holding: bool = False) -> None:
-        shown = self._protected_by(real, holding=holding)
-        if shown is not None:
-            what = "lies in" if self._protected_by(real) else "holds"
-            raise PathProtectedError(
-                f"{escape_name(os.fspath(original))!r} {what} {self.display(shown)!r}, "
-                + (
-                    "a file of the engine's settings"
-                    if os.path.basename(shown) in _SETTINGS_FILES
-                    else "a folder of the engine's own state"
-                )
-                + ", which the tools may neither read nor write (use the scratch folder for scratch files)"
-            )
-
-    def _refuse_git(self, real: str, original: str | Path) -> None:
-        # git runs what a repository's config names (core.fsmonitor, hooks, filters) whenever the
-        # engine commits a patch, and finds the repository by the first `.git` above the manual: a
-        # `.git` a tool could write or plant below a root would be code execution at the next commit.
-        parts = _split(real)
-        for root in self._roots:
-            for form in root.forms:
-                if parts[: len(form)] == form:
-                    if any(p.casefold() == ".git" for p in parts[len(form) :]):
-                        raise PathProtectedError(
-                            f"{escape_name(os.fspath(original))!r} lies in or names a git folder "
-                            "('.git'), whose configuration and hooks git runs as code: the tools may "
-                            "neither read nor write it"
-                        )
-                    return
-
-    def _refuse(self, real: str, original: str | Path) -> None:
-        self._refuse_git(real, original)
-        self._refuse_protected(real, original)
-
-    def _walk(
-        self, path: str | Path, *, follow_final: bool, create_dirs: bool = False, follow_links: bool = True
-    ) -> _Walk:
-        if create_dirs:
-            # Where the path leads, found without creating anything: no folder is made inside state
-            # or a git folder.
-            with suppress(_NotFound):
-                self._walk(path, follow_final=follow_final, follow_links=follow_links).close()
+    def _open_walked(self, w: _Walk, flags: int, changed: tuple[int, ...]) -> int:
+        """Open the walk's final name in its held parent; an error in `changed` means it was swapped."""
+        assert w.name is not None
         try:
-            w = super()._walk(
-                path, follow_final=follow_final, create_dirs=create_dirs, follow_links=follow_links
-            )
-        except _NotFound as exc:
-            self._refuse(os.path.join(exc.existing, *exc.missing), path)
+            return os.open(w.name, flags, dir_fd=w.dir_fd)
+        except OSError as exc:
+            if exc.errno in changed:
+                raise PathChangedError(f"{self.display(w.path)} changed while being opened") from None
             raise
-        try:
-            self._refuse(w.path, path)
-        except BaseException:
-            w.close()
-            raise
-        return w
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -244,12 +130,7 @@ class Sandbox(PathGuard):
                     f"{self.display(w.path)} is a {_kind(w.st.st_mode)}; only regular files are read"
                 )
             _race_point("read:before-open")
-            try:
-                fd = os.open(w.name, _READ_FLAGS, dir_fd=w.dir_fd)
-            except OSError as exc:
-                if exc.errno in (errno.ELOOP, errno.ENOENT, errno.ENXIO):
-                    raise PathChangedError(f"{self.display(w.path)} changed while being opened") from None
-                raise
+            fd = self._open_walked(w, READ_FLAGS, (errno.ELOOP, errno.ENOENT, errno.ENXIO))
             try:
                 st = os.fstat(fd)
                 if not stat.S_ISREG(st.st_mode):
@@ -280,42 +161,12 @@ class Sandbox(PathGuard):
             raise ValueError("end_line is before start_line")
         with self._open_regular(path) as (fd, real, st):
             if start_line is None and end_line is None:
-                data, truncated = _read_limited(fd, max_bytes)
+                data, truncated = read_limited(fd, max_bytes)
             else:
-                data, truncated = _read_lines(fd, start_line or 1, end_line, max_bytes)
+                data, truncated = read_lines(fd, start_line or 1, end_line, max_bytes)
         return FileRead(Path(real), data, st.st_size, truncated)
 
     # -- writing -------------------------------------------------------------------------------
-
-    def _temp_in(self, dir_fd: int, mode: int) -> tuple[int, str]:
-        for _ in range(8):
-            name = f".udm-{secrets.token_hex(6)}.tmp"
-            try:
-                return os.open(name, _TEMP_FLAGS, mode, dir_fd=dir_fd), name
-            except FileExistsError:
-                continue
-        raise FileExistsError(errno.EEXIST, "could not create a unique temporary file")
-
-    def _write_temp(self, dir_fd: int, chunks: Iterable[bytes], mode: int | None) -> tuple[str, int]:
-        fd, name = self._temp_in(dir_fd, 0o666)
-        written = 0
-        try:
-            if mode is not None:
-                os.fchmod(fd, mode)
-            for chunk in chunks:
-                view = memoryview(chunk)
-                while view:
-                    n = os.write(fd, view)
-                    view = view[n:]
-                    written += n
-            os.fsync(fd)
-        except BaseException:
-            os.close(fd)
-            with suppress(OSError):
-                os.unlink(name, dir_fd=dir_fd)
-            raise
-        os.close(fd)
-        return name, written
 
     def write(self, path: str | Path, data: bytes, *, backup: bool = False) -> WriteResult:
         """Atomically replace (or create) a regular file: temp file, fsync, rename, never via a link."""
@@ -338,7 +189,7 @@ class Sandbox(PathGuard):
                 self._refuse_protected(os.path.join(w.dir_path, bak_name), path)
             _race_point("write:before-temp")
             mode = stat.S_IMODE(w.st.st_mode) & 0o777 if w.st is not None else None
-            tmp, written = self._write_temp(w.dir_fd, [data], mode)
+            tmp, written = write_temp(w.dir_fd, [data], mode)
             temps.append(tmp)
             _race_point("write:before-commit")
             self.verify(w)
@@ -359,7 +210,7 @@ class Sandbox(PathGuard):
             w.close()
 
     def _replace(self, w: _Walk, src: str, dst: str) -> None:
-        existing = _lstat_or_none(dst, w.dir_fd)
+        existing = lstat_or_none(dst, w.dir_fd)
         if existing is not None and stat.S_ISDIR(existing.st_mode):
             raise IsADirectoryError(
                 errno.EISDIR, "is a directory", self.display(os.path.join(w.dir_path, dst))
@@ -368,14 +219,14 @@ class Sandbox(PathGuard):
         os.replace(src, dst, src_dir_fd=w.dir_fd, dst_dir_fd=w.dir_fd)
 
     def _copy_to_temp(self, w: _Walk, name: str) -> str:
-        fd = os.open(name, _READ_FLAGS, dir_fd=w.dir_fd)
+        fd = os.open(name, READ_FLAGS, dir_fd=w.dir_fd)
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
                 raise InvalidPathError(f"{self.display(w.path)} is not a regular file")
             if w.st is not None and (st.st_dev, st.st_ino) != (w.st.st_dev, w.st.st_ino):
                 raise PathChangedError(f"{self.display(w.path)} was replaced while being backed up")
-            tmp, _ = self._write_temp(w.dir_fd, _iter_fd(fd), stat.S_IMODE(st.st_mode) & 0o777)
+            tmp, _ = write_temp(w.dir_fd, iter_fd(fd), stat.S_IMODE(st.st_mode) & 0o777)
             return tmp
         finally:
             os.close(fd)
@@ -461,7 +312,7 @@ class Sandbox(PathGuard):
         self.verify(d)
         if kind == "directory":
             # No rename-without-replace in the standard library: re-check right before renaming.
-            if _lstat_or_none(d.name, d.dir_fd) is not None:
+            if lstat_or_none(d.name, d.dir_fd) is not None:
                 raise FileExistsError(errno.EEXIST, "the destination exists", self.display(d.path))
             os.rename(s.name, d.name, src_dir_fd=s.dir_fd, dst_dir_fd=d.dir_fd)
         else:
@@ -471,7 +322,7 @@ class Sandbox(PathGuard):
             except OSError as exc:
                 if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOTSUP):
                     raise
-                if _lstat_or_none(d.name, d.dir_fd) is not None:
+                if lstat_or_none(d.name, d.dir_fd) is not None:
                     raise FileExistsError(
                         errno.EEXIST, "the destination exists", self.display(d.path)
                     ) from None
@@ -509,12 +360,7 @@ class Sandbox(PathGuard):
             if w.name is None:
                 dfd = os.dup(w.dir_fd)
             else:
-                try:
-                    dfd = os.open(w.name, _DIR_FLAGS, dir_fd=w.dir_fd)
-                except OSError as exc:
-                    if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
-                        raise PathChangedError(f"{self.display(w.path)} changed while being opened") from None
-                    raise
+                dfd = self._open_walked(w, _DIR_FLAGS, (errno.ELOOP, errno.ENOTDIR, errno.ENOENT))
             try:
                 held = os.fstat(dfd)
                 if w.st is not None and (held.st_dev, held.st_ino) != (w.st.st_dev, w.st.st_ino):
@@ -522,139 +368,14 @@ class Sandbox(PathGuard):
                 self.verify(w)
                 listing = Listing(Path(w.path))
                 depth = max_depth if recursive else 1
-                self._scan(dfd, w.path, "", 1, depth, include_hidden, pattern, only_dirs, limit, listing)
+                Scan(self, depth, include_hidden, pattern, only_dirs, limit, listing).directory(
+                    dfd, w.path, "", 1
+                )
                 return listing
             finally:
                 os.close(dfd)
         finally:
             w.close()
-
-    def _scan(
-        self,
-        fd: int,
-        real_dir: str,
-        prefix: str,
-        depth: int,
-        max_depth: int,
-        include_hidden: bool,
-        pattern: str | None,
-        only_dirs: bool,
-        limit: int,
-        out: Listing,
-    ) -> None:
-        with os.scandir(fd) as it:
-            items = sorted(it, key=lambda e: e.name)
-        for entry in items:
-            if out.truncated:
-                return
-            name = entry.name
-            rel = prefix + name
-            try:
-                name.encode("utf-8")
-            except UnicodeEncodeError:
-                out.skipped.append(f"{escape_name(rel)}: the name is not valid UTF-8")
-                continue
-            if name.startswith(".") and not include_hidden:
-                continue
-            if self._protected and self._protected_by(os.path.join(real_dir, name)):
-                out.skipped.append(f"{rel}: a folder of the engine's own state, not listed")
-                continue
-            try:
-                st = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue  # vanished while listing
-            linked = stat.S_ISLNK(st.st_mode)
-            if linked:
-                try:
-                    info = self.info(os.path.join(real_dir, name))
-                except (PathOutsideError, InvalidPathError, PathChangedError, OSError) as exc:
-                    out.skipped.append(f"{rel}: symlink not followed ({exc})")
-                    continue
-                if info is None:
-                    out.skipped.append(f"{rel}: dangling symlink")
-                    continue
-                kind, size, mtime = info.kind, info.size, info.mtime
-            else:
-                plain = _plain_kind(st.st_mode)
-                if plain is None:
-                    out.skipped.append(f"{rel}: a {_kind(st.st_mode)}, not listed")
-                    continue
-                kind, size, mtime = plain, st.st_size, st.st_mtime
-            wanted = kind == "directory" or not only_dirs
-            if pattern is not None:
-                subject = rel if "/" in pattern else name
-                wanted = wanted and fnmatch.fnmatchcase(subject, pattern)
-            if wanted:
-                if len(out.entries) >= limit:
-                    out.truncated = True
-                    return
-                out.entries.append(DirEntry(rel, kind, size if kind == "file" else None, mtime, linked))
-            # Never descend through a symlink: no loops, no entry listed twice.
-            if kind == "directory" and not linked and depth < max_depth:
-                try:
-                    sub = os.open(name, _DIR_FLAGS, dir_fd=fd)
-                except OSError:
-                    out.skipped.append(f"{rel}: changed while listing")
-                    continue
-                try:
-                    self._scan(
-                        sub,
-                        os.path.join(real_dir, name),
-                        rel + "/",
-                        depth + 1,
-                        max_depth,
-                        include_hidden,
-                        pattern,
-                        only_dirs,
-                        limit,
-                        out,
-                    )
-                finally:
-                    os.close(sub)
-
-
-def _lstat_or_none(name: str, dir_fd: int) -> os.stat_result | None:
-    try:
-        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-    except FileNotFoundError:
-        return None
-
-
-def _iter_fd(fd: int) -> Iterator[bytes]:
-    while chunk := os.read(fd, _CHUNK):
-        yield chunk
-
-
-def _read_limited(fd: int, max_bytes: int | None) -> tuple[bytes, bool]:
-    out = bytearray()
-    while max_bytes is None or len(out) < max_bytes:
-        want = _CHUNK if max_bytes is None else min(_CHUNK, max_bytes - len(out))
-        chunk = os.read(fd, want)
-        if not chunk:
-            return bytes(out), False
-        out += chunk
-    # Exactly at the limit: cut only when more bytes follow.
-    return bytes(out), bool(os.read(fd, 1))
-
-
-def _read_lines(fd: int, start: int, end: int | None, max_bytes: int | None) -> tuple[bytes, bool]:
-    out = bytearray()
-    line = 1
-    for chunk in _iter_fd(fd):
-        pos = 0
-        while pos < len(chunk):
-            nl = chunk.find(b"\n", pos)
-            stop = len(chunk) if nl < 0 else nl + 1
-            if line >= start:
-                out += chunk[pos:stop]
-                if max_bytes is not None and len(out) > max_bytes:
-                    return bytes(out[:max_bytes]), True
-            pos = stop
-            if nl >= 0:
-                line += 1
-                if end is not None and line > end:
-                    return bytes(out), False
-    return bytes(out), False
 
 
 # -- the function API: one call, one sandbox ----------------------------------------------------

@@ -12,6 +12,7 @@ from udm._lazy import load_surface_name
 
 if TYPE_CHECKING:
     from udm.index.core import UdmIndex as UdmIndex
+    from udm.index.core import read_fresh as read_fresh
     from udm.index.links import check_links as check_links
     from udm.index.lint_format import FORMATS as FORMATS
     from udm.index.lint_format import render as render
@@ -46,6 +47,7 @@ _SURFACE = {
     "get_query": "query",
     "lint": "lint_rules",
     "lookup_definitions": "lookup",
+    "read_fresh": "core",
     "render": "lint_format",
     "run_readonly_sql": "sql",
     "scan_markdown": "lookup",
@@ -67,6 +69,7 @@ __all__ = [
     "get_query",
     "lint",
     "lookup_definitions",
+    "read_fresh",
     "render",
     "run_readonly_sql",
     "scan_markdown",

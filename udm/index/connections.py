@@ -9,8 +9,10 @@ after which `IndexBusyError` says the index is busy.
 
 from __future__ import annotations
 
+import atexit
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -74,6 +76,18 @@ def _is_lock_error(exc: BaseException) -> bool:
     )
 
 
+_LIVE: weakref.WeakSet[Connections] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    # Close shared connections before interpreter teardown (DuckDB's bindings complain otherwise).
+    # Tracked here, not per index: an idle connection's release timer keeps these alive after their
+    # index is gone.
+    for conns in list(_LIVE):
+        conns.close()
+
+
 class Connections:
     """The connections of one index file: private ones, and the one this process's readers share."""
 
@@ -93,6 +107,7 @@ class Connections:
         self._ro_users = 0
         self._release_timer: threading.Timer | None = None
         self._idle_since = 0.0
+        _LIVE.add(self)
 
     def open(self, read_only: bool, *, attach: bool = False) -> duckdb.DuckDBPyConnection:
         """A connection of its own (read-only: cannot reach other files), or the engine with it attached."""

@@ -13,10 +13,8 @@ by a file lock next to the database.
 
 from __future__ import annotations
 
-import atexit
 import threading
 import time
-import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,16 +33,15 @@ from udm.index.state import Memo
 from udm.index.watch import Inotify, make_watcher, restat, scan_root
 from udm.site import Site, settings_site
 
-__all__ = ["IDLE_RELEASE_S", "RELEASE_POLL_S", "SCHEMA_VERSION", "RefreshStats", "UdmIndex", "scan_root"]
-
-_LIVE: weakref.WeakSet[UdmIndex] = weakref.WeakSet()
-
-
-@atexit.register
-def _close_all() -> None:
-    # Close shared connections before interpreter teardown (DuckDB's bindings complain otherwise).
-    for index in list(_LIVE):
-        index.close()
+__all__ = [
+    "IDLE_RELEASE_S",
+    "RELEASE_POLL_S",
+    "SCHEMA_VERSION",
+    "RefreshStats",
+    "UdmIndex",
+    "read_fresh",
+    "scan_root",
+]
 
 
 class UdmIndex:
@@ -67,7 +64,6 @@ class UdmIndex:
         self.memo = Memo()
         self.generation = -1
         self.last_refresh: RefreshStats | None = None
-        _LIVE.add(self)
 
     # ----- connections -------------------------------------------------------------------------
 
@@ -160,6 +156,11 @@ class UdmIndex:
             disk = scan_root(self.root, self.exclude(), self.suffixes)
         return disk
 
+    def settle(self, disk: dict[str, tuple[int, int]], generation: int) -> None:
+        """Record that the index holds `disk` at `generation` (a refresh's end)."""
+        self._known = disk
+        self.generation = generation
+
     def _restat(self, known: dict[str, tuple[int, int]], paths: set[str]) -> dict[str, tuple[int, int]]:
         """`known` with the stat of `paths` (absolute, under the root) updated as `scan_root` sees them."""
         return restat(self.root, self.suffixes, known, paths)
@@ -244,3 +245,14 @@ class UdmIndex:
             rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
             gen = generation if generation is not None else self._read_generation()
         search.update(full=True, removed=[], rows=rows, generation=gen)
+
+
+def read_fresh(settings: Settings, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
+    """The rows of one query over the index of `settings`, refreshed from the files first (never stale)."""
+    index = UdmIndex(settings)
+    try:
+        index.ensure_fresh()
+        with index.connect(read_only=True) as con:
+            return con.execute(sql, params or []).fetchall()
+    finally:
+        index.close()

@@ -94,17 +94,12 @@ class LinkSource:
 
 def collect_links(settings: Settings) -> list[LinkSource]:
     """Every link of the UDM, from the (refreshed) index; internal ones already resolved there."""
-    from udm.index.core import UdmIndex
+    from udm.index.core import read_fresh
 
-    index = UdmIndex(settings)
-    try:
-        index.ensure_fresh()
-        with index.connect(read_only=True) as con:
-            rows = con.execute(
-                "SELECT file, line, text, target, kind, target_file, fragment, resolved FROM links ORDER BY file, line"
-            ).fetchall()
-    finally:
-        index.close()
+    rows = read_fresh(
+        settings,
+        "SELECT file, line, text, target, kind, target_file, fragment, resolved FROM links ORDER BY file, line",
+    )
     return [
         LinkSource(str(f), int(ln), str(t or ""), str(tg), str(k), tf, fr, None if res is None else bool(res))
         for f, ln, t, tg, k, tf, fr, res in rows

@@ -71,9 +71,9 @@ def refresh_locked(index: UdmIndex, full: bool, disk: dict[str, tuple[int, int]]
         plan = plan_refresh(index.root, disk, indexed)
         plan.count_into(stats)
         if not full and not plan.removed and not plan.to_parse and not plan.touched:
-            index._known = disk
             row = con.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
-            index.generation = stats.generation = int(row[0]) if row else 0
+            stats.generation = int(row[0]) if row else 0
+            index.settle(disk, stats.generation)
             return stats
         if not full and indexed and in_process(plan.parse_bytes()):
             return refresh_small(index, con, plan, stats, prefetched)
@@ -191,9 +191,8 @@ def refresh_bulk(
         if stream is not None:
             stream.close()  # a failure elsewhere: stop the thread before its files go
         shutil.rmtree(tmp, ignore_errors=True)
-    index.generation = generation
     stats.generation = generation
-    index._known = plan.disk
+    index.settle(plan.disk, generation)
     return stats
 
 

@@ -99,10 +99,9 @@ def refresh_small(
     mark = time.perf_counter()
     _finish_search(index, search, worker, in_step, generation)
     stats.stages["search"] = round(time.perf_counter() - mark, 4)
-    index.generation = generation
     stats.generation = generation
     stats.changed_files = gone
-    index._known = plan.disk
+    index.settle(plan.disk, generation)
     _remember(index, plan, parsed.files, generation)
     return stats
 

@@ -10,12 +10,8 @@ from __future__ import annotations
 import atexit
 import contextlib
 import dataclasses
-import json
 import os
 import re
-import select
-import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -24,9 +20,15 @@ from typing import Any
 
 import duckdb
 
-from udm.errors import IndexBusyError, UdmError
+from udm.errors import (
+    IndexBusyError,
+    SqlMemoryError,
+    SqlQueryFailedError,
+    SqlRefusedError,
+    SqlTimeoutError,
+)
 from udm.index.core import UdmIndex
-from udm.workerproc import kill_worker
+from udm.workerproc import LineWorker
 
 __all__ = [
     "SqlLimits",
@@ -41,14 +43,6 @@ __all__ = [
 ]
 
 _LEADING = re.compile(r"^(?:\s+|--[^\n]*\n?|/\*.*?\*/)*", re.DOTALL)
-
-
-class SqlRefusedError(UdmError):
-    """A statement that is not a single SELECT/WITH query."""
-
-
-class SqlTimeoutError(UdmError):
-    """A query that ran past its time limit and was interrupted."""
 
 
 @dataclass
@@ -112,142 +106,66 @@ class SqlLimits:
         )
 
 
-class SqlMemoryError(UdmError):
-    """A query that needed more memory or temporary disk than its limits."""
+class SqlRunner(LineWorker):
+    """A worker process for untrusted SQL: one query at a time, killed at the time limit or past its temp cap."""
 
-
-class SqlRunner:
-    """A worker process for untrusted SQL: one query at a time, killed at the time limit and restarted."""
+    label = "SQL"
+    module = "udm.index.sql_worker"
+    # How often the parent looks at the worker's spill files while a query runs.
+    watch_every_s = 0.05
 
     def __init__(self, limits: SqlLimits) -> None:
+        super().__init__()
         self.limits = limits
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._buffer = b""
-        self._lock = threading.Lock()
-        self.restarts = 0
         self.last_peak_rss_kb = 0
 
-    def _start(self) -> subprocess.Popen[bytes]:
-        if self._proc is not None and self._proc.poll() is None:
-            return self._proc
-        self._kill()
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "udm.index.sql_worker",
-                str(self.limits.address_space_bytes),
-                str(max(1, self.limits.temp_limit_mb) * 1024 * 1024),
-            ],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            cwd=str(Path(__file__).resolve().parent.parent),
-        )
-        self._proc = proc
-        self._buffer = b""
-        # Startup (interpreter + duckdb import) is not charged to the first query's limit.
-        if self._read_line(proc, time.monotonic() + 30) is None:
-            self._kill()
-            raise SqlRefusedError("query failed: the SQL worker did not start within 30 s")
-        return proc
+    def _arguments(self) -> list[str]:
+        return [str(self.limits.address_space_bytes), str(max(1, self.limits.temp_limit_mb) * 1024 * 1024)]
 
-    def _temp_bytes(self, pid: int) -> int:
-        """Bytes in the worker's spill files (DuckDB names them after the process)."""
+    def _busy_error(self, timeout_s: float) -> Exception:
+        return SqlTimeoutError(f"the SQL worker stayed busy past the {timeout_s:g} s time limit")
+
+    def _timeout_error(self, timeout_s: float) -> Exception:
+        # DuckDB's interrupt is not prompt inside one long operator; ending the process is.
+        return SqlTimeoutError(f"query stopped at its {timeout_s:g} s time limit")
+
+    def _failure(self, reason: str) -> Exception:
+        return SqlQueryFailedError(f"query failed: {reason}")
+
+    def _spill_files(self, pid: int) -> list[os.DirEntry[str]]:
+        """The worker's spill files (DuckDB names them after the process)."""
         folder = self.limits.temp_directory
         if folder is None:
-            return 0
-        total = 0
+            return []
         with contextlib.suppress(OSError):
-            for entry in os.scandir(folder):
-                if entry.name.startswith(f"duckdb_temp_{pid}_"):
-                    with contextlib.suppress(OSError):
-                        total += entry.stat().st_blocks * 512
-        return total
+            return [e for e in os.scandir(folder) if e.name.startswith(f"duckdb_temp_{pid}_")]
+        return []
 
-    def _read_line(
-        self, proc: subprocess.Popen[bytes], deadline: float, watch_temp: bool = False
-    ) -> bytes | None:
-        assert proc.stdout is not None
-        fd = proc.stdout.fileno()
-        cap = self.limits.temp_limit_mb * 1024 * 1024
-        while b"\n" not in self._buffer:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return None
-            ready, _, _ = select.select(
-                [fd], [], [], min(remaining, _TEMP_POLL_S) if watch_temp else remaining
-            )
-            if not ready:
-                if watch_temp and self._temp_bytes(proc.pid) > cap:
-                    self._kill()
-                    raise SqlMemoryError(
-                        f"query stopped: its temporary files passed {self.limits.temp_limit_mb} MB "
-                        "(sql_temp_limit_mb)"
-                    )
-                continue
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                code = proc.wait()
-                self._proc = None
-                raise SqlRefusedError(f"query failed: the SQL worker ended unexpectedly (exit status {code})")
-            self._buffer += chunk
-        line, _, self._buffer = self._buffer.partition(b"\n")
-        return line
-
-    def _kill(self) -> None:
-        proc, self._proc = self._proc, None
-        self._buffer = b""
-        if proc is None:
-            return
-        kill_worker(proc)
-        # A killed DuckDB leaves its spill files behind.
-        if self.limits.temp_directory is not None:
+    def _watch(self, pid: int) -> Exception | None:
+        total = 0
+        for entry in self._spill_files(pid):
             with contextlib.suppress(OSError):
-                for entry in os.scandir(self.limits.temp_directory):
-                    if entry.name.startswith(f"duckdb_temp_{proc.pid}_"):
-                        with contextlib.suppress(OSError):
-                            os.unlink(entry.path)
+                total += entry.stat().st_blocks * 512
+        if total > self.limits.temp_limit_mb * 1024 * 1024:
+            return SqlMemoryError(
+                f"query stopped: its temporary files passed {self.limits.temp_limit_mb} MB (sql_temp_limit_mb)"
+            )
+        return None
+
+    def _after_kill(self, pid: int) -> None:
+        # A killed DuckDB leaves its spill files behind.
+        for entry in self._spill_files(pid):
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
 
     def query(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         """Send one request; SqlTimeoutError when no answer comes within `timeout_s`."""
-        started = time.monotonic()
-        if not self._lock.acquire(timeout=timeout_s):
-            raise SqlTimeoutError(f"the SQL worker stayed busy past the {timeout_s:g} s time limit")
-        try:
-            starting = time.monotonic()
-            proc = self._start()
-            # The limit counts from the call (waiting for the worker to be free is part of it), but
-            # not the start of a fresh worker.
-            deadline = started + timeout_s + (time.monotonic() - starting)
-            assert proc.stdin is not None
-            try:
-                proc.stdin.write(json.dumps(request).encode("utf-8") + b"\n")
-                proc.stdin.flush()
-                line = self._read_line(proc, deadline, watch_temp=True)
-            except (BrokenPipeError, SqlRefusedError):
-                self._kill()
-                raise
-            if line is None:
-                # DuckDB's interrupt is not prompt inside one long operator; ending the process is.
-                self._kill()
-                self.restarts += 1
-                raise SqlTimeoutError(f"query stopped at its {timeout_s:g} s time limit")
-            response: dict[str, Any] = json.loads(line)
-        finally:
-            self._lock.release()
+        response = self.exchange(request, timeout_s)
         self.last_peak_rss_kb = int(response.get("peak_rss_kb") or 0)
         return response
 
-    def close(self) -> None:
-        """Stop the worker process."""
-        with self._lock:
-            self._kill()
-
 
 _RUNNERS: dict[SqlLimits, SqlRunner] = {}
-# How often the parent looks at the worker's spill files while a query runs.
-_TEMP_POLL_S = 0.05
 _RUNNERS_LOCK = threading.Lock()
 
 
@@ -310,7 +228,7 @@ def run_readonly_sql(
             )
         if kind == "busy":
             raise IndexBusyError(f"index busy: {error}")
-        raise SqlRefusedError(f"query failed: {error}")
+        raise SqlQueryFailedError(f"query failed: {error}")
     return SqlResult(
         columns=list(response["columns"]),
         rows=list(response["rows"]),

@@ -5,7 +5,8 @@ builds a single value) runs on for seconds after it, and its memory is allocated
 manager that `memory_limit` governs. Here the query runs in a process of its own, with its address
 space capped (`RLIMIT_AS`, so any allocation past it fails as DuckDB's out-of-memory error) and
 killed by the parent at the time limit. Each query opens the index read-only and closes it, so no
-lock is held between queries. Only the standard library and duckdb are imported.
+lock is held between queries. Only the standard library, duckdb and `udm.workerproc` (its JSON-line
+loop) are imported.
 
 Start:    python -m udm.index.sql_worker ADDRESS_SPACE_BYTES FILE_SIZE_BYTES
 Request:  {"db": path, "sql": text, "row_cap": n, "memory_limit": "256MB", "threads": n,
@@ -21,8 +22,6 @@ as "File too large", with SIGXFSZ ignored) and the parent watches the directory'
 
 from __future__ import annotations
 
-import json
-import os
 import resource
 import signal
 import sys
@@ -30,6 +29,8 @@ import time
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
+
+from udm.workerproc import serve_json_lines
 
 __all__ = ["answer", "main"]
 
@@ -132,6 +133,13 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
         con.close()
 
 
+def _failed(exc: Exception) -> dict[str, Any]:
+    """The response to a request that raised: out of memory, or failed naming the error."""
+    if isinstance(exc, MemoryError):
+        return {"ok": False, "kind": "memory", "error": "out of memory", "peak_rss_kb": _peak_kb()}
+    return {"ok": False, "kind": "failed", "error": f"{type(exc).__name__}: {exc}"}
+
+
 def main() -> None:
     """Cap the address space, then serve requests from stdin until it closes."""
     limit, file_limit = int(sys.argv[1]), int(sys.argv[2])
@@ -140,24 +148,7 @@ def main() -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (file_limit, file_limit))
     import duckdb  # noqa: F401 - imported once, under the cap, before the first request
 
-    out = sys.stdout
-    out.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
-    out.flush()
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        try:
-            response = answer(json.loads(line))
-        except MemoryError:
-            response = {"ok": False, "kind": "memory", "error": "out of memory", "peak_rss_kb": _peak_kb()}
-        except Exception as exc:  # a bad request must not end the worker
-            response = {"ok": False, "kind": "failed", "error": f"{type(exc).__name__}: {exc}"}
-        try:
-            text = json.dumps(response)
-        except (TypeError, ValueError, MemoryError) as exc:
-            text = json.dumps({"ok": False, "kind": "failed", "error": f"result not serialisable: {exc}"})
-        out.write(text + "\n")
-        out.flush()
+    serve_json_lines(answer, _failed)
 
 
 if __name__ == "__main__":

@@ -11,23 +11,20 @@ from __future__ import annotations
 
 import email.utils
 import hashlib
-import json
-import os
-import re
 import threading
 import time
 import urllib.robotparser
 import zlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import httpcore
 import httpx
 
 from udm.config import Settings
-from udm.errors import BlockedAddressError, InvalidURLError
+from udm.errors import BlockedAddressError, InvalidURLError, UdmError
+from udm.net.fetch_cache import cache_blob, cache_load, cache_store
 from udm.net.guard import AllowList, join_url, resolve_and_vet, split_url, url_port
 
 __all__ = [
@@ -46,7 +43,7 @@ ROBOTS_TTL_S = 3600.0
 ROBOTS_MAX_BYTES = 512 * 1024
 
 
-class FetchError(Exception):
+class FetchError(UdmError):
     """A fetch that failed; `transient` says whether retrying may help."""
 
     def __init__(
@@ -234,74 +231,6 @@ def clear_fetch_state() -> None:
         _CLIENTS.clear()
 
 
-# -- conditional-request cache ---------------------------------------------------------------------
-
-
-def _cache_dir(settings: Settings) -> Path:
-    return settings.state_path / "fetch-cache"
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
-_HASH = re.compile(r"sha256:[0-9a-f]{64}")
-
-
-def _cache_load(settings: Settings, url: str) -> dict[str, Any] | None:
-    """The cached entry of `url`, checked as untrusted data: None (a miss) when anything is off."""
-    meta_path = _cache_dir(settings) / "urls" / (hashlib.sha256(url.encode()).hexdigest() + ".json")
-    try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(meta, dict) or meta.get("url") != url:
-        return None
-    content_hash = meta.get("content_hash")
-    # The hash names the blob file: anything but the exact form could name a path outside the cache.
-    if not isinstance(content_hash, str) or not _HASH.fullmatch(content_hash):
-        return None
-    for key in ("final_url", "content_type", "etag", "last_modified"):
-        if meta.get(key) is not None and not isinstance(meta[key], str):
-            return None
-    redirects = meta.get("redirects") or []
-    if not isinstance(redirects, list) or not all(isinstance(r, str) for r in redirects):
-        return None
-    # The body must still be there and still be what its name says; else the entry is a miss.
-    return meta if _cache_blob(settings, content_hash) is not None else None
-
-
-def _cache_blob(settings: Settings, content_hash: str) -> bytes | None:
-    """The cached body with this hash, or None when the blob is gone or does not match its hash."""
-    try:
-        data = (_cache_dir(settings) / "blobs" / content_hash.removeprefix("sha256:")).read_bytes()
-    except OSError:
-        return None
-    return data if "sha256:" + hashlib.sha256(data).hexdigest() == content_hash else None
-
-
-def _cache_store(settings: Settings, body: FetchedBody) -> None:
-    root = _cache_dir(settings)
-    blob = root / "blobs" / body.content_hash.removeprefix("sha256:")
-    if not blob.exists():
-        _atomic_write(blob, body.content)
-    meta = {
-        "url": body.url,
-        "final_url": body.final_url,
-        "content_type": body.content_type,
-        "content_hash": body.content_hash,
-        "etag": body.etag,
-        "last_modified": body.last_modified,
-        "fetched_at": body.fetched_at,
-        "redirects": body.redirects,
-    }
-    name = hashlib.sha256(body.url.encode()).hexdigest() + ".json"
-    _atomic_write(root / "urls" / name, json.dumps(meta, indent=1).encode())
-
-
 # -- the fetch -------------------------------------------------------------------------------------
 
 
@@ -361,101 +290,53 @@ def _read_capped(resp: httpx.Response, cap: int, deadline: float) -> tuple[bytes
 
 def fetch_url(url: str, settings: Settings, max_bytes: int) -> FetchedBody:
     """Fetch `url` politely and safely (see the module docstring); raises FetchError on failure."""
-    deadline = time.monotonic() + settings.fetch_total_timeout_s
-    client = guarded_client(settings)
-    allow = AllowList.parse(settings.fetch_allow)
-    cached = _cache_load(settings, url) if settings.fetch_cache else None
-    redirects: list[str] = []
+    fetch = _Fetch(
+        url=url,
+        settings=settings,
+        max_bytes=max_bytes,
+        deadline=time.monotonic() + settings.fetch_total_timeout_s,
+        client=guarded_client(settings),
+        allow=AllowList.parse(settings.fetch_allow),
+        cached=cache_load(settings, url) if settings.fetch_cache else None,
+    )
     current = url
     while True:
-        try:
-            parts = split_url(current, schemes=None)
-        except InvalidURLError as exc:
-            raise FetchError(str(exc), url=current) from exc
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise FetchError(
-                f"refusing to fetch '{current}': only http and https URLs are fetched", url=current
-            )
-        origin = f"{parts.scheme}://{parts.netloc}"
-        try:
-            # Checked here for a clear error before robots.txt; the transport checks again at connect.
-            resolve_and_vet(parts.hostname, url_port(parts), allow)
-        except BlockedAddressError as exc:
-            raise FetchError(str(exc), url=current) from exc
-        if settings.fetch_respect_robots:
-            robots = _robots_for(origin, settings)
-            if not robots.can_fetch(settings.fetch_user_agent, current):
-                raise FetchError(f"disallowed by robots.txt: {parts.path or '/'} on {origin}", url=current)
+        answer = fetch.hop(current)
+        if isinstance(answer, FetchedBody):
+            return answer
+        fetch.redirects.append(answer)
+        if len(fetch.redirects) > settings.fetch_max_redirects:
+            raise FetchError(f"more than {settings.fetch_max_redirects} redirects starting at {url}", url=url)
+        current = answer
+
+
+@dataclass
+class _Fetch:
+    """One fetch under way: the URL asked for, its limits, the cached copy it may revalidate, its hops."""
+
+    url: str
+    settings: Settings
+    max_bytes: int
+    deadline: float
+    client: httpx.Client
+    allow: AllowList
+    cached: dict[str, Any] | None
+    redirects: list[str] = field(default_factory=list)
+
+    def hop(self, current: str) -> FetchedBody | str:
+        """Fetch one URL of the chain: the body, or the URL it redirects to."""
+        settings = self.settings
+        hostname = self._vet(current)
         headers = {"Accept-Encoding": "gzip, deflate"}
-        if cached and not redirects:
-            if cached.get("etag"):
-                headers["If-None-Match"] = cached["etag"]
-            if cached.get("last_modified"):
-                headers["If-Modified-Since"] = cached["last_modified"]
-        with _gate(parts.hostname, settings):
+        if self.cached and not self.redirects:
+            if self.cached.get("etag"):
+                headers["If-None-Match"] = self.cached["etag"]
+            if self.cached.get("last_modified"):
+                headers["If-Modified-Since"] = self.cached["last_modified"]
+        with _gate(hostname, settings):
             try:
-                with client.stream("GET", current, headers=headers) as resp:
-                    status = resp.status_code
-                    if status in (301, 302, 303, 307, 308) and "location" in resp.headers:
-                        try:
-                            nxt = join_url(current, resp.headers["location"])
-                        except InvalidURLError as exc:
-                            raise FetchError(
-                                f"{current} redirected to a malformed URL: {exc}", url=current
-                            ) from exc
-                    elif status == 304 and cached:
-                        content = _cache_blob(settings, cached["content_hash"])
-                        if content is None:
-                            raise FetchError(
-                                f"the cached copy of {url} changed during the fetch; fetch it again",
-                                transient=True,
-                                url=url,
-                            )
-                        return FetchedBody(
-                            url=url,
-                            final_url=cached.get("final_url") or current,
-                            status_code=200,
-                            content_type=cached.get("content_type") or "",
-                            content=content[:max_bytes],
-                            truncated=len(content) > max_bytes,
-                            declared_length=len(content),
-                            fetched_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                            content_hash=cached["content_hash"],
-                            from_cache=True,
-                            redirects=list(cached.get("redirects") or []),
-                            etag=cached.get("etag"),
-                            last_modified=cached.get("last_modified"),
-                        )
-                    elif status == 429 or status >= 500 or status == 408:
-                        raise FetchError(
-                            f"HTTP {status} from {current}",
-                            transient=True,
-                            retry_after=parse_retry_after(resp.headers.get("retry-after")),
-                            status_code=status,
-                            url=current,
-                        )
-                    elif status >= 400:
-                        raise FetchError(f"HTTP {status} from {current}", status_code=status, url=current)
-                    else:
-                        declared = resp.headers.get("content-length")
-                        content, truncated = _read_capped(resp, max_bytes, deadline)
-                        body = FetchedBody(
-                            url=url,
-                            final_url=current,
-                            status_code=status,
-                            content_type=resp.headers.get("content-type", ""),
-                            content=content,
-                            truncated=truncated,
-                            declared_length=int(declared) if declared and declared.isdigit() else None,
-                            fetched_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                            content_hash="sha256:" + hashlib.sha256(content).hexdigest(),
-                            redirects=redirects,
-                            etag=resp.headers.get("etag"),
-                            last_modified=resp.headers.get("last-modified"),
-                        )
-                        if settings.fetch_cache and not truncated and (body.etag or body.last_modified):
-                            _cache_store(settings, body)
-                        return body
+                with self.client.stream("GET", current, headers=headers) as resp:
+                    return self._answer(resp, current)
             except BlockedAddressError as exc:
                 raise FetchError(str(exc), url=current) from exc
             except httpx.TimeoutException as exc:
@@ -468,7 +349,94 @@ def fetch_url(url: str, settings: Settings, max_bytes: int) -> FetchedBody:
                 raise FetchError(
                     f"could not fetch {current}: {_describe(exc)}", transient=True, url=current
                 ) from exc
-        redirects.append(nxt)
-        if len(redirects) > settings.fetch_max_redirects:
-            raise FetchError(f"more than {settings.fetch_max_redirects} redirects starting at {url}", url=url)
-        current = nxt
+
+    def _vet(self, current: str) -> str:
+        """The hop's host, once its URL, scheme, address and robots.txt allow fetching it."""
+        try:
+            parts = split_url(current, schemes=None)
+        except InvalidURLError as exc:
+            raise FetchError(str(exc), url=current) from exc
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise FetchError(
+                f"refusing to fetch '{current}': only http and https URLs are fetched", url=current
+            )
+        origin = f"{parts.scheme}://{parts.netloc}"
+        try:
+            # Checked here for a clear error before robots.txt; the transport checks again at connect.
+            resolve_and_vet(parts.hostname, url_port(parts), self.allow)
+        except BlockedAddressError as exc:
+            raise FetchError(str(exc), url=current) from exc
+        if self.settings.fetch_respect_robots:
+            robots = _robots_for(origin, self.settings)
+            if not robots.can_fetch(self.settings.fetch_user_agent, current):
+                raise FetchError(f"disallowed by robots.txt: {parts.path or '/'} on {origin}", url=current)
+        return parts.hostname
+
+    def _answer(self, resp: httpx.Response, current: str) -> FetchedBody | str:
+        """What one response means: a redirect's target, the cached copy (304), an error, or the body."""
+        status = resp.status_code
+        if status in (301, 302, 303, 307, 308) and "location" in resp.headers:
+            try:
+                return join_url(current, resp.headers["location"])
+            except InvalidURLError as exc:
+                raise FetchError(f"{current} redirected to a malformed URL: {exc}", url=current) from exc
+        if status == 304 and self.cached:
+            return self._from_cache(self.cached, current)
+        if status == 429 or status >= 500 or status == 408:
+            raise FetchError(
+                f"HTTP {status} from {current}",
+                transient=True,
+                retry_after=parse_retry_after(resp.headers.get("retry-after")),
+                status_code=status,
+                url=current,
+            )
+        if status >= 400:
+            raise FetchError(f"HTTP {status} from {current}", status_code=status, url=current)
+        return self._body(resp, current)
+
+    def _from_cache(self, cached: dict[str, Any], current: str) -> FetchedBody:
+        """The cached copy the server said is still current (304 Not Modified)."""
+        content = cache_blob(self.settings, cached["content_hash"])
+        if content is None:
+            raise FetchError(
+                f"the cached copy of {self.url} changed during the fetch; fetch it again",
+                transient=True,
+                url=self.url,
+            )
+        return FetchedBody(
+            url=self.url,
+            final_url=cached.get("final_url") or current,
+            status_code=200,
+            content_type=cached.get("content_type") or "",
+            content=content[: self.max_bytes],
+            truncated=len(content) > self.max_bytes,
+            declared_length=len(content),
+            fetched_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            content_hash=cached["content_hash"],
+            from_cache=True,
+            redirects=list(cached.get("redirects") or []),
+            etag=cached.get("etag"),
+            last_modified=cached.get("last_modified"),
+        )
+
+    def _body(self, resp: httpx.Response, current: str) -> FetchedBody:
+        """A fresh body, read up to the cap (and cached when the server gave a validator)."""
+        declared = resp.headers.get("content-length")
+        content, truncated = _read_capped(resp, self.max_bytes, self.deadline)
+        body = FetchedBody(
+            url=self.url,
+            final_url=current,
+            status_code=resp.status_code,
+            content_type=resp.headers.get("content-type", ""),
+            content=content,
+            truncated=truncated,
+            declared_length=int(declared) if declared and declared.isdigit() else None,
+            fetched_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            content_hash="sha256:" + hashlib.sha256(content).hexdigest(),
+            redirects=self.redirects,
+            etag=resp.headers.get("etag"),
+            last_modified=resp.headers.get("last-modified"),
+        )
+        if self.settings.fetch_cache and not truncated and (body.etag or body.last_modified):
+            cache_store(self.settings, body)
+        return body

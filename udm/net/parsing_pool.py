@@ -51,7 +51,7 @@ def parse_pool(workers: int) -> Iterator[int]:
         if _POOL is None:
             context = multiprocessing.get_context("forkserver")
             context.set_forkserver_preload(
-                ["trafilatura", "trafilatura.metadata", "pypdf", "tasks.documents"]
+                ["trafilatura", "trafilatura.metadata", "pypdf", "tasks.document_parsers"]
             )
             _POOL, _SIZE = ProcessPoolExecutor(max_workers=workers, mp_context=context), workers
         _USERS += 1

@@ -84,7 +84,7 @@ class Target:
         return {"root": self.root, "path": self.rel}
 
 
-class Refused(Exception):
+class Refused(TransactionError):
     """A journal that is not what this module writes; the reason names the field."""
 
 

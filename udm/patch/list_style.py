@@ -297,18 +297,30 @@ def restyle_lists(
     return fragment, False, False
 
 
+# A list paired with the list it continues (or runs into): (the fragment's list, the page's list or None).
+_Joined = tuple[ListInfo | None, ListInfo | None]
+
+
+@dataclass
+class _Edits:
+    """The line edits of a restyle: new first lines of items, shifts of their other lines, blank lines."""
+
+    delta: list[int]  # per line: how far its indentation moves
+    first_lines: dict[int, str] = field(default_factory=dict)  # an item's first line -> its new text
+    moved: dict[int, int] = field(default_factory=dict)  # id(item) -> how far its content column moved
+    blank_before: dict[int, bool] = field(default_factory=dict)  # a line -> whether a blank line precedes it
+
+
 def _rewrite(
     lists: list[ListInfo],
     lines: list[str],
     styles: ListStyles,
-    after: tuple[ListInfo | None, ListInfo | None],
-    before: tuple[ListInfo | None, ListInfo | None],
+    after: _Joined,
+    before: _Joined,
     tighten: bool,
 ) -> str:
-    delta = [0] * len(lines)
-    first_lines: dict[int, str] = {}
-    moved: dict[int, int] = {}  # id(item) -> how far its content column moved
-    blank_before: dict[int, bool] = {}  # an item's first line -> whether a blank line should precede it
+    """The fragment's lines with every list restyled (and, with `tighten`, joined lists made as tight as theirs)."""
+    edits = _Edits([0] * len(lines))
     for info in lists:
         if not info.ok or not info.items:
             continue
@@ -319,24 +331,10 @@ def _rewrite(
             target = before[1]
         style = target.style() if target is not None else styles.by_kind.get((info.ordered, info.depth))
         numbers = _numbers(info, style, after[1] if info is after[0] else None)
-        for k, item in enumerate(info.items):
-            outer = moved.get(id(item.parent), 0) if item.parent is not None else 0
-            indent = style.lead if style is not None and info.depth == 0 else max(0, item.indent + outer)
-            marker, padding = item.marker, item.padding
-            if style is not None:
-                marker = f"{numbers[k]}{style.marker}" if info.ordered else style.marker
-                padding = style.padding if padding is not None else None
-            shift = (indent + len(marker) + (padding or 1)) - (
-                item.indent + len(item.marker) + (item.padding or 1)
-            )
-            moved[id(item)] = shift
-            # Inner items come later in `lists` and overwrite their own lines; the outer item's lines
-            # after an inner list keep the outer shift.
-            for n in range(item.line + 1, item.end):
-                delta[n] = shift
-            first_lines[item.line] = " " * indent + marker + " " * (padding or 0) + item.rest
-            if tighten and target is not None and k > 0:
-                blank_before[item.line] = not target.tight
+        _restyle_items(edits, info, style, numbers)
+        if tighten and target is not None:
+            for item in info.items[1:]:
+                edits.blank_before[item.line] = not target.tight
         if tighten and info.depth == 1 and info.items:
             # A blank line between an item's text and its nested list (mdformat writes one in a loose
             # list) also makes the outer list loose: gone when the outer list continues a tight one.
@@ -345,20 +343,45 @@ def _rewrite(
             if any(
                 outer_list is own and joined is not None and joined.tight for own, joined in (after, before)
             ):
-                blank_before[info.start] = False
+                edits.blank_before[info.start] = False
+    return _emit(lines, edits)
+
+
+def _restyle_items(edits: _Edits, info: ListInfo, style: ListStyle | None, numbers: list[int]) -> None:
+    """New first lines for the list's items in `style`, and the shift of each item's other lines."""
+    for k, item in enumerate(info.items):
+        outer = edits.moved.get(id(item.parent), 0) if item.parent is not None else 0
+        indent = style.lead if style is not None and info.depth == 0 else max(0, item.indent + outer)
+        marker, padding = item.marker, item.padding
+        if style is not None:
+            marker = f"{numbers[k]}{style.marker}" if info.ordered else style.marker
+            padding = style.padding if padding is not None else None
+        shift = (indent + len(marker) + (padding or 1)) - (
+            item.indent + len(item.marker) + (item.padding or 1)
+        )
+        edits.moved[id(item)] = shift
+        # Inner items come later in `lists` and overwrite their own lines; the outer item's lines
+        # after an inner list keep the outer shift.
+        for n in range(item.line + 1, item.end):
+            edits.delta[n] = shift
+        edits.first_lines[item.line] = " " * indent + marker + " " * (padding or 0) + item.rest
+
+
+def _emit(lines: list[str], edits: _Edits) -> str:
+    """The lines with the edits made."""
     out: list[str] = []
     for n, line in enumerate(lines):
-        if n in blank_before:
-            if blank_before[n]:
+        if n in edits.blank_before:
+            if edits.blank_before[n]:
                 if out and out[-1].strip():
                     out.append("\n")
             else:
                 while out and not out[-1].strip():
                     out.pop()
-        if n in first_lines:
-            out.append(first_lines[n])
+        if n in edits.first_lines:
+            out.append(edits.first_lines[n])
             continue
-        shift = delta[n]
+        shift = edits.delta[n]
         if shift and line.strip():
             if shift > 0:
                 line = " " * shift + line

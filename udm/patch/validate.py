@@ -8,6 +8,7 @@ import posixpath
 from collections import Counter
 from collections.abc import Iterator
 from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -251,70 +252,102 @@ def validate_workspace(
     A revert (`revert`) is never refused for links. With `override`, link, anchor and ID findings do
     not refuse the patch: they are returned, for the patch record, and only the rest can refuse it.
     """
-    hard: list[str] = []
-    breaks: list[str] = []
     changed = ws.changed()
     site = site if site is not None else site_for(ws.root)
     before_r, after_r = _Resolver(ws, False, site), _Resolver(ws, True, site)
     lost_files = {p for p, (_, after) in changed.items() if after is None}
-    lost_names: set[str] = set()
-    new_ids: dict[str, str] = {}
-    old_defined: set[str] = set()
-    new_defined: set[str] = set()
-    refs_after: dict[str, str] = {}
+    found = _Findings()
     for path, (before, after) in sorted(changed.items()):
-        if before is not None and path.lower().endswith(PAGE_SUFFIXES):
-            old = before_r.doc(path)
-            if old is not None:
-                old_defined.update(d.id for d in old.id_defs)
-        if after is None:
-            continue
-        before = None if before is None else edit_form(before)
-        after = edit_form(after)
-        if not path.lower().endswith(PAGE_SUFFIXES):
-            error = _structured_error(path, after)
-            if error and (before is None or _structured_error(path, before) is None):
-                hard.append(error)
-            continue
-        new_doc = after_r.doc(path)
-        old_doc = before_r.doc(path) if before is not None else None
-        assert new_doc is not None
-        hard += _parse_problems(path, old_doc, new_doc)
-        # IDs: a definition that is new here must not exist twice in the file or anywhere else.
-        old_counts = Counter(d.id for d in old_doc.id_defs) if old_doc else Counter()
-        new_counts = Counter(d.id for d in new_doc.id_defs)
-        new_defined.update(new_counts)
-        for ref in new_doc.id_refs:
-            refs_after.setdefault(ref.id, f"{path}:{ref.line + 1}")
-        for ident, n in new_counts.items():
-            lines_of = [d.line + 1 for d in new_doc.id_defs if d.id == ident]
-            if n > 1 and n > old_counts[ident]:
-                breaks.append(
-                    f"{path}: ID {ident} would be defined {n} times (lines {', '.join(map(str, lines_of))})"
-                )
-            if old_counts[ident] == 0:
-                new_ids[ident] = path
-        if old_doc:
-            hard += _swallowed(path, old_doc, new_doc)
-        if not revert:
-            old_links = before_r.verdicts(old_doc) if old_doc else {}
-            breaks += _newly_broken(path, old_links, after_r.verdicts(new_doc))
-        if old_doc and (
-            _anchors(old_doc) - _anchors(new_doc)
-            or route_meta(old_doc.front_matter) != route_meta(new_doc.front_matter)
-        ):
-            lost_names.update(_names(path, old_doc))
+        _check_file(found, path, before, after, before_r, after_r, revert)
     for path in lost_files:
         old = before_r.doc(path)
-        lost_names.update(_names(path, old))
-    lost_ids = old_defined - new_defined
-    if new_ids or lost_names or lost_ids:
-        breaks += _check_others(
-            ws, changed, new_ids, lost_ids, refs_after, set() if revert else lost_names, before_r, after_r
+        found.lost_names.update(_names(path, old))
+    lost_ids = found.old_defined - found.new_defined
+    if found.new_ids or found.lost_names or lost_ids:
+        found.breaks += _check_others(
+            ws,
+            changed,
+            found.new_ids,
+            lost_ids,
+            found.refs_after,
+            set() if revert else found.lost_names,
+            before_r,
+            after_r,
         )
+    hard, breaks = found.hard, found.breaks
     if hard or (breaks and not override):
         raise ValidationFailedError(hard + breaks, overridable=not hard)
     return breaks
+
+
+@dataclass
+class _Findings:
+    """What the changed files add up to: problems, and what the rest of the manual must be checked for."""
+
+    hard: list[str] = field(default_factory=list)  # refuse the patch even with an override
+    breaks: list[str] = field(default_factory=list)  # links, anchors and IDs: an override may apply them
+    lost_names: set[str] = field(default_factory=set)  # names by which links reach what is gone or moved
+    new_ids: dict[str, str] = field(default_factory=dict)  # ID defined anew -> the file that defines it
+    old_defined: set[str] = field(default_factory=set)
+    new_defined: set[str] = field(default_factory=set)
+    refs_after: dict[str, str] = field(default_factory=dict)  # ID -> first place that refers to it
+
+
+def _check_file(
+    found: _Findings,
+    path: str,
+    before: str | None,
+    after: str | None,
+    before_r: _Resolver,
+    after_r: _Resolver,
+    revert: bool,
+) -> None:
+    """Add what one changed file breaks to `found`."""
+    if before is not None and path.lower().endswith(PAGE_SUFFIXES):
+        old = before_r.doc(path)
+        if old is not None:
+            found.old_defined.update(d.id for d in old.id_defs)
+    if after is None:
+        return
+    before = None if before is None else edit_form(before)
+    after = edit_form(after)
+    if not path.lower().endswith(PAGE_SUFFIXES):
+        error = _structured_error(path, after)
+        if error and (before is None or _structured_error(path, before) is None):
+            found.hard.append(error)
+        return
+    new_doc = after_r.doc(path)
+    old_doc = before_r.doc(path) if before is not None else None
+    assert new_doc is not None
+    found.hard += _parse_problems(path, old_doc, new_doc)
+    _check_ids(found, path, old_doc, new_doc)
+    if old_doc:
+        found.hard += _swallowed(path, old_doc, new_doc)
+    if not revert:
+        old_links = before_r.verdicts(old_doc) if old_doc else {}
+        found.breaks += _newly_broken(path, old_links, after_r.verdicts(new_doc))
+    if old_doc and (
+        _anchors(old_doc) - _anchors(new_doc)
+        or route_meta(old_doc.front_matter) != route_meta(new_doc.front_matter)
+    ):
+        found.lost_names.update(_names(path, old_doc))
+
+
+def _check_ids(found: _Findings, path: str, old_doc: Document | None, new_doc: Document) -> None:
+    """IDs: a definition that is new here must not exist twice in the file (nor, later, anywhere else)."""
+    old_counts = Counter(d.id for d in old_doc.id_defs) if old_doc else Counter()
+    new_counts = Counter(d.id for d in new_doc.id_defs)
+    found.new_defined.update(new_counts)
+    for ref in new_doc.id_refs:
+        found.refs_after.setdefault(ref.id, f"{path}:{ref.line + 1}")
+    for ident, n in new_counts.items():
+        lines_of = [d.line + 1 for d in new_doc.id_defs if d.id == ident]
+        if n > 1 and n > old_counts[ident]:
+            found.breaks.append(
+                f"{path}: ID {ident} would be defined {n} times (lines {', '.join(map(str, lines_of))})"
+            )
+        if old_counts[ident] == 0:
+            found.new_ids[ident] = path
 
 
 def _parse_problems(path: str, old_doc: Document | None, new_doc: Document) -> list[str]:
