@@ -136,19 +136,18 @@ def _refuse(explain: Callable[[ApprovalRequest], str]) -> Approver:
 
 def call_via_daemon(tool: Tool[Any, Any], args: dict[str, Any], ctx: ToolContext) -> ToolCallResult | None:
     """The call answered by this manual's `udm daemon` (its warm engine), or None when none can."""
-    from udm.daemon import DAEMON_TOOLS, settings_digest
-    from udm.daemon import client as dc
+    from udm.daemon import DAEMON_TOOLS, DaemonUnavailable, request, settings_digest, socket_path
 
     if tool.name not in DAEMON_TOOLS:
         return None
     state = str(ctx.settings.state_path)
-    if not os.path.exists(dc.socket_path(state)):
+    if not os.path.exists(socket_path(state)):
         return None
     message = {"op": "tool", "tool": tool.name, "input": args, "settings": settings_digest(ctx.settings)}
     try:
-        reply = dc.request(state, message)
+        reply = request(state, message)
         envelope = Envelope.model_validate(reply["envelope"])
-    except (dc.DaemonUnavailable, KeyError, TypeError, ValidationError):
+    except (DaemonUnavailable, KeyError, TypeError, ValidationError):
         return None  # no daemon, other settings, or a fallback reply: the call runs here
     return ToolCallResult(
         envelope=envelope,
