@@ -182,7 +182,11 @@ def apply(
 @patch_app.command("list")
 def list_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """List applied patches, oldest first."""
-    records = list_records(settings())
+    skipped: list[str] = []
+    records = list_records(settings(), skipped)
+    for why in skipped:
+        # On stderr: stdout stays the list (or the JSON) that scripts read.
+        typer.echo(f"warning: skipped {why}", err=True)
     if as_json:
         emit_json(records)
         return

@@ -103,7 +103,7 @@ def _deployment(d: DeploymentDef) -> list[str]:
         return [*lines, "    job_variables: *settings"]
     lines += ["    job_variables:", "      env:", "        <<: *env"]
     if d.env_reason:
-        lines.append(f"        # {d.env_reason}")
+        lines.append(f"        # {' '.join(d.env_reason.split())}")  # one comment line, whatever it holds
     return lines + _block(d.env, 8)
 
 

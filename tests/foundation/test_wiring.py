@@ -152,6 +152,11 @@ def test_prefect_yaml_is_written_from_the_table() -> None:
         "null",
         "1.5",
         "é",
+        "- x",
+        "a\nb",
+        "a, b",
+        "*x",
+        "&y",
     ],
 )
 def test_scalars_read_back_as_written(value: str) -> None:
@@ -182,6 +187,23 @@ def test_the_command_writes_and_checks(
     assert run(["prefect-yaml", "--file", str(target)]) == 0
     assert [d["name"] for d in yaml.safe_load(target.read_text())["deployments"]][-1] == "other"
     assert [p.name for p in tmp_path.iterdir()] == ["prefect.yaml"]  # no temporary file left
+
+
+def test_a_deployment_setting_and_its_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    from flows.prefect_yaml import render_prefect_yaml
+
+    odd = wiring.DeploymentDef(
+        name="odd",
+        entrypoint="flows/index.py:index_flow",
+        description="x",
+        interval_seconds=60,
+        env={"UDM_ROOT": "docs: manual", "UDM_GIT_COMMIT": "false"},
+        env_reason="two\nlines # and a hash",
+    )
+    monkeypatch.setattr("flows.prefect_yaml.DEPLOYMENTS", (odd,))
+    [doc] = yaml.safe_load(render_prefect_yaml())["deployments"]
+    assert doc["job_variables"]["env"] == {**wiring.DEPLOYMENT_ENV, **odd.env}
+    assert doc["schedules"] == [{"interval": 60}]
 
 
 def test_the_command_reports_an_unwritable_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
