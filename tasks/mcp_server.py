@@ -27,7 +27,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from tasks.base import (
     ApprovalRequest,
@@ -136,25 +136,64 @@ def _refuse(explain: Callable[[ApprovalRequest], str]) -> Approver:
 
 def call_via_daemon(tool: Tool[Any, Any], args: dict[str, Any], ctx: ToolContext) -> ToolCallResult | None:
     """The call answered by this manual's `udm daemon` (its warm engine), or None when none can."""
-    from udm.daemon import DAEMON_TOOLS, settings_digest
-    from udm.daemon import client as dc
+    from udm.daemon import DAEMON_TOOLS, DaemonUnavailable, request, settings_digest, socket_path
 
     if tool.name not in DAEMON_TOOLS:
         return None
     state = str(ctx.settings.state_path)
-    if not os.path.exists(dc.socket_path(state)):
+    if not os.path.exists(socket_path(state)):
         return None
     message = {"op": "tool", "tool": tool.name, "input": args, "settings": settings_digest(ctx.settings)}
     try:
-        reply = dc.request(state, message)
+        reply = request(state, message)
         envelope = Envelope.model_validate(reply["envelope"])
-    except (dc.DaemonUnavailable, KeyError, TypeError, ValidationError):
+    except (DaemonUnavailable, KeyError, TypeError, ValidationError):
         return None  # no daemon, other settings, or a fallback reply: the call runs here
     return ToolCallResult(
         envelope=envelope,
         decision=str(reply.get("decision", "auto")),
         duration_ms=float(reply.get("duration_ms", 0.0)),
     )
+
+
+async def _ask_approval(
+    rctx: ServerRequestContext[Any],
+    params: types.CallToolRequestParams,
+    tool: Tool[Any, Any],
+    data: BaseModel,
+    args: dict[str, Any],
+    policy: str,
+) -> Approver | types.InputRequiredResult | None:
+    """The client's answer to an approval request, as an approver; None when the client cannot ask.
+
+    A modern client gets an InputRequiredResult (it asks its user and retries with the answer, bound
+    to this exact input by the request state); an older one is asked through elicitation."""
+    digest = input_digest(args)
+    caps = rctx.session.client_capabilities
+    answer = (params.input_responses or {}).get(APPROVAL_KEY)
+    if answer is not None and params.request_state == digest:
+        approved = _decision(answer)
+        return lambda request: approved
+    if caps is None or caps.elicitation is None:
+        return None
+    message = f"Approve {tool.summarize(data)}? [{tool.permission_for(data).value}; policy {policy}]"
+    if rctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return types.InputRequiredResult(
+            input_requests={
+                APPROVAL_KEY: types.ElicitRequest(
+                    params=types.ElicitRequestFormParams(message=message, requested_schema=APPROVAL_SCHEMA)
+                )
+            },
+            request_state=digest,
+        )
+    try:
+        reply = await rctx.session.elicit_form(message, APPROVAL_SCHEMA, rctx.request_id)
+    except MCPError as exc:
+        # The client advertised elicitation but failed to ask: no approval was obtained.
+        reason = f"the client could not ask for approval ({exc.error.message})"
+        return _refuse(lambda request: f"approval not obtained for {request.tool}: {reason}")
+    approved = _decision(reply)
+    return lambda request: approved
 
 
 def build_server(
@@ -188,39 +227,10 @@ def build_server(
         except ValidationError:
             data = None  # call_tool names the bad fields; no approval is asked for invalid input
         if data is not None and needs_approval(policy, tool.permission_for(data)):
-            digest = input_digest(args)
-            caps = rctx.session.client_capabilities
-            answer = (params.input_responses or {}).get(APPROVAL_KEY)
-            if answer is not None and params.request_state == digest:
-                approved = _decision(answer)
-                approver = lambda request: approved  # noqa: E731
-            elif caps is not None and caps.elicitation is not None:
-                message = (
-                    f"Approve {tool.summarize(data)}? "
-                    f"[{tool.permission_for(data).value}; policy {policy.value}]"
-                )
-                if rctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-                    # Stateless round trip: the client asks its user and retries with the answer,
-                    # bound to this exact input by the request state.
-                    return types.InputRequiredResult(
-                        input_requests={
-                            APPROVAL_KEY: types.ElicitRequest(
-                                params=types.ElicitRequestFormParams(
-                                    message=message, requested_schema=APPROVAL_SCHEMA
-                                )
-                            )
-                        },
-                        request_state=digest,
-                    )
-                try:
-                    reply = await rctx.session.elicit_form(message, APPROVAL_SCHEMA, rctx.request_id)
-                except MCPError as exc:
-                    # The client advertised elicitation but failed to ask: no approval was obtained.
-                    reason = f"the client could not ask for approval ({exc.error.message})"
-                    approver = _refuse(lambda request: f"approval not obtained for {request.tool}: {reason}")
-                else:
-                    approved = _decision(reply)
-                    approver = lambda request: approved  # noqa: E731
+            asked = await _ask_approval(rctx, params, tool, data, args, policy.value)
+            if isinstance(asked, types.InputRequiredResult):
+                return asked
+            approver = asked or approver
         call_ctx = dataclasses.replace(base_ctx, approver=approver)
         warm = data is not None and not needs_approval(policy, tool.permission_for(data))
         result = await anyio.to_thread.run_sync(

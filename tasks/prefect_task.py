@@ -163,6 +163,24 @@ def _wait_for_retry(
         time.sleep(extra)
 
 
+def _planned_delays(retries: int, retry_delay: float | list[float] | None, backoff_s: float) -> list[float]:
+    """Prefect's delay before each retry: the given ones, else exponential backoff; none without retries."""
+    if retries and retry_delay is not None:
+        return list(retry_delay) if isinstance(retry_delay, list) else [float(retry_delay)] * retries
+    if retries:
+        return list(exponential_backoff(backoff_factor=backoff_s)(retries))
+    return []
+
+
+def _failed_for_good(tool: Tool[Any, Any], exc: TransientToolError) -> ToolFailedError:
+    """The ToolFailedError a last try raises, carrying the envelope the call would have returned."""
+    ok, error = tool.outcome(exc.result)
+    envelope = Envelope(
+        success=ok, data=exc.result.model_dump(mode="json", by_alias=True), error=error or str(exc)
+    ).model_dump(mode="json")
+    return ToolFailedError(error or str(exc), envelope)
+
+
 def tool_task(
     tool: Tool[Any, Any] | str,
     *,
@@ -190,13 +208,7 @@ def tool_task(
         raise ValueError(f"unknown tool '{tool}'")
     the_tool: Tool[Any, Any] = resolved
 
-    planned: list[float]
-    if retries and retry_delay is not None:
-        planned = list(retry_delay) if isinstance(retry_delay, list) else [float(retry_delay)] * retries
-    elif retries:
-        planned = list(exponential_backoff(backoff_factor=backoff_s)(retries))
-    else:
-        planned = []
+    planned = _planned_delays(retries, retry_delay, backoff_s)
 
     def _run(raw_input: dict[str, Any], ctx: ToolContext, run_label: str = "") -> dict[str, Any]:
         in_task = TaskRunContext.get() is not None
@@ -207,13 +219,7 @@ def tool_task(
         except TransientToolError as exc:
             if last_try:
                 # fail_on_final: fail (never cached) with the error result the flow would have got.
-                ok, error = the_tool.outcome(exc.result)
-                envelope = Envelope(
-                    success=ok,
-                    data=exc.result.model_dump(mode="json", by_alias=True),
-                    error=error or str(exc),
-                ).model_dump(mode="json")
-                raise ToolFailedError(error or str(exc), envelope) from exc
+                raise _failed_for_good(the_tool, exc) from exc
             _wait_for_retry(
                 str(runtime_task_run.id),
                 attempt,
@@ -231,16 +237,30 @@ def tool_task(
 
     _run.__name__ = the_tool.name
     _run.__doc__ = f"Call {the_tool.name} as a Prefect task."
-    delays: list[float] | Callable[[int], list[float]] | float = planned if retries else 0
     if fail_on_error:
         # Only transient failures are retried; a failed call (ToolFailedError) is final.
         task_options.setdefault("retry_condition_fn", _retry_unless_final)
+    return _as_task(_run, task_name or the_tool.name, retries, planned, jitter, cache_policy, task_options)
+
+
+def _as_task(
+    run: Callable[..., dict[str, Any]],
+    name: str,
+    retries: int,
+    planned: list[float],
+    jitter: float,
+    cache_policy: CachePolicy | None,
+    task_options: dict[str, Any],
+) -> Task[..., dict[str, Any]]:
+    """`run` as a Prefect task with these retries and delays (jitter only when it retries), uncached
+    unless a cache policy is given."""
+    delays: list[float] | Callable[[int], list[float]] | float = planned if retries else 0
     decorate = task(
-        name=task_name or the_tool.name,
+        name=name,
         retries=retries,
         retry_delay_seconds=delays,
         retry_jitter_factor=jitter if retries else None,
         cache_policy=cache_policy if cache_policy is not None else NO_CACHE,
         **task_options,
     )
-    return decorate(_run)
+    return decorate(run)

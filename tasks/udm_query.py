@@ -239,8 +239,8 @@ def _by_type(q: UdmQuery, data: UdmQueryInput) -> UdmQueryOutput:
             keys = q.config_keys(fragment(target).split(".")[-1])
             hint = f"; similar keys: {', '.join(keys)}" if keys else ""
         return _error(performed, status, f"{exc}{hint}")
-    except ConfigError:
-        raise
+    except (ConfigError, IndexBusyError):
+        raise  # the errors table's statuses (a busy index is transient: retried inside a Prefect task)
     except (DocumentError, UdmError) as exc:
         return _error(performed, UdmQueryStatus.ERROR_PARSING_UDM_SECTION, str(exc))
 

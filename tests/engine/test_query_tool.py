@@ -252,3 +252,27 @@ def test_symlinks_out_of_the_root_are_not_indexed_or_served(
     assert q(qctx, udm_filepath="leakdir/secret.md")["status"] == "ERROR_FILE_NOT_FOUND"
     # A link that stays inside the manual is an ordinary file.
     assert q(qctx, udm_filepath="alias.md", section_identifier="5.3")["status"] == "SUCCESS"
+
+
+@pytest.mark.parametrize("query_type", ["find_by_id", "get_task_definition", "get_section_content"])
+def test_a_busy_index_is_transient_in_every_typed_query(
+    qctx: ToolContext, monkeypatch: pytest.MonkeyPatch, query_type: str
+) -> None:
+    """A locked index is retried inside a Prefect task and reported as busy, never as a parse error."""
+    from tasks.base import TransientToolError
+    from udm.errors import IndexBusyError
+    from udm.index.query import UdmQuery
+
+    def busy(*_: Any, **__: Any) -> Any:
+        raise IndexBusyError("index busy: another process holds the write lock")
+
+    for name in ("fresh", "find_by_id", "task", "section", "resolve_file"):
+        if hasattr(UdmQuery, name):
+            monkeypatch.setattr(UdmQuery, name, busy)
+    raw = {"query_type": query_type, "udm_path_or_id": "TASK-P0-M0.1-T002"}
+    with pytest.raises(TransientToolError) as info:
+        call_tool(UdmQueryTool(), raw, qctx, raise_transient=True)
+    assert isinstance(info.value.__cause__, IndexBusyError)
+    after = call_tool(UdmQueryTool(), raw, qctx).envelope.data
+    assert after is not None and after["status"] != "ERROR_PARSING_UDM_SECTION"
+    assert "index busy" in after["errorDetails"]
