@@ -279,7 +279,9 @@ class UdmUpdaterTool(Tool[UdmUpdaterInput, UdmUpdaterOutput]):
         patch = _patch_or_error(data)
         if isinstance(patch, str):
             return UdmUpdaterOutput(status=UdmUpdaterStatus.ERROR_INVALID_UPDATE, errorDetails=patch)
-        return _output(apply_patch(patch, ctx.settings, dry_run=data.dry_run), data.dry_run)
+        # A review obtained before the call (a flow's pause) is stored in the patch record: who, when, what.
+        review = None if ctx.review is None or data.dry_run else ctx.review.model_dump(mode="json")
+        return _output(apply_patch(patch, ctx.settings, dry_run=data.dry_run, review=review), data.dry_run)
 
 
 def _patch_or_error(data: UdmUpdaterInput) -> Patch | str:
