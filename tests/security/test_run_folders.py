@@ -76,7 +76,9 @@ def _pool() -> None:
     with get_client(sync_client=True) as client:
         client.create_work_pool(
             WorkPoolCreate(
-                name="env-pool", type="process", base_job_template=ProcessWorker.get_default_base_job_template()
+                name="env-pool",
+                type="process",
+                base_job_template=ProcessWorker.get_default_base_job_template(),
             ),
             overwrite=True,
         )
@@ -103,7 +105,11 @@ def test_a_triggered_verification_run_cannot_choose_its_folders_or_specs(
     _pool()
     browser_verification_flow.to_deployment(
         name="folders-test",
-        parameters={"root": str(settings.udm_root), "state_dir": str(settings.state_path), "artifacts": False},
+        parameters={
+            "root": str(settings.udm_root),
+            "state_dir": str(settings.state_path),
+            "artifacts": False,
+        },
     ).apply(work_pool_name="env-pool")
     elsewhere_state = outside / "state"
     # Before: Completed, having indexed other-project/ into other-project/state/ (index, lookup).
