@@ -36,6 +36,7 @@ from flows.run_settings import PROCESS_ONLY, SettingsParameter
 from flows.runners import on_runner
 from flows.states import state_result
 from tasks.base import ToolContext, always_approve, process_policy
+from tasks.document_parsers import PARSER_MODULES
 from udm.config import ApprovalPolicy, Settings
 from udm.errors import InvalidURLError
 from udm.net import parse_pool, split_url, workers_for
@@ -230,7 +231,7 @@ def _gather(settings: Settings, request: ResearchRequest, lap: _Laps) -> list[So
     fetched = sum(1 for s in sources if s.kind in ("url", "file"))
     # A pool pays off from a handful of documents; one or two parse faster than a process starts.
     workers = workers_for(settings.research_parse_processes) if fetched >= _POOL_FROM else 0
-    with parse_pool(min(workers, fetched)):
+    with parse_pool(min(workers, fetched), PARSER_MODULES):
         fetch_all(settings, request, sources, ctx)
     dedupe_fetched(sources)
     lap("fetch")

@@ -2,17 +2,27 @@
 
 `run_update(patch, settings, ...)` is the Python entry point other flows (research) use to write
 into the manual: it runs this flow and returns an UpdateResult.
+
+The plan and the commit are udmUpdaterTool calls through `call_tool`, as the CLI and MCP make them:
+the tool's input model, its permission level, the call log and the envelope are theirs. The approval
+is this flow's pause (a person approves in the Prefect UI after reading the diff); its record (who,
+when, the digests of the diff read and of the commit's input) reaches the commit as the call's
+`ToolContext.review`, which only in-process code sets, so `call_tool` logs it and does not ask again.
+The rollback hook stays a direct engine call (`revert_patch`): it runs inside Prefect's rollback,
+where it must never raise and must report the engine's own error text.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
-import re
+import os
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run as runtime_flow_run
 from prefect.states import Completed, Failed, State
@@ -23,10 +33,24 @@ from flows.approval import Approval, ApprovalExpiredError, PausedRun, flow_run_u
 from flows.notify import notify_review_waiting
 from flows.run_settings import SettingsParameter, run_policy
 from flows.states import state_result
-from tasks.base import Permission, needs_approval, process_policy
+from flows.update_artifacts import artifact_key, artifact_link, plain, publish_plan
+from tasks.base import (
+    ApprovalRequest,
+    ApprovalUnavailableError,
+    Approver,
+    Permission,
+    Review,
+    ToolContext,
+    approval_request,
+    call_tool,
+    input_digest,
+    needs_approval,
+    process_policy,
+)
+from tasks.udm_updater import UdmUpdaterInput, UdmUpdaterOutput, UdmUpdaterTool
 from udm.config import ApprovalPolicy, Settings
 from udm.errors import ConfigError
-from udm.patch import Patch, PatchResult, apply_patch, revert_patch
+from udm.patch import Patch, PatchResult, revert_patch
 
 __all__ = [
     "SETTINGS",
@@ -34,6 +58,7 @@ __all__ = [
     "UpdateOptions",
     "UpdateResult",
     "artifact_key",
+    "review_here",
     "run_update",
     "state_result",
     "udm_update_flow",
@@ -46,8 +71,6 @@ SETTINGS = SettingsParameter(
     passed=("project_root", "root", "state_dir", "logs_dir", "id_patterns", "lock_timeout_s"),
     only_passed=True,
 )
-# The largest diff put into one markdown artifact; the rest is cut with a note.
-MAX_ARTIFACT_DIFF = 60_000
 # Where the rollback hook leaves the revert's outcome for update_steps (a dict: status, error, revert_id).
 _REVERT_KEY = "udm_revert_outcome"
 
@@ -120,18 +143,53 @@ def update_state(result: UpdateResult) -> State[Any]:
     return Failed(data=result, name=name or "Failed", message=message)
 
 
+def _commit_input(planned: Patch) -> dict[str, Any]:
+    """The updater's input that commits the planned patch (the fields it was given, its `expect` hashes)."""
+    return {"patch": planned.model_dump(mode="json", exclude_unset=True)}
+
+
+def _plans_only(request: ApprovalRequest) -> bool:
+    """The flow's approver: a plan changes nothing and is what the review shows, so a safe call (a dry
+    run) goes ahead under ask_always too; anything else waits for the review (`ToolContext.review`)."""
+    return request.permission == Permission.SAFE
+
+
+def _call_updater(
+    raw: dict[str, Any], settings: Settings, patch: Patch, review: Review | None
+) -> PatchResult:
+    """One udmUpdaterTool call through the tool contract; the engine's report, or an error report
+    saying why the call was refused before the engine ran."""
+    result = call_tool(
+        UdmUpdaterTool(), raw, ToolContext(settings=settings, approver=_plans_only, review=review)
+    )
+    out = result.output
+    if isinstance(out, UdmUpdaterOutput) and out.report is not None:
+        return out.report
+    refused_input = result.decision == "invalid" or isinstance(out, UdmUpdaterOutput)
+    return PatchResult(
+        patch_id=patch.id,
+        status="invalid" if refused_input else "error",
+        description=patch.description,
+        destructive=patch.destructive,
+        error=result.envelope.error or "udmUpdaterTool refused the call",
+    )
+
+
 @task(name="plan-patch", cache_policy=NO_CACHE)
 def plan_patch_task(patch: Patch, settings: Settings) -> PatchResult:
     """Load-validate-dry-run: per-operation status, files, unified diff, preconditions."""
-    return apply_patch(patch, settings, dry_run=True)
+    raw = {"patch": patch.model_dump(mode="json", exclude_unset=True), "dry_run": True}
+    return _call_updater(raw, settings, patch, None)
 
 
 @task(name="commit-patch", cache_policy=NO_CACHE)
 def commit_patch_task(
     planned: Patch, settings: Settings, review: dict[str, Any] | None = None
 ) -> PatchResult:
-    """Apply the planned patch as one transaction (its preconditions make drift a conflict)."""
-    result = apply_patch(planned, settings, review=review)
+    """Apply the planned patch as one transaction (its preconditions make drift a conflict); `review`
+    is this run's approval of exactly that input, stored in the patch record."""
+    approval = Review.model_validate(review) if review is not None else None
+    result = _call_updater(_commit_input(planned), settings, planned, approval)
     if result.committed:
         txn = get_transaction()
         if txn is not None:
@@ -180,85 +238,6 @@ def _reindex(settings: Settings, paths: list[str]) -> bool:
     finally:
         index.close()
     return True
-
-
-def artifact_key(patch_id: str) -> str:
-    """The key prefix of a patch's artifacts (`-diff` markdown, `-ops` table): `udm-patch-<id>`, stable
-    per patch id so Prefect groups a patch's versions. Keys allow [a-z0-9-] only: an id with other
-    characters is lowered and dashed, plus a short hash so `Fix_A` and `fix-a` stay apart."""
-    slug = re.sub(r"[^a-z0-9]+", "-", patch_id.lower()).strip("-")
-    if slug != patch_id:
-        slug = f"{slug}-{hashlib.sha1(patch_id.encode()).hexdigest()[:8]}"
-    return "udm-patch-" + slug
-
-
-def _plain(text: str) -> str:
-    """Text shown literally in Markdown: one line, every ASCII punctuation mark backslash-escaped."""
-    return re.sub(r"([!-/:-@\[-`{-~])", r"\\\1", " ".join(text.split()))
-
-
-def _code(text: str) -> str:
-    """An inline code span holding `text` as is, whatever backticks it contains."""
-    ticks = "`" * (max(map(len, re.findall(r"`+", text)), default=0) + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{ticks}{pad}{text}{pad}{ticks}"
-
-
-def _diff_markdown(plan: PatchResult, patch: Patch) -> str:
-    """The diff artifact's Markdown: the patch's id, description, files and its diff in a fence."""
-    diff = plan.diff
-    if len(diff) > MAX_ARTIFACT_DIFF:
-        diff = (
-            diff[:MAX_ARTIFACT_DIFF]
-            + f"\n... ({len(plan.diff) - MAX_ARTIFACT_DIFF} more characters; see `udm patch check`)\n"
-        )
-    files = (
-        "\n".join(f"- {_code(f.path)} {f.action} (+{f.added} -{f.removed})" for f in plan.files)
-        or "- no file changes"
-    )
-    # A fence ends at the first line of as many backticks, so it must outrun every run in the diff.
-    fence = "`" * max(3, max(map(len, re.findall(r"`+", diff)), default=0) + 1)
-    return (
-        f"# Patch {_code(patch.id)}\n\n{_plain(patch.description) or '(no description)'}\n\n"
-        f"Author: {_plain(patch.author or '') or '-'} · source: {_plain(patch.source or '') or '-'} · "
-        f"{'**destructive**' if patch.destructive else 'moderate'}\n\n## Files\n\n{files}\n\n"
-        f"## Diff\n\n{fence}diff\n{diff}{fence}\n"
-    )
-
-
-def _artifact_link(artifact_id: str, key: str) -> str:
-    """Markdown pointing the reviewer at the diff artifact: a UI link when a UI address is configured."""
-    from prefect.settings import PREFECT_UI_URL
-
-    ui = PREFECT_UI_URL.value()
-    if ui:
-        return f"[{key}]({ui.rstrip('/')}/artifacts/artifact/{artifact_id})"
-    return f"artifact `{key}` (Artifacts tab of this run)"
-
-
-def _publish(plan: PatchResult, patch: Patch) -> list[str]:
-    markdown = _diff_markdown(plan, patch)
-    key = artifact_key(patch.id)
-    ids = [
-        create_markdown_artifact(
-            markdown=markdown, key=key + "-diff", description=f"Diff of patch {patch.id}"
-        )
-    ]
-    rows = [
-        {
-            "index": o.index,
-            "op": o.op,
-            "file": o.file,
-            "status": o.status,
-            "target": o.target,
-            "lines": f"+{o.added} -{o.removed}",
-        }
-        for o in plan.operations
-    ]
-    ids.append(
-        create_table_artifact(table=rows, key=key + "-ops", description=f"Operations of patch {patch.id}")
-    )
-    return [str(i) for i in ids]
 
 
 @flow(name="udm-update", log_prints=False, persist_result=False)
@@ -310,9 +289,9 @@ def _ask(
 ) -> Approval | None:
     """Pause this run (and those above it) until a reviewer answers; the answer (None: resumed without
     one). ApprovalExpiredError when nobody answered in time."""
-    link = _artifact_link(done.artifacts[0], artifact_key(patch.id) + "-diff")
+    link = artifact_link(done.artifacts[0], artifact_key(patch.id) + "-diff")
     prompt = Approval.with_initial_data(
-        description=f"Approve patch `{patch.id}` ({permission.value}): {_plain(patch.description)}\n\n"
+        description=f"Approve patch `{patch.id}` ({permission.value}): {plain(patch.description)}\n\n"
         f"Read the diff first: {link}.",
         approve=False,
     )
@@ -336,16 +315,62 @@ def _ask(
     )
 
 
+# A reviewer in this process (a terminal), set by the caller holding the settings (`review_here`).
+_REVIEWER_HERE: contextvars.ContextVar[Approver | None] = contextvars.ContextVar(
+    "udm_reviewer_here", default=None
+)
+
+
+@contextlib.contextmanager
+def review_here(approver: Approver) -> Iterator[None]:
+    """Within this block, a review the update steps need is asked of `approver` in this process (e.g.
+    the terminal, when the run's temporary Prefect server has no UI to approve in) instead of pausing."""
+    token = _REVIEWER_HERE.set(approver)
+    try:
+        yield
+    finally:
+        _REVIEWER_HERE.reset(token)
+
+
+def _ask_here(
+    approver: Approver, plan: PatchResult, commit: dict[str, Any], permission: Permission, digest: str
+) -> Approval:
+    """The review asked in this process: udmUpdaterTool's own approval request for the commit, with the
+    plan's diff under it; the answer as a reviewer's in the UI would be."""
+    data = UdmUpdaterInput.model_validate(commit)
+    request = approval_request(UdmUpdaterTool(), data, permission, digest)
+    shown = request.model_copy(update={"summary": f"{request.summary}\n\n{plan.diff}".rstrip()})
+    try:
+        approved = approver(shown)
+    except ApprovalUnavailableError as exc:
+        return Approval(approve=False, reviewer="", comment=f"approval required: {exc}")
+    who = f"{os.environ.get('USER') or os.environ.get('USERNAME') or 'someone'} at the terminal"
+    return Approval(
+        approve=approved, reviewer=who, comment="" if approved else "not approved at the terminal"
+    )
+
+
 def _review(
-    patch: Patch, plan: PatchResult, options: UpdateOptions, done: _Outcome, settings: Settings
+    patch: Patch,
+    plan: PatchResult,
+    planned: Patch,
+    options: UpdateOptions,
+    done: _Outcome,
+    settings: Settings,
 ) -> tuple[dict[str, Any], Approval | None, UpdateResult | None]:
     """(the review the patch record stores, the reviewer's answer, the run's result when the review
-    ended it: expired or rejected). No answer is asked for when the policy lets the patch through."""
-    policy = run_policy(settings, options.approval_policy)
-    permission = Permission.DESTRUCTIVE if patch.destructive else Permission.MODERATE
+    ended it: expired or rejected). No answer is asked for when the policy lets the patch through.
+
+    The permission is the tool's for the commit's input; the review names that input's digest (the
+    one call it approves) and the digest of the diff the reviewer was shown."""
+    policy = settings.approval_policy
+    commit = _commit_input(planned)
+    permission = UdmUpdaterTool().permission_for(UdmUpdaterInput.model_validate(commit))
     review: dict[str, Any] = {
         "policy": policy.value,
         "decision": "auto",
+        "input_digest": input_digest(commit),
+        "diff_digest": "sha256:" + hashlib.sha256(plan.diff.encode("utf-8", "surrogatepass")).hexdigest(),
         "reviewer": None,
         "comment": "",
         "decided_at": None,
@@ -354,8 +379,12 @@ def _review(
     }
     if not needs_approval(policy, permission):
         return review, None, None
+    here = _REVIEWER_HERE.get()
     try:
-        answer = _ask(patch, plan, permission, options, done, settings)
+        if here is not None:
+            answer: Approval | None = _ask_here(here, plan, commit, permission, review["input_digest"])
+        else:
+            answer = _ask(patch, plan, permission, options, done, settings)
     except ApprovalExpiredError:
         why = f"nobody decided within {options.approval_timeout_s} s; nothing was changed"
         return review, None, done("expired", why, patch=plan)
@@ -373,7 +402,7 @@ def _review(
 
 
 def _commit(
-    patch: Patch,
+    planned: Patch,
     plan: PatchResult,
     options: UpdateOptions,
     settings: Settings,
@@ -382,7 +411,6 @@ def _commit(
     done: _Outcome,
 ) -> UpdateResult:
     """Commit the planned patch and re-index in one Prefect transaction: a failed re-index reverts it."""
-    planned = Patch.model_validate(plan.planned_patch)
     txn: Transaction | None = None
     committed: PatchResult | None = None
     try:
@@ -407,7 +435,7 @@ def _commit(
         why = outcome["error"] if outcome is not None else "the rollback hook did not run"
         return done(
             "error",
-            f"committed, revert failed: {why}; patch {patch.id} stays applied "
+            f"committed, revert failed: {why}; patch {planned.id} stays applied "
             f"(a step after the commit failed: {exc})",
             patch=committed,
             approval=approval,
@@ -430,17 +458,20 @@ def update_steps(patch: Patch, options: UpdateOptions, settings: Settings) -> Up
     after a 200-source fan-out). The pause for approval pauses whichever run called this.
     """
     done = _Outcome(patch)
+    # The tool calls decide approval under this run's policy (the process's, made only stricter).
+    settings = settings.model_copy(update={"approval_policy": run_policy(settings, options.approval_policy)})
     plan = plan_patch_task(patch, settings)
     if not plan.ok:
         return done(plan.status, plan.error or "", patch=plan)
-    done.artifacts = _publish(plan, patch)
+    done.artifacts = publish_plan(plan, patch)
     if not plan.files:
         return done("unchanged", "the manual already reads as the patch asks", patch=plan)
-    review, answer, ended = _review(patch, plan, options, done, settings)
+    planned = Patch.model_validate(plan.planned_patch)
+    review, answer, ended = _review(patch, plan, planned, options, done, settings)
     if ended is not None:
         return ended
     approval = answer.model_dump(include={"approve", "reviewer", "comment"}) if answer else None
-    return _commit(patch, plan, options, settings, review, approval, done)
+    return _commit(planned, plan, options, settings, review, approval, done)
 
 
 def run_update(

@@ -27,7 +27,7 @@ from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 from pathlib import Path
-from typing import Any, ClassVar, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -48,6 +48,7 @@ __all__ = [
     "ErrorTable",
     "Failure",
     "Permission",
+    "Review",
     "Tool",
     "ToolCallResult",
     "ToolContext",
@@ -55,6 +56,7 @@ __all__ = [
     "ToolStatusError",
     "TransientToolError",
     "always_approve",
+    "approval_request",
     "call_tool",
     "caller_holds_settings",
     "cli_approver",
@@ -239,6 +241,29 @@ def cli_approver(yes: bool = False) -> Approver:
     return approve
 
 
+class Review(BaseModel):
+    """An approval the side running a call obtained before it (a person in the Prefect UI, after reading
+    the plan's diff), for exactly one input: `call_tool` logs it and does not ask again.
+
+    It lives on ToolContext, which only in-process code builds (a flow), never in a tool's input: an
+    MCP or LLM caller cannot claim to be approved. Other fields (policy, comment, flow run) are kept
+    as given; a tool may store the whole review with its change (udmUpdaterTool's patch record)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    decision: Literal["approved", "auto"] = Field(
+        description="approved: a person approved; auto: the policy needed nobody."
+    )
+    input_digest: str = Field(description="The digest (as logged) of the one input this review covers.")
+    reviewer: str | None = Field(default=None, description="Who approved.")
+    decided_at: str | None = Field(default=None, description="When (ISO 8601).")
+    diff_digest: str | None = Field(default=None, description="Digest of the diff the reviewer read.")
+
+    def log_entry(self) -> dict[str, Any]:
+        """What the call log records of this review: the decision, who, when and what was read."""
+        return self.model_dump(include={"decision", "reviewer", "decided_at", "diff_digest"})
+
+
 @dataclass
 class ToolContext:
     """What a tool may use besides its input: settings, the approver and per-session resources."""
@@ -246,6 +271,8 @@ class ToolContext:
     settings: Settings = field(default_factory=load_settings)
     approver: Approver = field(default=deny_all)
     log: bool = True
+    # An approval already obtained for this call's input by the code running it (see Review).
+    review: Review | None = None
     # Per-session resources a tool keeps between calls (a browser session, an HTTP client ...).
     resources: dict[str, Any] = field(default_factory=dict)
 
@@ -377,6 +404,8 @@ def call_tool(
         tool = found
     raw = raw_input.model_dump(exclude_unset=True) if isinstance(raw_input, BaseModel) else raw_input
     record = call_record(tool.name, raw)
+    if ctx.review is not None:
+        record["review"] = ctx.review.log_entry()
 
     def finish(result: ToolCallResult, status: str, permission: str | None) -> ToolCallResult:
         result.duration_ms = round((time.perf_counter() - started) * 1000, 3)
@@ -418,15 +447,29 @@ def call_tool(
     return finish(ToolCallResult(envelope=env, output=out, decision=decision), status_text, permission.value)
 
 
+def approval_request(
+    tool: Tool[Any, Any], data: BaseModel, permission: Permission, digest: str
+) -> ApprovalRequest:
+    """The tool's own approval request for a call: its name, the call's permission, its summary and the
+    input's digest (as `input_digest` logs it). call_tool asks with it; so does a flow that asks first."""
+    return ApprovalRequest(
+        tool=tool.name, permission=permission, summary=tool.summarize(data), input_digest=digest
+    )
+
+
 def _decide_approval(
     tool: Tool[Any, Any], data: BaseModel, permission: Permission, ctx: ToolContext, digest: str
 ) -> tuple[str, str | None]:
     """The call's approval decision (auto, approved, unavailable, denied) and, when refused, why."""
     if not needs_approval(ctx.settings.approval_policy, permission):
         return "auto", None
-    request = ApprovalRequest(
-        tool=tool.name, permission=permission, summary=tool.summarize(data), input_digest=digest
-    )
+    if ctx.review is not None and ctx.review.decision == "approved":
+        if ctx.review.input_digest == digest:
+            return "approved", None
+        return "denied", (
+            f"approval denied: the review approved input {ctx.review.input_digest}, not this call's {digest}"
+        )
+    request = approval_request(tool, data, permission, digest)
     try:
         approved = ctx.approver(request)
     except ApprovalUnavailableError as exc:

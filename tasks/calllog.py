@@ -63,13 +63,28 @@ def input_digest(raw: Any) -> str:
     return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
+# A caller chooses its input's field names: an invalid input's names are logged too, so the line
+# holds at most this many, each cut to this length (the digest still covers the whole input).
+_MAX_FIELDS = 64
+_MAX_FIELD_CHARS = 100
+
+
+def _field_names(raw: dict[Any, Any]) -> list[str]:
+    """The input's field names for the log: sorted, as text, bounded in number and length."""
+    names = sorted(str(name) for name in raw)
+    shown = [n if len(n) <= _MAX_FIELD_CHARS else n[:_MAX_FIELD_CHARS] + "…" for n in names[:_MAX_FIELDS]]
+    if len(names) > _MAX_FIELDS:
+        shown.append(f"… ({len(names) - _MAX_FIELDS} more)")
+    return shown
+
+
 def call_record(tool: str, raw: Any) -> dict[str, Any]:
     """The start of a call's log line: when, which tool, the input's digest and field names (never values)."""
     return {
         "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
         "tool": tool,
         "input_digest": input_digest(raw),
-        "input_fields": sorted(raw) if isinstance(raw, dict) else None,
+        "input_fields": _field_names(raw) if isinstance(raw, dict) else None,
     }
 
 
@@ -77,7 +92,9 @@ def write_call_record(logs_dir: str | os.PathLike[str], record: dict[str, Any]) 
     """Append one record to the call log; losing a log line never fails the call it describes."""
     try:
         os.makedirs(logs_dir, exist_ok=True)
-        line = json.dumps(record, ensure_ascii=False) + "\n"
+        # ASCII only: a field name holding U+2028, U+0085 or another separator some readers end a
+        # line at (str.splitlines does) stays escaped inside its string, so every record is one line.
+        line = json.dumps(record, ensure_ascii=True) + "\n"
         # One write() of one line on an O_APPEND file: concurrent writers never interleave lines.
         with open(os.path.join(logs_dir, CALL_LOG_NAME), "a", encoding="utf-8") as fh:
             fh.write(line)

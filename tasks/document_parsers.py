@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 __all__ = [
+    "PARSER_MODULES",
     "DocType",
     "cut_utf8",
     "detect_type",
@@ -22,6 +23,10 @@ __all__ = [
     "parse_text",
     "quality_problem",
 ]
+
+
+# What a parsing process imports before its first document (`udm.net.parse_pool`'s preload).
+PARSER_MODULES = ("trafilatura", "trafilatura.metadata", "pypdf", __name__)
 
 
 class DocType(StrEnum):

@@ -34,6 +34,7 @@ from tasks.document_parsers import (
     parse_text,
 )
 from udm.errors import InvalidPathError, InvalidURLError, PathOutsideError
+from udm.guard import tool_sandbox
 from udm.net import FetchError, run_parser
 from udm.research import rank_passages, split_passages, terms
 
@@ -241,7 +242,7 @@ class DocumentFetchingParsingTool(Tool[FetchInput, FetchOutput]):
     def _read_file(self, data: FetchInput, ctx: ToolContext) -> Any:
         settings = ctx.settings
         try:
-            sandbox = settings.tool_sandbox()
+            sandbox = tool_sandbox(settings)
             read = sandbox.read(data.filePath or "", max_bytes=data.maxLengthBytes)
         except FileNotFoundError:
             return FetchOutput(

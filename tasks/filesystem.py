@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from tasks.base import Permission, Tool, ToolContext, ToolInput
 from udm.errors import InvalidPathError, PathChangedError, PathOutsideError
-from udm.guard import Sandbox, escape_name
+from udm.guard import Sandbox, escape_name, tool_sandbox
 
 __all__ = [
     "MAX_READ_BYTES",
@@ -284,7 +284,7 @@ class FileSystemAccessTool(Tool[FileSystemInput, FileSystemOutput]):
             actionPerformed=data.action.value, filePathTargeted=data.filePath, status=FsStatus.SUCCESS
         )
         try:
-            box = ctx.settings.tool_sandbox()
+            box = tool_sandbox(ctx.settings)
             self._run(box, data, out, ctx)
         except PathOutsideError as exc:
             return self._fail(out, FsStatus.ERROR_PERMISSION_DENIED, str(exc))

@@ -102,7 +102,7 @@ class UdmUpdaterInput(ToolInput):
         default=None,
         min_length=1,
         description="Instead of udm_updates_list: undo this applied patch as a new transaction (a conflict, and "
-        "no change, when its lines changed since). Not with dry_run.",
+        "no change, when its lines changed since). Not with dry_run. Needs the destructive level's approval.",
     )
     format_paths: list[str] | None = Field(
         default=None,
@@ -227,10 +227,15 @@ class UdmUpdaterTool(Tool[UdmUpdaterInput, UdmUpdaterOutput]):
     ok_statuses: ClassVar[frozenset[str]] = frozenset({"SUCCESS", "NO_CHANGES"})
 
     def permission_for(self, data: UdmUpdaterInput) -> Permission:
-        """Deleting sections or files, or an override, is destructive; other updates moderate; a dry run safe."""
+        """Deleting sections or files, an override, or a revert is destructive; other updates moderate;
+        a dry run safe."""
         if data.dry_run:
             return Permission.SAFE
-        if data.revert_patch_id is not None or data.format_paths is not None:
+        if data.revert_patch_id is not None:
+            # A revert throws away what the patch wrote (deleting the files it created) and is never
+            # refused for the links it breaks: a delete and an override, whatever the patch was.
+            return Permission.DESTRUCTIVE
+        if data.format_paths is not None:
             return Permission.MODERATE
         if data.patch is None:
             destructive = any(item.operation in DESTRUCTIVE_OPS for item in data.udm_updates_list)
@@ -274,7 +279,9 @@ class UdmUpdaterTool(Tool[UdmUpdaterInput, UdmUpdaterOutput]):
         patch = _patch_or_error(data)
         if isinstance(patch, str):
             return UdmUpdaterOutput(status=UdmUpdaterStatus.ERROR_INVALID_UPDATE, errorDetails=patch)
-        return _output(apply_patch(patch, ctx.settings, dry_run=data.dry_run), data.dry_run)
+        # A review obtained before the call (a flow's pause) is stored in the patch record: who, when, what.
+        review = None if ctx.review is None or data.dry_run else ctx.review.model_dump(mode="json")
+        return _output(apply_patch(patch, ctx.settings, dry_run=data.dry_run, review=review), data.dry_run)
 
 
 def _patch_or_error(data: UdmUpdaterInput) -> Patch | str:

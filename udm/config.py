@@ -7,12 +7,11 @@ resolved against the working directory the settings were loaded in (`project_roo
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import tomllib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import (
@@ -39,9 +38,6 @@ from udm.config_types import (
 )
 from udm.datalimits import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, DEPTH_CEILING, apply_settings
 from udm.errors import ConfigError
-
-if TYPE_CHECKING:
-    from udm.guard import Sandbox
 
 __all__ = ["DEFAULT_ID_PATTERNS", "ApprovalPolicy", "Settings", "ensure_folder", "load_settings"]
 
@@ -419,16 +415,6 @@ class Settings(BaseSettings):
         """Where a tool result's screenshot path may point: the allowed roots, plus the state folder
         where the engine saves the screenshots it takes (read back as images only, never as files)."""
         return [*self.allowed_roots(), self.state_path]
-
-    def tool_sandbox(self) -> Sandbox:
-        """The sandbox every tool works through: the allowed roots, with the protected folders refused."""
-        from udm.guard import Sandbox
-
-        # The scratch folder is the tools' own: it exists whenever they can use it.
-        with contextlib.suppress(OSError):
-            self.scratch_path.mkdir(parents=True, exist_ok=True)
-
-        return Sandbox(self.allowed_roots(), self.project_root, protected=self.protected_paths())
 
     def public_dict(self) -> dict[str, Any]:
         """The resolved settings as JSON-able data, secrets masked."""

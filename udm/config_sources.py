@@ -45,16 +45,35 @@ def _toml(path: str) -> dict[str, Any]:
     import tomllib
 
     with open(path, "rb") as fh:
-        return tomllib.load(fh)
+        try:
+            return tomllib.load(fh)
+        except RecursionError:
+            # tomllib recurses into nested arrays and inline tables: a file's depth is its own to choose.
+            raise tomllib.TOMLDecodeError(f"{os.path.basename(path)} is nested too deeply") from None
+
+
+def _table(data: dict[str, Any], *keys: str) -> dict[str, Any]:
+    """`data[keys[0]][keys[1]]...`, {} where a key is missing; TOMLDecodeError where one is not a table."""
+    for i, key in enumerate(keys):
+        data = data.get(key, {})
+        if not isinstance(data, dict):
+            import tomllib
+
+            name = ".".join(keys[: i + 1])
+            raise tomllib.TOMLDecodeError(
+                f"{CONFIG_FILES[1]}: `{name}` is a {type(data).__name__}, not a table"
+            )
+    return data
 
 
 def read_config_files(cwd: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, Any]]:
     """`udm.toml` and pyproject.toml's `[tool.udm]` in `cwd`, highest first ({} for a missing file).
 
-    Raises OSError for an unreadable file and `tomllib.TOMLDecodeError` (a ValueError) for bad TOML."""
+    Raises OSError for an unreadable file and `tomllib.TOMLDecodeError` (a ValueError) for bad TOML
+    (nested too deeply, or a `tool` or `tool.udm` that is not a table)."""
     udm_toml = _toml(os.path.join(cwd, CONFIG_FILES[0]))
-    pyproject = _toml(os.path.join(cwd, CONFIG_FILES[1])).get("tool", {}).get("udm", {})
-    return udm_toml, pyproject if isinstance(pyproject, dict) else {}
+    pyproject = _table(_toml(os.path.join(cwd, CONFIG_FILES[1])), "tool", "udm")
+    return udm_toml, pyproject
 
 
 def setting_variables(environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -69,7 +88,8 @@ def raw_setting(
     files: tuple[dict[str, Any], dict[str, Any]],
     environ: Mapping[str, str] | None = None,
 ) -> Any:
-    """One setting's raw value, highest first: override, `UDM_<KEY>` (any case), udm.toml, [tool.udm], default."""
+    """One setting's raw value, highest first: override, `UDM_<KEY>`, udm.toml, [tool.udm], default (names
+    in any case)."""
     if key in overrides:
         return overrides[key]
     wanted = (ENV_PREFIX + key).lower()
@@ -78,8 +98,11 @@ def raw_setting(
     if found:
         return found[-1]
     for table in files:
-        if key in table:
-            return table[key]
+        # Keys match in any case too, the first spelling in the file winning, as `Settings` matches
+        # them: `ROOT = "x"` in udm.toml is its root, and the fast paths must read the same manual.
+        for name, value in table.items():
+            if name.lower() == key:
+                return value
     return SOURCE_DEFAULTS.get(key)
 
 

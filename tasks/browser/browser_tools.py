@@ -29,6 +29,7 @@ from tasks.browser.page_tools import tab_list
 from udm.config import Settings
 from udm.datalimits import DataLimitError, check_yaml
 from udm.errors import InvalidURLError
+from udm.guard import tool_sandbox
 from udm.net import split_url, verified_ssl_context
 
 __all__ = [
@@ -252,7 +253,7 @@ def _sandbox_write(settings: Settings, target: Path, data: bytes) -> Path:
     from udm.errors import UdmError
 
     # The tools' sandbox: a download can never land in the engine's state folder (#17.3).
-    sandbox = settings.tool_sandbox()
+    sandbox = tool_sandbox(settings)
     try:
         sandbox.mkdir(target.parent, parents=True)
         return Path(sandbox.write(target, data).path)

@@ -26,6 +26,7 @@ from tasks.browser.common import write_atomic
 from tasks.browser.session import Session
 from udm.config import Settings
 from udm.errors import UdmError
+from udm.guard import tool_sandbox
 from udm.verify import Check, Expectation, substitute
 
 __all__ = ["Attempt", "compare_images", "safe_name"]
@@ -37,7 +38,7 @@ _MAX_BASELINE_BYTES = 64 * 1024 * 1024
 
 def _manual_baseline(settings: Settings, baseline: Path, shot: bytes) -> bytes | None:
     """The bytes of a manual check's baseline, through the tools' sandbox; None after saving `shot` there."""
-    box = settings.tool_sandbox()
+    box = tool_sandbox(settings)
     try:
         read = box.read(baseline, max_bytes=_MAX_BASELINE_BYTES)
     except FileNotFoundError:

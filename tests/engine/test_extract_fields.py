@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from udm.index.extract import _field_values, _starred_lines
+from udm.index.datarows import _field_values, _starred_lines
 from udm.markdown import parse_document
 
 _LINES = st.sampled_from(

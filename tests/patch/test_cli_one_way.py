@@ -57,7 +57,7 @@ def test_every_write_command_is_a_logged_tool_call(here: Path, capsys: pytest.Ca
         (["dry_run", "patch"], "safe", "auto", "SUCCESS"),  # check
         (["dry_run", "patch"], "safe", "auto", "SUCCESS"),  # apply: the plan
         (["patch"], "moderate", "approved", "SUCCESS"),  # apply: the commit, --yes
-        (["revert_patch_id"], "moderate", "approved", "SUCCESS"),
+        (["revert_patch_id"], "destructive", "approved", "SUCCESS"),
         (["dry_run", "format_paths"], "safe", "auto", "SUCCESS"),
         (["format_paths"], "moderate", "approved", "SUCCESS"),
     ]
@@ -202,7 +202,7 @@ def test_a_patch_is_asked_at_its_own_level(small: Settings) -> None:
         or ""
     )
     assert "moderate" in (_call(strict, {"patch": forced}, deny_all).envelope.error or "")
-    assert "moderate" in (_call(strict, {"revert_patch_id": "x"}, deny_all).envelope.error or "")
+    assert "destructive" in (_call(strict, {"revert_patch_id": "x"}, deny_all).envelope.error or "")
     assert _call(strict, {"patch": delete, "dry_run": True}, deny_all).envelope.success  # a plan is safe
     assert "## Phase 2" in (small.udm_root / "roadmap.md").read_text(encoding="utf-8")
 
@@ -247,9 +247,7 @@ def test_exactly_one_request_is_accepted(chosen: set[str]) -> None:
         return
     assert len(chosen) == 1
     level = UdmUpdaterTool().permission_for(data)
-    assert level == (
-        Permission.MODERATE if chosen & {"revert_patch_id", "format_paths"} else Permission.DESTRUCTIVE
-    )
+    assert level == (Permission.MODERATE if chosen == {"format_paths"} else Permission.DESTRUCTIVE)
 
 
 def _nested(levels: int, leaf: Any) -> Any:

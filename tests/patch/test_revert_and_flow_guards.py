@@ -11,7 +11,7 @@ from udm.patch import PatchResult, load_record, parse_patch
 def test_diff_artifact_fences_any_backtick_run_and_escapes_the_description() -> None:
     from markdown_it import MarkdownIt
 
-    from flows.udm_update import _diff_markdown
+    from flows.update_artifacts import diff_markdown as _diff_markdown
 
     diff = "--- a/x.md\n+++ b/x.md\n@@ -1,2 +1,4 @@\n+````yaml\n+k: ```` `` `\n+````\n # end\n"
     description = "# not a heading\n```\n<b>raw</b> *x* [l](u)"

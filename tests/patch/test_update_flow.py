@@ -76,7 +76,13 @@ def test_rejected_and_timed_out_runs_change_nothing(
         _patch("flow-timeout"), small, policy="smart_auto", poll_interval_s=1, approval_timeout_s=2
     )
     assert timed_out.status == "expired"
-    assert snapshot(tmp_path) == before
+    # The plans are udmUpdaterTool calls, so the call log gains their lines; nothing else changed.
+    log = small.logs_path / "tool-calls.jsonl"
+    lines = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert [(r["tool"], r["input_fields"], r["permission"], r["status"]) for r in lines] == [
+        ("udmUpdaterTool", ["dry_run", "patch"], "safe", "SUCCESS")
+    ] * 2
+    assert {k: v for k, v in snapshot(tmp_path).items() if k != str(log)} == before
 
 
 def test_failure_after_commit_rolls_back(

@@ -98,7 +98,13 @@ def test_a_parameter_cannot_lower_the_policy(
     thread.join(5)
     assert "run_id" in seen, "the run never paused"
     assert (state.type.value, state.name) == ("COMPLETED", "Rejected")
-    assert snapshot(tmp_path) == before
+    # The plan is a udmUpdaterTool call, so the call log gains its line; nothing else changed.
+    log = small.logs_path / "tool-calls.jsonl"
+    lines = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert [(r["input_fields"], r["permission"], r["decision"]) for r in lines] == [
+        (["dry_run", "patch"], "safe", "auto")
+    ]
+    assert {k: v for k, v in snapshot(tmp_path).items() if k != str(log)} == before
     # A parameter may make it stricter: full_auto in the process, ask_always asked for: it pauses.
     monkeypatch.setenv("UDM_APPROVAL_POLICY", "full_auto")
     thread, seen = reviewer({"approve": True, "reviewer": "ann", "comment": "ok"})

@@ -18,7 +18,7 @@ import udm.graph.rows as shape
 from udm.config import Settings
 from udm.graph.model import GRAPH_SCHEMA_VERSION, GraphRows, section_node_id
 from udm.graph.source import rows_from_documents
-from udm.index import scan_markdown
+from udm.index import manual_pages
 from udm.markdown import load_document
 
 if TYPE_CHECKING:
@@ -161,14 +161,11 @@ def documents_source(settings: Settings) -> GraphSource:
 
     def fingerprint() -> str:
         return _digest(
-            [
-                (rel, hashlib.sha256((root / rel).read_bytes()).hexdigest())
-                for rel in sorted(scan_markdown(root))
-            ]
+            [(rel, hashlib.sha256((root / rel).read_bytes()).hexdigest()) for rel in manual_pages(settings)]
         )
 
     def rows() -> GraphRows:
-        docs = [load_document(root, rel, settings.id_patterns) for rel in sorted(scan_markdown(root))]
+        docs = [load_document(root, rel, settings.id_patterns) for rel in manual_pages(settings)]
         return rows_from_documents(docs, pattern)
 
     return GraphSource(fingerprint=fingerprint, rows=rows)

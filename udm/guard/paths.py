@@ -33,8 +33,10 @@ __all__ = [
     "MAX_NAME_BYTES",
     "MAX_PATH_BYTES",
     "MAX_SYMLINK_HOPS",
+    "HeldWalk",
     "PathGuard",
     "PathInfo",
+    "PathMissing",
     "escape_name",
     "resolve_inside",
 ]
@@ -151,7 +153,7 @@ class _Root:
     forms: tuple[tuple[str, ...], ...]  # component tuples a path may start with to be inside
 
 
-class _NotFound(FileNotFoundError):
+class PathMissing(FileNotFoundError):
     """ENOENT during a walk; remembers the real prefix that exists and the components that do not."""
 
     def __init__(self, existing: str, missing: tuple[str, ...]) -> None:
@@ -161,7 +163,7 @@ class _NotFound(FileNotFoundError):
 
 
 @dataclass
-class _Walk:
+class HeldWalk:
     """Where a walk ended: an open parent directory, the final name in it and its lstat."""
 
     root: _Root
@@ -261,7 +263,7 @@ class PathGuard:
             return os.open(root.real, _DIR_FLAGS)
         except FileNotFoundError:
             if not create:
-                raise _NotFound(root.real, ()) from None
+                raise PathMissing(root.real, ()) from None
             os.makedirs(root.real, exist_ok=True)
             return os.open(root.real, _DIR_FLAGS)
         except NotADirectoryError:
@@ -271,21 +273,23 @@ class PathGuard:
 
     def _walk(
         self, path: str | Path, *, follow_final: bool, create_dirs: bool = False, follow_links: bool = True
-    ) -> _Walk:
+    ) -> HeldWalk:
         """Walk to the parent of the target from its root's descriptor; see the module docstring."""
         original = os.fspath(path)
         walker = _Walker(self, original, follow_final, create_dirs, follow_links, self.absolute(original))
         return walker.run()
 
     @contextmanager
-    def _walked(self, path: str | Path, *, follow_final: bool, create_dirs: bool = False) -> Iterator[_Walk]:
+    def _walked(
+        self, path: str | Path, *, follow_final: bool, create_dirs: bool = False
+    ) -> Iterator[HeldWalk]:
         w = self._walk(path, follow_final=follow_final, create_dirs=create_dirs)
         try:
             yield w
         finally:
             w.close()
 
-    def open_parent(self, path: str | Path, *, create_dirs: bool = False) -> _Walk:
+    def open_parent(self, path: str | Path, *, create_dirs: bool = False) -> HeldWalk:
         """Walk to `path` following no symlink at all, holding its parent open (the caller closes it).
 
         For callers that hold real paths (the commit, recovery): a symlink anywhere on the way means
@@ -295,7 +299,7 @@ class PathGuard:
         """
         return self._walk(path, follow_final=False, create_dirs=create_dirs, follow_links=False)
 
-    def verify(self, w: _Walk) -> None:
+    def verify(self, w: HeldWalk) -> None:
         """The walked parent must still be reachable from its root without symlinks, as the same inode."""
         held = os.fstat(w.dir_fd)
         rel = _split(w.dir_path)[len(_split(w.root.real)) :]
@@ -322,7 +326,7 @@ class PathGuard:
                 f"{self.display(w.dir_path)} was replaced during the operation; nothing was changed"
             )
 
-    def _not_found(self, exc: _NotFound) -> FileNotFoundError:
+    def _not_found(self, exc: PathMissing) -> FileNotFoundError:
         return FileNotFoundError(errno.ENOENT, "no such file or directory", self.display(exc.filename))
 
     # -- queries -------------------------------------------------------------------------------
@@ -332,9 +336,9 @@ class PathGuard:
         try:
             with self._walked(path, follow_final=follow_final) as w:
                 if w.name is not None and w.st is None and must_exist:
-                    raise _NotFound(w.dir_path, (w.name,))
+                    raise PathMissing(w.dir_path, (w.name,))
                 return Path(w.path)
-        except _NotFound as exc:
+        except PathMissing as exc:
             if must_exist:
                 raise self._not_found(exc) from None
             return Path(exc.existing, *exc.missing)
@@ -352,7 +356,7 @@ class PathGuard:
                         f"{self.display(w.path)} is a {_kind(st.st_mode)}, not a file or directory"
                     )
                 return PathInfo(Path(w.path), kind, st.st_size, st.st_mtime, w.hops > 0)
-        except _NotFound:
+        except PathMissing:
             return None
 
 
@@ -369,7 +373,7 @@ class _Walker:
     via: str | None = None  # the last symlink followed, named when its target lies outside
     hops: int = 0
 
-    def run(self) -> _Walk:
+    def run(self) -> HeldWalk:
         """Walk from the root `pending` lies in; each symlink met sends the walk round again."""
         while True:
             located = self.guard._locate(self.pending)
@@ -395,27 +399,27 @@ class _Walker:
             f"points to {pending!r}, outside the allowed directories ({roots})"
         )
 
-    def _from_root(self, root: _Root, parts: tuple[str, ...]) -> _Walk | None:
+    def _from_root(self, root: _Root, parts: tuple[str, ...]) -> HeldWalk | None:
         """Walk `parts` down from `root` one component at a time; None when a symlink moved `pending`."""
         fd = self.guard._open_root(root, self.create_dirs)
         cur = root.real
         try:
             if not parts:
-                return _Walk(root, fd, cur, None, os.fstat(fd), self.hops)
+                return HeldWalk(root, fd, cur, None, os.fstat(fd), self.hops)
             i = 0
             while True:
                 part = parts[i]
                 last = i == len(parts) - 1
                 st = self._lstat(fd, cur, parts, i)
                 if st is None:
-                    return _Walk(root, fd, cur, part, None, self.hops)
+                    return HeldWalk(root, fd, cur, part, None, self.hops)
                 if stat.S_ISLNK(st.st_mode) and (self.follow_final or not last):
                     self._follow(fd, cur, part, parts[i + 1 :])
                     os.close(fd)
                     fd = -1
                     return None
                 if last:
-                    return _Walk(root, fd, cur, part, st, self.hops)
+                    return HeldWalk(root, fd, cur, part, st, self.hops)
                 if not stat.S_ISDIR(st.st_mode):
                     raise NotADirectoryError(
                         errno.ENOTDIR, "not a directory", self.guard.display(os.path.join(cur, part))
@@ -432,7 +436,7 @@ class _Walker:
 
     def _lstat(self, fd: int, cur: str, parts: tuple[str, ...], i: int) -> os.stat_result | None:
         """The lstat of `parts[i]` in `fd`: None for a missing final component; a missing folder is made
-        when the walk creates folders, else the walk ends with `_NotFound`."""
+        when the walk creates folders, else the walk ends with `PathMissing`."""
         while True:
             try:
                 return os.stat(parts[i], dir_fd=fd, follow_symlinks=False)
@@ -440,7 +444,7 @@ class _Walker:
                 if i == len(parts) - 1:
                     return None
                 if not self.create_dirs:
-                    raise _NotFound(cur, parts[i:]) from None
+                    raise PathMissing(cur, parts[i:]) from None
                 try:
                     os.mkdir(parts[i], 0o777, dir_fd=fd)
                 except FileExistsError:

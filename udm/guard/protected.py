@@ -1,6 +1,6 @@
 """What stays out of bounds inside the allowed roots: the engine's state and settings, and git folders.
 
-Protected folders (`protected=`, the engine's state: see `Settings.tool_sandbox`) lie inside the
+Protected folders (`protected=`, the engine's state: see `udm.guard.tool_sandbox`) lie inside the
 roots but are out of bounds: every operation refuses a path that resolves into one (its real path,
 after every symlink hop, is inside or equal to it), a listing skips them, and `move`/`delete` also
 refuse a path that holds one (renaming or unlinking an ancestor would let a look-alike take its
@@ -17,7 +17,7 @@ from contextlib import suppress
 from pathlib import Path
 
 from udm.errors import PathProtectedError
-from udm.guard.paths import PathGuard, _normalize, _NotFound, _split, _Walk, escape_name
+from udm.guard.paths import HeldWalk, PathGuard, PathMissing, _normalize, _split, escape_name
 
 __all__ = ["ProtectedGuard", "in_git_folder"]
 
@@ -32,7 +32,7 @@ def in_git_folder(real: str | Path, roots: Iterable[str | Path]) -> bool:
     return False
 
 
-# Protected files rather than folders (Settings.tool_sandbox): named as settings in a refusal.
+# Protected files rather than folders (`Settings.protected_paths`): named as settings in a refusal.
 _SETTINGS_FILES = frozenset({"udm.toml", "pyproject.toml", "prefect.yaml"})
 
 
@@ -100,17 +100,17 @@ class ProtectedGuard(PathGuard):
 
     def _walk(
         self, path: str | Path, *, follow_final: bool, create_dirs: bool = False, follow_links: bool = True
-    ) -> _Walk:
+    ) -> HeldWalk:
         if create_dirs:
             # Where the path leads, found without creating anything: no folder is made inside state
             # or a git folder.
-            with suppress(_NotFound):
+            with suppress(PathMissing):
                 self._walk(path, follow_final=follow_final, follow_links=follow_links).close()
         try:
             w = super()._walk(
                 path, follow_final=follow_final, create_dirs=create_dirs, follow_links=follow_links
             )
-        except _NotFound as exc:
+        except PathMissing as exc:
             self._refuse(os.path.join(exc.existing, *exc.missing), path)
             raise
         try:

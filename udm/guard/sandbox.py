@@ -36,10 +36,10 @@ from udm.guard.paths import (
     MAX_NAME_BYTES,
     MAX_PATH_BYTES,
     MAX_SYMLINK_HOPS,
+    HeldWalk,
     PathInfo,
+    PathMissing,
     _kind,
-    _NotFound,
-    _Walk,
     escape_name,
     resolve_inside,
 )
@@ -47,6 +47,8 @@ from udm.guard.protected import ProtectedGuard, in_git_folder
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+
+    from udm.config import Settings
 
 __all__ = [
     "MAX_NAME_BYTES",
@@ -67,6 +69,7 @@ __all__ = [
     "safe_mkdir",
     "safe_move",
     "safe_read_bytes",
+    "tool_sandbox",
 ]
 
 # A test seam: called with a stage name between a check and the use it guards, so tests can swap
@@ -102,7 +105,7 @@ class WriteResult:
 class Sandbox(ProtectedGuard):
     """The allowed roots plus the safe operations on them; every method refuses paths that leave them."""
 
-    def _open_walked(self, w: _Walk, flags: int, changed: tuple[int, ...]) -> int:
+    def _open_walked(self, w: HeldWalk, flags: int, changed: tuple[int, ...]) -> int:
         """Open the walk's final name in its held parent; an error in `changed` means it was swapped."""
         assert w.name is not None
         try:
@@ -118,7 +121,7 @@ class Sandbox(ProtectedGuard):
     def _open_regular(self, path: str | Path) -> Iterator[tuple[int, str, os.stat_result]]:
         try:
             w = self._walk(path, follow_final=True)
-        except _NotFound as exc:
+        except PathMissing as exc:
             raise self._not_found(exc) from None
         try:
             if w.name is None or (w.st is not None and stat.S_ISDIR(w.st.st_mode)):
@@ -172,7 +175,7 @@ class Sandbox(ProtectedGuard):
         """Atomically replace (or create) a regular file: temp file, fsync, rename, never via a link."""
         try:
             w = self._walk(path, follow_final=True)
-        except _NotFound as exc:
+        except PathMissing as exc:
             raise self._not_found(exc) from None
         temps: list[str] = []
         try:
@@ -209,7 +212,7 @@ class Sandbox(ProtectedGuard):
                     os.unlink(t, dir_fd=w.dir_fd)
             w.close()
 
-    def _replace(self, w: _Walk, src: str, dst: str) -> None:
+    def _replace(self, w: HeldWalk, src: str, dst: str) -> None:
         existing = lstat_or_none(dst, w.dir_fd)
         if existing is not None and stat.S_ISDIR(existing.st_mode):
             raise IsADirectoryError(
@@ -218,7 +221,7 @@ class Sandbox(ProtectedGuard):
         # rename(2) replaces a symlink at `dst` itself; it never writes through it.
         os.replace(src, dst, src_dir_fd=w.dir_fd, dst_dir_fd=w.dir_fd)
 
-    def _copy_to_temp(self, w: _Walk, name: str) -> str:
+    def _copy_to_temp(self, w: HeldWalk, name: str) -> str:
         fd = os.open(name, READ_FLAGS, dir_fd=w.dir_fd)
         try:
             st = os.fstat(fd)
@@ -235,7 +238,7 @@ class Sandbox(ProtectedGuard):
         """Create a directory (and its parents when asked); returns its real path and whether it was new."""
         try:
             w = self._walk(path, follow_final=True, create_dirs=parents)
-        except _NotFound as exc:
+        except PathMissing as exc:
             raise self._not_found(exc) from None
         try:
             if w.st is not None or w.name is None:
@@ -256,7 +259,7 @@ class Sandbox(ProtectedGuard):
         """Delete a regular file or a symlink (the link itself, never what it points to)."""
         try:
             w = self._walk(path, follow_final=False)
-        except _NotFound as exc:
+        except PathMissing as exc:
             raise self._not_found(exc) from None
         try:
             if w.name is None:
@@ -281,12 +284,12 @@ class Sandbox(ProtectedGuard):
         """Move a file, symlink or directory to a new name inside the roots; never replaces `dst`."""
         try:
             s = self._walk(src, follow_final=False)
-        except _NotFound as exc:
+        except PathMissing as exc:
             raise self._not_found(exc) from None
         try:
             try:
                 d = self._walk(dst, follow_final=False)
-            except _NotFound as exc:
+            except PathMissing as exc:
                 raise self._not_found(exc) from None
             try:
                 return self._move(s, d)
@@ -295,7 +298,7 @@ class Sandbox(ProtectedGuard):
         finally:
             s.close()
 
-    def _move(self, s: _Walk, d: _Walk) -> tuple[Path, Path]:
+    def _move(self, s: HeldWalk, d: HeldWalk) -> tuple[Path, Path]:
         if s.name is None or d.name is None:
             raise InvalidPathError("an allowed root cannot be moved, nor replaced by a move")
         self._refuse_protected(s.path, s.path, holding=True)
@@ -350,7 +353,7 @@ class Sandbox(ProtectedGuard):
         """List a directory (recursively to `max_depth`); odd names and escaping links are skipped."""
         try:
             w = self._walk(path, follow_final=True)
-        except _NotFound as exc:
+        except PathMissing as exc:
             raise self._not_found(exc) from None
         try:
             if w.name is not None and w.st is None:
@@ -443,3 +446,11 @@ def safe_list(
     return Sandbox(roots, project_root).list(
         path, recursive=recursive, max_depth=max_depth, include_hidden=include_hidden, pattern=pattern
     )
+
+
+def tool_sandbox(settings: Settings) -> Sandbox:
+    """The sandbox every tool works through: the allowed roots, with the protected folders refused."""
+    # The scratch folder is the tools' own: it exists whenever they can use it.
+    with suppress(OSError):
+        settings.scratch_path.mkdir(parents=True, exist_ok=True)
+    return Sandbox(settings.allowed_roots(), settings.project_root, protected=settings.protected_paths())

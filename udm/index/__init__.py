@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from udm.index.lint_rules import lint as lint
     from udm.index.lookup import MARKDOWN_SUFFIXES as MARKDOWN_SUFFIXES
     from udm.index.lookup import lookup_definitions as lookup_definitions
+    from udm.index.lookup import manual_pages as manual_pages
     from udm.index.lookup import scan_markdown as scan_markdown
     from udm.index.query import UdmQuery as UdmQuery
     from udm.index.query import definition_places as definition_places
@@ -47,6 +48,7 @@ _SURFACE = {
     "get_query": "query",
     "lint": "lint_rules",
     "lookup_definitions": "lookup",
+    "manual_pages": "lookup",
     "read_fresh": "core",
     "render": "lint_format",
     "run_readonly_sql": "sql",
@@ -69,6 +71,7 @@ __all__ = [
     "get_query",
     "lint",
     "lookup_definitions",
+    "manual_pages",
     "read_fresh",
     "render",
     "run_readonly_sql",

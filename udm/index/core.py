@@ -26,7 +26,7 @@ from filelock import FileLock, Timeout
 from udm.config import Settings, ensure_folder
 from udm.errors import IndexBusyError
 from udm.index.connections import IDLE_RELEASE_S, RELEASE_POLL_S, Connections
-from udm.index.lookup import scan_markdown
+from udm.index.lookup import excluded_folders, scan_markdown
 from udm.index.refresh import refresh_locked
 from udm.index.schema import SCHEMA_VERSION, RefreshStats
 from udm.index.state import Memo
@@ -83,7 +83,7 @@ class UdmIndex:
 
     def exclude(self) -> list[Path]:
         """The folders under the root that are never indexed (the state folder)."""
-        return [self.state]
+        return excluded_folders(self.settings)
 
     def site(self) -> Site:
         """The site conventions the links resolve by."""

@@ -6,16 +6,14 @@ ranges are `start_line`..`end_line`, both inclusive. The document model undernea
 
 from __future__ import annotations
 
-import bisect
 import itertools
 import posixpath
-import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
-from udm.markdown import Block, Document, Section, block_ids, definition_line
+from udm.index.datarows import Facts, data_rows, is_config_file, json_safe, tool_section_rows
+from udm.markdown import Document
 
 __all__ = [
     "TABLE_COLUMNS",
@@ -150,30 +148,6 @@ def parse_options(settings: Any) -> ParseOptions:
     )
 
 
-_TOOL_TITLE = re.compile(r"\bTool:\s*`?([A-Za-z_][\w.\-]*)`?")
-_MODE_TITLE = re.compile(r"\bMode:\s*`?([A-Za-z][\w\-]*)`?")
-_FIELD_LINE = re.compile(r"\s*[-*+]\s+\*\*`?([A-Za-z_][\w ]*?)`?\*\*\s*:?\s*(.*)$")
-
-
-def json_safe(value: Any) -> Any:
-    """YAML values made JSON-able (dates and other scalars become strings, keys strings)."""
-    if value is None or isinstance(value, (str, bool, int)):
-        return value
-    if isinstance(value, float):
-        return value if value == value and value not in (float("inf"), float("-inf")) else str(value)
-    if isinstance(value, dict):
-        return {str(k) if not isinstance(k, str) else k: json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    return str(value)
-
-
-def is_config_file(path: str) -> bool:
-    """Whether a file's data blocks are configuration (its name mentions config or settings)."""
-    name = posixpath.basename(path).lower()
-    return "config" in name or "settings" in name
-
-
 def split_link_target(source_file: str, target: str) -> tuple[str | None, str | None]:
     """(target file relative to the UDM root, fragment) of a link; file None for a same-file anchor."""
     path, _, fragment = target.partition("#")
@@ -190,323 +164,135 @@ def outside_root(target_file: str) -> bool:
     return target_file.startswith("/") or target_file == ".." or target_file.startswith("../")
 
 
-def _str_list(value: Any) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [part.strip() for part in value.split(",") if part.strip()]
-    if isinstance(value, list):
-        return [str(v) for v in value if v is not None and not isinstance(v, (dict, list))]
-    return [str(value)]
-
-
-def _scalar(value: Any) -> str | None:
-    return None if value is None or isinstance(value, (dict, list)) else str(value)
-
-
-def _walk_dicts(data: Any) -> Iterator[dict[str, Any]]:
-    if isinstance(data, dict):
-        yield data
-        for value in data.values():
-            if isinstance(value, (dict, list)):
-                yield from _walk_dicts(value)
-    elif isinstance(data, list):
-        for item in data:
-            yield from _walk_dicts(item)
-
-
-def _is_task(d: dict[str, Any]) -> bool:
-    """A mapping with task_id, or an id of the TASK family, or an id plus depends_on."""
-    if isinstance(d.get("task_id"), str):
-        return True
-    ident = d.get("id")
-    if not isinstance(ident, str) or "mode_id" in d:
-        return False
-    return ident.startswith("TASK-") or "depends_on" in d
-
-
-def _is_mode(d: dict[str, Any], section: Section | None) -> bool:
-    if isinstance(d.get("mode_id"), str):
-        return True
-    ident = d.get("id")
-    if not isinstance(ident, str) or _is_task(d):
-        return False
-    return ident.startswith("ROO-MODE-") or bool(section and _MODE_TITLE.search(section.title))
-
-
-def _line_in(doc: Document, needle: str, start: int, end: int) -> int:
-    found = definition_line(doc.lines, needle, start, end)
-    return (found if found is not None else start) + 1
-
-
-def _starred_lines(doc: Document) -> list[int]:
-    """Ascending indices of the lines holding `**` (the only ones a field line can be)."""
-    # str.find over the whole text instead of a Python loop over every line (~6x less CPU).
-    text = "".join(doc.lines)
-    starts = [0, *itertools.accumulate(map(len, doc.lines))]
-    out: list[int] = []
-    pos = text.find("**")
-    while pos >= 0:
-        i = bisect.bisect_right(starts, pos) - 1
-        out.append(i)
-        pos = text.find("**", starts[i + 1])
-    return out
-
-
-def _field_values(doc: Document, section: Section, starred: list[int] | None = None) -> dict[str, str]:
-    """'- **`name`**: "x"' field lines of a section's own body, by lower-cased field name.
-
-    `starred` (from `_starred_lines`) narrows the lines looked at; lines without `**` never match.
-    """
-    out: dict[str, str] = {}
-    if starred is None:
-        candidates: Any = range(section.heading_end, section.own_end)
-    else:
-        lo = bisect.bisect_left(starred, section.heading_end)
-        candidates = starred[lo : bisect.bisect_left(starred, section.own_end, lo)]
-    for i in candidates:
-        line = doc.lines[i]
-        if "**" not in line:
-            continue
-        m = _FIELD_LINE.match(line)
-        if m:
-            value = m.group(2).strip()
-            # Values are often written as `"x"`: peel backticks and quotes alike.
-            while len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'`":
-                value = value[1:-1].strip()
-            out.setdefault(m.group(1).strip().lower().replace(" ", "_"), value)
-    return out
-
-
-def _schema_after(doc: Document, blocks: list[Block], words: tuple[str, ...]) -> Any:
-    """The data of the first block whose preceding line names the schema (input_schema ...)."""
-    for b in blocks:
-        before = doc.lines[b.start - 1].lower() if b.start > 0 else ""
-        if any(w in before for w in words) and b.data is not None:
-            return json_safe(b.data)
-    return None
-
-
-def _config_rows(doc: Document, block: Block, section_path: str | None) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    lines = doc.lines
-
-    def visit(value: Any, prefix: str, search_from: int) -> None:
-        if not isinstance(value, dict):
-            return
-        for key, child in value.items():
-            name = f"{prefix}.{key}" if prefix else str(key)
-            line = search_from
-            pattern = re.compile(rf"^\s*(?:-\s+)?[\"']?{re.escape(str(key))}[\"']?\s*:")
-            for i in range(search_from, block.content_end):
-                if pattern.match(lines[i]):
-                    line = i
-                    break
-            rows.append(
-                {
-                    "key": name,
-                    "value": json_safe(child),
-                    "file": doc.path,
-                    "line": line + 1,
-                    "section": block.section,
-                    "section_path": section_path,
-                }
-            )
-            visit(child, name, line)
-
-    visit(block.data, "", block.content_start)
-    return rows
-
-
 def document_rows(doc: Document, *, exists: Any = None) -> dict[str, list[dict[str, Any]]]:
     """Every index row of one document, by table. `exists(relpath)` checks non-Markdown link targets."""
-    path = doc.path
-    rows: dict[str, list[dict[str, Any]]] = {name: [] for name in TABLE_COLUMNS}
-    spath = [s.path for s in doc.sections]
+    facts = Facts(doc)
+    tasks, modes, tools, config, tool_sections = data_rows(facts)
+    return {
+        "sections": _section_rows(facts),
+        "blocks": _block_rows(facts),
+        "ids": _id_rows(facts),
+        "tasks": tasks,
+        "modes": modes,
+        "tools": tools + tool_section_rows(doc, tool_sections),
+        "config": config,
+        "problems": _problem_rows(doc),
+        "links": _link_rows(doc, exists),
+    }
 
-    def sp(idx: int | None) -> str | None:
-        return spath[idx] if idx is not None else None
 
+def _section_rows(facts: Facts) -> list[dict[str, Any]]:
+    """One row per section, with its own text, byte range and the IDs it mentions."""
+    doc, path = facts.doc, facts.path
     # Byte offset of every line start (and of the end), so readers can pread a section directly.
-    sizes = map(len, doc.lines) if doc.text.isascii() else (len(line.encode("utf-8")) for line in doc.lines)
-    byte_at = [0, *itertools.accumulate(sizes)]
+    chars = doc.line_starts()
+    byte_at = (
+        chars if doc.text.isascii() else [0, *itertools.accumulate(len(x.encode("utf-8")) for x in doc.lines)]
+    )
+    text = doc.text
     mentions: dict[int, list[str]] = {}
     for occ in (*doc.id_defs, *doc.id_refs):
         if occ.section is not None:
             bucket = mentions.setdefault(occ.section, [])
             if occ.id not in bucket:
                 bucket.append(occ.id)
-    for s in doc.sections:
-        rows["sections"].append(
-            {
-                "file": path,
-                "idx": s.index,
-                "level": s.level,
-                "title": s.title,
-                "path": s.path,
-                "anchor": s.anchor,
-                "start_line": s.start + 1,
-                "heading_end": s.heading_end,
-                "own_end": s.own_end,
-                "end_line": s.end,
-                "parent": s.parent,
-                "ids": list(s.ids),
-                "start_byte": byte_at[s.start],
-                "end_byte": byte_at[s.end],
-                "own_end_byte": byte_at[s.own_end],
-                "content": "".join(doc.lines[s.start : s.own_end]),
-                "mentions": mentions.get(s.index, []),
-            }
-        )
-    safe_data = [json_safe(b.data) if b.data is not None else None for b in doc.blocks]
-    for b in doc.blocks:
-        rows["blocks"].append(
-            {
-                "file": path,
-                "idx": b.index,
-                "section": b.section,
-                "section_path": sp(b.section),
-                "lang": b.lang,
-                "info": b.info,
-                "start_line": b.start + 1,
-                "end_line": b.end,
-                "content": b.text,
-                "data": safe_data[b.index],
-                "error": b.error,
-                "role": b.role,
-            }
-        )
-    for occ in doc.id_defs:
-        rows["ids"].append(
-            {
-                "id": occ.id,
-                "kind": "def",
-                "how": occ.kind,
-                "file": path,
-                "line": occ.line + 1,
-                "section": occ.section,
-                "section_path": sp(occ.section),
-            }
-        )
-    for occ in doc.id_refs:
-        rows["ids"].append(
-            {
-                "id": occ.id,
-                "kind": "ref",
-                "how": "reference",
-                "file": path,
-                "line": occ.line + 1,
-                "section": occ.section,
-                "section_path": sp(occ.section),
-            }
-        )
-
-    config_file = is_config_file(path)
-    tool_sections: set[int] = set()
-    for b in doc.blocks:
-        if b.data is None:
-            continue
-        if config_file and b.lang in ("yaml", "yml", "json") and not block_ids(b):
-            rows["config"].extend(_config_rows(doc, b, sp(b.section)))
-        if b.role != "data":
-            continue  # an example's `id:` or `depends_on` is illustration, not a task
-        section = doc.sections[b.section] if b.section is not None else None
-        for d in _walk_dicts(safe_data[b.index]):
-            if _is_task(d):
-                ident = str(d.get("task_id") or d.get("id"))
-                rows["tasks"].append(
-                    {
-                        "id": ident,
-                        "title": _scalar(d.get("title") or d.get("name")),
-                        "status": _scalar(d.get("status")),
-                        "phase": _scalar(d.get("phase")),
-                        "milestone": _scalar(d.get("milestone")),
-                        "mode": _scalar(d.get("mode") or d.get("mode_id")),
-                        "depends_on": _str_list(d.get("depends_on")),
-                        "file": path,
-                        "line": _line_in(doc, ident, b.content_start, b.content_end),
-                        "section": b.section,
-                        "section_path": sp(b.section),
-                        "definition": d,
-                    }
-                )
-            elif _is_mode(d, section):
-                ident = str(d.get("mode_id") or d.get("id"))
-                rows["modes"].append(
-                    {
-                        "id": ident,
-                        "name": _scalar(d.get("name")),
-                        "file": path,
-                        "line": _line_in(doc, ident, b.content_start, b.content_end),
-                        "section": b.section,
-                        "section_path": sp(b.section),
-                        "definition": d,
-                    }
-                )
-            elif isinstance(d.get("tool_id"), str) and (
-                "description" in d or "input_schema" in d or "inputSchema" in d
-            ):
-                rows["tools"].append(
-                    {
-                        "name": d["tool_id"],
-                        "description": _scalar(d.get("description")),
-                        "input_schema": d.get("input_schema") or d.get("inputSchema"),
-                        "output_schema": d.get("output_schema") or d.get("outputSchema"),
-                        "file": path,
-                        "line": b.start + 1,
-                        "section": b.section,
-                        "section_path": sp(b.section),
-                        "definition": d,
-                    }
-                )
-                if b.section is not None:
-                    tool_sections.add(b.section)
-
-    # Tools written as a section: '### 2.5.1 Tool: `x`' with name/description fields and schema blocks.
-    starred = _starred_lines(doc)
-    for s in doc.sections:
-        if s.index in tool_sections:
-            continue
-        fields = _field_values(doc, s, starred)
-        m = _TOOL_TITLE.search(s.title)
-        name = fields.get("name") or (m.group(1) if m else None)
-        if not name or not (m or "input_schema" in fields or "description" in fields):
-            continue
-        own_blocks = [b for b in doc.blocks if b.section == s.index]
-        input_schema = _schema_after(doc, own_blocks, ("input_schema", "inputschema", "input schema"))
-        output_schema = _schema_after(doc, own_blocks, ("output_schema", "outputschema", "output schema"))
-        definition = {
-            "name": name,
-            "description": fields.get("description"),
-            "input_schema": input_schema,
-            "output_schema": output_schema,
-            "fields": {k: v for k, v in fields.items() if k not in ("name", "description")},
+    return [
+        {
+            "file": path,
+            "idx": s.index,
+            "level": s.level,
+            "title": s.title,
+            "path": s.path,
+            "anchor": s.anchor,
+            "start_line": s.start + 1,
+            "heading_end": s.heading_end,
+            "own_end": s.own_end,
+            "end_line": s.end,
+            "parent": s.parent,
+            "ids": list(s.ids),
+            "start_byte": byte_at[s.start],
+            "end_byte": byte_at[s.end],
+            "own_end_byte": byte_at[s.own_end],
+            "content": text[chars[s.start] : chars[s.own_end]],
+            "mentions": mentions.get(s.index, []),
         }
-        rows["tools"].append(
-            {
-                "name": name,
-                "description": fields.get("description"),
-                "input_schema": input_schema,
-                "output_schema": output_schema,
-                "file": path,
-                "line": s.start + 1,
-                "section": s.index,
-                "section_path": s.path,
-                "definition": definition,
-            }
-        )
+        for s in doc.sections
+    ]
 
+
+def _block_rows(facts: Facts) -> list[dict[str, Any]]:
+    """One row per fenced block, with its parsed data (examples too, for search)."""
+    path, sp = facts.path, facts.sp
+    return [
+        {
+            "file": path,
+            "idx": b.index,
+            "section": b.section,
+            "section_path": sp(b.section),
+            "lang": b.lang,
+            "info": b.info,
+            "start_line": b.start + 1,
+            "end_line": b.end,
+            "content": b.text,
+            "data": facts.safe_data[b.index],
+            "error": b.error,
+            "role": b.role,
+        }
+        for b in facts.doc.blocks
+    ]
+
+
+def _id_rows(facts: Facts) -> list[dict[str, Any]]:
+    """One row per ID definition, then one per reference."""
+    path, sp, doc = facts.path, facts.sp, facts.doc
+    rows = [
+        {
+            "id": occ.id,
+            "kind": "def",
+            "how": occ.kind,
+            "file": path,
+            "line": occ.line + 1,
+            "section": occ.section,
+            "section_path": sp(occ.section),
+        }
+        for occ in doc.id_defs
+    ]
+    rows += [
+        {
+            "id": occ.id,
+            "kind": "ref",
+            "how": "reference",
+            "file": path,
+            "line": occ.line + 1,
+            "section": occ.section,
+            "section_path": sp(occ.section),
+        }
+        for occ in doc.id_refs
+    ]
+    return rows
+
+
+def _problem_rows(doc: Document) -> list[dict[str, Any]]:
+    """One row per block or front matter that does not parse (messages are 'path:line: text')."""
+    rows: list[dict[str, Any]] = []
+    path = doc.path
     for problem in doc.errors:
-        # Messages are 'path:line: text' (block and front-matter parse failures).
         rest = problem[len(path) + 1 :] if problem.startswith(f"{path}:") else problem
         line_text, _, message = rest.partition(":")
-        rows["problems"].append(
+        rows.append(
             {
                 "file": path,
                 "line": int(line_text) if line_text.isdigit() else 1,
                 "message": message.strip() or problem,
             }
         )
+    return rows
+
+
+def _link_rows(doc: Document, exists: Any) -> list[dict[str, Any]]:
+    """One row per link: its target split into file and fragment; non-Markdown targets checked on disk."""
+    rows: list[dict[str, Any]] = []
+    path = doc.path
     for link in doc.links:
         target_file, fragment = (
             (None, unquote(link.target[1:]) or None)
@@ -521,7 +307,7 @@ def document_rows(doc: Document, *, exists: Any = None) -> dict[str, list[dict[s
             resolved = False
         elif link.kind == "internal" and target_file is not None and not target_file.endswith(".md"):
             resolved = bool(exists(target_file)) if exists is not None else None
-        rows["links"].append(
+        rows.append(
             {
                 "file": path,
                 "line": link.line + 1,

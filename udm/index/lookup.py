@@ -19,11 +19,15 @@ if TYPE_CHECKING:  # the fast CLI path imports this module: keep its runtime imp
     from pathlib import Path
     from typing import Any
 
+    from udm.config import Settings
+
 __all__ = [
     "LOOKUP_NAME",
     "MARKDOWN_LIKE",
     "MARKDOWN_SUFFIXES",
+    "excluded_folders",
     "lookup_definitions",
+    "manual_pages",
     "scan_markdown",
     "write_lookup",
 ]
@@ -110,6 +114,19 @@ def scan_markdown(
             except OSError:
                 continue
     return out
+
+
+def excluded_folders(settings: Settings) -> list[Path]:
+    """The folders under the manual's root that are never read as pages (the engine's state)."""
+    return [settings.state_path]
+
+
+def manual_pages(settings: Settings) -> list[str]:
+    """The manual's pages as the index sees them, sorted: its `markdown_suffixes`, its folders left out."""
+    found = scan_markdown(
+        settings.udm_root, excluded_folders(settings), suffixes=tuple(settings.markdown_suffixes)
+    )
+    return sorted(found)
 
 
 def _rel(path: str, base: int) -> str:

@@ -53,7 +53,7 @@ def field_defs(doc: Document, outline: Outline) -> list[tuple[int, str]]:
     if outline.fields is None:
         found: list[tuple[int, str]] = []
         if "**" in doc.text:
-            line_at = line_finder(doc.lines)
+            line_at = line_finder(doc)
             fence_lines = _fence_lines(outline.fences, len(doc.lines))
             heading_lines = {h.start for h in outline.headings}
             is_id = outline.matcher.is_id
@@ -140,7 +140,7 @@ def defining_sections(doc: Document, outline: Outline, ident: str) -> list[int]:
     pos = text.find(ident)
     while pos >= 0:
         if line_at is None:
-            line_at = line_finder(doc.lines)
+            line_at = line_finder(doc)
         k = outline.section_of(line_at(pos))
         if k is not None:
             candidates.add(k)
@@ -167,12 +167,13 @@ def _heading_ids(matcher: IdMatcher, lines: list[str], headings: list[_Heading])
     return out
 
 
-def line_finder(lines: list[str]) -> Callable[[int], int]:
+def line_finder(doc: Document) -> Callable[[int], int]:
     """Maps a character offset in the text to its 0-based line (for regex scans over the whole text)."""
-    offsets = [0, *itertools.accumulate(map(len, lines))][: len(lines)] if lines else [0]
+    offsets = doc.line_starts()
+    last = max(len(doc.lines) - 1, 0)
 
     def line_at(pos: int) -> int:
-        return bisect.bisect_right(offsets, pos) - 1
+        return min(bisect.bisect_right(offsets, pos) - 1, last)
 
     return line_at
 
@@ -197,7 +198,7 @@ def find_refs(doc: Document) -> list[IdOccurrence]:
     """Every ID occurrence that is not a definition, found in one pass over the text."""
     matcher = doc._outline.matcher if doc._outline else id_matcher(None)
     def_keys = {(d.id, d.line) for d in doc.id_defs}
-    line_at = line_finder(doc.lines)
+    line_at = line_finder(doc)
     section_of = _section_finder([s.start for s in doc.sections])
     refs: list[IdOccurrence] = []
     for im in matcher.finditer(doc.text):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import itertools
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,7 @@ class Document:
         "_links",
         "_outline",
         "_sections",
+        "_starts",
         "content_hash",
         "front_matter",
         "front_matter_range",
@@ -101,6 +103,7 @@ class Document:
         self.content_hash = content_hash
         self.parser = parser
         self._outline: Outline | None = None
+        self._starts: list[int] | None = None
 
     def __repr__(self) -> str:
         return f"Document(path={self.path!r}, parser={self.parser!r})"
@@ -188,6 +191,12 @@ class Document:
     def opaque(self) -> list[Opaque]:
         """MDX blocks kept out of the Markdown parse (ESM `import`/`export`, JSX), in text order."""
         return list(self._outline.opaque) if self._outline else []
+
+    def line_starts(self) -> list[int]:
+        """The character offset in `text` of each line's start, then of the text's end (worked out once)."""
+        if self._starts is None:
+            self._starts = [0, *itertools.accumulate(map(len, self.lines))]
+        return self._starts
 
     def section(self, index: int) -> Section:
         """Section `index`, without working out the others' IDs when they are not known yet."""

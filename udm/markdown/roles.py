@@ -21,7 +21,10 @@ def block_ids(block: Block) -> list[str]:
         return []
     ids: list[str] | None = block._lazy.get("ids")
     if ids is None:
-        ids = _cheap_block_ids(block)
+        parsed = block._lazy.get("parsed")
+        # Once the data is parsed (the index parses every block), its IDs are read from it: the
+        # cheap scan gives the same IDs where it answers (property-tested), and would read the text again.
+        ids = None if parsed is not None and parsed[1] is None else _cheap_block_ids(block)
         if ids is None:
             ids = []
             _collect_ids(block.data, ids)
@@ -84,7 +87,8 @@ def fence_role(
         return "data"
     if section_path is not None and data_sections and _in_sections(section_path, data_sections):
         return "data"
-    if _UDM_KEYS.search(text):
+    # The regex needs one of the three key names: the substring tests skip its slower scan.
+    if ("task_id" in text or "mode_id" in text or "tool_id" in text) and _UDM_KEYS.search(text):
         return "data"
     if "id" in text.lower():
         for m in _ID_KEY_VALUE.finditer(text):

@@ -3,8 +3,8 @@
 trafilatura and pypdf are pure Python for the most part: threads fetching 200 pages spend most of their
 time waiting for the interpreter lock while one of them parses. With a pool started, `run_parser` sends
 the parse to a worker process (the bytes in, the text and metadata out); without one it parses in
-place. Workers come from a forkserver that imported the parsers once, so a worker starts in
-milliseconds and forking never copies a parent's threads or locks.
+place. Workers come from a forkserver that imported the parsers once (the modules the caller names
+in `preload`), so a worker starts in milliseconds and forking never copies a parent's threads or locks.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import atexit
 import multiprocessing
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
@@ -38,10 +38,13 @@ def workers_for(setting: int) -> int:
 
 
 @contextmanager
-def parse_pool(workers: int) -> Iterator[int]:
+def parse_pool(workers: int, preload: Iterable[str] = ()) -> Iterator[int]:
     """Parse in `workers` processes while the block runs (0: in place); yields the pool's size.
 
-    Nested and concurrent users share one pool; it is shut down when the last one leaves.
+    `preload` names the modules the parsers need, imported once in the forkserver rather than in each
+    worker (the forkserver lives as long as the process: the first pool's preload holds). Nested and
+    concurrent users share one pool, started with the first user's workers; it is shut down when the
+    last one leaves.
     """
     global _POOL, _SIZE, _USERS
     if workers <= 0:
@@ -50,9 +53,7 @@ def parse_pool(workers: int) -> Iterator[int]:
     with _LOCK:
         if _POOL is None:
             context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(
-                ["trafilatura", "trafilatura.metadata", "pypdf", "tasks.document_parsers"]
-            )
+            context.set_forkserver_preload(list(preload))
             _POOL, _SIZE = ProcessPoolExecutor(max_workers=workers, mp_context=context), workers
         _USERS += 1
         size = _SIZE

@@ -21,8 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from udm.errors import InvalidPathError, PathOutsideError, TransactionError
-from udm.guard import MAX_NAME_BYTES, PathGuard, escape_name
-from udm.guard.paths import _NotFound, _Walk
+from udm.guard import MAX_NAME_BYTES, HeldWalk, PathGuard, PathMissing, escape_name
 
 __all__ = [
     "BACKUP",
@@ -177,16 +176,16 @@ class TxRoots:
         except Refused as exc:
             raise PathOutsideError(f"cannot commit {escape_name(os.fspath(path))}: it {exc}") from None
 
-    def open(self, t: Target) -> _Walk:
-        """Walk to the target's parent (no symlink followed), held open; _NotFound when a folder is missing."""
+    def open(self, t: Target) -> HeldWalk:
+        """Walk to the target's parent (no symlink followed), held open; PathMissing when a folder is missing."""
         return self.guards[t.root].open_parent(t.rel)
 
     @contextlib.contextmanager
-    def opened(self, t: Target) -> Iterator[_Walk | None]:
+    def opened(self, t: Target) -> Iterator[HeldWalk | None]:
         """`open` as a context; None when a folder on the way is missing."""
         try:
             w = self.open(t)
-        except _NotFound:
+        except PathMissing:
             yield None
             return
         try:
@@ -194,7 +193,7 @@ class TxRoots:
         finally:
             w.close()
 
-    def verify(self, t: Target, w: _Walk) -> None:
+    def verify(self, t: Target, w: HeldWalk) -> None:
         """The held parent must still be the folder its path names (not moved away meanwhile)."""
         self.guards[t.root].verify(w)
 
@@ -202,7 +201,7 @@ class TxRoots:
         """The folders to create, outermost first, for the target's parent to exist."""
         try:
             self.open(t).close()
-        except _NotFound as exc:
+        except PathMissing as exc:
             parts = t.rel.split("/")
             first = len(parts) - len(exc.missing)
             return [Target(t.root, "/".join(parts[: i + 1])) for i in range(max(first, 0), len(parts) - 1)]

@@ -83,4 +83,6 @@ def _markdown_files(ws: Workspace, paths: list[str]) -> list[str]:
         raise PatchError(
             "udm fmt formats Markdown files only (.md, .markdown); not: " + ", ".join(not_markdown)
         )
-    return targets
+    # Each file once: a file named twice (or by a folder and itself, `.` given N times) is formatted
+    # once, so the cost of a call is bounded by the manual, not by the length of its list.
+    return list(dict.fromkeys(targets))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from udm.config import ensure_folder
 from udm.errors import PathChangedError
-from udm.guard.paths import _NotFound, _Walk
+from udm.guard import HeldWalk, PathMissing
 from udm.patch.journal import READ_FLAGS, Target, TxRoots
 
 __all__ = [
@@ -113,9 +113,9 @@ class HeldDirs:
 
     def __init__(self, space: TxRoots) -> None:
         self.space = space
-        self.held: dict[tuple[str, str], _Walk] = {}
+        self.held: dict[tuple[str, str], HeldWalk] = {}
 
-    def get(self, t: Target) -> _Walk | None:
+    def get(self, t: Target) -> HeldWalk | None:
         """The target's parent, held; None when it is missing."""
         key = (t.root, t.parent)
         w = self.held.pop(key, None)
@@ -124,13 +124,13 @@ class HeldDirs:
                 self._release(self.held.pop(next(iter(self.held))))
             try:
                 w = self.space.open(t)
-            except _NotFound:
+            except PathMissing:
                 return None
         self.held[key] = w  # most recently used last
         return w
 
     @staticmethod
-    def _release(w: _Walk) -> None:
+    def _release(w: HeldWalk) -> None:
         try:
             os.fsync(w.dir_fd)
         finally:

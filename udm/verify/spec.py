@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from udm.config import Settings
 from udm.datalimits import check_text
 from udm.errors import DocumentError, InvalidURLError
-from udm.index import scan_markdown
+from udm.index import manual_pages
 from udm.markdown import Document, load_document
 from udm.net import join_url
 from udm.verify.model import Check, CheckProblem, VerifySpec
@@ -142,7 +142,7 @@ def inline_checks(
     root = settings.udm_root
     docs: Iterable[Document]
     if documents is None:
-        docs = (load_document(root, rel, settings.id_patterns) for rel in sorted(scan_markdown(root)))
+        docs = (load_document(root, rel, settings.id_patterns) for rel in manual_pages(settings))
     else:
         docs = documents
     checks: list[Check] = []
@@ -170,19 +170,14 @@ def inline_checks(
 
 def inline_checks_from_index(settings: Settings) -> tuple[list[Check], list[CheckProblem]]:
     """Every ```verify block, read from the index's `blocks` table (refreshed first, never stale)."""
-    from udm.index import UdmIndex
+    from udm.index import read_fresh  # DuckDB loads only when the index is asked
 
-    index = UdmIndex(settings)
-    try:
-        index.ensure_fresh()
-        with index.connect(read_only=True) as con:
-            rows = con.execute(
-                "SELECT b.file, b.start_line, b.data, b.error, s.anchor, s.ids FROM blocks b "
-                "LEFT JOIN sections s ON s.file = b.file AND s.idx = b.section "
-                "WHERE b.lang = 'verify' ORDER BY b.file, b.start_line"
-            ).fetchall()
-    finally:
-        index.close()
+    rows = read_fresh(
+        settings,
+        "SELECT b.file, b.start_line, b.data, b.error, s.anchor, s.ids FROM blocks b "
+        "LEFT JOIN sections s ON s.file = b.file AND s.idx = b.section "
+        "WHERE b.lang = 'verify' ORDER BY b.file, b.start_line",
+    )
     checks: list[Check] = []
     problems: list[CheckProblem] = []
     parsed_rows = [(p, ln, json.loads(d) if isinstance(d, str) else d, e, a, i) for p, ln, d, e, a, i in rows]
