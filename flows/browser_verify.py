@@ -23,7 +23,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows.run_settings import flow_settings
+from flows.run_settings import check_run_folders, flow_settings
 from flows.runners import on_dask_workers
 from tasks.base import run_coroutine
 from tasks.browser.session import MANAGER
@@ -47,10 +47,15 @@ POOL_SIZE = 32
 _SLOTS: dict[str, queue.Queue[str | None]] = {}
 
 
-def _flow_settings(root: str | None, state_dir: str | None, **extra: Any) -> Settings:
-    """Settings for a flow run: the given root, state dir and other overrides win where set (truthy)."""
+def _flow_settings(
+    root: str | None, state_dir: str | None, specs: list[str] | None = None, **extra: Any
+) -> Settings:
+    """Settings for a flow run: the given root, state dir and other overrides win where set (truthy);
+    in a triggered run, folders and spec files only inside the process's own (`check_run_folders`)."""
     overrides = {"root": root, "state_dir": state_dir, **extra}
-    return flow_settings(None, {key: value for key, value in overrides.items() if value})
+    settings = flow_settings(None, {key: value for key, value in overrides.items() if value})
+    check_run_folders(settings, {"root": root, "state_dir": state_dir, "specs": specs}, "specs")
+    return settings
 
 
 def _slot_table() -> dict[str, queue.Queue[str | None]]:
@@ -238,7 +243,7 @@ def browser_verification_flow(
     With `propose_review`, the sections whose claims failed get a needs-review note through the
     UDM-update steps, always waiting for a reviewer's approval (at most `review_timeout_s`).
     """
-    settings = _flow_settings(root, state_dir, browser_concurrency=concurrency)
+    settings = _flow_settings(root, state_dir, specs, browser_concurrency=concurrency)
     checks, problems = gather_checks(
         settings, [Path(s) for s in specs or []], inline=inline, only=only or (), refs=refs or ()
     )

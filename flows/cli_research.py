@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import sys
 import threading
+from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -12,7 +15,7 @@ from typing import Any
 import typer
 
 from flows.cli import emit_json, fail, settings
-from tasks.base import ApprovalRequest, ApprovalUnavailableError, Permission, cli_approver, needs_approval
+from tasks.base import Permission, cli_approver, needs_approval
 
 __all__ = ["DEMO_PAGES", "register", "research", "serve_pages", "step_research"]
 
@@ -79,8 +82,9 @@ def research(
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise fail(f"invalid request: {problems}", 2) from None
     s = settings()
-    policy = _write_policy(s, question, yes=yes, no_write=no_write)
-    result = run_research(request, s, policy=policy, approval_timeout_s=timeout_s)
+    policy, ask_here = _write_policy(s, yes=yes, no_write=no_write)
+    with _reviewed_here(ask_here):
+        result = run_research(request, s, policy=policy, approval_timeout_s=timeout_s)
     if as_json:
         emit_json(result.model_dump(mode="json", exclude={"markdown"}))
     else:
@@ -89,30 +93,37 @@ def research(
         raise typer.Exit(1)
 
 
-def _write_policy(s: Any, question: str, *, yes: bool, no_write: bool) -> str | None:
-    """The policy the run writes under: full_auto when approved here (--yes, or asked at the
-    terminal when no Prefect UI could show the review), else the settings' own."""
+def _write_policy(s: Any, *, yes: bool, no_write: bool) -> tuple[str | None, bool]:
+    """(the policy the run writes under, whether its review is asked here at the terminal): full_auto
+    with --yes; else the settings' own, reviewed in the Prefect UI, or here when the run's temporary
+    Prefect server has no UI anyone could approve in."""
     if yes:
-        return "full_auto"
+        return "full_auto", False
     if no_write or not needs_approval(s.approval_policy, Permission.MODERATE):
-        return None
+        return None, False
     if os.environ.get("PREFECT_API_URL"):
         typer.echo("the write will pause for approval in the Prefect UI (or pass --yes)", err=True)
-        return None
-    # A temporary Prefect server has no UI anyone could approve in: ask here instead.
-    ask = ApprovalRequest(
-        tool="udm research",
-        permission=Permission.MODERATE,
-        summary=f"Write a research appendix for {question!r} into {s.udm_root}",
-        input_digest="-",
-    )
-    try:
-        approved = cli_approver(False)(ask)
-    except ApprovalUnavailableError as exc:
-        raise fail(f"{exc}; or --no-write") from None
-    if not approved:
-        raise fail("not approved; pass --no-write to only report")
-    return "full_auto"
+        return None, False
+    if not sys.stdin.isatty():
+        # Said before the research runs: its write could be asked nowhere.
+        raise fail(
+            "writing the appendix (udmUpdaterTool, moderate) needs approval and there is no terminal "
+            "to ask: pass --yes, or set UDM_APPROVAL_POLICY; or --no-write"
+        )
+    return None, True
+
+
+@contextlib.contextmanager
+def _reviewed_here(ask_here: bool) -> Iterator[None]:
+    """The write's review asked at this terminal, with udmUpdaterTool's own approval request and the
+    appendix's diff, once the appendix is known; nothing when `ask_here` is false."""
+    if not ask_here:
+        yield
+        return
+    from flows.udm_update import review_here
+
+    with review_here(cli_approver(False)):
+        yield
 
 
 def _print_result(result: Any, udm_root: Path) -> None:

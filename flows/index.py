@@ -53,6 +53,12 @@ def index_flow(full: bool = False, root: str | None = None, state_dir: str | Non
         overrides["root"] = root
     if state_dir:
         overrides["state_dir"] = state_dir
+    if overrides:
+        # A trigger (or a pipeline step a trigger sent) may not index another folder into the state
+        # the tools query, nor write an index elsewhere.
+        from flows.run_settings import check_run_folders, flow_settings
+
+        check_run_folders(flow_settings(None, overrides), {"root": root, "state_dir": state_dir})
     stats = refresh_index(full, overrides)
     logger = get_run_logger()
     logger.info(

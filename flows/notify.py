@@ -1,6 +1,6 @@
 """Tell someone a review is waiting: a Prefect event always, a webhook and a notification block if set.
 
-Every waiting review emits the event `udm.verify.review.waiting` (resource: the paused flow run), so a
+Every waiting review emits the event `udm.review.waiting` (resource: the paused flow run), so a
 Prefect automation can act on it. `review_webhook_url` gets a JSON POST; `review_notify_block` names
 a saved Prefect notification block (Slack, Teams, a custom webhook ...) whose `notify` is called. A
 notification that fails is logged and never fails the run: the review still waits in the UI.
@@ -29,7 +29,7 @@ def review_note(
     """The JSON a webhook receives: what waits, where to review it, for how long."""
     urls = [flow_run_url(r.flow_run_id) for r in runs]
     return {
-        "event": "udm.verify.review.waiting",
+        "event": "udm.review.waiting",
         "subject": subject,
         **what,
         "flow_run_id": str(runs[0].flow_run_id),
@@ -49,12 +49,12 @@ def notify_review_waiting(
     note = review_note(runs, subject=subject, what=what, timeout_s=timeout_s)
     try:
         emit_event(
-            event="udm.verify.review.waiting",
+            event="udm.review.waiting",
             resource={"prefect.resource.id": f"prefect.flow-run.{runs[0].flow_run_id}"},
             payload=note,
         )
     except Exception as exc:  # the event stream is optional
-        logger.warning("could not emit udm.verify.review.waiting: %s", exc)
+        logger.warning("could not emit udm.review.waiting: %s", exc)
     if settings.review_webhook_url:
         try:
             response = httpx.post(settings.review_webhook_url, json=note, timeout=_WEBHOOK_TIMEOUT_S)

@@ -25,7 +25,7 @@ and are not checked.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,7 @@ __all__ = [
     "PROCESS_ONLY",
     "SettingsParameter",
     "check_narrowing",
+    "check_run_folders",
     "check_scope",
     "flow_settings",
     "job_variable_floor",
@@ -212,6 +213,36 @@ def _subflow_of_worker_run() -> bool:
     )
 
 
+def check_run_folders(settings: Settings, given: Mapping[str, Any], files_param: str | None = None) -> None:
+    """ConfigError when folders, or the files listed by the parameter `files_param`, that a trigger
+    chose (the `given` parameters it changed in a deployment run, or any given in a subflow of a run a
+    worker started, such as a pipeline step) reach beyond the process's own folders; nothing for
+    in-process callers or parameters the deployment set.
+
+    For flows that take folders as their own parameters (browser verification, the link check, the
+    index): `root: /` would run and record another folder's checks, `state_dir` would write the
+    index and records anywhere, and `specs` would read any file of the worker (a YAML error quotes it).
+    """
+    if caller_holds_settings():
+        return
+    names = tuple(given)
+    changed = [n for n in names if given[n]] if _subflow_of_worker_run() else run_changed_parameters(names)
+    if not changed:
+        return
+    own = own_settings()
+    check_scope(settings, own, changed)
+    files: Iterable[str | Path] = (given.get(files_param) or []) if files_param in changed else []
+    own_real = [Path(os.path.realpath(r)) for r in own.allowed_roots()]
+    outside = [
+        str(f) for f in files if not any(Path(os.path.realpath(f)).is_relative_to(r) for r in own_real)
+    ]
+    if outside:
+        raise ConfigError(
+            f"a run may not set {files_param} to read files outside the folders of the process running "
+            f"it ({', '.join(outside)}): set them as the deployment's parameters"
+        )
+
+
 def check_narrowing(settings: Settings, own: Settings) -> None:
     """ConfigError naming each setting of a triggered run's `settings` that widens the process's `own`."""
     problems: list[str] = []
@@ -237,8 +268,14 @@ def check_scope(settings: Settings, own: Settings, changed: list[str]) -> None:
     """ConfigError when the `changed` parameters gave `settings` folders beyond the process's `own`:
     every folder the tools may touch must lie inside one of its own, and the state folder stay its own."""
     own_roots = own.allowed_roots()
+    own_real = [Path(os.path.realpath(o)) for o in own_roots]
+    # Inside by its spelling and by where it leads: a folder of the manual that is a symlink to
+    # elsewhere (which the process's sandbox refuses to follow) would be the run's root, trusted.
     wider = [
-        str(r) for r in settings.allowed_roots() if not any(r == o or r.is_relative_to(o) for o in own_roots)
+        str(r)
+        for r in settings.allowed_roots()
+        if not any(r == o or r.is_relative_to(o) for o in own_roots)
+        or not any(Path(os.path.realpath(r)).is_relative_to(o) for o in own_real)
     ]
     if settings.state_path != own.state_path:
         wider.append(f"state folder {settings.state_path}")

@@ -14,7 +14,11 @@ where it must never raise and must report the engine's own error text.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
+import os
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -32,9 +36,12 @@ from flows.states import state_result
 from flows.update_artifacts import artifact_key, artifact_link, plain, publish_plan
 from tasks.base import (
     ApprovalRequest,
+    ApprovalUnavailableError,
+    Approver,
     Permission,
     Review,
     ToolContext,
+    approval_request,
     call_tool,
     input_digest,
     needs_approval,
@@ -51,6 +58,7 @@ __all__ = [
     "UpdateOptions",
     "UpdateResult",
     "artifact_key",
+    "review_here",
     "run_update",
     "state_result",
     "udm_update_flow",
@@ -307,6 +315,41 @@ def _ask(
     )
 
 
+# A reviewer in this process (a terminal), set by the caller holding the settings (`review_here`).
+_REVIEWER_HERE: contextvars.ContextVar[Approver | None] = contextvars.ContextVar(
+    "udm_reviewer_here", default=None
+)
+
+
+@contextlib.contextmanager
+def review_here(approver: Approver) -> Iterator[None]:
+    """Within this block, a review the update steps need is asked of `approver` in this process (e.g.
+    the terminal, when the run's temporary Prefect server has no UI to approve in) instead of pausing."""
+    token = _REVIEWER_HERE.set(approver)
+    try:
+        yield
+    finally:
+        _REVIEWER_HERE.reset(token)
+
+
+def _ask_here(
+    approver: Approver, plan: PatchResult, commit: dict[str, Any], permission: Permission, digest: str
+) -> Approval:
+    """The review asked in this process: udmUpdaterTool's own approval request for the commit, with the
+    plan's diff under it; the answer as a reviewer's in the UI would be."""
+    data = UdmUpdaterInput.model_validate(commit)
+    request = approval_request(UdmUpdaterTool(), data, permission, digest)
+    shown = request.model_copy(update={"summary": f"{request.summary}\n\n{plan.diff}".rstrip()})
+    try:
+        approved = approver(shown)
+    except ApprovalUnavailableError as exc:
+        return Approval(approve=False, reviewer="", comment=f"approval required: {exc}")
+    who = f"{os.environ.get('USER') or os.environ.get('USERNAME') or 'someone'} at the terminal"
+    return Approval(
+        approve=approved, reviewer=who, comment="" if approved else "not approved at the terminal"
+    )
+
+
 def _review(
     patch: Patch,
     plan: PatchResult,
@@ -336,8 +379,12 @@ def _review(
     }
     if not needs_approval(policy, permission):
         return review, None, None
+    here = _REVIEWER_HERE.get()
     try:
-        answer = _ask(patch, plan, permission, options, done, settings)
+        if here is not None:
+            answer: Approval | None = _ask_here(here, plan, commit, permission, review["input_digest"])
+        else:
+            answer = _ask(patch, plan, permission, options, done, settings)
     except ApprovalExpiredError:
         why = f"nobody decided within {options.approval_timeout_s} s; nothing was changed"
         return review, None, done("expired", why, patch=plan)

@@ -56,6 +56,7 @@ __all__ = [
     "ToolStatusError",
     "TransientToolError",
     "always_approve",
+    "approval_request",
     "call_tool",
     "caller_holds_settings",
     "cli_approver",
@@ -446,6 +447,16 @@ def call_tool(
     return finish(ToolCallResult(envelope=env, output=out, decision=decision), status_text, permission.value)
 
 
+def approval_request(
+    tool: Tool[Any, Any], data: BaseModel, permission: Permission, digest: str
+) -> ApprovalRequest:
+    """The tool's own approval request for a call: its name, the call's permission, its summary and the
+    input's digest (as `input_digest` logs it). call_tool asks with it; so does a flow that asks first."""
+    return ApprovalRequest(
+        tool=tool.name, permission=permission, summary=tool.summarize(data), input_digest=digest
+    )
+
+
 def _decide_approval(
     tool: Tool[Any, Any], data: BaseModel, permission: Permission, ctx: ToolContext, digest: str
 ) -> tuple[str, str | None]:
@@ -458,9 +469,7 @@ def _decide_approval(
         return "denied", (
             f"approval denied: the review approved input {ctx.review.input_digest}, not this call's {digest}"
         )
-    request = ApprovalRequest(
-        tool=tool.name, permission=permission, summary=tool.summarize(data), input_digest=digest
-    )
+    request = approval_request(tool, data, permission, digest)
     try:
         approved = ctx.approver(request)
     except ApprovalUnavailableError as exc:

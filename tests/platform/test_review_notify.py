@@ -56,7 +56,7 @@ def test_a_waiting_review_calls_the_webhook_and_the_block(
     assert sorted(path for path, _ in received) == ["/block", "/webhook"]
     by_path = dict(received)
     note = by_path["/webhook"]
-    assert note["event"] == "udm.verify.review.waiting" and note["patch_id"] == "notify-me"
+    assert note["event"] == "udm.review.waiting" and note["patch_id"] == "notify-me"
     assert note["diff_artifact_key"] == "udm-patch-notify-me-diff" and note["files"] == ["06-config.md"]
     assert note["flow_run_id"] == str(seen["run_id"]) == result.flow_run_id
     assert note["review_url"] and result.flow_run_id in note["review_url"]
@@ -88,3 +88,27 @@ def test_a_dead_webhook_does_not_fail_the_review(
     result = run_update(patch, settings, policy="ask_always", poll_interval_s=1)
     thread.join(5)
     assert result.status == "committed", result
+
+
+def test_the_waiting_event_keeps_its_published_name(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Automations and webhook receivers match this exact name: moving the code into packages must not
+    # rename it (the package move once rewrote it to `udm.verify.review.waiting` as if it were a module).
+    import logging
+    import uuid
+
+    import flows.notify as notify
+    from flows.approval import PausedRun
+
+    emitted: list[dict[str, Any]] = []
+    monkeypatch.setattr(notify, "emit_event", lambda **kw: emitted.append(kw))
+    monkeypatch.setattr(notify, "get_run_logger", lambda: logging.getLogger("test"))
+    run = PausedRun(flow_run_id=uuid.uuid4(), keyset={})
+    quiet = settings.model_copy(update={"review_webhook_url": None, "review_notify_block": None})
+
+    notify.notify_review_waiting(quiet, [run], subject="s", what={"patch_id": "p"}, timeout_s=5)
+
+    assert [e["event"] for e in emitted] == ["udm.review.waiting"]
+    assert emitted[0]["payload"]["event"] == "udm.review.waiting"
+    assert notify.review_note([run], subject="s", what={}, timeout_s=5)["event"] == "udm.review.waiting"
