@@ -168,6 +168,17 @@ def _static(root: Path, folders: Iterable[Path]) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _one_folder(root: Path, folder: Path, redirects: list[tuple[str, str]], site_url: Any = None) -> Site:
+    """A site whose pages are one folder served from its base path (Mintlify, MkDocs, mdBook)."""
+    mount = _under(root, folder, "", "docs", False)
+    return Site(
+        mounts=(mount,) if mount else (),
+        base_path=_path_of_url(site_url),
+        redirects=tuple(redirects),
+        static=_static(root, [folder]),
+    )
+
+
 def _path_of_url(value: Any) -> str:
     """The path part of a base URL (`https://x.org/docs/` -> `/docs`), "" for the site root."""
     if not isinstance(value, str) or not value.strip():
@@ -333,8 +344,7 @@ def _mintlify(root: Path, here: Path, text: str) -> Site:
             and isinstance(item.get("destination"), str)
         ):
             redirects.append((item["source"], item["destination"]))
-    mount = _under(root, here, "", "docs", False)
-    return Site(mounts=(mount,) if mount else (), redirects=tuple(redirects), static=_static(root, [here]))
+    return _one_folder(root, here, redirects)
 
 
 class _LenientLoader:
@@ -366,13 +376,7 @@ def _mkdocs(root: Path, here: Path, text: str) -> Site:
                 if isinstance(old, str) and isinstance(new, str):
                     dest = new if SCHEME.match(new) else "/" + strip_page(new)
                     redirects.append(("/" + strip_page(old), dest))
-    mount = _under(root, docs_dir, "", "docs", False)
-    return Site(
-        mounts=(mount,) if mount else (),
-        base_path=_path_of_url(data.get("site_url")),
-        redirects=tuple(redirects),
-        static=_static(root, [docs_dir]),
-    )
+    return _one_folder(root, docs_dir, redirects, data.get("site_url"))
 
 
 def _mdbook(root: Path, here: Path, text: str) -> Site:
@@ -389,13 +393,7 @@ def _mdbook(root: Path, here: Path, text: str) -> Site:
                 else posixpath.join(posixpath.dirname(old), new)
             )
             redirects.append((old, dest))
-    mount = _under(root, src, "", "docs", False)
-    return Site(
-        mounts=(mount,) if mount else (),
-        base_path=_path_of_url(html.get("site-url")),
-        redirects=tuple(redirects),
-        static=_static(root, [src]),
-    )
+    return _one_folder(root, src, redirects, html.get("site-url"))
 
 
 def _hugo(root: Path, here: Path, text: str) -> Site:
