@@ -37,6 +37,11 @@ def _code(text: str) -> str:
     return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
+def _destructive(patch: Patch) -> bool:
+    # As udmUpdaterTool asks it: an override forces links past the validator, a delete's level too.
+    return patch.destructive or patch.override is not None
+
+
 def diff_markdown(plan: PatchResult, patch: Patch) -> str:
     """The diff artifact's Markdown: the patch's id, description, files and its diff in a fence."""
     diff = plan.diff
@@ -54,7 +59,7 @@ def diff_markdown(plan: PatchResult, patch: Patch) -> str:
     return (
         f"# Patch {_code(patch.id)}\n\n{plain(patch.description) or '(no description)'}\n\n"
         f"Author: {plain(patch.author or '') or '-'} · source: {plain(patch.source or '') or '-'} · "
-        f"{'**destructive**' if patch.destructive else 'moderate'}\n\n## Files\n\n{files}\n\n"
+        f"{'**destructive**' if _destructive(patch) else 'moderate'}\n\n## Files\n\n{files}\n\n"
         f"## Diff\n\n{fence}diff\n{diff}{fence}\n"
     )
 

@@ -4,7 +4,8 @@ Attacks an agent calling the tool could make: have a revert (which deletes the f
 and is never refused for the links it breaks) approved at a lower level than a delete; make a safe
 dry-run reformat burn CPU by naming the manual many times; reach files outside the manual, in the
 state folder or in `.git` through `format_paths`; load a record from outside the patch store through
-`revert_patch_id`; make parsing a deep `patch` cost the square of its depth. Each case asserts the
+`revert_patch_id`; make parsing a deep `patch` cost the square of its depth; have the review's diff artifact call an
+override patch `moderate` while the review asks at the destructive level. Each case asserts the
 refusal with a clear error, or what the tool did, and that nothing outside the manual changed.
 """
 
@@ -215,3 +216,21 @@ def test_a_lone_surrogate_deep_down_is_named_by_its_path() -> None:
     doc["operations"][0]["value"]["a"][0]["a"][0]["a"][0] = "bad \ud800"
     with pytest.raises(PatchError, match=r"operations\[0\]\.value\.a\[0\]\.a\[0\]\.a\[0\] \(U\+D800"):
         parse_patch(doc)
+
+
+def test_the_review_artifact_names_an_override_destructive(settings: Settings) -> None:
+    from flows.update_artifacts import diff_markdown
+    from udm.patch import apply_patch
+
+    doc = {
+        "id": "forced",
+        "operations": [
+            {"op": "replace_text", "file": "06-config.md", "old": "timeout: 10", "new": "timeout: 20"}
+        ],
+        "override": {"by": "agent", "reason": "trust me"},
+    }
+    patch = parse_patch(doc)
+    plan = apply_patch(patch, settings, dry_run=True)
+    # Before: "moderate" on the page the reviewer reads, while the review asked at the destructive level.
+    assert "**destructive**" in diff_markdown(plan, patch)
+    assert "moderate" in diff_markdown(plan, parse_patch({k: v for k, v in doc.items() if k != "override"}))
