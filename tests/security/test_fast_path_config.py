@@ -111,8 +111,10 @@ def test_the_fast_path_reads_the_folders_settings_reads(
         fast = daemon_eligible([*options, "query", "id", "X-1"])
         try:
             full = load_settings(cwd, **overrides)
-        except ConfigError:
-            assert fast is None  # the full path words what is wrong
+        except ConfigError as exc:
+            # The full path words what is wrong; a rule on settings the fast path does not read (the
+            # scratch folder inside a state folder of "") is left to the commands that use them.
+            assert fast is None or "scratch_dir" in str(exc)
             return
         if fast is None:
             return  # left to the full path (ask_always, project_root, ...)
