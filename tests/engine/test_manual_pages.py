@@ -77,3 +77,23 @@ def test_graph_from_documents_is_the_graph_from_the_index(custom: Settings) -> N
     assert set(from_files.g.nodes) == set(from_index.g.nodes)
     assert set(from_files.edges()) == set(from_index.edges())
     assert documents_source(custom).fingerprint() == index_source(custom).fingerprint()
+
+
+def test_suffixes_match_whatever_the_case_of_the_file_name(tmp_path: Path) -> None:
+    """`README.MD` is a page as `README.md` is: the setting says suffixes are matched case-blind."""
+    for rel in ("README.MD", "docs/Guide.Md", "docs/page.MDX"):
+        path = tmp_path / "udm" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"# {rel}\n", encoding="utf-8")
+    settings = load_settings(tmp_path, root="udm", state_dir="state", logs_dir="logs")
+    index = UdmIndex(settings)
+    try:
+        index.refresh(full=True)
+        with index.connect(read_only=True) as con:
+            indexed = [r[0] for r in con.execute("SELECT path FROM files ORDER BY path").fetchall()]
+        skipped = index.skipped_files()
+    finally:
+        index.close()
+    assert indexed == ["README.MD", "docs/Guide.Md", "docs/page.MDX"]
+    assert skipped == []
+    assert sorted(manual_pages(settings)) == indexed

@@ -96,7 +96,7 @@ def scan_markdown(
                 if entry.is_dir(follow_symlinks=False):
                     if entry.path not in skip:
                         stack.append(entry.path)
-                elif name.endswith(suffixes) and entry.is_file():
+                elif name.lower().endswith(suffixes) and entry.is_file():
                     if entry.is_symlink() and not _inside(os.path.realpath(entry.path), real_root):
                         # A link out of the manual would publish that file through every query tool.
                         if skipped is not None:

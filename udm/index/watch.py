@@ -33,7 +33,7 @@ def restat(
     base = len(str(root)) + 1
     for full in paths:
         name = os.path.basename(full)
-        if name.startswith(".") or not name.endswith(suffixes):
+        if name.startswith(".") or not name.lower().endswith(suffixes):
             continue
         rel = full[base:].replace(os.sep, "/")
         try:

@@ -150,20 +150,25 @@ def find_block(
         found = [b for b in pool if block in block_ids(b)]
         if not found and section is not None:
             found = [b for b in doc.blocks if block in block_ids(b)]
-        if len(found) == 1:
-            return found[0]
-        if found:
-            raise AmbiguousTargetError(
-                f"{len(found)} blocks define '{block}' in {where}",
-                [f"block {b.index} (line {b.start + 1})" for b in found],
-            )
-        raise TargetNotFoundError(f"no block defining '{block}' in {where}")
-    data_blocks = [b for b in pool if b.lang in ("yaml", "yml", "json")] if lang is None else pool
-    if len(data_blocks) == 1:
-        return data_blocks[0]
-    if data_blocks:
-        raise AmbiguousTargetError(
-            f"{len(data_blocks)} data blocks in {where}; name one by index or ID",
-            [f"block {b.index} '{b.lang}' (line {b.start + 1})" for b in data_blocks],
+        return _only_block(
+            found,
+            f"{len(found)} blocks define '{block}' in {where}",
+            lambda b: f"block {b.index} (line {b.start + 1})",
+            f"no block defining '{block}' in {where}",
         )
-    raise TargetNotFoundError(f"no YAML/JSON block in {where}")
+    data_blocks = [b for b in pool if b.lang in ("yaml", "yml", "json")] if lang is None else pool
+    return _only_block(
+        data_blocks,
+        f"{len(data_blocks)} data blocks in {where}; name one by index or ID",
+        lambda b: f"block {b.index} '{b.lang}' (line {b.start + 1})",
+        f"no YAML/JSON block in {where}",
+    )
+
+
+def _only_block(found: list[Block], ambiguous: str, candidate: Callable[[Block], str], missing: str) -> Block:
+    """The one block found; AmbiguousTargetError naming each candidate, or TargetNotFoundError."""
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise AmbiguousTargetError(ambiguous, [candidate(b) for b in found])
+    raise TargetNotFoundError(missing)
