@@ -169,3 +169,25 @@ def test_a_config_file_the_parser_cannot_take_is_a_clear_error(
     assert run(["config"]) == 1
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+# '?' is left out: DuckDB itself cannot write an index under such a folder (its WAL path breaks there).
+@pytest.mark.parametrize("name", ["C# docs", "50%25 done", "a#b%d"])
+def test_a_project_folder_with_uri_characters_is_answered_in_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    from flows.entry import fast_query_id
+    from udm.index import UdmIndex
+
+    project = tmp_path / name
+    (project / "docs" / "udm").mkdir(parents=True)
+    (project / "docs" / "udm" / "a.md").write_text("# A\n\n## COMP-042 The part\n\nText.\n", encoding="utf-8")
+    monkeypatch.chdir(project)
+    UdmIndex(load_settings(project)).refresh()
+    capsys.readouterr()
+    # Before: the lookup's path went into a SQLite URI as it was, so '#' cut it short: the fast path
+    # opened (creating, read-write) a file named by the folder's prefix beside the project, and '%25'
+    # named another folder ("50% done"); it never answered here.
+    assert fast_query_id(["query", "id", "COMP-042"]) == 0
+    assert "COMP-042\ta.md:3" in capsys.readouterr().out
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]

@@ -203,7 +203,9 @@ def lookup_definitions(
     if not os.path.exists(path):
         return None
     try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=2)
+        # In a URI, '?' and '#' end the path and '%' escapes: "C# docs/state" opened (and created) "C".
+        quoted = path.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+        con = sqlite3.connect(f"file:{quoted}?mode=ro", uri=True, timeout=2)
     except sqlite3.Error:
         return None
     try:
