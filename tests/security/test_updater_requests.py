@@ -234,3 +234,43 @@ def test_the_review_artifact_names_an_override_destructive(settings: Settings) -
     # Before: "moderate" on the page the reviewer reads, while the review asked at the destructive level.
     assert "**destructive**" in diff_markdown(plan, patch)
     assert "moderate" in diff_markdown(plan, parse_patch({k: v for k, v in doc.items() if k != "override"}))
+
+
+def test_the_terminal_prompt_shows_escape_sequences_instead_of_running_them(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+    import json
+    import sys
+
+    from flows.cli import run
+
+    monkeypatch.chdir(workspace)
+    # A patch written by an agent: its description erases the line above and draws a harmless one,
+    # its content clears the screen; the real operation rewrites a timeout.
+    erase = "\x1b[1A\x1b[2K\r"
+    patch = {
+        "id": "looks-harmless",
+        "description": f"fix a typo{erase}  - replace_text 06-config.md typo",
+        "operations": [
+            {"op": "replace_text", "file": "06-config.md", "old": "timeout: 10", "new": "timeout: 99999"},
+            {
+                "op": "append_to_section",
+                "file": "00-index.md",
+                "section": "Lumen Unified Development Manual",
+                "content": "\x1b[2J\x1b[H\u202eok",
+            },
+        ],
+    }
+    path = workspace / "p.json"
+    path.write_text(json.dumps(patch), encoding="utf-8")
+    before = (workspace / "docs" / "udm" / "06-config.md").read_bytes()
+    monkeypatch.setattr(sys, "stdin", io.StringIO("n\n"))
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
+    assert run(["patch", "apply", str(path)]) == 1
+    err = capsys.readouterr().err
+    # Before: the escape sequences reached the terminal as they were.
+    assert "\x1b" not in err and "\u202e" not in err and "\r" not in err.replace("\r\n", "")
+    assert "\\x1b[1A\\x1b[2K\\r" in err and "+\\x1b" in err and "\\u202eok" in err
+    assert "replace_text 06-config.md" in err and "+  timeout: 99999" in err
+    assert (workspace / "docs" / "udm" / "06-config.md").read_bytes() == before
