@@ -18,7 +18,15 @@ from typing import Any
 import typer
 
 from flows.cli import emit_json, fail, settings
-from tasks.base import ApprovalRequest, Approver, ToolContext, always_approve, call_tool, cli_approver
+from tasks.base import (
+    ApprovalRequest,
+    Approver,
+    ToolContext,
+    always_approve,
+    call_tool,
+    cli_approver,
+    plans_only,
+)
 from udm.errors import UdmError
 from udm.patch import (
     Override,
@@ -166,7 +174,8 @@ def apply(
 ) -> None:
     """Apply a patch as one transaction (all files or none), directly, without Prefect."""
     patch = _with_override(_load(file), override_by, override_reason)
-    plan, ok = _call({"patch": _document(patch), "dry_run": True}, cli_approver(yes))
+    # The plan is shown under the commit's question, so it is not asked about on its own (ask_always).
+    plan, ok = _call({"patch": _document(patch), "dry_run": True}, plans_only)
     if not ok:
         _print_result(plan, as_json)
         raise typer.Exit(1)
@@ -284,7 +293,8 @@ def fmt_cmd(
 ) -> None:
     """Reformat whole Markdown files with mdformat (GFM), as one revertible transaction."""
     raw: dict[str, Any] = {"format_paths": list(paths or [])}
-    plan, ok = _call({**raw, "dry_run": True}, cli_approver(yes))
+    # `fmt` shows its plan under the commit's question; `fmt --check` is a dry run asked on its own.
+    plan, ok = _call({**raw, "dry_run": True}, cli_approver(yes) if check_only else plans_only)
     if check_only or not ok:
         _print_result(plan, as_json)
         raise typer.Exit(1 if (plan.files or not ok) else 0)

@@ -35,7 +35,6 @@ from flows.run_settings import SettingsParameter, run_policy
 from flows.states import state_result
 from flows.update_artifacts import artifact_key, artifact_link, plain, publish_plan
 from tasks.base import (
-    ApprovalRequest,
     ApprovalUnavailableError,
     Approver,
     Permission,
@@ -45,6 +44,7 @@ from tasks.base import (
     call_tool,
     input_digest,
     needs_approval,
+    plans_only,
     process_policy,
 )
 from tasks.udm_updater import UdmUpdaterInput, UdmUpdaterOutput, UdmUpdaterTool
@@ -148,19 +148,13 @@ def _commit_input(planned: Patch) -> dict[str, Any]:
     return {"patch": planned.model_dump(mode="json", exclude_unset=True)}
 
 
-def _plans_only(request: ApprovalRequest) -> bool:
-    """The flow's approver: a plan changes nothing and is what the review shows, so a safe call (a dry
-    run) goes ahead under ask_always too; anything else waits for the review (`ToolContext.review`)."""
-    return request.permission == Permission.SAFE
-
-
 def _call_updater(
     raw: dict[str, Any], settings: Settings, patch: Patch, review: Review | None
 ) -> PatchResult:
     """One udmUpdaterTool call through the tool contract; the engine's report, or an error report
     saying why the call was refused before the engine ran."""
     result = call_tool(
-        UdmUpdaterTool(), raw, ToolContext(settings=settings, approver=_plans_only, review=review)
+        UdmUpdaterTool(), raw, ToolContext(settings=settings, approver=plans_only, review=review)
     )
     out = result.output
     if isinstance(out, UdmUpdaterOutput) and out.report is not None:

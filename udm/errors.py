@@ -48,7 +48,7 @@ UdmError
 │   │   └── ActionError [tasks.browser.actions]  a browser action's failure
 │   ├── TransientToolError [tasks.failures]  worth retrying; carries the error Output for the last try
 │   ├── ToolFailedError [tasks.prefect_task]  a tool task's call that failed for good (fails the run)
-│   ├── ApprovalUnavailableError [tasks.base]  approval needed and nobody to ask
+│   ├── ApprovalUnavailableError [tasks.approval]  approval needed and nobody to ask
 │   ├── LLMError [tasks.llm_synth]  the LLM endpoint gave no usable answer
 │   ├── PipelineCheckError [tasks.pipeline_spec]  a pipeline spec that cannot run (also a ValueError)
 │   └── ExpressionError [tasks.pipeline_expr]  a pipeline expression that cannot be parsed (also a ValueError)

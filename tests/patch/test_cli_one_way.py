@@ -114,6 +114,22 @@ def test_ask_always_asks_for_the_plan_too(
     assert _updater_lines(here)[-1]["decision"] == "approved"
 
 
+def test_ask_always_asks_apply_once_with_the_plan_under_the_question(
+    here: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`patch apply` shows its plan under the commit's question: one prompt, not one per call."""
+    monkeypatch.setenv("UDM_APPROVAL_POLICY", "ask_always")
+    monkeypatch.setattr(sys, "stdin", io.StringIO("y\n"))
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
+    assert run(["patch", "apply", str(SAMPLE)]) == 0
+    err = capsys.readouterr().err
+    assert err.count("Approve? [y/N]") == 1
+    assert "[udmUpdaterTool: moderate]" in err
+    plan, commit = _updater_lines(here)[-2:]
+    assert (plan["permission"], plan["decision"]) == ("safe", "approved")
+    assert (commit["permission"], commit["decision"]) == ("moderate", "approved")
+
+
 def test_a_revert_is_asked_with_what_it_undoes(
     here: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
