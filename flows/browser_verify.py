@@ -23,7 +23,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows.run_settings import check_run_folders, flow_settings
+from flows.run_settings import check_destructive, check_run_folders, flow_settings
 from flows.runners import on_dask_workers
 from tasks.base import run_coroutine
 from tasks.browser.session import MANAGER
@@ -244,6 +244,7 @@ def browser_verification_flow(
     UDM-update steps, always waiting for a reviewer's approval (at most `review_timeout_s`).
     """
     settings = _flow_settings(root, state_dir, specs, browser_concurrency=concurrency)
+    check_destructive(settings, allow_destructive)
     checks, problems = gather_checks(
         settings, [Path(s) for s in specs or []], inline=inline, only=only or (), refs=refs or ()
     )

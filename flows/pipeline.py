@@ -27,7 +27,7 @@ from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
 import wiring
-from flows.run_settings import check_scope, flow_settings, run_changed_parameters, run_policy
+from flows.run_settings import check_run_file, check_scope, flow_settings, run_changed_parameters, run_policy
 from flows.states import state_result
 from tasks.base import (
     ApprovalRequest,
@@ -392,6 +392,8 @@ def pipeline_flow(
     )
     overrides = {k: v for k, v in {"root": root, "state_dir": state_dir}.items() if v}
     settings = flow_settings(project, overrides)
+    if isinstance(source, Path):
+        check_run_file("spec", source)
     compiled = compile_pipeline(load_spec(source), flow_catalog(), params)
     results = run_pipeline(compiled, params, _context(settings, approve, approval_timeout_s))
     if artifact:

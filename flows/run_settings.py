@@ -16,7 +16,10 @@ the flow may reach; a run may only ask for less:
 - a fetch allow-list that is a subset of the process's, robots.txt honoured when the process honours
   it, and the process's own search, Context7 and LLM endpoints (a run pointing them elsewhere would
   send requests, and API keys, where it likes) (`check_narrowing`);
-- folders inside the process's own (`check_scope`).
+- folders inside the process's own (`check_scope`), and a pipeline spec file inside its project
+  (`check_run_file`);
+- destructive browser steps in verification only where the process's own policy would run them
+  without asking (`check_destructive`).
 
 In-process callers that hold the Settings (`tasks.base.process_policy`) are the side running the flow
 and are not checked.
@@ -34,14 +37,23 @@ from uuid import UUID
 from prefect import get_client
 from prefect.context import FlowRunContext
 
-from tasks.base import caller_holds_settings, effective_policy, own_settings, stricter
+from tasks.base import (
+    Permission,
+    caller_holds_settings,
+    effective_policy,
+    needs_approval,
+    own_settings,
+    stricter,
+)
 from udm.config import ApprovalPolicy, Settings, load_settings
 from udm.errors import ConfigError
 
 __all__ = [
     "PROCESS_ONLY",
     "SettingsParameter",
+    "check_destructive",
     "check_narrowing",
+    "check_run_file",
     "check_run_folders",
     "check_scope",
     "flow_settings",
@@ -49,6 +61,7 @@ __all__ = [
     "refuse_run_settings",
     "run_changed_parameters",
     "run_policy",
+    "triggered_parameters",
 ]
 
 # Where requests go and where secrets come from: the process's values, never a run's.
@@ -213,6 +226,44 @@ def _subflow_of_worker_run() -> bool:
     )
 
 
+def triggered_parameters(given: Mapping[str, Any]) -> list[str]:
+    """Those of the `given` parameters a trigger chose: in a deployment run, the ones it set differently
+    from its deployment; in a subflow of a run a worker started (a pipeline step), any that is set;
+    none for in-process callers that hold the Settings."""
+    if caller_holds_settings():
+        return []
+    names = tuple(given)
+    return [n for n in names if given[n]] if _subflow_of_worker_run() else run_changed_parameters(names)
+
+
+def check_run_file(name: str, path: str | Path) -> None:
+    """ConfigError when a trigger chose the parameter `name`, a file to read, outside the project of the
+    process running the flow (by real path, symlinks followed): a pipeline spec's YAML error quotes the
+    file's lines, so any file of the worker could be read through it."""
+    if not triggered_parameters({name: str(path)}):
+        return
+    project = Path(os.path.realpath(own_settings().project_root))
+    if not Path(os.path.realpath(path)).is_relative_to(project):
+        raise ConfigError(
+            f"a run may not set {name} to a file outside the project of the process running it "
+            f"({path}): name a file inside {project}, or pass the spec itself"
+        )
+
+
+def check_destructive(settings: Settings, allow_destructive: bool) -> None:
+    """ConfigError when a trigger turned `allow_destructive` on for a run whose process would ask before
+    a destructive call (its approval policy, `run_policy`): verification runs such browser steps
+    without asking, so only the deployment, or a process running them unasked anyway, may allow them."""
+    if not allow_destructive or not triggered_parameters({"allow_destructive": allow_destructive}):
+        return
+    policy = run_policy(settings)
+    if needs_approval(policy, Permission.DESTRUCTIVE):
+        raise ConfigError(
+            "a run may not set allow_destructive: the process running it asks before destructive "
+            f"steps (approval policy {policy.value}); allow them in the deployment's parameters"
+        )
+
+
 def check_run_folders(settings: Settings, given: Mapping[str, Any], files_param: str | None = None) -> None:
     """ConfigError when folders, or the files listed by the parameter `files_param`, that a trigger
     chose (the `given` parameters it changed in a deployment run, or any given in a subflow of a run a
@@ -223,10 +274,7 @@ def check_run_folders(settings: Settings, given: Mapping[str, Any], files_param:
     index): `root: /` would run and record another folder's checks, `state_dir` would write the
     index and records anywhere, and `specs` would read any file of the worker (a YAML error quotes it).
     """
-    if caller_holds_settings():
-        return
-    names = tuple(given)
-    changed = [n for n in names if given[n]] if _subflow_of_worker_run() else run_changed_parameters(names)
+    changed = triggered_parameters(given)
     if not changed:
         return
     own = own_settings()

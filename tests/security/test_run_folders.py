@@ -44,8 +44,9 @@ def test_a_root_through_a_symlink_in_the_manual_is_wider(tmp_path: Path) -> None
         check_scope(allowed, own, ["settings_overrides"])
 
 
-def _worker_run(deployment: str, parameters: dict[str, Any]) -> tuple[Any, bytes]:
-    """Run one flow run of `deployment` as a process worker would (`python -m prefect.engine`)."""
+def _worker_run(deployment: str, parameters: dict[str, Any], cwd: Path = REPO) -> tuple[Any, bytes]:
+    """Run one flow run of `deployment` as a process worker would (`python -m prefect.engine`), in the
+    worker's working directory `cwd` (its project: its own settings are read there)."""
     from prefect import get_client
     from prefect.deployments import run_deployment
     from prefect.settings import PREFECT_API_URL
@@ -55,9 +56,10 @@ def _worker_run(deployment: str, parameters: dict[str, Any]) -> tuple[Any, bytes
         **os.environ,
         "PREFECT_API_URL": str(PREFECT_API_URL.value()),
         "PREFECT__FLOW_RUN_ID": str(flow_run.id),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
     }
     proc = subprocess.run(
-        [sys.executable, "-m", "prefect.engine"], cwd=REPO, env=env, capture_output=True, timeout=180
+        [sys.executable, "-m", "prefect.engine"], cwd=cwd, env=env, capture_output=True, timeout=180
     )
     with get_client(sync_client=True) as client:
         deadline = time.monotonic() + 30
