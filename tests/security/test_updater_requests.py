@@ -132,12 +132,16 @@ def test_format_paths_outside_the_manual_are_refused(
 
 
 def test_a_reformat_of_the_whole_manual_never_touches_state_or_git(hostile: Settings) -> None:
-    before = _snapshot(hostile.udm_root / ".git"), _snapshot(hostile.state_path / "patches")
+    state_page = hostile.state_path / "patches" / "notes.md"
+    before = _snapshot(hostile.udm_root / ".git"), state_page.read_bytes()
     res = _call(hostile, {"format_paths": []})
     data = res.envelope.data
-    # Refused as a whole (the walk meets .git/notes.md and the state folder's file), never written.
-    assert data is not None and data["status"] == "ERROR_INVALID_UPDATE" and not data["committed"]
-    assert (_snapshot(hostile.udm_root / ".git"), _snapshot(hostile.state_path / "patches")) == before
+    # The walk leaves .git and the state folder out, as the index does: the manual is formatted, they
+    # are never written (it was once refused as a whole).
+    assert data is not None and data["status"] == "SUCCESS" and data["committed"], data
+    assert not any(f["path"].startswith((".git", "state-inside")) for f in data["files_changed"]), data
+    # The state folder gains the reformat's record; its Markdown file stays as it was.
+    assert (_snapshot(hostile.udm_root / ".git"), state_page.read_bytes()) == before
 
 
 def _planted(settings: Settings) -> None:

@@ -102,7 +102,8 @@ class _Op(BaseModel):
     expect: str | None = Field(
         default=None,
         description="Precondition: sha256 of the target (section, block, matched lines or file) as it was "
-        "when the patch was planned; filled in by planning, checked again at commit.",
+        "when the patch was planned (for move_section and rename_file, of the target and its destination "
+        "together); filled in by planning, checked again at commit.",
     )
     rationale: str | None = Field(default=None, description="Why this change is made (kept in the record).")
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import posixpath
 import secrets
 from datetime import UTC, datetime
+from pathlib import Path
 
 from udm.config import Settings
 from udm.errors import PatchError, UdmError
+from udm.index import scan_markdown
 from udm.patch.results import PatchResult, file_results, result_for_error
 from udm.patch.store import new_record, record_path
 from udm.patch.transaction import write_lock
@@ -28,7 +32,10 @@ def format_files(settings: Settings, paths: list[str] | None = None, *, dry_run:
         with write_lock(settings.state_path, settings.lock_timeout_s):
             recovered = recover_interrupted(settings)
             ws = manual_workspace(settings)
-            targets = _markdown_files(ws, paths or ["."])
+            # Left out of folder walks in both spellings: a walk from a folder's real path sees real paths.
+            skip = settings.protected_paths()
+            skip += [Path(os.path.realpath(p)) for p in skip]
+            targets = _markdown_files(ws, paths or ["."], skip)
             for rel in targets:
                 # Formatted in edit form, so a byte-order mark and CRLF line ends come back as they were.
                 ws.put(rel, mdformat.text(ws.text(rel), extensions={"gfm", "frontmatter"}))
@@ -57,23 +64,22 @@ def format_files(settings: Settings, paths: list[str] | None = None, *, dry_run:
         return result_for_error(patch_id, "mdformat", False, exc, [], recovered)
 
 
-def _markdown_files(ws: Workspace, paths: list[str]) -> list[str]:
-    """The Markdown files the given files and folders name (folders walked, hidden files and links skipped)."""
+def _markdown_files(ws: Workspace, paths: list[str], skip: list[Path]) -> list[str]:
+    """The Markdown files the given files and folders name: folders walked as the index walks the
+    manual (hidden files and folders such as `.git`, links out of the root and the `skip` folders, the
+    engine's state, left out)."""
     root = ws.root
     targets: list[str] = []
     not_markdown: list[str] = []
     for given in paths:
-        rel = "." if given in ("", ".") else given
-        real = root if rel == "." else ws.real_path(rel)
+        # Spelled as the file tool reads it: './', 'docs/..' and ' . ' all name the root itself.
+        text = given.replace("\\", "/").strip()
+        rel = posixpath.normpath(text) if text else "."
+        real = root if rel == "." else ws.real_path(given)
         if real.is_dir():
-            targets += sorted(
-                p.relative_to(root).as_posix()
-                for p in real.rglob("*")
-                if p.name.lower().endswith(MARKDOWN_SUFFIXES)
-                and p.is_file()
-                and not p.is_symlink()
-                and not p.name.startswith(".")
-            )
+            under = real.relative_to(root).as_posix()
+            found = scan_markdown(real, skip, suffixes=MARKDOWN_SUFFIXES)
+            targets += sorted(posixpath.normpath(f"{under}/{name}") for name in found)
         elif real.name.lower().endswith(MARKDOWN_SUFFIXES):
             targets.append(real.relative_to(root).as_posix())
         else:

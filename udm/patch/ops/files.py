@@ -5,7 +5,7 @@ from __future__ import annotations
 from udm.errors import PatchError
 from udm.patch import format as P
 from udm.patch.ops.fragments import check_closed
-from udm.patch.ops.targets import ExpectCheck
+from udm.patch.ops.targets import ExpectCheck, joint_hash
 from udm.patch.splice import format_markdown_fragment, sha256_text
 from udm.patch.workspace import MARKDOWN_SUFFIXES, Workspace, check_relpath
 
@@ -43,12 +43,19 @@ def delete_file(ws: Workspace, op: P.DeleteFile, expect_check: ExpectCheck) -> s
 
 
 def rename_file(ws: Workspace, op: P.RenameFile, expect_check: ExpectCheck) -> str:
-    """Move a file to a new path that does not exist."""
-    rel, text = _existing(ws, op.file, expect_check)
+    """Move a file to a new path that does not exist (its precondition: the file and its destination's
+    absence, so a destination made between plan and commit is a conflict)."""
+    rel = check_relpath(op.file)
+    text = ws.require(rel)
     dest = check_relpath(op.to)
+    there = ws.read(dest) if dest != rel else text
+    expect_check(
+        joint_hash(sha256_text(text), None if there is None else sha256_text(there)),
+        f"file or its destination {dest}",
+    )
     if dest == rel:
         raise PatchError(f"rename_file: {rel} and its destination are the same")
-    if ws.read(dest) is not None:
+    if there is not None:
         raise PatchError(f"cannot rename {rel} to {dest}: {dest} exists")
     ws.write(dest, text)
     ws.write(rel, None)

@@ -20,7 +20,7 @@ from udm.patch.ops.fragments import (
     refuse_swallowing,
     relevel,
 )
-from udm.patch.ops.targets import ExpectCheck, find_section_hinted, hash_section, markdown_doc
+from udm.patch.ops.targets import ExpectCheck, find_section_hinted, hash_section, joint_hash, markdown_doc
 from udm.patch.splice import ensure_newline, split_lines
 from udm.patch.workspace import Workspace
 
@@ -148,11 +148,19 @@ def rename_heading(ws: Workspace, doc: Document, sec: Section, op: P.RenameHeadi
     return lines
 
 
-@_section_operation
-def move_section(ws: Workspace, doc: Document, sec: Section, op: P.MoveSection) -> list[str]:
-    """Move the section (with its subsections) before or after another, optionally to a new level."""
-    lines = list(doc.lines)
+def move_section(ws: Workspace, op: P.MoveSection, expect: ExpectCheck) -> str:
+    """Move the section (with its subsections) before or after another, optionally to a new level.
+
+    Its precondition covers the destination section too: a commit after the destination changed
+    would put the section somewhere other than the plan showed."""
+    doc = markdown_doc(ws, op.file)
+    sec = find_section_hinted(doc, op.section)
     dest_probe = find_section_hinted(doc, op.to)
+    expect(
+        joint_hash(hash_section(doc, sec), hash_section(doc, dest_probe)),
+        f"section '{sec.path}' or its destination '{dest_probe.path}'",
+    )
+    lines = list(doc.lines)
     if sec.start <= dest_probe.start < sec.end:
         raise PatchError(f"cannot move section '{sec.path}' into itself ('{dest_probe.path}')")
     moved = "".join(lines[sec.start : last_content(lines, sec.start, sec.end)])
@@ -162,4 +170,5 @@ def move_section(ws: Workspace, doc: Document, sec: Section, op: P.MoveSection) 
     rest_doc = parse_document(rest, doc.path, ws.id_patterns)
     dest = find_section_hinted(rest_doc, op.to)
     at = dest.start if op.position == "before" else dest.end
-    return insert(list(rest_doc.lines), at, ensure_newline(moved))
+    ws.put(op.file, "".join(insert(list(rest_doc.lines), at, ensure_newline(moved))))
+    return f"section '{sec.path}' (line {sec.start + 1})"

@@ -16,6 +16,7 @@ __all__ = [
     "find_block_of_kind",
     "find_section_hinted",
     "hash_section",
+    "joint_hash",
     "markdown_doc",
     "replace_block_content",
 ]
@@ -38,6 +39,12 @@ def markdown_doc(ws: Workspace, rel: str) -> Document:
 def hash_section(doc: Document, sec: Section) -> str:
     """The precondition hash of a section: the hash of its text, subsections included."""
     return sha256_text(section_text(doc, sec))
+
+
+def joint_hash(*hashes: str | None) -> str:
+    """One precondition hash of several things an operation depends on (None: a file that does not exist),
+    so a change to any of them between plan and commit is a conflict, as a changed target is."""
+    return sha256_text("\n".join(h or "absent" for h in hashes))
 
 
 def _similar_sections(doc: Document, identifier: str) -> list[str]:
