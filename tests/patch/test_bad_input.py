@@ -16,7 +16,8 @@ from tasks.registry import get_tool
 from udm.config import Settings
 from udm.errors import PatchError
 from udm.patch import SerializationError, edit_text, load_patch
-from udm.patch.format import OPERATION_TYPES, Operation, loads_patch
+from udm.patch.format import OPERATION_TYPES, Operation
+from udm.patch.loading import loads_patch
 
 from .conftest import snapshot
 

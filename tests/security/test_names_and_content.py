@@ -27,7 +27,7 @@ from udm.config import Settings, load_settings
 from udm.errors import InvalidPathError, PatchError
 from udm.guard import PathGuard
 from udm.patch import apply_patch, parse_patch
-from udm.patch.format import loads_patch
+from udm.patch.loading import loads_patch
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -31,7 +31,7 @@ from udm.datalimits import DataLimitError, DataLimits, check_json, check_text, c
 from udm.errors import PatchError
 from udm.index import UdmQuery, lint
 from udm.patch import edit_text, get_value
-from udm.patch.format import loads_patch
+from udm.patch.loading import loads_patch
 
 REPO = Path(__file__).resolve().parents[2]
 LIMIT = 100  # the default of data_max_depth

@@ -16,9 +16,10 @@ if TYPE_CHECKING:
     from udm.patch.format import OperationType as OperationType
     from udm.patch.format import Override as Override
     from udm.patch.format import Patch as Patch
-    from udm.patch.format import load_patch as load_patch
-    from udm.patch.format import parse_patch as parse_patch
     from udm.patch.format import patch_json_schema as patch_json_schema
+    from udm.patch.loading import load_patch as load_patch
+    from udm.patch.loading import loads_patch as loads_patch
+    from udm.patch.loading import parse_patch as parse_patch
     from udm.patch.reformat import format_files as format_files
     from udm.patch.results import FileResult as FileResult
     from udm.patch.results import OperationResult as OperationResult
@@ -49,9 +50,10 @@ _SURFACE = {
     "format_files": "reformat",
     "get_value": "structured",
     "list_records": "store",
-    "load_patch": "format",
+    "load_patch": "loading",
+    "loads_patch": "loading",
     "load_record": "store",
-    "parse_patch": "format",
+    "parse_patch": "loading",
     "patch_json_schema": "format",
     "recover_root": "writer",
     "revert_patch": "revert",
@@ -75,6 +77,7 @@ __all__ = [
     "list_records",
     "load_patch",
     "load_record",
+    "loads_patch",
     "parse_patch",
     "patch_json_schema",
     "recover_root",
