@@ -393,7 +393,7 @@ def pipeline_flow(
     overrides = {k: v for k, v in {"root": root, "state_dir": state_dir}.items() if v}
     settings = flow_settings(project, overrides)
     if isinstance(source, Path):
-        check_run_file("spec", source)
+        check_run_file("spec", source, settings, project)
     compiled = compile_pipeline(load_spec(source), flow_catalog(), params)
     results = run_pipeline(compiled, params, _context(settings, approve, approval_timeout_s))
     if artifact:

@@ -236,17 +236,23 @@ def triggered_parameters(given: Mapping[str, Any]) -> list[str]:
     return [n for n in names if given[n]] if _subflow_of_worker_run() else run_changed_parameters(names)
 
 
-def check_run_file(name: str, path: str | Path) -> None:
-    """ConfigError when a trigger chose the parameter `name`, a file to read, outside the project of the
-    process running the flow (by real path, symlinks followed): a pipeline spec's YAML error quotes the
-    file's lines, so any file of the worker could be read through it."""
+def check_run_file(name: str, path: str | Path, settings: Settings, project: str | None) -> None:
+    """ConfigError when a trigger chose the parameter `name`, a file to read, outside the projects the
+    run may read (by real path, symlinks followed): the process's own project, and the run's `project`
+    when the deployment (not the trigger) set it. A pipeline spec's YAML error quotes the file's lines,
+    so any file of the worker could be read through it."""
     if not triggered_parameters({name: str(path)}):
         return
-    project = Path(os.path.realpath(own_settings().project_root))
-    if not Path(os.path.realpath(path)).is_relative_to(project):
+    bases = [own_settings().project_root]
+    if not triggered_parameters({"project": project}):
+        bases.append(settings.project_root)
+    real = Path(os.path.realpath(path))
+    allowed = [Path(os.path.realpath(b)) for b in bases]
+    if not any(real.is_relative_to(b) for b in allowed):
         raise ConfigError(
             f"a run may not set {name} to a file outside the project of the process running it "
-            f"({path}): name a file inside {project}, or pass the spec itself"
+            f"({path}): name a file inside {' or '.join(str(b) for b in dict.fromkeys(allowed))}, "
+            "or pass the spec itself"
         )
 
 

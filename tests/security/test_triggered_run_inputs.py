@@ -39,9 +39,12 @@ def test_a_triggered_pipeline_reads_spec_files_only_inside_the_project(
     link = settings.project_root / "pipelines" / "linked.yaml"
     link.parent.mkdir(exist_ok=True)
     link.symlink_to(creds)
-    for spec in (str(creds), str(link)):
+    # The trigger may not widen what it may read by naming the file's folder as the run's project too.
+    widened = {"project": str(creds.parent)}
+    for spec, extra in ((str(creds), {}), (str(link), {}), (str(creds), widened)):
         # Before: Failed with "not valid YAML: ... token: SECRET-7f3a ..." quoting the worker's file.
-        state, out = _worker_run("udm-pipeline/spec-file-test", {"spec": spec, "artifact": False}, project)
+        given = {"spec": spec, "artifact": False, **extra}
+        state, out = _worker_run("udm-pipeline/spec-file-test", given, project)
         assert state.type.value == "FAILED", (state, out[-2000:])
         assert "a run may not set spec" in (state.message or ""), state.message
         assert b"SECRET-7f3a" not in out and "SECRET-7f3a" not in (state.message or "")
