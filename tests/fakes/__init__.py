@@ -14,6 +14,9 @@
   types, bot challenges, login walls, legacy encodings) plus a trap host on 127.0.0.2.
 - `static_site`: the browser tools' site (forms, tables, late content, tabs, downloads, images, a
   hanging image, coloured boxes for screenshot comparison).
+- `process_worker`: a Prefect process worker played in the test: `process_pool()`, and a flow run
+  executed as the worker starts it (`python -m prefect.engine` in its folder, with its merged env job
+  variables) and read back once final (`run_as_worker`, `trigger_as_worker`).
 
 Handlers that one test alone needs (a gzip bomb, a keep-alive counter, a redirect to a malformed URL)
 stay in that test, served through `loopback`.

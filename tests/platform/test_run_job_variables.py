@@ -3,41 +3,24 @@ setting the run (not its deployment) sets ends the run Failed "Invalid", naming 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.fakes.process_worker import REPO, process_pool, run_as_worker
 from udm.config import Settings
 
 pytestmark = [pytest.mark.prefect, pytest.mark.timeout(300)]
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def test_a_run_level_env_job_variable_cannot_change_the_deployments_settings(
     prefect_server: None, settings: Settings
 ) -> None:
-    from prefect import get_client
-    from prefect.client.schemas.actions import WorkPoolCreate
     from prefect.deployments import run_deployment
-    from prefect.settings import PREFECT_API_URL
-    from prefect.workers.process import ProcessWorker
 
     from flows.udm_update import udm_update_flow
 
-    with get_client(sync_client=True) as client:
-        client.create_work_pool(
-            WorkPoolCreate(
-                name="env-pool",
-                type="process",
-                base_job_template=ProcessWorker.get_default_base_job_template(),
-            ),
-            overwrite=True,
-        )
+    process_pool()
     deployment_env = {"UDM_APPROVAL_POLICY": "smart_auto", "UDM_GIT_COMMIT": "true"}
     udm_update_flow.to_deployment(name="env-test", job_variables={"env": deployment_env}).apply(
         work_pool_name="env-pool"
@@ -61,23 +44,8 @@ def test_a_run_level_env_job_variable_cannot_change_the_deployments_settings(
         timeout=0,
     )
     # The environment a process worker builds: the deployment's and the run's env job variables merged.
-    env = {
-        **os.environ,
-        **deployment_env,
-        **run_env,
-        "PREFECT_API_URL": str(PREFECT_API_URL.value()),
-        "PREFECT__FLOW_RUN_ID": str(flow_run.id),
-    }
-    proc = subprocess.run(
-        [sys.executable, "-m", "prefect.engine"], cwd=REPO, env=env, capture_output=True, timeout=120
-    )
-    with get_client(sync_client=True) as client:
-        deadline = time.monotonic() + 30
-        state = client.read_flow_run(flow_run.id).state
-        while not state.is_final() and time.monotonic() < deadline:
-            time.sleep(0.5)
-            state = client.read_flow_run(flow_run.id).state
-    assert (state.type.value, state.name) == ("FAILED", "Invalid"), (state, proc.stdout[-2000:])
+    state, out = run_as_worker(flow_run.id, REPO, {**deployment_env, **run_env}, timeout=120)
+    assert (state.type.value, state.name) == ("FAILED", "Invalid"), (state, out[-2000:])
     message = state.message or ""
     assert "UDM_ALLOWED_DIRS" in message and "UDM_GIT_COMMIT" in message, message
     assert (settings.udm_root / "06-config.md").read_bytes() == before
@@ -88,11 +56,7 @@ def test_a_triggered_pipeline_run_cannot_move_the_manual_root(
 ) -> None:
     """`root`/`project`/`state_dir` of a pipeline deployment are its own: a run pointing `root` at `/`
     would let an unreviewed (safe) readFile step read any file of the worker."""
-    from prefect import get_client
-    from prefect.client.schemas.actions import WorkPoolCreate
     from prefect.deployments import run_deployment
-    from prefect.settings import PREFECT_API_URL
-    from prefect.workers.process import ProcessWorker
 
     from flows.pipeline import pipeline_flow
 
@@ -105,15 +69,7 @@ def test_a_triggered_pipeline_run_cannot_move_the_manual_root(
             "read": {"tool": "fileSystemAccessTool", "input": {"action": "readFile", "filePath": str(secret)}}
         },
     }
-    with get_client(sync_client=True) as client:
-        client.create_work_pool(
-            WorkPoolCreate(
-                name="env-pool",
-                type="process",
-                base_job_template=ProcessWorker.get_default_base_job_template(),
-            ),
-            overwrite=True,
-        )
+    process_pool()
     pipeline_flow.to_deployment(
         name="paths-test", parameters={"root": str(settings.udm_root), "state_dir": str(settings.state_path)}
     ).apply(work_pool_name="env-pool")
@@ -122,16 +78,7 @@ def test_a_triggered_pipeline_run_cannot_move_the_manual_root(
         parameters={"spec": spec, "root": "/", "artifact": False},
         timeout=0,
     )
-    env = {
-        **os.environ,
-        "PREFECT_API_URL": str(PREFECT_API_URL.value()),
-        "PREFECT__FLOW_RUN_ID": str(flow_run.id),
-    }
-    proc = subprocess.run(
-        [sys.executable, "-m", "prefect.engine"], cwd=REPO, env=env, capture_output=True, timeout=120
-    )
-    with get_client(sync_client=True) as client:
-        state = client.read_flow_run(flow_run.id).state
-    assert state.type.value == "FAILED", (state, proc.stdout[-2000:])
+    state, out = run_as_worker(flow_run.id, REPO, timeout=120)
+    assert state.type.value == "FAILED", (state, out[-2000:])
     assert "a run may not set root" in (state.message or ""), state.message
-    assert b"worker secret" not in proc.stdout + proc.stderr
+    assert b"worker secret" not in out

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from tests.fakes.process_worker import REPO, process_pool, run_as_worker
+
 pytestmark = pytest.mark.prefect
 
 
@@ -52,7 +54,6 @@ def test_settings_overrides_cannot_widen_the_fetch_allow_list(
     assert server.type.value == "COMPLETED", server.message
 
 
-REPO = Path(__file__).resolve().parents[2]
 # What a trigger asks the research run to read: a file of the worker outside every folder it allows.
 _QUESTION = "Where does the worker keep its secret token?"
 
@@ -68,39 +69,16 @@ def _run_as_worker(flow: Any, deployment: str, own: dict[str, Any], parameters: 
     """Deploy `flow` (with `own` parameters) to a process pool, trigger it with `parameters`, run it as
     the process worker would (`prefect.engine` in the repository, PREFECT__FLOW_RUN_ID set); (final
     state, every artifact of the run and of its subflows, the engine's output)."""
-    import os
-    import subprocess
-    import sys
-
     from prefect import get_client
-    from prefect.client.schemas.actions import WorkPoolCreate
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, FlowRunFilter
     from prefect.client.schemas.filters import FlowRunFilterParentFlowRunId as Parent
     from prefect.deployments import run_deployment
-    from prefect.settings import PREFECT_API_URL
-    from prefect.workers.process import ProcessWorker
 
-    with get_client(sync_client=True) as client:
-        client.create_work_pool(
-            WorkPoolCreate(
-                name="env-pool",
-                type="process",
-                base_job_template=ProcessWorker.get_default_base_job_template(),
-            ),
-            overwrite=True,
-        )
+    process_pool()
     flow.to_deployment(name=deployment, parameters=own).apply(work_pool_name="env-pool")
     flow_run = run_deployment(f"{flow.name}/{deployment}", parameters=parameters, timeout=0)
-    env = {
-        **os.environ,
-        "PREFECT_API_URL": str(PREFECT_API_URL.value()),
-        "PREFECT__FLOW_RUN_ID": str(flow_run.id),
-    }
-    proc = subprocess.run(
-        [sys.executable, "-m", "prefect.engine"], cwd=REPO, env=env, capture_output=True, timeout=120
-    )
+    state, output = run_as_worker(flow_run.id, REPO, timeout=120)
     with get_client(sync_client=True) as client:
-        state = client.read_flow_run(flow_run.id).state
         children = client.read_flow_runs(
             flow_run_filter=FlowRunFilter(parent_flow_run_id=Parent(any_=[flow_run.id]))
         )
@@ -108,7 +86,7 @@ def _run_as_worker(flow: Any, deployment: str, own: dict[str, Any], parameters: 
         artifacts = client.read_artifacts(
             artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=runs))
         )
-    return state, artifacts, proc.stdout[-2000:]
+    return state, artifacts, output[-2000:]
 
 
 @pytest.mark.timeout(300)

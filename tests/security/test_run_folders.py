@@ -11,16 +11,12 @@ quotes the line). Each case asserts the run is refused naming the parameter, and
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from flows.run_settings import check_scope
+from tests.fakes.process_worker import process_pool, trigger_as_worker
 from udm.config import Settings, load_settings
 from udm.errors import ConfigError
 
@@ -44,48 +40,6 @@ def test_a_root_through_a_symlink_in_the_manual_is_wider(tmp_path: Path) -> None
         check_scope(allowed, own, ["settings_overrides"])
 
 
-def _worker_run(deployment: str, parameters: dict[str, Any], cwd: Path = REPO) -> tuple[Any, bytes]:
-    """Run one flow run of `deployment` as a process worker would (`python -m prefect.engine`), in the
-    worker's working directory `cwd` (its project: its own settings are read there)."""
-    from prefect import get_client
-    from prefect.deployments import run_deployment
-    from prefect.settings import PREFECT_API_URL
-
-    flow_run = run_deployment(deployment, parameters=parameters, timeout=0)
-    env = {
-        **os.environ,
-        "PREFECT_API_URL": str(PREFECT_API_URL.value()),
-        "PREFECT__FLOW_RUN_ID": str(flow_run.id),
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-    }
-    proc = subprocess.run(
-        [sys.executable, "-m", "prefect.engine"], cwd=cwd, env=env, capture_output=True, timeout=180
-    )
-    with get_client(sync_client=True) as client:
-        deadline = time.monotonic() + 30
-        state = client.read_flow_run(flow_run.id).state
-        while not state.is_final() and time.monotonic() < deadline:
-            time.sleep(0.5)
-            state = client.read_flow_run(flow_run.id).state
-    return state, proc.stdout + proc.stderr
-
-
-def _pool() -> None:
-    from prefect import get_client
-    from prefect.client.schemas.actions import WorkPoolCreate
-    from prefect.workers.process import ProcessWorker
-
-    with get_client(sync_client=True) as client:
-        client.create_work_pool(
-            WorkPoolCreate(
-                name="env-pool",
-                type="process",
-                base_job_template=ProcessWorker.get_default_base_job_template(),
-            ),
-            overwrite=True,
-        )
-
-
 @pytest.fixture
 def outside(tmp_path: Path) -> Path:
     """A folder of the worker outside the process's folders, with a page holding a verify block."""
@@ -104,7 +58,7 @@ def test_a_triggered_verification_run_cannot_choose_its_folders_or_specs(
     from flows.browser_verify import browser_verification_flow
 
     monkeypatch.chdir(settings.project_root)  # the worker's own settings are this project's
-    _pool()
+    process_pool()
     browser_verification_flow.to_deployment(
         name="folders-test",
         parameters={
@@ -115,7 +69,7 @@ def test_a_triggered_verification_run_cannot_choose_its_folders_or_specs(
     ).apply(work_pool_name="env-pool")
     elsewhere_state = outside / "state"
     # Before: Completed, having indexed other-project/ into other-project/state/ (index, lookup).
-    state, out = _worker_run(
+    state, out = trigger_as_worker(
         "browser-verification/folders-test",
         {"root": str(outside), "state_dir": str(elsewhere_state), "artifacts": False},
     )
@@ -123,7 +77,7 @@ def test_a_triggered_verification_run_cannot_choose_its_folders_or_specs(
     assert "a run may not set root, state_dir" in (state.message or ""), state.message
     assert not elsewhere_state.exists()
     # Spec files a trigger names must lie in the process's folders: a YAML error quotes the file.
-    state, out = _worker_run(
+    state, out = trigger_as_worker(
         "browser-verification/folders-test", {"specs": [str(outside / "creds.yaml")], "artifacts": False}
     )
     assert state.type.value == "FAILED", (state, out[-2000:])
@@ -139,7 +93,7 @@ def test_a_pipeline_step_cannot_index_another_folder(
     from flows.pipeline import pipeline_flow
 
     monkeypatch.chdir(settings.project_root)
-    _pool()
+    process_pool()
     pipeline_flow.to_deployment(
         name="index-step-test",
         parameters={"root": str(settings.udm_root), "state_dir": str(settings.state_path)},
@@ -149,7 +103,7 @@ def test_a_pipeline_step_cannot_index_another_folder(
         "steps": {"idx": {"flow": "index", "input": {"root": str(outside), "full": True}}},
     }
     # Before: the step indexed other-project/ into the manual's own state (what the tools query).
-    state, out = _worker_run("udm-pipeline/index-step-test", {"spec": spec, "artifact": False})
+    state, out = trigger_as_worker("udm-pipeline/index-step-test", {"spec": spec, "artifact": False})
     assert state.type.value == "FAILED", (state, out[-2000:])
     assert "a run may not set root" in str(state.message) + out.decode(errors="replace"), state.message
     # Nothing indexed at all: the manual's state holds no index (the step was its only indexer).

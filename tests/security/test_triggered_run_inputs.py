@@ -4,7 +4,7 @@ Attacks whoever can trigger a deployment could make: give the pipeline flow a `s
 the worker (directly, or through a symlink inside the project), whose YAML error quotes its lines;
 turn on `allow_destructive` for browser verification, which then runs destructive and critical browser
 steps (downloads, cookies, arbitrary JavaScript) without asking, where the worker's policy would ask.
-Each case is a real deployment run through prefect.engine (the helper of test_run_folders.py): refused
+Each case is a real deployment run through prefect.engine (tests/fakes/process_worker.py): refused
 naming the parameter, with nothing of the file in the run's state or output; the deployment's own
 choice still runs.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.security.test_run_folders import _pool, _worker_run
+from tests.fakes.process_worker import process_pool, trigger_as_worker
 from udm.config import Settings
 
 
@@ -29,7 +29,7 @@ def test_a_triggered_pipeline_reads_spec_files_only_inside_the_project(
 
     monkeypatch.chdir(settings.project_root)
     project = settings.project_root  # the worker's working directory: its own project
-    _pool()
+    process_pool()
     pipeline_flow.to_deployment(
         name="spec-file-test",
         parameters={"root": str(settings.udm_root), "state_dir": str(settings.state_path)},
@@ -44,14 +44,14 @@ def test_a_triggered_pipeline_reads_spec_files_only_inside_the_project(
     for spec, extra in ((str(creds), {}), (str(link), {}), (str(creds), widened)):
         # Before: Failed with "not valid YAML: ... token: SECRET-7f3a ..." quoting the worker's file.
         given = {"spec": spec, "artifact": False, **extra}
-        state, out = _worker_run("udm-pipeline/spec-file-test", given, project)
+        state, out = trigger_as_worker("udm-pipeline/spec-file-test", given, project)
         assert state.type.value == "FAILED", (state, out[-2000:])
         assert "a run may not set spec" in (state.message or ""), state.message
         assert b"SECRET-7f3a" not in out and "SECRET-7f3a" not in (state.message or "")
     # A spec file of the project is read (here a broken one, so its own YAML error ends the run).
     (settings.project_root / "pipelines" / "broken.yaml").write_text("name: [1,\n", encoding="utf-8")
     broken = {"spec": "pipelines/broken.yaml", "artifact": False}
-    state, out = _worker_run("udm-pipeline/spec-file-test", broken, project)
+    state, out = trigger_as_worker("udm-pipeline/spec-file-test", broken, project)
     assert state.type.value == "FAILED", (state, out[-2000:])
     assert "not valid YAML" in (state.message or ""), state.message
 
@@ -65,14 +65,14 @@ def test_a_trigger_cannot_allow_destructive_verification_steps(
 
     monkeypatch.chdir(settings.project_root)  # the worker's policy: the default smart_auto asks
     monkeypatch.delenv("UDM_APPROVAL_POLICY", raising=False)
-    _pool()
+    process_pool()
     own = {"root": str(settings.udm_root), "state_dir": str(settings.state_path), "artifacts": False}
     quiet = {"only": ["no-such-check"], "record": False, "artifacts": False}
     browser_verification_flow.to_deployment(name="destructive-test", parameters=own).apply(
         work_pool_name="env-pool"
     )
     # Before: the run went ahead with destructive steps allowed, unasked.
-    state, out = _worker_run(
+    state, out = trigger_as_worker(
         "browser-verification/destructive-test", {**quiet, "allow_destructive": True}, settings.project_root
     )
     assert state.type.value == "FAILED", (state, out[-2000:])
@@ -81,5 +81,5 @@ def test_a_trigger_cannot_allow_destructive_verification_steps(
     browser_verification_flow.to_deployment(
         name="destructive-own", parameters={**own, "allow_destructive": True}
     ).apply(work_pool_name="env-pool")
-    state, out = _worker_run("browser-verification/destructive-own", quiet, settings.project_root)
+    state, out = trigger_as_worker("browser-verification/destructive-own", quiet, settings.project_root)
     assert "allow_destructive" not in (state.message or ""), (state, out[-2000:])
