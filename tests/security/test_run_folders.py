@@ -72,13 +72,16 @@ def test_a_triggered_verification_run_cannot_choose_its_folders_or_specs(
     state, out = trigger_as_worker(
         "browser-verification/folders-test",
         {"root": str(outside), "state_dir": str(elsewhere_state), "artifacts": False},
+        settings.project_root,
     )
     assert state.type.value == "FAILED", (state, out[-2000:])
     assert "a run may not set root, state_dir" in (state.message or ""), state.message
     assert not elsewhere_state.exists()
     # Spec files a trigger names must lie in the process's folders: a YAML error quotes the file.
     state, out = trigger_as_worker(
-        "browser-verification/folders-test", {"specs": [str(outside / "creds.yaml")], "artifacts": False}
+        "browser-verification/folders-test",
+        {"specs": [str(outside / "creds.yaml")], "artifacts": False},
+        settings.project_root,
     )
     assert state.type.value == "FAILED", (state, out[-2000:])
     assert "a run may not set specs" in (state.message or ""), state.message
@@ -103,7 +106,8 @@ def test_a_pipeline_step_cannot_index_another_folder(
         "steps": {"idx": {"flow": "index", "input": {"root": str(outside), "full": True}}},
     }
     # Before: the step indexed other-project/ into the manual's own state (what the tools query).
-    state, out = trigger_as_worker("udm-pipeline/index-step-test", {"spec": spec, "artifact": False})
+    given = {"spec": spec, "artifact": False}
+    state, out = trigger_as_worker("udm-pipeline/index-step-test", given, settings.project_root)
     assert state.type.value == "FAILED", (state, out[-2000:])
     assert "a run may not set root" in str(state.message) + out.decode(errors="replace"), state.message
     # Nothing indexed at all: the manual's state holds no index (the step was its only indexer).
