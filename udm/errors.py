@@ -14,7 +14,8 @@ UdmError
 ├── InvalidPathError           a path that can never be used: NUL byte, not UTF-8, too long, a device/FIFO
 ├── PathChangedError           a path that changed under an operation between its check and its use
 ├── DocumentError              a Markdown/YAML/JSON file that cannot be read or parsed
-│   └── DataLimitError [udm.datalimits]  structured data nested too deep or too large
+│   ├── DataLimitError [udm.datalimits]  structured data nested too deep or too large
+│   └── MarkdownParseError [udm.markdown.tree]  a file the Markdown parser fails on with every rule set
 ├── TargetError                a section, block or key that cannot be resolved
 │   ├── TargetNotFoundError
 │   └── AmbiguousTargetError   (carries the candidates)

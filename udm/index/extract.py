@@ -115,6 +115,8 @@ TABLE_COLUMNS: dict[str, list[tuple[str, str]]] = {
         ("file", "VARCHAR"),
         ("line", "INTEGER"),
         ("message", "VARCHAR"),
+        # The lint rule it is reported under: bad-block, or parser-fallback (udm.markdown.tree).
+        ("rule", "VARCHAR"),
     ],
     "links": [
         ("file", "VARCHAR"),
@@ -273,19 +275,22 @@ def _id_rows(facts: Facts) -> list[dict[str, Any]]:
 
 
 def _problem_rows(doc: Document) -> list[dict[str, Any]]:
-    """One row per block or front matter that does not parse (messages are 'path:line: text')."""
+    """One row per block or front matter that does not parse, and per parser fallback (messages are
+    'path:line: text')."""
     rows: list[dict[str, Any]] = []
     path = doc.path
-    for problem in doc.errors:
-        rest = problem[len(path) + 1 :] if problem.startswith(f"{path}:") else problem
-        line_text, _, message = rest.partition(":")
-        rows.append(
-            {
-                "file": path,
-                "line": int(line_text) if line_text.isdigit() else 1,
-                "message": message.strip() or problem,
-            }
-        )
+    for rule, problems in (("bad-block", doc.errors), ("parser-fallback", doc.notes)):
+        for problem in problems:
+            rest = problem[len(path) + 1 :] if problem.startswith(f"{path}:") else problem
+            line_text, _, message = rest.partition(":")
+            rows.append(
+                {
+                    "file": path,
+                    "line": int(line_text) if line_text.isdigit() else 1,
+                    "message": message.strip() or problem,
+                    "rule": rule,
+                }
+            )
     return rows
 
 

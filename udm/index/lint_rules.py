@@ -36,9 +36,13 @@ RULES: dict[str, tuple[str, str]] = {
     "bad-block": ("error", "a YAML/JSON block (or front matter) that does not parse"),
     "unreadable-file": (
         "error",
-        "a Markdown file that cannot be read or is not UTF-8 (nothing in it is indexed)",
+        "a Markdown file that cannot be read, is not UTF-8, or the parser fails on (nothing in it is indexed)",
     ),
     "heading-skip": ("warning", "a heading more than one level below the previous one"),
+    "parser-fallback": (
+        "warning",
+        "a file the Markdown parser failed on, read again with some inline rules off (links may be missing)",
+    ),
 }
 
 
@@ -229,8 +233,8 @@ def _broken_links(con: duckdb.DuckDBPyConnection) -> Iterator[Finding]:
 
 def _bad_files(con: duckdb.DuckDBPyConnection) -> Iterator[Finding]:
     """bad-block (a data block that does not parse) and unreadable-file (not decoded, parser 'none')."""
-    for file, line, message in con.execute("SELECT file, line, message FROM problems").fetchall():
-        yield _finding(file, line, "bad-block", message)
+    for file, line, message, rule in con.execute("SELECT file, line, message, rule FROM problems").fetchall():
+        yield _finding(file, line, rule or "bad-block", message)
     for file, error in con.execute(
         "SELECT path, error FROM files WHERE parser = 'none' AND error IS NOT NULL"
     ).fetchall():
@@ -321,12 +325,16 @@ class _Switches:
     """Which rules the file's comments disable at each line (markdownlint's disable/enable semantics)."""
 
     def __init__(self, text: str, path: str) -> None:
-        from udm.markdown import parse_document
+        from udm.markdown import MarkdownParseError, parse_document
 
         # Comments inside code blocks are examples, not directives.
         code: set[int] = set()
         if "udm-lint-" in text:
-            for block in parse_document(text, path).blocks:
+            try:
+                blocks = parse_document(text, path).blocks
+            except MarkdownParseError:
+                blocks = []  # the file is reported as unreadable; its comments still count
+            for block in blocks:
                 code.update(range(block.start, block.end + 1))
         self.file_off: set[str] = set()
         self.line_off: dict[int, set[str]] = {}

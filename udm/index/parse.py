@@ -18,7 +18,7 @@ from typing import Any
 
 from udm.index.extract import TABLE_COLUMNS, ParseOptions, document_rows
 from udm.index.schema import json_bytes
-from udm.markdown import parse_document
+from udm.markdown import MarkdownParseError, parse_document
 from udm.site import route_meta
 
 __all__ = [
@@ -123,8 +123,15 @@ def _parse_file(root: str, rel: str, patterns: ParseOptions, now: str, out: Pars
         out.errors.append(msg)
         out.files.append(_file_row(rel, digest, st, now, "none", msg, []))
         return
-    doc = parse_document(text, rel, patterns.id_patterns, data_sections=patterns.data_sections)
+    try:
+        doc = parse_document(text, rel, patterns.id_patterns, data_sections=patterns.data_sections)
+    except MarkdownParseError as exc:
+        # The parser failed with every rule set (a parser bug): the file is listed, not indexed.
+        out.errors.append(str(exc))
+        out.files.append(_file_row(rel, digest, st, now, "none", str(exc), []))
+        return
     out.errors.extend(doc.errors)
+    out.errors.extend(doc.notes)
 
     def exists(target: str) -> bool:
         return os.path.exists(os.path.join(root, target))

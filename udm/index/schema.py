@@ -25,9 +25,9 @@ __all__ = [
     "new_epoch",
 ]
 
-SCHEMA_VERSION = (
-    9  # 7: links.form (how a link is written); 8: files.site (route front matter); 9: blocks.role
-)
+# 7: links.form (how a link is written); 8: files.site (route front matter); 9: blocks.role;
+# 10: problems.rule (parser fallbacks are reported apart from bad blocks)
+SCHEMA_VERSION = 10
 # ID definitions with their section's line range: the rows of the SQLite lookup mirror.
 DEFS_SQL = (
     "SELECT i.id, i.file, i.line, i.how, i.section, i.section_path, s.start_line, s.end_line "

@@ -26,10 +26,13 @@ if TYPE_CHECKING:
     from udm.markdown.model import Section as Section
     from udm.markdown.outline import slugify as slugify
     from udm.markdown.roles import block_ids as block_ids
+    from udm.markdown.tree import MarkdownParseError as MarkdownParseError
+    from udm.markdown.tree import markdown_tree as markdown_tree
 
 _SURFACE = {
     "Block": "model",
     "Document": "document",
+    "MarkdownParseError": "tree",
     "Section": "model",
     "block_ids": "roles",
     "definition_line": "definitions",
@@ -38,6 +41,7 @@ _SURFACE = {
     "id_family": "ids",
     "id_matcher": "ids",
     "load_document": "document",
+    "markdown_tree": "tree",
     "parse_document": "document",
     "parse_front_matter": "blockdata",
     "section_text": "lookups",
@@ -48,6 +52,7 @@ _SURFACE = {
 __all__ = [
     "Block",
     "Document",
+    "MarkdownParseError",
     "Section",
     "block_ids",
     "definition_line",
@@ -56,6 +61,7 @@ __all__ = [
     "id_family",
     "id_matcher",
     "load_document",
+    "markdown_tree",
     "parse_document",
     "parse_front_matter",
     "section_text",

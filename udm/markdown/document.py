@@ -28,6 +28,7 @@ from udm.markdown.outline import Outline, build_outline, slugify
 from udm.markdown.roles import block_ids, fence_role
 from udm.markdown.scanner import PARSER_NAME, Opaque
 from udm.markdown.scanner import parse_markdown as _parse_markdown
+from udm.markdown.tree import MarkdownParseError
 
 # The records, roles and the ID-line rule are re-exported: they were this module's before the split.
 __all__ = [
@@ -68,6 +69,7 @@ class Document:
         "front_matter",
         "front_matter_range",
         "lines",
+        "notes",
         "parser",
         "path",
         "text",
@@ -102,6 +104,8 @@ class Document:
         self._errors = errors
         self.content_hash = content_hash
         self.parser = parser
+        # What a parser failure cost this file ('path:line: message'; udm.markdown.tree), if anything.
+        self.notes: list[str] = []
         self._outline: Outline | None = None
         self._starts: list[int] | None = None
 
@@ -249,7 +253,8 @@ def parse_document(
     *,
     data_sections: Sequence[str] = (),
 ) -> Document:
-    """Parse Markdown text; bad blocks become `errors`, never exceptions.
+    """Parse Markdown text; bad blocks become `errors`, never exceptions (but MarkdownParseError for
+    the rare file the parser fails on with every rule set, see udm.markdown.tree).
 
     The parse finds headings, their tree and anchors, the fenced blocks and the links (one
     CommonMark/GFM parse, `udm.markdown.scanner`); `.mdx` paths parse as MDX. `data_sections`: heading
@@ -265,7 +270,10 @@ def parse_document(
     front, fm_range, fm_error = _front_matter(seen, path)
     first = fm_range[1] if fm_range else 0
 
-    parsed = _parse_markdown(seen, first, mdx=path.lower().endswith(".mdx"))
+    try:
+        parsed = _parse_markdown(seen, first, mdx=path.lower().endswith(".mdx"))
+    except MarkdownParseError as exc:
+        raise MarkdownParseError(f"{path or '<text>'}:1: {exc}") from None
     doc = Document(
         path=path,
         text=text,
@@ -282,6 +290,8 @@ def parse_document(
         parser=PARSER_NAME,
     )
     doc._outline = build_outline(parsed, len(lines), path, matcher, first, fm_error, tuple(data_sections))
+    if parsed.note:
+        doc.notes.append(f"{path}:1: {parsed.note}")
     return doc
 
 

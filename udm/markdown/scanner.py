@@ -24,12 +24,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from markdown_it_pyrs import MarkdownIt, Node
+from markdown_it_pyrs import Node
 from mdurl import decode as _url_decode
 
 from udm.markdown.lines import split_lines
 from udm.markdown.mdx import Opaque, attr_links
 from udm.markdown.mdx import mask_mdx as _mask_mdx
+from udm.markdown.tree import parse_tree
 
 __all__ = [
     "ATX_HEADING",
@@ -88,33 +89,10 @@ class Parsed:
     fences: list[Fence]
     links: list[RawLink]
     opaque: list[Opaque] = field(default_factory=list)
+    # Set when a parser failure turned rules off for this file (udm.markdown.tree): what that cost.
+    note: str | None = None
 
 
-# GFM as GitHub renders it: tables, strikethrough, task lists, extended autolinks (www., http://,
-# e-mail), footnotes; front matter is read apart (udm.markdown.blockdata) and blanked before the parse.
-_GFM: list[Any] = ["table", "strikethrough", "tasklist", "autolink_ext", "footnote"]
-_COMMONMARK_RULES: list[Any] = [
-    "blockquote",
-    "code",
-    "fence",
-    "heading",
-    "hr",
-    "lheading",
-    "list",
-    "paragraph",
-    "reference",
-    "autolink",
-    "backticks",
-    "emphasis",
-    "entity",
-    "escape",
-    "image",
-    "link",
-    "newline",
-    "html_block",
-    "html_inline",
-]
-_PARSERS: dict[bool, MarkdownIt] = {}
 # What the source of every link (`[`), image, autolink and HTML tag (`<`), GFM bare URL (`://`,
 # `www.`, an e-mail's `@`) and fence needs: a node whose source holds none of them is not walked into.
 _MARKS = ("[", "<", "@", "://", "```", "~~~")
@@ -122,18 +100,6 @@ _MARKS_BYTES = tuple(m.encode("ascii") for m in _MARKS)
 # Nodes with nothing to find below them.
 _LEAVES = frozenset({"text", "text_special", "softbreak", "hardbreak", "code_inline", "code_block"})
 _LINK_NODES = frozenset({"link", "image", "autolink", "linkify"})
-
-
-def _parser(mdx: bool) -> MarkdownIt:
-    found = _PARSERS.get(mdx)
-    if found is None:
-        if mdx:
-            # No indented code in MDX: JSX children are indented and stay Markdown.
-            found = MarkdownIt("zero").enable_many([r for r in _COMMONMARK_RULES if r != "code"] + _GFM)
-        else:
-            found = MarkdownIt("commonmark").enable_many(_GFM)
-        _PARSERS[mdx] = found
-    return found
 
 
 # Greedy title, trimmed by atx_title: a lazy title before optional blanks is quadratic on long lines.
@@ -274,17 +240,19 @@ def parse_markdown(lines: list[str], first: int = 0, *, mdx: bool = False) -> Pa
         same = same and masked is src
         src = masked
     where = _Where(src, lines if same else split_lines(src))
-    root = _parser(mdx).tree(src)
+    tree = parse_tree(src, mdx)
+    root = tree.root
     headings = _top_headings(root, lines, where)
     fences: list[Fence] = []
     found: list[tuple[int, str, str, str]] = []  # (byte offset, text, url, form)
     _walk(root, lines, where, fences, found, html)
+    found += [(at, text, url, "bare") for at, text, url in tree.bare]
     line_of = where.line_of
     links = [RawLink(line_of(at), text, _decode(url), form, at) for at, text, url, form in found] + [
         RawLink(line_of(at), "", target, form, at) for at, target, form in html
     ]
     links.sort(key=lambda link: link.offset)
-    return Parsed(headings, fences, links, opaque)
+    return Parsed(headings, fences, links, opaque, tree.note())
 
 
 def _top_headings(root: Node, lines: list[str], where: _Where) -> list[Heading]:
