@@ -116,3 +116,22 @@ def test_graph_from_files_skips_the_pages_the_index_skips(manual: Settings) -> N
     assert set(from_files.g.nodes) == set(from_index.g.nodes)
     assert set(from_files.edges()) == set(from_index.edges())
     assert documents_source(manual).fingerprint() == index_source(manual).fingerprint()
+
+
+def test_the_query_tool_gives_the_index_reason_for_an_undecodable_page(manual: Settings) -> None:
+    """udmQueryTool reads a page's text from the file: it says what the index says, not a codec message."""
+    from tasks.base import ToolContext, call_tool
+    from tasks.udm_query import UdmQueryTool
+    from udm.index import get_query
+
+    ctx = ToolContext(settings=manual, log=False)
+    asks = ({"udm_filepath": "latin.md"}, {"query_type": "get_section_content", "udm_path_or_id": "latin.md"})
+    try:
+        answers = [call_tool(UdmQueryTool(), raw, ctx).envelope.data or {} for raw in asks]
+    finally:
+        get_query(manual).close()
+    reason = "latin.md:3: not valid UTF-8 (byte 13)"
+    assert [(a["status"], a["errorDetails"]) for a in answers] == [
+        ("ERROR_PARSE_FAILED", reason),
+        ("ERROR_PARSING_UDM_SECTION", reason),
+    ]

@@ -32,6 +32,7 @@ __all__ = [
     "PageRead",
     "ParsedRows",
     "chunk_sections",
+    "decode_page",
     "in_process",
     "manual_documents",
     "parse_all",
@@ -128,12 +129,16 @@ def read_page(root: str, rel: str, max_file_bytes: int) -> PageRead:
         raw = Path(full).read_bytes()
     except OSError as exc:
         return PageRead(None, "", None, f"{rel}:1: cannot read: {exc.strerror or exc}")
-    digest = hashlib.sha256(raw).hexdigest()
+    return PageRead(st, hashlib.sha256(raw).hexdigest(), *decode_page(rel, raw))
+
+
+def decode_page(rel: str, raw: bytes) -> tuple[str | None, str | None]:
+    """(text, None), or (None, '<rel>:<line>: not valid UTF-8 (byte N)') when the bytes are not UTF-8."""
     try:
-        return PageRead(st, digest, raw.decode("utf-8"), None)
+        return raw.decode("utf-8"), None
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        return PageRead(st, digest, None, f"{rel}:{line}: not valid UTF-8 (byte {exc.start})")
+        return None, f"{rel}:{line}: not valid UTF-8 (byte {exc.start})"
 
 
 def skip_reason(path: str, error: str | None) -> tuple[str, str]:
