@@ -9,7 +9,8 @@ is this flow's pause (a person approves in the Prefect UI after reading the diff
 when, the digests of the diff read and of the commit's input) reaches the commit as the call's
 `ToolContext.review`, which only in-process code sets, so `call_tool` logs it and does not ask again.
 The rollback hook stays a direct engine call (`revert_patch`): it runs inside Prefect's rollback,
-where it must never raise and must report the engine's own error text.
+where it must never raise and must report the engine's own error text. The flow then writes the
+revert's call-log line (`tasks.udm_updater.log_revert`), so the log does not end at the commit.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import contextlib
 import contextvars
 import hashlib
 import os
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -47,7 +49,7 @@ from tasks.base import (
     plans_only,
     process_policy,
 )
-from tasks.udm_updater import UdmUpdaterInput, UdmUpdaterOutput, UdmUpdaterTool
+from tasks.udm_updater import UdmUpdaterInput, UdmUpdaterOutput, UdmUpdaterTool, log_revert
 from udm.config import ApprovalPolicy, Settings
 from udm.errors import ConfigError
 from udm.patch import Patch, PatchResult, revert_patch
@@ -198,13 +200,15 @@ def _undo_commit(txn: Transaction) -> None:
     patch_id = txn.get("patch_id", None)
     if not patch_id:
         return
-    outcome: dict[str, str | None]
+    outcome: dict[str, Any]
+    started = time.perf_counter()
     try:
         result = revert_patch(patch_id, SETTINGS.load(txn.get("settings")))
         why = result.error or f"the revert ended {result.status}"
         outcome = {"status": result.status, "error": why, "revert_id": result.patch_id}
     except Exception as exc:  # a raising hook would leave the flow nothing to report
         outcome = {"status": "error", "error": f"{type(exc).__name__}: {exc}", "revert_id": None}
+    outcome["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
     # The hook gets the task's own transaction; update_steps holds the enclosing one.
     for holder in (txn, txn.get_parent()):
         if holder is not None:
@@ -417,6 +421,10 @@ def _commit(
             )
     except Exception as exc:  # the transaction rolled back; the hook recorded whether its revert committed
         outcome = txn.get(_REVERT_KEY, None) if txn is not None else None
+        if committed is not None and committed.committed:
+            # Without this line the call log showed the commit's SUCCESS and nothing after it.
+            undone = {"reverts": review["input_digest"], "cause": f"{type(exc).__name__} after the commit"}
+            log_revert(settings, committed.patch_id, outcome, **undone, flow_run_id=done.run_id)
         if outcome is not None and outcome["status"] == "committed":
             return done(
                 "rolled_back",

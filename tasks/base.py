@@ -80,6 +80,7 @@ __all__ = [
     "effective_policy",
     "export_schema",
     "input_digest",
+    "log_call",
     "needs_approval",
     "own_policy",
     "own_settings",
@@ -233,6 +234,32 @@ def run_coroutine(coro: Coroutine[Any, Any, Any], timeout: float | None = None) 
 def _log_call(ctx: ToolContext, record: dict[str, Any]) -> None:
     if ctx.log:
         write_call_record(ctx.settings.logs_path, record)
+
+
+def log_call(
+    tool: Tool[Any, Any],
+    raw: dict[str, Any],
+    ctx: ToolContext,
+    *,
+    decision: str,
+    status: str,
+    duration_ms: float,
+    **extra: Any,
+) -> None:
+    """Log, in call_tool's line format, an engine call made for `tool` without call_tool.
+
+    The update flow's rollback hook reverts a commit this way (inside Prefect's rollback it may neither
+    ask nor raise): its line names the input the tool would have taken (digest and field names), the
+    tool's permission for it, the `decision` that made the call, and its `status` as the tool reports it.
+    """
+    record = call_record(tool.name, raw)
+    record.update(extra)
+    try:
+        permission: str | None = tool.permission_for(tool.Input.model_validate(raw)).value
+    except ValidationError:
+        permission = None  # the line is still written: losing it would hide the call
+    record.update(permission=permission, decision=decision, status=status, duration_ms=duration_ms)
+    _log_call(ctx, record)
 
 
 def call_tool(

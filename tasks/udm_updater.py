@@ -7,7 +7,8 @@ from typing import Any, ClassVar
 
 from pydantic import AliasChoices, BaseModel, Field, PrivateAttr, model_validator
 
-from tasks.base import Permission, Tool, ToolContext, ToolInput
+from tasks.base import Permission, Tool, ToolContext, ToolInput, log_call
+from udm.config import Settings
 from udm.errors import UdmError
 from udm.patch import (
     DESTRUCTIVE_OPS,
@@ -29,6 +30,7 @@ __all__ = [
     "UdmUpdaterOutput",
     "UdmUpdaterStatus",
     "UdmUpdaterTool",
+    "log_revert",
 ]
 
 
@@ -326,3 +328,23 @@ def _output(result: PatchResult, dry_run: bool) -> UdmUpdaterOutput:
     )
     out._report = result
     return out
+
+
+def log_revert(settings: Settings, patch_id: str, outcome: dict[str, Any] | None, **why: Any) -> None:
+    """The call-log line of a revert the engine made outside call_tool: the update flow's rollback.
+
+    It is udmUpdaterTool's line for `{"revert_patch_id": patch_id}` with decision `rollback` and the
+    status the tool gives the revert's report (`outcome`: the hook's status, revert_id, duration_ms;
+    None when the hook never ran, so nothing was reverted); `why` (the commit line it undoes, the
+    failure) goes under `rollback`. Errors' texts stay out, as for every call: they are in the run.
+    """
+    status = _STATUS.get(outcome["status"] if outcome else "error", UdmUpdaterStatus.ERROR_TRANSACTION)
+    log_call(
+        UdmUpdaterTool(),
+        {"revert_patch_id": patch_id},
+        ToolContext(settings=settings),
+        decision="rollback",
+        status=status.value,
+        duration_ms=float(outcome["duration_ms"]) if outcome else 0.0,
+        rollback={"patch_id": patch_id, "revert_id": outcome["revert_id"] if outcome else None, **why},
+    )

@@ -18,11 +18,11 @@ import udm.graph.rows as shape
 from udm.config import Settings
 from udm.graph.model import GRAPH_SCHEMA_VERSION, GraphRows, section_node_id
 from udm.graph.source import rows_from_documents
-from udm.index import manual_pages
-from udm.markdown import load_document
+from udm.index import manual_documents, manual_pages, read_page
 
 if TYPE_CHECKING:
     from udm.graph.store import GraphSource
+    from udm.index import PageRead
 
 __all__ = ["documents_source", "index_source", "rows_from_index"]
 
@@ -153,19 +153,25 @@ def _make_index_source(settings: Settings) -> GraphSource:
 
 
 def documents_source(settings: Settings) -> GraphSource:
-    """A source that parses the manual's Markdown files directly, without the index."""
+    """A source that parses the manual's Markdown files directly, without the index.
+
+    Pages are read as the index reads them: one it skips (too large, not valid UTF-8) adds no facts
+    and counts in the fingerprint as the index's `files` row does (an unreadable one not at all).
+    """
     from udm.graph.store import GraphSource
 
-    root = settings.udm_root
+    root = str(settings.udm_root)
     pattern = _pattern(settings)
 
     def fingerprint() -> str:
-        return _digest(
-            [(rel, hashlib.sha256((root / rel).read_bytes()).hexdigest()) for rel in manual_pages(settings)]
-        )
+        pages = ((rel, read_page(root, rel, settings.max_file_bytes)) for rel in manual_pages(settings))
+        return _digest([(rel, page.digest) for rel, page in pages if page.st is not None])
 
     def rows() -> GraphRows:
-        docs = [load_document(root, rel, settings.id_patterns) for rel in manual_pages(settings)]
-        return rows_from_documents(docs, pattern)
+        skipped: list[tuple[str, PageRead]] = []
+        rows = rows_from_documents(list(manual_documents(settings, skipped)), pattern)
+        # The index keeps a files row (no facts) for a page it skips but could read.
+        rows.files += [{"path": rel, "hash": page.digest} for rel, page in skipped if page.st is not None]
+        return rows
 
     return GraphSource(fingerprint=fingerprint, rows=rows)

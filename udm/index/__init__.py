@@ -23,6 +23,10 @@ if TYPE_CHECKING:
     from udm.index.lookup import lookup_definitions as lookup_definitions
     from udm.index.lookup import manual_pages as manual_pages
     from udm.index.lookup import scan_markdown as scan_markdown
+    from udm.index.parse import PageRead as PageRead
+    from udm.index.parse import manual_documents as manual_documents
+    from udm.index.parse import read_page as read_page
+    from udm.index.parse import skip_reason as skip_reason
     from udm.index.query import UdmQuery as UdmQuery
     from udm.index.query import definition_places as definition_places
     from udm.index.query import get_query as get_query
@@ -36,6 +40,7 @@ _SURFACE = {
     "FORMATS": "lint_format",
     "LintConfig": "lint_rules",
     "MARKDOWN_SUFFIXES": "lookup",
+    "PageRead": "parse",
     "SqlLimits": "sql",
     "SqlMemoryError": "sql",
     "SqlRefusedError": "sql",
@@ -48,17 +53,21 @@ _SURFACE = {
     "get_query": "query",
     "lint": "lint_rules",
     "lookup_definitions": "lookup",
+    "manual_documents": "parse",
     "manual_pages": "lookup",
     "read_fresh": "core",
+    "read_page": "parse",
     "render": "lint_format",
     "run_readonly_sql": "sql",
     "scan_markdown": "lookup",
+    "skip_reason": "parse",
 }
 
 __all__ = [
     "FORMATS",
     "MARKDOWN_SUFFIXES",
     "LintConfig",
+    "PageRead",
     "SqlLimits",
     "SqlMemoryError",
     "SqlRefusedError",
@@ -71,11 +80,14 @@ __all__ = [
     "get_query",
     "lint",
     "lookup_definitions",
+    "manual_documents",
     "manual_pages",
     "read_fresh",
+    "read_page",
     "render",
     "run_readonly_sql",
     "scan_markdown",
+    "skip_reason",
 ]
 
 

@@ -27,6 +27,7 @@ from udm.config import Settings, ensure_folder
 from udm.errors import IndexBusyError
 from udm.index.connections import IDLE_RELEASE_S, RELEASE_POLL_S, Connections
 from udm.index.lookup import excluded_folders, scan_markdown
+from udm.index.parse import skip_reason
 from udm.index.refresh import refresh_locked
 from udm.index.schema import SCHEMA_VERSION, RefreshStats
 from udm.index.state import Memo
@@ -174,12 +175,7 @@ class UdmIndex:
                 rows = con.execute(
                     "SELECT path, error FROM files WHERE parser = 'none' ORDER BY path"
                 ).fetchall()
-            for path, error in rows:
-                reason = str(error or "not parsed")
-                reason = (
-                    reason.split(": ", 1)[1] if reason.startswith(f"{path}:") and ": " in reason else reason
-                )
-                found.append((path, reason if reason.startswith("skipped") else f"skipped: {reason}"))
+            found += [(path, skip_reason(path, error)[1]) for path, error in rows]
         return sorted(found)
 
     def _indexed_stats(self) -> dict[str, tuple[int, int]] | None:

@@ -10,25 +10,36 @@ import gc
 import hashlib
 import json
 import os
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from udm.index.extract import TABLE_COLUMNS, ParseOptions, document_rows
+from udm.index.extract import TABLE_COLUMNS, ParseOptions, document_rows, parse_options
+from udm.index.lookup import manual_pages
 from udm.index.schema import json_bytes
 from udm.markdown import MarkdownParseError, parse_document
 from udm.site import route_meta
 
+if TYPE_CHECKING:
+    from udm.config import Settings
+    from udm.markdown import Document
+
 __all__ = [
     "PARALLEL_MIN_BYTES",
+    "PageRead",
     "ParsedRows",
     "chunk_sections",
+    "decode_page",
     "in_process",
+    "manual_documents",
     "parse_all",
     "parse_chunk",
     "parse_rows",
+    "read_page",
+    "skip_reason",
 ]
 
 # Below this much text, forking workers costs more than it saves.
@@ -97,31 +108,72 @@ def _file_row(
     }
 
 
-def _parse_file(root: str, rel: str, patterns: ParseOptions, now: str, out: ParsedRows) -> None:
-    """Parse one file into `out`: its file row and table rows, or its file row and an error."""
+class PageRead(NamedTuple):
+    """One page's bytes as the index reads them: its text, or the error that makes the index skip it."""
+
+    st: os.stat_result | None  # None: the page could not be read at all (no file row)
+    digest: str  # sha256 of the bytes; "" when they were not read (too large)
+    text: str | None  # None: skipped, `error` says why
+    error: str | None  # "<path>:<line>: <why>", the index's files.error and problem text
+
+
+def read_page(root: str, rel: str, max_file_bytes: int) -> PageRead:
+    """Read one page the way the index does: too large, not valid UTF-8 or unreadable is an error."""
     full = os.path.join(root, rel)
     try:
         st = os.stat(full)
-        if st.st_size > patterns.max_file_bytes:
+        if st.st_size > max_file_bytes:
             # Parsing holds a tree of the whole file: past the limit the file is listed, not parsed.
-            msg = (
-                f"{rel}:1: skipped: too large ({st.st_size} bytes > max_file_bytes {patterns.max_file_bytes})"
-            )
-            out.errors.append(msg)
-            out.files.append(_file_row(rel, "", st, now, "none", msg, []))
-            return
+            msg = f"{rel}:1: skipped: too large ({st.st_size} bytes > max_file_bytes {max_file_bytes})"
+            return PageRead(st, "", None, msg)
         raw = Path(full).read_bytes()
     except OSError as exc:
-        out.errors.append(f"{rel}:1: cannot read: {exc.strerror or exc}")
-        return
-    digest = hashlib.sha256(raw).hexdigest()
+        return PageRead(None, "", None, f"{rel}:1: cannot read: {exc.strerror or exc}")
+    return PageRead(st, hashlib.sha256(raw).hexdigest(), *decode_page(rel, raw))
+
+
+def decode_page(rel: str, raw: bytes) -> tuple[str | None, str | None]:
+    """(text, None), or (None, '<rel>:<line>: not valid UTF-8 (byte N)') when the bytes are not UTF-8."""
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8"), None
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        msg = f"{rel}:{line}: not valid UTF-8 (byte {exc.start})"
-        out.errors.append(msg)
-        out.files.append(_file_row(rel, digest, st, now, "none", msg, []))
+        return None, f"{rel}:{line}: not valid UTF-8 (byte {exc.start})"
+
+
+def skip_reason(path: str, error: str | None) -> tuple[str, str]:
+    """('<path>:<line>', 'skipped: <why>') of a page the index skipped, from its `read_page` error."""
+    match = re.match(rf"{re.escape(path)}:(\d+): (.*)", error or "", re.DOTALL)
+    where, why = (f"{path}:{match[1]}", match[2]) if match else (path, error or "not parsed")
+    return where, why if why.startswith("skipped") else f"skipped: {why}"
+
+
+def manual_documents(settings: Settings, skipped: list[tuple[str, PageRead]]) -> Iterator[Document]:
+    """The manual's pages parsed from the files as the index parses them, without the index.
+
+    The same pages (`manual_pages`) and parse options; a page the index skips (too large, not valid
+    UTF-8, unreadable) is not parsed but added to `skipped` as (path, how `read_page` read it).
+    """
+    options = parse_options(settings)
+    root = str(settings.udm_root)
+    for rel in manual_pages(settings):
+        page = read_page(root, rel, options.max_file_bytes)
+        if page.text is None:
+            skipped.append((rel, page))
+            continue
+        yield parse_document(page.text, rel, options.id_patterns, data_sections=options.data_sections)
+
+
+def _parse_file(root: str, rel: str, patterns: ParseOptions, now: str, out: ParsedRows) -> None:
+    """Parse one file into `out`: its file row and table rows, or its file row and an error."""
+    page = read_page(root, rel, patterns.max_file_bytes)
+    if page.error is not None:
+        out.errors.append(page.error)
+    if page.st is None:
+        return
+    st, digest, text = page.st, page.digest, page.text
+    if text is None:
+        out.files.append(_file_row(rel, digest, st, now, "none", page.error, []))
         return
     try:
         doc = parse_document(text, rel, patterns.id_patterns, data_sections=patterns.data_sections)

@@ -17,6 +17,7 @@ from typing import Any
 from udm.config import Settings
 from udm.errors import AmbiguousTargetError, DocumentError, TargetNotFoundError
 from udm.index.core import UdmIndex
+from udm.index.parse import decode_page
 from udm.index.search import SearchHit, SearchIndex
 from udm.markdown import Document, Section, find_section, split_lines
 
@@ -278,13 +279,17 @@ class UdmQuery:
             return doc
 
     def read_text(self, relpath: str) -> str:
-        """A file's whole text (UTF-8, strict)."""
+        """A file's whole text (UTF-8, strict: otherwise the index's reason, 'not valid UTF-8 (byte N)')."""
         try:
-            return (self.settings.udm_root / relpath).read_bytes().decode("utf-8")
+            raw = (self.settings.udm_root / relpath).read_bytes()
         except FileNotFoundError as exc:
             raise TargetNotFoundError(f"no file '{relpath}' under the UDM root") from exc
-        except (OSError, UnicodeDecodeError) as exc:
+        except OSError as exc:
             raise DocumentError(f"{relpath}: cannot read: {exc}") from exc
+        text, error = decode_page(relpath, raw)
+        if text is None:
+            raise DocumentError(error or f"{relpath}: not valid UTF-8")
+        return text
 
     def markdown(self, doc: Document, section: Section | None, *, own: bool = False) -> str:
         """The exact text of a section (or the whole file), read by byte range from disk."""

@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from pydantic import ValidationError
@@ -22,10 +22,13 @@ from pydantic import ValidationError
 from udm.config import Settings
 from udm.datalimits import check_text
 from udm.errors import DocumentError, InvalidURLError
-from udm.index import manual_pages
-from udm.markdown import Document, load_document
+from udm.index import manual_documents, skip_reason
+from udm.markdown import Document
 from udm.net import join_url
 from udm.verify.model import Check, CheckProblem, VerifySpec
+
+if TYPE_CHECKING:
+    from udm.index import PageRead
 
 __all__ = [
     "filter_checks",
@@ -135,59 +138,88 @@ def _block_checks(
     return checks, problems
 
 
+# One ```verify block as both readers see it: its 1-based line, parsed data, YAML error, and the
+# anchor and IDs of the section holding it.
+_Block = tuple[int, Any, str | None, str | None, list[str]]
+
+
+def _page_checks(path: str, blocks: list[_Block], base_dir: Path) -> tuple[list[Check], list[CheckProblem]]:
+    """The checks of one page's ```verify blocks; the one rule both readers (files, index) follow.
+
+    A section's IDs include the IDs of checks written in it (the ID scanner reads verify blocks too):
+    those of this page's checks are not claims. A check ID in another file is: a reader of this page
+    sees the claim and not that check, so it stays in the default `udm_refs`.
+    """
+    own = set().union(*(_ids_in(data) for _, data, _, _, _ in blocks))
+    checks: list[Check] = []
+    problems: list[CheckProblem] = []
+    for line, data, error, anchor, ids in blocks:
+        found, bad = _block_checks(path, line, data, error, anchor, ids, base_dir, own)
+        checks += found
+        problems += bad
+    return checks, problems
+
+
+def _skipped_problem(path: str, error: str | None) -> CheckProblem:
+    """A page neither reader could parse (too large, not valid UTF-8), as the index lists it."""
+    where, reason = skip_reason(path, error)
+    return CheckProblem(where, reason)
+
+
 def inline_checks(
     settings: Settings, documents: Iterable[Document] | None = None
 ) -> tuple[list[Check], list[CheckProblem]]:
-    """Every ```verify block of the UDM as checks, parsing the Markdown files directly."""
+    """Every ```verify block of the UDM as checks, parsing the Markdown files directly.
+
+    Pages are read as the index reads them (`manual_documents`): a page the index skips is not
+    parsed but listed as a problem with the index's reason.
+    """
     root = settings.udm_root
-    docs: Iterable[Document]
-    if documents is None:
-        docs = (load_document(root, rel, settings.id_patterns) for rel in manual_pages(settings))
-    else:
-        docs = documents
+    skipped: list[tuple[str, PageRead]] = []
+    docs = manual_documents(settings, skipped) if documents is None else documents
     checks: list[Check] = []
     problems: list[CheckProblem] = []
     for doc in docs:
-        own = set().union(*(_ids_in(b.data) for b in doc.blocks if b.lang == "verify"))
+        blocks: list[_Block] = []
         for block in doc.blocks:
-            if block.lang != "verify":
-                continue
-            section = doc.sections[block.section] if block.section is not None else None
-            found, bad = _block_checks(
-                doc.path,
-                block.start + 1,
-                block.data,
-                block.error,
-                section.anchor if section else None,
-                list(section.ids) if section else [],
-                (root / doc.path).parent,
-                own,
-            )
-            checks += found
-            problems += bad
+            if block.lang == "verify":
+                section = doc.sections[block.section] if block.section is not None else None
+                anchor, ids = (section.anchor, list(section.ids)) if section else (None, [])
+                blocks.append((block.start + 1, block.data, block.error, anchor, ids))
+        found, bad = _page_checks(doc.path, blocks, (root / doc.path).parent)
+        checks += found
+        problems += bad
+    problems += [_skipped_problem(path, page.error) for path, page in skipped]
     return checks, problems
 
 
 def inline_checks_from_index(settings: Settings) -> tuple[list[Check], list[CheckProblem]]:
-    """Every ```verify block, read from the index's `blocks` table (refreshed first, never stale)."""
+    """Every ```verify block, read from the index's `blocks` table (refreshed first, never stale);
+    the pages the index skipped are problems, as `inline_checks` lists them."""
     from udm.index import read_fresh  # DuckDB loads only when the index is asked
 
     rows = read_fresh(
         settings,
-        "SELECT b.file, b.start_line, b.data, b.error, s.anchor, s.ids FROM blocks b "
-        "LEFT JOIN sections s ON s.file = b.file AND s.idx = b.section "
-        "WHERE b.lang = 'verify' ORDER BY b.file, b.start_line",
+        "SELECT b.file, b.start_line, b.data, b.error, s.anchor, s.ids, NULL FROM blocks b "
+        "LEFT JOIN sections s ON s.file = b.file AND s.idx = b.section WHERE b.lang = 'verify' "
+        "UNION ALL SELECT path, NULL, NULL, NULL, NULL, NULL, error FROM files WHERE parser = 'none' "
+        "ORDER BY 1, 2",
     )
+    pages: dict[str, list[_Block]] = {}
+    skipped: list[tuple[str, str]] = []
+    for path, line, data, error, anchor, ids, skip in rows:
+        if line is None:
+            skipped.append((path, skip))
+            continue
+        parsed = json.loads(data) if isinstance(data, str) else data
+        pages.setdefault(path, []).append((int(line), parsed, error, anchor, list(ids or [])))
     checks: list[Check] = []
     problems: list[CheckProblem] = []
-    parsed_rows = [(p, ln, json.loads(d) if isinstance(d, str) else d, e, a, i) for p, ln, d, e, a, i in rows]
-    own = set().union(*(_ids_in(d) for _, _, d, _, _, _ in parsed_rows))
-    for path, line, parsed, error, anchor, ids in parsed_rows:
-        found, bad = _block_checks(
-            path, int(line), parsed, error, anchor, list(ids or []), (settings.udm_root / path).parent, own
-        )
+    for path, blocks in pages.items():
+        found, bad = _page_checks(path, blocks, (settings.udm_root / path).parent)
         checks += found
         problems += bad
+    problems += [_skipped_problem(path, error) for path, error in skipped]
     return checks, problems
 
 
