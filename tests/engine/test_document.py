@@ -6,7 +6,7 @@ import importlib.util
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from udm.errors import AmbiguousTargetError, DocumentError, TargetNotFoundError
@@ -291,9 +291,28 @@ LINE = st.sampled_from(
 )
 
 
+def _empty_item_in_lazy_quote(lines_: list[str]) -> bool:
+    """Whether an empty list item `-` follows a block quote's paragraph (lazily, no blank between).
+
+    The one place the two parsers disagree. The CommonMark spec (List items) says "an empty list item
+    cannot interrupt a paragraph", so `-` (and what follows) is lazy continuation text, as
+    markdown-it-pyrs reads it; markdown-it-py starts a list there (and may see a setext heading after).
+    """
+    in_quote = False
+    for line in lines_:
+        if line.startswith(">"):
+            in_quote = True
+        elif not line.strip():
+            in_quote = False
+        elif line == "-" and in_quote:
+            return True
+    return False
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(LINE, max_size=40))
 def test_parse_agrees_with_markdown_it_py(lines_: list[str]) -> None:
+    assume(not _empty_item_in_lazy_quote(lines_))
     text = "\n".join(lines_) + "\n"
     doc = parse_document(text)
     headings, fences, links = reference(text, doc.front_matter_range[1] if doc.front_matter_range else 0)

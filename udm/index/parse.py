@@ -157,30 +157,34 @@ def manual_documents(settings: Settings, skipped: list[tuple[str, PageRead]]) ->
     options = parse_options(settings)
     root = str(settings.udm_root)
     for rel in manual_pages(settings):
-        page = read_page(root, rel, options.max_file_bytes)
-        if page.text is None:
+        doc, page = parse_page(rel, read_page(root, rel, options.max_file_bytes), options)
+        if doc is None:
             skipped.append((rel, page))
             continue
-        yield parse_document(page.text, rel, options.id_patterns, data_sections=options.data_sections)
+        yield doc
+
+
+def parse_page(rel: str, page: PageRead, options: ParseOptions) -> tuple[Document | None, PageRead]:
+    """The page's document, or None and the page with why the index skips it (unread, or a file the
+    Markdown parser fails on with every rule set: a parser bug, so the file is listed, not indexed)."""
+    if page.text is None:
+        return None, page
+    try:
+        return parse_document(page.text, rel, options.id_patterns, data_sections=options.data_sections), page
+    except MarkdownParseError as exc:
+        return None, page._replace(text=None, error=str(exc))
 
 
 def _parse_file(root: str, rel: str, patterns: ParseOptions, now: str, out: ParsedRows) -> None:
     """Parse one file into `out`: its file row and table rows, or its file row and an error."""
-    page = read_page(root, rel, patterns.max_file_bytes)
+    doc, page = parse_page(rel, read_page(root, rel, patterns.max_file_bytes), patterns)
     if page.error is not None:
         out.errors.append(page.error)
     if page.st is None:
         return
-    st, digest, text = page.st, page.digest, page.text
-    if text is None:
+    st, digest = page.st, page.digest
+    if doc is None:
         out.files.append(_file_row(rel, digest, st, now, "none", page.error, []))
-        return
-    try:
-        doc = parse_document(text, rel, patterns.id_patterns, data_sections=patterns.data_sections)
-    except MarkdownParseError as exc:
-        # The parser failed with every rule set (a parser bug): the file is listed, not indexed.
-        out.errors.append(str(exc))
-        out.files.append(_file_row(rel, digest, st, now, "none", str(exc), []))
         return
     out.errors.extend(doc.errors)
     out.errors.extend(doc.notes)
