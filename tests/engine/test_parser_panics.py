@@ -34,6 +34,9 @@ BARE_URL_CASES = [
     ("see http://example.com/é done\n", [(0, "http://example.com/é")]),
     ("(http://x.com/é) and www.x.com/日本 next\n", [(0, "http://x.com/é"), (0, "http://www.x.com/日本")]),
     ("*http://x.com/?q=é* and _https://x.com/#é_\n", [(0, "http://x.com/?q=é"), (0, "https://x.com/#é")]),
+    # E-mail addresses are ASCII (GFM): the Korean particle after one, or a letter before, is not in it.
+    ("- alice@example.com에 대한 x\n", [(0, "mailto:alice@example.com")]),
+    ("에bob@example.com. é\n", [(0, "mailto:bob@example.com")]),
     # An ideographic space ends a URL as a space does.
     ("a\n\n> 1. http://x.com\u3000é\n", [(2, "http://x.com")]),
 ]

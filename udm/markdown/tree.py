@@ -69,9 +69,10 @@ FALLBACKS: tuple[tuple[str, ...], ...] = (
     ("autolink_ext", "backticks"),
     (INLINE,),
 )
-# Where a bare URL may start (the rule needs one of these).
-_URL_START = re.compile(r"https?://|www\.", re.IGNORECASE)
+# What a bare URL or e-mail address needs (the rule finds nothing in text without one of these).
+_URL_START = re.compile(r"https?://|www\.|@", re.IGNORECASE)
 _NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+_EMAIL = re.compile(r"[A-Za-z0-9._+-]+@[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*[A-Za-z0-9]")
 
 # A bracketed span holding backticks (`_unpaired_code`: the parser panics on one that does not close).
 _BRACKETED = re.compile(r"\[([^\[\]]*`[^\[\]]*)\]")
@@ -207,16 +208,22 @@ def _bare_urls(root: Node, raw: bytes) -> list[tuple[int, str, str]]:
     while stack:
         node = stack.pop()
         span = node.srcmap
-        if node.name == "autolink" and span is not None and raw[span[0] : span[0] + 1] != b"<":
-            text = raw[span[0] : span[1]].decode("utf-8", "replace")
-            scheme = "://" in text[:12] or text.lower().startswith("mailto:")
-            url = (
-                text
-                if scheme
-                else ("http://" + text if text.lower().startswith("www.") else "mailto:" + text)
-            )
-            found.append((span[0], text, url))
         stack.extend(node.children)
+        if node.name != "autolink" or span is None or raw[span[0] : span[0] + 1] == b"<":
+            continue
+        text = raw[span[0] : span[1]].decode("utf-8", "replace")
+        lower = text.lower()
+        if "://" in lower[:12] or lower.startswith("mailto:"):
+            found.append((span[0], text, text))
+        elif lower.startswith("www."):
+            found.append((span[0], text, "http://" + text))
+        else:
+            # An e-mail address is ASCII only (GFM), where a URL's path takes any character: the
+            # letters the ASCII copy lent it around the address are not part of it.
+            m = _EMAIL.search(text)
+            if m is not None:
+                at = span[0] + len(text[: m.start()].encode("utf-8"))
+                found.append((at, m.group(), "mailto:" + m.group()))
     return found
 
 
