@@ -273,7 +273,8 @@ def parse_document(
     try:
         parsed = _parse_markdown(seen, first, mdx=path.lower().endswith(".mdx"))
     except MarkdownParseError as exc:
-        raise MarkdownParseError(f"{path or '<text>'}:1: {exc}") from None
+        where = f"{path}:{exc.line}" if path else f"line {exc.line}"
+        raise MarkdownParseError(f"{where}: {exc}", exc.line) from None
     doc = Document(
         path=path,
         text=text,

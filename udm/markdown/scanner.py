@@ -240,7 +240,7 @@ def parse_markdown(lines: list[str], first: int = 0, *, mdx: bool = False) -> Pa
         same = same and masked is src
         src = masked
     where = _Where(src, lines if same else split_lines(src))
-    tree = parse_tree(src, mdx)
+    tree = parse_tree(src, mdx, where.fed)
     root = tree.root
     headings = _top_headings(root, lines, where)
     fences: list[Fence] = []

@@ -1,24 +1,34 @@
 """markdown-it-pyrs's parse tree of a file, kept from taking the file (or a whole build) down with it.
 
-markdown-it-pyrs 0.4.0 (markdown-it 0.6, the newest on PyPI) panics on some valid input instead of
-parsing it. A Rust panic reaches Python as pyo3's `PanicException`, a `BaseException` that a parse
-worker cannot even pickle back, so one page stopped a whole `udm index`. Two are known:
+markdown-it-pyrs 0.4.0 (markdown-it 0.6 with markdown-it-footnote 0.2, the newest on PyPI) fails on
+some valid input instead of parsing it. A Rust panic reaches Python as pyo3's `PanicException`, a
+`BaseException` that a parse worker cannot even pickle back, so one page stopped a whole
+`udm index`; worse, a stack overflow kills the process and exponential backtracking never ends.
+Known, and what this module does about each:
 
-- a GFM bare URL that runs into a multi-byte character (`http://localhost:4321/로`, usual in Korean,
-  Japanese and Chinese text, where no space follows a URL): the autolink rule slices the text inside
-  the character; the same mix of character and byte offsets makes it miss every bare URL that
-  follows a non-ASCII character in its paragraph (`café: http://x.com`);
-- a code span opened inside link text (`` [a `b](c) ``).
+- A GFM bare URL that runs into a multi-byte character (`http://localhost:4321/로`, usual in
+  Korean, Japanese and Chinese, where no space follows a URL) panics, and the same mix of character
+  and byte offsets makes the rule miss every bare URL or e-mail address after a non-ASCII character
+  in its paragraph (`café: http://x.com`). Text with a non-ASCII character and a URL is parsed
+  without that rule, and its bare URLs come from a second parse of a copy in which every non-ASCII
+  character is ASCII of the same UTF-8 length (byte offsets, and so lines, stay the file's; each
+  link's text is read back from the file).
+- A code span opened after a `[` (`` [a `b](c) ``), and an inline footnote `^[` at the end of a
+  paragraph, panic: the file is parsed again with fewer inline rules (`FALLBACKS`), and the note
+  says which were off and what that costs.
+- `[^` nested in `[^` (`[^[^[^...`, 40 of them: 80 bytes) takes exponential time in the footnote
+  rule: past `FOOTNOTE_NESTING` the file is parsed with that rule off.
+- Containers nested thousands deep (`> > > ...`, `- - - ...`, `1) 1) ...`) overflow the parser's
+  stack and kill the process: past `MAX_NESTING` the file is refused before the parser sees it.
+  Images nested in images' text (`![![![...`) do too: past `MAX_NESTING`, images are off.
 
-So text with a non-ASCII character and a URL is parsed without the bare-URL rule, and its bare URLs
-come from a second parse of a copy in which every non-ASCII character is ASCII of the same UTF-8
-length (byte offsets, and so lines, stay the file's; each link's text is read back from the file).
-Any other panic parses the file again with fewer inline rules (`FALLBACKS`) and says which were off;
-a file that no rule set parses raises `MarkdownParseError` (the index lists it as skipped).
+A file no rule set parses, or one nested too deep, raises `MarkdownParseError` (the index lists it
+as skipped, a patch that would write it is refused). Rust's panic messages are kept off the terminal.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import sys
@@ -62,29 +72,40 @@ _COMMONMARK_RULES: list[Any] = [
 _BLOCK_RULES: list[Any] = ["blockquote", "code", "fence", "heading", "hr", "lheading", "list", "paragraph"]
 _BLOCK_RULES += ["reference", "html_block", "table"]
 INLINE = "inline"
-# Rules turned off, in the order tried after a panic: fewest first; INLINE is every inline rule.
+# The rules known to panic: every combination of them is tried off, fewest first, before every
+# inline rule is (INLINE: block structure only, no links).
+_PANICKY = ("autolink_ext", "backticks", "footnote", "image")
 FALLBACKS: tuple[tuple[str, ...], ...] = (
-    ("autolink_ext",),
-    ("backticks",),
-    ("autolink_ext", "backticks"),
+    *(c for n in range(1, len(_PANICKY) + 1) for c in itertools.combinations(_PANICKY, n)),
     (INLINE,),
 )
+# Containers (block quotes, list items) nested deeper than this are refused: the parser recurses once
+# per level and overflows an 8 MiB stack near 20,000 list levels (a thread's stack may be smaller).
+MAX_NESTING = 1000
+# `[^` nested deeper than this (with no `]` between) turns the footnote rule off: each level doubles
+# its time (18: 0.09 s, 22: 1.5 s, 40: forever).
+FOOTNOTE_NESTING = 12
+# A line's container prefix: `>` and list markers, with the space between them.
+_MARKER = r">|[-+*](?=[ \t]|$)|\d{1,9}[.)](?=[ \t]|$)"
+_PREFIX = re.compile(rf"[ \t]*+(?:(?:{_MARKER})[ \t]*+)*+")
+_MARKERS = re.compile(_MARKER)
+_SPACES = re.compile(r"[ \t]+")
 # What a bare URL or e-mail address needs (the rule finds nothing in text without one of these).
 _URL_START = re.compile(r"https?://|www\.|@", re.IGNORECASE)
 _NON_ASCII = re.compile(r"[^\x00-\x7f]+")
 _EMAIL = re.compile(r"[A-Za-z0-9._+-]+@[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*[A-Za-z0-9]")
 
-# From a `[` to the next bracket or the end (`_unpaired_code`: the parser panics on a backtick run
-# there that does not close, whether or not a `]` follows). One star and no `]` required: each
-# character is scanned once (a star on each side of a backtick backtracked quadratically).
-_BRACKETED = re.compile(r"\[([^\[\]]*)")
 _TICKS = re.compile(r"`+")
 
 _PARSERS: dict[tuple[bool, tuple[str, ...]], MarkdownIt] = {}
 
 
 class MarkdownParseError(DocumentError):
-    """A file the Markdown parser fails on with every rule set (a parser bug, not the file's fault)."""
+    """A file the Markdown parser fails on with every rule set, or nested too deep for it."""
+
+    def __init__(self, message: str, line: int = 1) -> None:
+        super().__init__(message)
+        self.line = line  # 1-based
 
 
 @dataclass(slots=True)
@@ -103,8 +124,8 @@ class Tree:
         rules = " and ".join("every inline rule" if r == INLINE else r for r in self.off)
         cost = "; ".join(_COST[r] for r in self.off)
         return (
-            f"the Markdown parser (markdown-it-pyrs) failed on this file ({self.failure}); "
-            f"read again with {rules} off: {cost}"
+            f"the Markdown parser (markdown-it-pyrs) cannot read this file with every rule "
+            f"({self.failure}); read with {rules} off: {cost}"
         )
 
 
@@ -112,6 +133,8 @@ class Tree:
 _COST = {
     "autolink_ext": "bare URLs in it are not links",
     "backticks": "code spans in it read as text (a link inside one counts)",
+    "footnote": "footnotes in it read as text (`[^1]: x` as a link definition)",
+    "image": "images in it read as links",
     INLINE: "no links in it were read",
 }
 
@@ -162,19 +185,78 @@ def _stderr_off(off: bool) -> Iterator[None]:
             os.close(saved)
 
 
-def _first_tree(src: str, mdx: bool, tries: tuple[tuple[str, ...], ...]) -> Tree:
-    """The tree of the first rule set in `tries` that parses `src`; MarkdownParseError when none does."""
+def _first_tree(src: str, mdx: bool, tries: tuple[tuple[str, ...], ...], why: str = "") -> Tree:
+    """The tree of the first rule set in `tries` that parses `src`; MarkdownParseError when none does.
+
+    `why`: why the first rule set already has rules off (the note's reason when no panic gives one).
+    """
     failure = ""
-    suspect = _unpaired_code(src)
+    quiet = _suspect(src)
     for off in tries:
         try:
-            with _stderr_off(suspect or bool(failure)):
-                return Tree(_parser(mdx, off).tree(src), off=off, failure=failure)
+            with _stderr_off(quiet or bool(failure)):
+                return Tree(_parser(mdx, off).tree(src), off=off, failure=failure or why)
         except BaseException as exc:
             if not _panic(exc):
                 raise
             failure = failure or " ".join(str(exc).split())[:200]
     raise MarkdownParseError(f"the Markdown parser (markdown-it-pyrs) failed: {failure}")
+
+
+def _tries(off: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
+    """The rule sets to try in order: none off, then `FALLBACKS`; each with at least `off` off."""
+    return tuple(t for t in ((), *FALLBACKS) if INLINE in t or set(off) <= set(t))
+
+
+def _nesting(lines: list[str]) -> tuple[int, int]:
+    """(an upper bound of the deepest container nesting, its 0-based line), from each line's prefix.
+
+    Opening a container N deep takes the markers or the indentation of the N - 1 around it on the
+    same line (lazy lines open nothing), so a line's `>` and list markers plus half of each run of
+    space in its prefix bound its depth; only lines long enough to pass the limit are looked at.
+    """
+    deepest, where = 0, 0
+    for k, line in enumerate(lines):
+        if len(line) * 2 <= MAX_NESTING:
+            continue
+        m = _PREFIX.match(line)
+        prefix = m.group() if m else ""
+        markers = len(_MARKERS.findall(prefix))
+        # A run of c columns of space stands for at most c // 2 list items' indentation (the one
+        # space after a marker, none).
+        runs = _SPACES.findall(prefix)
+        depth = markers + sum((run.count(" ") + 4 * run.count("\t")) // 2 for run in runs)
+        if depth > deepest:
+            deepest, where = depth, k
+    return deepest, where
+
+
+def _nested(src: str, opener: str, limit: int) -> int:
+    """How deep `opener` nests with no `]` between (0 when that is not past `limit`)."""
+    if src.count(opener) <= limit:
+        return 0
+    deepest = max(part.count(opener) for part in src.split("]"))
+    return deepest if deepest > limit else 0
+
+
+def _forced_off(src: str) -> tuple[tuple[str, ...], str]:
+    """The rules a file's text must be parsed without (known to hang or crash on it), and why."""
+    off: list[str] = []
+    why: list[str] = []
+    footnotes = _nested(src, "[^", FOOTNOTE_NESTING)
+    if footnotes:
+        off.append("footnote")
+        why.append(f"[^ nested {footnotes} deep: its time doubles with each level")
+    images = _nested(src, "![", MAX_NESTING)
+    if images:
+        off.append("image")
+        why.append(f"![ nested {images} deep: more than {MAX_NESTING} overflows the parser's stack")
+    return tuple(off), "; ".join(why)
+
+
+def _suspect(src: str) -> bool:
+    """Whether the parse may panic on a known trigger (Rust's panic output is then kept quiet)."""
+    return "^[" in src or _unpaired_code(src)
 
 
 def _ascii_char(ch: str) -> str:
@@ -189,13 +271,14 @@ def _ascii_copy(src: str) -> str:
 
 
 def _unpaired_code(src: str) -> bool:
-    """Whether the text after a `[` holds a backtick run that no run of its length closes (a panic)."""
+    """Whether a paragraph with a `[` has a backtick run that no later run of its length closes (the
+    code-span rule may then panic); it may say yes where the parser would not."""
     if "`" not in src or "[" not in src:
         return False
-    for m in _BRACKETED.finditer(src):
-        if "`" not in m.group(1):
+    for part in src.split("\n\n"):
+        if "[" not in part or "`" not in part:
             continue
-        runs = [len(t) for t in _TICKS.findall(m.group(1))]
+        runs = [len(t) for t in _TICKS.findall(part.replace("\\`", ""))]
         i = 0
         while i < len(runs):
             try:
@@ -231,25 +314,33 @@ def _bare_urls(root: Node, raw: bytes) -> list[tuple[int, str, str]]:
     return found
 
 
-def parse_tree(src: str, mdx: bool = False) -> Tree:
-    """The CommonMark/GFM tree of `src` (MDX rules when `mdx`), surviving the parser's known panics."""
+def parse_tree(src: str, mdx: bool = False, lines: list[str] | None = None) -> Tree:
+    """The CommonMark/GFM tree of `src` (MDX rules when `mdx`; `lines`: its lines, when known),
+    surviving the parser's known failures; MarkdownParseError for a file nested too deep."""
+    depth, at = _nesting(src.split("\n") if lines is None else lines)
+    if depth > MAX_NESTING:
+        raise MarkdownParseError(
+            f"containers (block quotes, list items, indentation) up to {depth} deep (the limit is "
+            f"{MAX_NESTING}): the Markdown parser would overflow its stack",
+            at + 1,
+        )
+    off, why = _forced_off(src)
     if src.isascii() or not _URL_START.search(src):
-        return _first_tree(src, mdx, ((), *FALLBACKS))
+        return _first_tree(src, mdx, _tries(off), why)
     # In text with a non-ASCII character the bare-URL rule mixes character and byte offsets: it
     # misses the URLs after one (`é http://x.com`) or panics on one inside a URL. So the file is parsed
     # without the rule, and its bare URLs are found in an ASCII copy with the same byte offsets.
-    tree = _first_tree(src, mdx, FALLBACKS)
+    tree = _first_tree(src, mdx, _tries((*off, "autolink_ext")), why)
     try:
-        bare = _first_tree(_ascii_copy(src), mdx, ((), *FALLBACKS[1:]))
+        bare = _first_tree(_ascii_copy(src), mdx, tuple(t for t in _tries(off) if "autolink_ext" not in t))
     except MarkdownParseError as exc:
         bare = Tree(tree.root, off=(INLINE,), failure=str(exc))
-    if "autolink_ext" in bare.off or INLINE in bare.off:
-        tree.failure = tree.failure or bare.failure
-        return tree
-    if INLINE not in tree.off:
+    if INLINE not in tree.off and "autolink_ext" not in bare.off and INLINE not in bare.off:
         tree.bare = _bare_urls(bare.root, src.encode("utf-8"))
         tree.off = tuple(r for r in tree.off if r != "autolink_ext")
         tree.failure = tree.failure if tree.off else ""
+    else:
+        tree.failure = tree.failure or bare.failure
     return tree
 
 
