@@ -167,3 +167,18 @@ def test_generated_documents_agree_with_markdown_it_py(pieces: list[str], mdx: b
     text = " ".join(pieces) + "\n"
     _, fp, fn = _agreement("g.mdx" if mdx else "g.md", text)
     assert fp == 0 and fn == 0, text
+
+
+def test_mdx_fences_indented_under_list_items_hold_code_not_jsx() -> None:
+    # MDX has no indented code, so a fence opens at any indent; the HTML in it is code, not links.
+    assert _links("starlight-steps.mdx") == [
+        (11, "inline", "internal", "/en/tutorial/page/"),
+        (37, "inline", "anchor", "#build-a-page"),
+    ]
+    doc = parse_document((FIXTURES / "starlight-steps.mdx").read_text(encoding="utf-8"), "s.mdx")
+    assert [(b.lang, b.start + 1, b.end) for b in doc.blocks] == [
+        ("astro", 13, 17),
+        ("astro", 21, 29),
+        ("html", 33, 35),
+    ]
+    assert "<a href=\"/about/\">About</a>" in doc.blocks[1].text

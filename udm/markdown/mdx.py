@@ -55,7 +55,9 @@ def attr_links(content: str, base: int, form: str, out: list[tuple[int, str, str
 
 
 _ESM_START = re.compile(r"(?:import|export)(?=[\s{*])")
-_FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})")
+# Any indent: MDX turns indented code off, so a fence opens at any depth (inside a list item, a
+# `<Steps>` step), and the HTML of its code must not be read as JSX.
+_FENCE_OPEN = re.compile(r"[ \t]*(`{3,}|~{3,})")
 _JSX_LINE = re.compile(r"[ \t]*(?:<(?:[A-Za-z_$][\w.:$-]*|/|>)|\{)")
 _NAME_CHARS = re.compile(r"[\w.:$-]*")
 
