@@ -341,3 +341,32 @@ def test_section_slices_reproduce_content(lines_: list[str]) -> None:
         if s.parent is not None:
             parent = doc.sections[s.parent]
             assert parent.start < s.start and s.end <= parent.end and parent.level < s.level
+
+
+def test_anchors_are_made_from_the_rendered_heading_text() -> None:
+    # As GitHub and github-slugger (Starlight, Docusaurus) make them: entities decoded (a soft hyphen
+    # `&shy;` is dropped), a link's URL, HTML tags and emphasis marks not part of the text.
+    text = (
+        "# Aktualisierungs&shy;anleitungen\n\n"
+        "## Use `<Foo>` &lt;x&gt; *em* [link](y.md) &#x41;\n\n"
+        "## Tom &quot;Q&quot; &amp; co\n\n"
+        "## The _best_ way\n\n"
+        "## `__init__` and snake_case\n\n"
+        '## Foo <Badge text="beta"/>\n\n'
+        "Setext [x](y.md)\n---\n\n"
+        "## a\\_b\n"
+    )
+    doc = parse_document(text, "x.md")
+    assert [s.anchor for s in doc.sections] == [
+        "aktualisierungsanleitungen",
+        "use-foo-x-em-link-a",
+        "tom-q--co",
+        "the-best-way",
+        "__init__-and-snake_case",
+        "foo",
+        "setext-x",
+        "a_b",
+    ]
+    # The title stays the source text: section lookups and patches name headings as written.
+    assert doc.sections[2].title == "Tom &quot;Q&quot; &amp; co"
+    assert find_section(doc, "#the-best-way").title == "The _best_ way"

@@ -181,4 +181,4 @@ def test_mdx_fences_indented_under_list_items_hold_code_not_jsx() -> None:
         ("astro", 21, 29),
         ("html", 33, 35),
     ]
-    assert "<a href=\"/about/\">About</a>" in doc.blocks[1].text
+    assert '<a href="/about/">About</a>' in doc.blocks[1].text

@@ -66,7 +66,8 @@ class Outline:
     def _extend_anchors(self, k: int) -> str:
         anchors, seen = self.anchors, self.seen_anchors
         while len(anchors) <= k:
-            base = slugify(self.headings[len(anchors)].title)
+            heading = self.headings[len(anchors)]
+            base = slugify(heading.title if heading.text is None else heading.text)
             anchor = base
             if base in seen:
                 seen[base] += 1

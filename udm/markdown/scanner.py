@@ -55,6 +55,9 @@ class Heading:
     title: str
     start: int
     end: int
+    # The text the heading renders to, when its source holds markup that changes it (entities, links,
+    # emphasis, HTML): its anchor is made from this, as GitHub and the generators make it.
+    text: str | None = None
 
 
 @dataclass(slots=True)
@@ -127,6 +130,10 @@ def _closer(markup: str) -> re.Pattern[str]:
         pat = re.compile(rf"[ \t>]*{ch}{{{len(markup)},}}[ \t]*$")
         _FENCE_CLOSE_CACHE[key] = pat
     return pat
+
+
+# Marks after which a heading's source and its rendered text may differ in what a slug keeps.
+_RENDERS_OTHERWISE = re.compile(r"[&\\\[<_]")
 
 
 def _text_of(node: Node) -> str:
@@ -273,7 +280,8 @@ def _top_headings(root: Node, lines: list[str], where: _Where) -> list[Heading]:
             title = atx_title(m.group(2)) if m else _text_of(node).strip()
         else:
             title = " ".join(part.strip() for part in lines[start : end - 1]).strip()
-        headings.append(Heading(level, title, start, end))
+        text = _text_of(node).strip() if _RENDERS_OTHERWISE.search(title) else None
+        headings.append(Heading(level, title, start, end, None if text == title else text))
     return headings
 
 
