@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import importlib.util
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -75,6 +76,31 @@ def test_an_open_code_span_in_link_text_is_read_with_code_spans_off(
     assert "backticks off" in doc.notes[0]
     # Rust's panic message and backtrace never reach the user's terminal.
     assert "panicked" not in capfd.readouterr().err
+
+
+@pytest.mark.parametrize("text", ["[a `b", "x [a `b c\n\nd]", "[```", "[a `b [c] d", "- [ ] `x\n"])
+def test_every_open_code_span_after_a_bracket_is_caught_quietly(
+    text: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    parse_document(text, "page.md")
+    assert "panicked" not in capfd.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" + "`" * 200_000,
+        "[" * 100_000 + "`",
+        "[a `" * 50_000,
+        "x http://a.com/" + "é" * 100_000,
+        "é " + "a@" * 100_000,
+    ],
+)
+def test_hostile_text_parses_in_linear_time(text: str) -> None:
+    start = time.perf_counter()
+    parse_document(text, "page.md")
+    # About 0.3 s here; a quadratic scan of these took minutes.
+    assert time.perf_counter() - start < 5
 
 
 class PanicException(BaseException):

@@ -74,8 +74,10 @@ _URL_START = re.compile(r"https?://|www\.|@", re.IGNORECASE)
 _NON_ASCII = re.compile(r"[^\x00-\x7f]+")
 _EMAIL = re.compile(r"[A-Za-z0-9._+-]+@[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*[A-Za-z0-9]")
 
-# A bracketed span holding backticks (`_unpaired_code`: the parser panics on one that does not close).
-_BRACKETED = re.compile(r"\[([^\[\]]*`[^\[\]]*)\]")
+# From a `[` to the next bracket or the end (`_unpaired_code`: the parser panics on a backtick run
+# there that does not close, whether or not a `]` follows). One star and no `]` required: each
+# character is scanned once (a star on each side of a backtick backtracked quadratically).
+_BRACKETED = re.compile(r"\[([^\[\]]*)")
 _TICKS = re.compile(r"`+")
 
 _PARSERS: dict[tuple[bool, tuple[str, ...]], MarkdownIt] = {}
@@ -187,10 +189,12 @@ def _ascii_copy(src: str) -> str:
 
 
 def _unpaired_code(src: str) -> bool:
-    """Whether a bracketed span holds a backtick run that no run of its length closes (a panic)."""
+    """Whether the text after a `[` holds a backtick run that no run of its length closes (a panic)."""
     if "`" not in src or "[" not in src:
         return False
     for m in _BRACKETED.finditer(src):
+        if "`" not in m.group(1):
+            continue
         runs = [len(t) for t in _TICKS.findall(m.group(1))]
         i = 0
         while i < len(runs):
