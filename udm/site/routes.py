@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
+from udm.markdown import slugify
 from udm.site.detect import (
     GENERATORS,
     INDEX_NAMES,
@@ -166,6 +167,14 @@ class Routes:
                     _join(mount.prefix, slug) if slug.startswith("/") else _join(mount.prefix, *parts, slug)
                 )
             return _join(mount.prefix, *parts, stem)
+        if gen == "starlight":
+            # Astro's content ids: front matter `slug`, else each path segment github-slugged.
+            if meta.get("slug"):
+                return _join(mount.prefix, str(meta["slug"]))
+            segments = [slugify(p) for p in [*parts, stem]]
+            if segments[-1] == "index":
+                segments.pop()
+            return _join(mount.prefix, *segments)
         if gen == "hugo":
             if meta.get("url"):
                 return _join(str(meta["url"])).lower()
