@@ -220,6 +220,20 @@ def test_explicit_anchors() -> None:
     assert not has_explicit_anchor(text, "setup") and not has_explicit_anchor(text, "mac")
 
 
+def test_mdx_comment_heading_ids(tmp_path: Path) -> None:
+    # react.dev writes each heading's id as an MDX comment after it; its build makes that the anchor.
+    manual = tmp_path / "content"
+    (manual / "learn").mkdir(parents=True)
+    (manual / "learn" / "state.md").write_text(
+        "## Updates to Strict Mode {/*updates-to-strict-mode*/}\n\n"
+        "### Fixing bugs {/* fixing-bugs */}\n\n[here](#updates-to-strict-mode) [gone](#strict-mode)\n"
+    )
+    (manual / "index.md").write_text("[a](/learn/state#fixing-bugs) [b](learn/state.md#fixing)\n")
+    settings = load_settings(cwd=tmp_path, root=manual, state_dir=tmp_path / "state")
+    broken = {k for k, ok in _targets(settings).items() if ok is False}
+    assert broken == {("learn/state.md", "#strict-mode"), ("index.md", "learn/state.md#fixing")}
+
+
 def test_bare_hash_is_the_top_of_the_page(tmp_path: Path) -> None:
     settings = _site_copy(tmp_path, "none")
     assert _targets(settings).get(("README.md", "#"), True) is True

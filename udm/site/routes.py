@@ -402,12 +402,15 @@ Verdict = tuple[Any, str | None, str | None, bool | None]  # (row key, target fi
 
 
 def has_explicit_anchor(text: str, anchor: str) -> bool:
-    """Whether the page names `anchor` itself: an HTML `id`/`name` attribute, or a `{#anchor}` heading
-    attribute (Docusaurus, MkDocs attr_list, Hugo, Pandoc). GitHub-style heading anchors are not checked here."""
+    """Whether the page names `anchor` itself: an HTML `id`/`name` attribute, a `{#anchor}` heading
+    attribute (Docusaurus, MkDocs attr_list, Hugo, Pandoc, VitePress) or an MDX comment after a heading,
+    `{/*anchor*/}` (react.dev's heading ids). GitHub-style heading anchors are not checked here."""
     if anchor not in text:
         return False
     forms = (f'id="{anchor}"', f"id='{anchor}'", f'name="{anchor}"', f"name='{anchor}'", f"{{#{anchor}}}")
-    return any(form in text for form in forms)
+    if any(form in text for form in forms):
+        return True
+    return "{/*" in text and re.search(rf"\{{/\*[ \t]*{re.escape(anchor)}[ \t]*\*/\}}", text) is not None
 
 
 def resolve_links(
