@@ -370,3 +370,23 @@ def test_anchors_are_made_from_the_rendered_heading_text() -> None:
     # The title stays the source text: section lookups and patches name headings as written.
     assert doc.sections[2].title == "Tom &quot;Q&quot; &amp; co"
     assert find_section(doc, "#the-best-way").title == "The _best_ way"
+
+
+def test_a_heading_that_names_its_own_id_has_that_anchor() -> None:
+    # `{#id}` (Docusaurus, VitePress, MkDocs attr_list, Hugo), `{: #id .c}`, react.dev's `{/*id*/}`:
+    # the site publishes the heading at that id, so sections are found by it and links land on it.
+    text = (
+        "# What is Vue? {#what-is-vue}\n\n## Options {: #opts .wide }\n\n## Strict {/*strict-mode*/}\n\n"
+        "## Braces {#} in text\n\n## Mid {#x} text\n"
+    )
+    doc = parse_document(text, "x.md")
+    assert [s.anchor for s in doc.sections] == [
+        "what-is-vue",
+        "opts",
+        "strict-mode",
+        "braces--in-text",
+        "mid-x-text",
+    ]
+    assert find_section(doc, "#what-is-vue").title == "What is Vue? {#what-is-vue}"
+    assert find_section(doc, "opts").start == 2
+    assert find_section(doc, "What is Vue? {#what-is-vue} > Strict {/*strict-mode*/}").start == 4

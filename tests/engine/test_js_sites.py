@@ -127,3 +127,25 @@ def test_an_astro_config_without_starlight_is_not_a_manual_site(tmp_path: Path) 
         "import { defineConfig } from 'astro/config';\nexport default defineConfig({});\n"
     )
     assert detect_site(tmp_path / "docs", stop=tmp_path).generator == "none"
+
+
+def test_an_index_written_by_another_schema_version_is_rebuilt_before_any_answer(tmp_path: Path) -> None:
+    # Upgrading udm changed how anchors are made; an index of unchanged files written by the old
+    # version must not answer (before: `query section` by anchor failed until a file changed).
+    import duckdb
+
+    from udm.index import UdmQuery
+
+    settings = _copy(tmp_path, "starlight", "src/content/docs")
+    _targets(settings)
+    con = duckdb.connect(str(settings.state_path / "index.duckdb"))
+    con.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    con.execute("UPDATE sections SET anchor = 'stale'")
+    con.close()
+    query = UdmQuery(settings)
+    try:
+        _, section = query.section("en/getting-started.mdx", "install-the-cli")
+        assert section is not None and section.title == "Install the CLI"
+    finally:
+        query.close()
+    assert _targets(settings)[("fr/index.mdx", "/guide/fr/getting-started/#install-the-cli")] is True

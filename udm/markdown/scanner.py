@@ -58,6 +58,8 @@ class Heading:
     # The text the heading renders to, when its source holds markup that changes it (entities, links,
     # emphasis, HTML): its anchor is made from this, as GitHub and the generators make it.
     text: str | None = None
+    # An id the heading names itself (`{#id}`, `{: #id .c}`, react.dev's `{/*id*/}`): its anchor.
+    anchor: str | None = None
 
 
 @dataclass(slots=True)
@@ -134,6 +136,12 @@ def _closer(markup: str) -> re.Pattern[str]:
 
 # Marks after which a heading's source and its rendered text may differ in what a slug keeps.
 _RENDERS_OTHERWISE = re.compile(r"[&\\\[<_]")
+# A heading's own id at its end: an attribute list holding `#id` (Docusaurus, VitePress, MkDocs
+# attr_list, Hugo, Pandoc) or react.dev's MDX comment `{/*id*/}`.
+_OWN_ID = re.compile(
+    r"[ \t]\{(?::[ \t]*)?(?:[^{}#]*[ \t])?#([A-Za-z0-9_][\w.:-]*)(?:[ \t][^{}]*)?\}$"
+    r"|[ \t]\{/\*[ \t]*([A-Za-z0-9_][\w.:-]*)[ \t]*\*/\}$"
+)
 
 
 def _text_of(node: Node) -> str:
@@ -281,7 +289,9 @@ def _top_headings(root: Node, lines: list[str], where: _Where) -> list[Heading]:
         else:
             title = " ".join(part.strip() for part in lines[start : end - 1]).strip()
         text = _text_of(node).strip() if _RENDERS_OTHERWISE.search(title) else None
-        headings.append(Heading(level, title, start, end, None if text == title else text))
+        own = _OWN_ID.search(title) if title.endswith("}") else None
+        anchor = own.group(1) or own.group(2) if own else None
+        headings.append(Heading(level, title, start, end, None if text == title else text, anchor))
     return headings
 
 
