@@ -276,3 +276,26 @@ def test_every_page_is_reached_by_its_route_and_its_path(
         if len(owners[route]) == 1:
             # A route two pages share (a.md and a/index.md) reaches one of them; any other reaches its own.
             assert resolver.locate(source, "/" + route).file == page, (route, page)
+
+
+def test_headings_in_block_quotes_and_list_items_have_anchors(tmp_path: Path) -> None:
+    # MkDocs' configuration page documents options as `> #### custom_dir` inside block quotes; such
+    # headings start no section, but every renderer gives them an id a link may name.
+    manual = tmp_path / "docs"
+    manual.mkdir()
+    (manual / "config.md").write_text(
+        "# Configuration\n\n### theme\n\n> #### custom_dir\n>\n> A folder of overrides.\n\n"
+        "- #### In a list item\n\n  Text.\n\n> Setext in a quote\n> ---\n"
+    )
+    (manual / "index.md").write_text(
+        "[a](config.md#custom_dir) [b](config.md#in-a-list-item) [c](config.md#setext-in-a-quote)\n"
+        "[d](config.md#theme) [e](config.md#custom-dir)\n"
+    )
+    settings = load_settings(cwd=tmp_path, root=manual, state_dir=tmp_path / "state")
+    targets = _targets(settings)
+    assert {t for (f, t), ok in targets.items() if f == "index.md" and ok is False} == {
+        "config.md#custom-dir"
+    }
+    assert {f.message for f in lint(settings) if f.rule == "broken-anchor"} == {
+        "no heading with anchor #custom-dir in config.md"
+    }

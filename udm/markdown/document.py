@@ -26,7 +26,7 @@ from udm.markdown.lines import split_lines
 from udm.markdown.model import Block, IdOccurrence, Link, Section
 from udm.markdown.outline import Outline, build_outline, slugify
 from udm.markdown.roles import block_ids, fence_role
-from udm.markdown.scanner import PARSER_NAME, Opaque
+from udm.markdown.scanner import PARSER_NAME, Opaque, nested_heading_texts
 from udm.markdown.scanner import parse_markdown as _parse_markdown
 from udm.markdown.tree import MarkdownParseError
 
@@ -220,6 +220,16 @@ class Document:
         starts = [s.start for s in self.sections]
         i = bisect.bisect_right(starts, line) - 1
         return self.sections[i] if i >= 0 else None
+
+    def nested_anchors(self) -> set[str]:
+        """GitHub anchors of the headings inside block quotes and list items (no sections, yet ids)."""
+        seen = [self.lines[0][1:], *self.lines[1:]] if self.text.startswith("\ufeff") else self.lines
+        first = self.front_matter_range[1] if self.front_matter_range else 0
+        try:
+            texts = nested_heading_texts(seen, first, mdx=self.path.lower().endswith(".mdx"))
+        except MarkdownParseError:
+            return set()
+        return {slugify(t) for t in texts}
 
     def _build(self) -> None:
         """Work out every ID definition and every section, as the parse always did."""

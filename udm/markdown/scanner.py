@@ -105,6 +105,8 @@ _MARKS_BYTES = tuple(m.encode("ascii") for m in _MARKS)
 # Nodes with nothing to find below them.
 _LEAVES = frozenset({"text", "text_special", "softbreak", "hardbreak", "code_inline", "code_block"})
 _LINK_NODES = frozenset({"link", "image", "autolink", "linkify"})
+# Nodes no heading can sit in.
+_NO_HEADINGS = _LEAVES | {"paragraph", "fence", "html_block", "table", "hr"}
 
 
 # Greedy title, trimmed by atx_title: a lazy title before optional blanks is quadratic on long lines.
@@ -239,6 +241,26 @@ def _positions(data: Any, mark: Any) -> list[int]:
     while pos >= 0:
         out.append(pos)
         pos = find(mark, pos + 1)
+    return out
+
+
+def nested_heading_texts(lines: list[str], first: int = 0, *, mdx: bool = False) -> list[str]:
+    """The rendered text of every heading inside a block quote, list item or other container.
+
+    They start no section, yet GitHub and the generators give them ids too (`> #### custom_dir`).
+    A parse of its own: link checks ask for it only on a page whose anchor is no section's.
+    """
+    src, _ = _normalise(lines, first)
+    if mdx:
+        src = _mask_mdx(src, first)[0]
+    out: list[str] = []
+    stack = [node for node in parse_tree(src, mdx).root.children if node.name not in ("heading", "lheading")]
+    while stack:
+        node = stack.pop()
+        if node.name in ("heading", "lheading"):
+            out.append(_text_of(node).strip())
+        elif node.name not in _NO_HEADINGS:
+            stack.extend(node.children)
     return out
 
 

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
-from udm.markdown import slugify
+from udm.errors import UdmError
+from udm.markdown import parse_document, slugify
 from udm.site.detect import (
     GENERATORS,
     INDEX_NAMES,
@@ -413,6 +414,14 @@ def has_explicit_anchor(text: str, anchor: str) -> bool:
     return "{/*" in text and re.search(rf"\{{/\*[ \t]*{re.escape(anchor)}[ \t]*\*/\}}", text) is not None
 
 
+def _nested_anchors(page: str, text: str) -> set[str]:
+    """The anchors of a page's headings inside containers (none when it does not parse)."""
+    try:
+        return parse_document(text, page).nested_anchors()
+    except UdmError:
+        return set()
+
+
 def resolve_links(
     resolver: LinkResolver,
     rows: Iterable[Row],
@@ -436,11 +445,20 @@ def resolve_links(
     present = anchors_in(wanted) if wanted else set()
     if text_of is not None:
         texts: dict[str, str | None] = {}
+        nested: dict[str, set[str]] = {}
         for page, anchor in sorted(wanted - present):
             if page not in texts:
                 texts[page] = text_of(page)
             text = texts[page]
-            if text is not None and has_explicit_anchor(text, anchor):
+            if text is None:
+                continue
+            if has_explicit_anchor(text, anchor):
+                present.add((page, anchor))
+                continue
+            if page not in nested:
+                # Headings in block quotes and list items start no section but have ids.
+                nested[page] = _nested_anchors(page, text)
+            if anchor in nested[page]:
                 present.add((page, anchor))
     out: list[Verdict] = []
     for key, loc in located:
