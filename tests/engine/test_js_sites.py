@@ -149,3 +149,12 @@ def test_an_index_written_by_another_schema_version_is_rebuilt_before_any_answer
     finally:
         query.close()
     assert _targets(settings)[("fr/index.mdx", "/guide/fr/getting-started/#install-the-cli")] is True
+
+
+def test_vitepress_heading_anchors_are_made_as_vitepress_makes_them() -> None:
+    from udm.site.routes import vitepress_slug
+
+    assert vitepress_slug("What's new in 2.0?") == "what-s-new-in-2-0"
+    assert vitepress_slug("1. First step") == "_1-first-step"
+    assert vitepress_slug("Été & “quotes”") == "ete-quotes"
+    assert vitepress_slug("`v-model` arguments") == "v-model-arguments"

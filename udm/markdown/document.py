@@ -221,15 +221,21 @@ class Document:
         i = bisect.bisect_right(starts, line) - 1
         return self.sections[i] if i >= 0 else None
 
-    def nested_anchors(self) -> set[str]:
-        """GitHub anchors of the headings inside block quotes and list items (no sections, yet ids)."""
+    def nested_heading_texts(self) -> list[str]:
+        """The rendered text of the headings inside block quotes and list items (no sections, yet ids)."""
         seen = [self.lines[0][1:], *self.lines[1:]] if self.text.startswith("\ufeff") else self.lines
         first = self.front_matter_range[1] if self.front_matter_range else 0
         try:
-            texts = nested_heading_texts(seen, first, mdx=self.path.lower().endswith(".mdx"))
+            return nested_heading_texts(seen, first, mdx=self.path.lower().endswith(".mdx"))
         except MarkdownParseError:
-            return set()
-        return {slugify(t) for t in texts}
+            return []
+
+    def heading_texts(self) -> list[tuple[str, str | None]]:
+        """Each section heading's rendered text and the id it names itself (None when it names none)."""
+        outline = self._outline
+        if outline is None:
+            return []
+        return [(h.title if h.text is None else h.text, h.anchor) for h in outline.headings]
 
     def _build(self) -> None:
         """Work out every ID definition and every section, as the parse always did."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -414,12 +415,41 @@ def has_explicit_anchor(text: str, anchor: str) -> bool:
     return "{/*" in text and re.search(rf"\{{/\*[ \t]*{re.escape(anchor)}[ \t]*\*/\}}", text) is not None
 
 
-def _nested_anchors(page: str, text: str) -> set[str]:
-    """The anchors of a page's headings inside containers (none when it does not parse)."""
+def _more_anchors(generator: str, page: str, text: str) -> set[str]:
+    """Anchors of a page beyond its sections' GitHub ones: headings inside containers, and for
+    VitePress every heading's slug as VitePress makes it."""
     try:
-        return parse_document(text, page).nested_anchors()
+        doc = parse_document(text, page)
     except UdmError:
         return set()
+    nested = doc.nested_heading_texts()
+    found = {slugify(t) for t in nested}
+    if generator == "vitepress":
+        texts = [t for t, own in doc.heading_texts() if own is None] + nested
+        seen: dict[str, int] = {}
+        for t in texts:
+            slug = vitepress_slug(t)
+            n = seen.get(slug, 0)
+            seen[slug] = n + 1
+            found.add(slug if n == 0 else f"{slug}-{n}")
+    return found
+
+
+# VitePress (@mdit-vue/shared) turns these runs into one hyphen: white space, ASCII punctuation but
+# the hyphen-less few it keeps, and typographic quotes.
+_VP_SPECIAL = re.compile(r"""[\s~`!@#$%^&*()\-_+=\[\]{}|\\;:"'\u201c\u201d\u2018\u2019<>,.?/]+""")
+_VP_CONTROL = re.compile(r"[\x00-\x1f]")
+
+
+def vitepress_slug(text: str) -> str:
+    """A heading's anchor as VitePress makes it: NFKD without combining marks, punctuation runs to
+    one hyphen, no hyphen at the ends, `_` before a leading digit, lower case."""
+    plain = "".join(ch for ch in unicodedata.normalize("NFKD", text) if not 0x300 <= ord(ch) <= 0x36F)
+    slug = _VP_SPECIAL.sub("-", _VP_CONTROL.sub("", plain))
+    slug = re.sub(r"-{2,}", "-", slug).strip("-")
+    if slug[:1].isdigit():
+        slug = "_" + slug
+    return slug.lower()
 
 
 def resolve_links(
@@ -456,8 +486,9 @@ def resolve_links(
                 present.add((page, anchor))
                 continue
             if page not in nested:
-                # Headings in block quotes and list items start no section but have ids.
-                nested[page] = _nested_anchors(page, text)
+                # Headings in block quotes and list items start no section but have ids; VitePress
+                # makes its anchors its own way.
+                nested[page] = _more_anchors(resolver.site.generator, page, text)
             if anchor in nested[page]:
                 present.add((page, anchor))
     out: list[Verdict] = []
