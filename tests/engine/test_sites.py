@@ -299,3 +299,36 @@ def test_headings_in_block_quotes_and_list_items_have_anchors(tmp_path: Path) ->
     assert {f.message for f in lint(settings) if f.rule == "broken-anchor"} == {
         "no heading with anchor #custom-dir in config.md"
     }
+
+
+def test_a_plain_manual_may_link_a_folder_as_github_lists_it(tmp_path: Path) -> None:
+    manual = tmp_path / "repo"
+    (manual / "guides" / "templates").mkdir(parents=True)
+    (manual / "guides" / "templates" / "alias.md").write_text("# Alias\n")
+    (manual / "README.md").write_text(
+        "[templates](guides/templates) [slash](guides/templates/) [none](guides/nothing/)\n"
+    )
+    settings = load_settings(cwd=tmp_path, root=manual, state_dir=tmp_path / "state")
+    targets = _targets(settings)
+    assert targets[("README.md", "guides/templates")] is True
+    assert targets[("README.md", "guides/templates/")] is True
+    assert targets[("README.md", "guides/nothing/")] is False
+    # A generator publishes no folder listing: there the same link is broken.
+    (manual / "mkdocs.yml").write_text("site_name: x\ndocs_dir: .\n")
+    assert _targets(settings)[("README.md", "guides/templates")] is False
+
+
+def test_new_link_rules_re_resolve_an_index_of_unchanged_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The verdicts are stored: an upgrade that resolves some link otherwise must not keep the old ones.
+    import udm.site.model as model
+
+    manual = tmp_path / "repo"
+    (manual / "guides").mkdir(parents=True)
+    (manual / "README.md").write_text("[guides](guides)\n")
+    settings = load_settings(cwd=tmp_path, root=manual, state_dir=tmp_path / "state")
+    assert _targets(settings)[("README.md", "guides")] is True
+    monkeypatch.setattr(model, "RULES_VERSION", model.RULES_VERSION + 1)
+    (manual / "guides").rmdir()  # a folder: no file the index holds changed
+    assert _targets(settings)[("README.md", "guides")] is False

@@ -107,9 +107,9 @@ class _Resolver:
         self.ws = ws
         self.after = after
         self._docs: dict[str, Document | None] = {}
-        meta_of = self.route_meta if site.generator in ("docusaurus", "hugo") else None
+        meta_of = self.route_meta if site.generator in ("docusaurus", "hugo", "starlight") else None
         self.routes = Routes(site, _Pages(self), meta_of=meta_of)
-        self.links = LinkResolver(self.routes, self.exists)
+        self.links = LinkResolver(self.routes, self.exists, self.is_folder)
 
     def text(self, rel: str) -> str | None:
         """The file's text before or after the patch (None when absent)."""
@@ -135,6 +135,13 @@ class _Resolver:
         except UdmError:
             return False
         return real.is_file()
+
+    def is_folder(self, rel: str) -> bool:
+        """Whether a folder exists under the root (a plain manual's link may name one: GitHub lists it)."""
+        try:
+            return self.ws.real_path(rel).is_dir()
+        except UdmError:
+            return False
 
     def doc(self, rel: str) -> Document | None:
         """The parsed Markdown file (None when absent or not Markdown)."""

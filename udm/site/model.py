@@ -27,6 +27,9 @@ __all__ = [
     "under",
 ]
 
+# Raised whenever udm.site.routes resolves some link otherwise (a new rule, a new anchor form): an index
+# built under other rules then resolves every link anew, though no file and no config changed.
+RULES_VERSION = 2
 GENERATORS = ("none", "docusaurus", "mintlify", "mkdocs", "mdbook", "hugo", "starlight", "vitepress")
 PAGE_SUFFIXES = (".md", ".mdx", ".markdown")
 # Suffixes a route may carry that name the same page (mdBook and MkDocs without directory URLs write .html).
@@ -60,7 +63,14 @@ class Site:
     def fingerprint(self) -> str:
         """A short hash of everything that changes how links resolve."""
         data = json.dumps(
-            [self.generator, [m.__dict__ for m in self.mounts], self.base_path, self.redirects, self.static],
+            [
+                RULES_VERSION,
+                self.generator,
+                [m.__dict__ for m in self.mounts],
+                self.base_path,
+                self.redirects,
+                self.static,
+            ],
             sort_keys=True,
         )
         return hashlib.sha256(data.encode()).hexdigest()[:16]

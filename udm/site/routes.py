@@ -263,7 +263,7 @@ class Located:
     file: str | None
     fragment: str | None
     external: bool = False
-    how: str = ""  # file, path, route, redirect, static, anchor; "" when nothing was found
+    how: str = ""  # file, path, folder, route, redirect, static, anchor; "" when nothing was found
 
 
 @dataclass
@@ -272,6 +272,8 @@ class LinkResolver:
 
     routes: Routes
     exists: Callable[[str], bool]
+    # Whether a folder exists: with no generator a link may name one, as GitHub lists a folder's files.
+    is_folder: Callable[[str], bool] | None = None
     _relative: dict[tuple[str, str], Located] = field(default_factory=dict)
     _absolute: dict[str, Located] = field(default_factory=dict)
 
@@ -306,7 +308,7 @@ class LinkResolver:
             hit = self._relative.get(key) or self._relative.get((source, path))
             if hit is None:
                 hit = self._locate_relative(source, path)
-                self._relative[key if hit.how in ("file", "path") else (source, path)] = hit
+                self._relative[key if hit.how in ("file", "path", "folder") else (source, path)] = hit
         return hit if frag is None else Located(hit.file, frag, hit.external, hit.how)
 
     def _locate_relative(self, source: str, path: str) -> Located:
@@ -318,6 +320,8 @@ class LinkResolver:
             found = self.routes.by_path(strip_page("" if joined == "." else joined))
             if found is not None:
                 return Located(found, None, how="path")
+            if self.site.generator == "none" and self.is_folder is not None and self.is_folder(joined):
+                return Located(joined, None, how="folder")
         # In a published site a link that is not a file path is a URL relative to the page's own
         # route (one level deeper with directory URLs: MkDocs' `../img/x.png` from a page).
         route = self.routes.page_route(source)
