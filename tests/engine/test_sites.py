@@ -332,3 +332,22 @@ def test_new_link_rules_re_resolve_an_index_of_unchanged_files(
     monkeypatch.setattr(model, "RULES_VERSION", model.RULES_VERSION + 1)
     (manual / "guides").rmdir()  # a folder: no file the index holds changed
     assert _targets(settings)[("README.md", "guides")] is False
+
+
+def test_hugo_definition_terms_have_ids_when_its_config_says(tmp_path: Path) -> None:
+    # autoDefinitionTermID (hugoDocs sets it): `publishDir` then `: ...` is a <dt id="publishdir">.
+    settings = _site_copy(tmp_path, "hugo")
+    assert detect_site(settings.udm_root, stop=tmp_path).term_ids
+    (settings.udm_root / "content" / "posts" / "first-post.md").write_text(
+        "# First\n\n[dir](/about-us/#publishdir) [url](/about-us/#baseurl) [no](/about-us/#nodir)\n"
+    )
+    targets = _targets(settings)
+    assert targets[("content/about.md", "#publishdir")] is True
+    assert targets[("content/posts/first-post.md", "/about-us/#publishdir")] is True
+    assert targets[("content/posts/first-post.md", "/about-us/#baseurl")] is True
+    assert targets[("content/posts/first-post.md", "/about-us/#nodir")] is False
+    config = settings.udm_root / "hugo.toml"
+    config.write_text(
+        config.read_text().replace("autoDefinitionTermID = true", "autoDefinitionTermID = false")
+    )
+    assert _targets(settings)[("content/about.md", "#publishdir")] is False

@@ -26,7 +26,7 @@ from udm.markdown.lines import split_lines
 from udm.markdown.model import Block, IdOccurrence, Link, Section
 from udm.markdown.outline import Outline, build_outline, slugify
 from udm.markdown.roles import block_ids, fence_role
-from udm.markdown.scanner import PARSER_NAME, Opaque, nested_heading_texts
+from udm.markdown.scanner import PARSER_NAME, Opaque, definition_term_texts, nested_heading_texts
 from udm.markdown.scanner import parse_markdown as _parse_markdown
 from udm.markdown.tree import MarkdownParseError
 
@@ -229,6 +229,12 @@ class Document:
             return nested_heading_texts(seen, first, mdx=self.path.lower().endswith(".mdx"))
         except MarkdownParseError:
             return []
+
+    def definition_terms(self) -> list[str]:
+        """The rendered text of the definition-list terms (Hugo gives them ids; no sections)."""
+        seen = [self.lines[0][1:], *self.lines[1:]] if self.text.startswith("\ufeff") else self.lines
+        first = self.front_matter_range[1] if self.front_matter_range else 0
+        return definition_term_texts(seen, first, mdx=self.path.lower().endswith(".mdx"))
 
     def heading_texts(self) -> list[tuple[str, str | None]]:
         """Each section heading's rendered text and the id it names itself (None when it names none)."""

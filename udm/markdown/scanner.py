@@ -30,7 +30,7 @@ from mdurl import decode as _url_decode
 from udm.markdown.lines import split_lines
 from udm.markdown.mdx import Opaque, attr_links
 from udm.markdown.mdx import mask_mdx as _mask_mdx
-from udm.markdown.tree import parse_tree
+from udm.markdown.tree import deflist_tree, parse_tree
 
 __all__ = [
     "ATX_HEADING",
@@ -258,6 +258,26 @@ def nested_heading_texts(lines: list[str], first: int = 0, *, mdx: bool = False)
     while stack:
         node = stack.pop()
         if node.name in ("heading", "lheading"):
+            out.append(_text_of(node).strip())
+        elif node.name not in _NO_HEADINGS:
+            stack.extend(node.children)
+    return out
+
+
+def definition_term_texts(lines: list[str], first: int = 0, *, mdx: bool = False) -> list[str]:
+    """The rendered text of every definition-list term (`Term` on the line before `: definition`),
+    to which Hugo gives an id with `autoDefinitionTermID`; [] when the page has none or will not parse."""
+    src, _ = _normalise(lines, first)
+    if "\n:" not in src and "\n :" not in src and "\n  :" not in src:
+        return []
+    if mdx:
+        src = _mask_mdx(src, first)[0]
+    root = deflist_tree(src, mdx)
+    out: list[str] = []
+    stack = [] if root is None else list(root.children)
+    while stack:
+        node = stack.pop()
+        if node.name == "definition_term":
             out.append(_text_of(node).strip())
         elif node.name not in _NO_HEADINGS:
             stack.extend(node.children)

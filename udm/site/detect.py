@@ -11,6 +11,7 @@ import json
 import posixpath
 import tomllib
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -160,25 +161,9 @@ def detect_site(
             site = reader(root, path.parent, text)
         except Exception as exc:  # each reader (JSON, YAML, TOML, JS) has its own error types
             site = Site(generator=gen, problems=(f"{path}: cannot read the site config: {exc}",))
-        site = Site(
-            generator=gen,
-            config_file=str(path) if path.is_file() else None,
-            mounts=site.mounts,
-            base_path=site.base_path,
-            redirects=site.redirects,
-            static=site.static,
-            problems=site.problems,
-        )
+        site = replace(site, generator=gen, config_file=str(path) if path.is_file() else None)
     if base_path is not None:
-        site = Site(
-            site.generator,
-            site.config_file,
-            site.mounts,
-            path_of_url(base_path),
-            site.redirects,
-            site.static,
-            site.problems,
-        )
+        site = replace(site, base_path=path_of_url(base_path))
     return site
 
 
@@ -280,11 +265,24 @@ def _hugo(root: Path, here: Path, text: str) -> Site:
     if not contents:
         contents = [(here / str(data.get("contentDir") or "content"), "")]
     mounts = [under(root, folder, prefix, "docs", False) for folder, prefix in contents]
+    parser = _dig(data, "markup", "goldmark", "parser")
     return Site(
         mounts=tuple(m for m in mounts if m is not None),
         base_path=path_of_url(data.get("baseURL") or data.get("baseurl")),
         static=static_folders(root, statics),
+        # Hugo's auto ids follow GitHub's by default (autoIDType); other types are not modelled.
+        term_ids=parser.get("autoDefinitionTermID") is True
+        and parser.get("autoIDType", "github") == "github",
     )
+
+
+def _dig(data: Any, *keys: str) -> dict[str, Any]:
+    """The mapping under `keys` (Hugo's keys are case-insensitive), {} when any is missing."""
+    for key in keys:
+        if not isinstance(data, dict):
+            return {}
+        data = next((v for k, v in data.items() if isinstance(k, str) and k.lower() == key.lower()), None)
+    return data if isinstance(data, dict) else {}
 
 
 def _plain(root: Path, here: Path, text: str) -> Site:

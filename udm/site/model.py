@@ -29,7 +29,7 @@ __all__ = [
 
 # Raised whenever udm.site.routes resolves some link otherwise (a new rule, a new anchor form): an index
 # built under other rules then resolves every link anew, though no file and no config changed.
-RULES_VERSION = 2
+RULES_VERSION = 3
 GENERATORS = ("none", "docusaurus", "mintlify", "mkdocs", "mdbook", "hugo", "starlight", "vitepress")
 PAGE_SUFFIXES = (".md", ".mdx", ".markdown")
 # Suffixes a route may carry that name the same page (mdBook and MkDocs without directory URLs write .html).
@@ -58,6 +58,7 @@ class Site:
     base_path: str = ""  # served under this path ("" or "/x")
     redirects: tuple[tuple[str, str], ...] = ()  # (source route pattern, destination route or URL)
     static: tuple[str, ...] = ()  # folders (relative to the root) whose files are served from the site root
+    term_ids: bool = False  # definition-list terms get ids (Hugo's autoDefinitionTermID)
     problems: tuple[str, ...] = ()
 
     def fingerprint(self) -> str:
@@ -70,6 +71,7 @@ class Site:
                 self.base_path,
                 self.redirects,
                 self.static,
+                self.term_ids,
             ],
             sort_keys=True,
         )

@@ -419,16 +419,18 @@ def has_explicit_anchor(text: str, anchor: str) -> bool:
     return "{/*" in text and re.search(rf"\{{/\*[ \t]*{re.escape(anchor)}[ \t]*\*/\}}", text) is not None
 
 
-def _more_anchors(generator: str, page: str, text: str) -> set[str]:
-    """Anchors of a page beyond its sections' GitHub ones: headings inside containers, and for
-    VitePress every heading's slug as VitePress makes it."""
+def _more_anchors(site: Site, page: str, text: str) -> set[str]:
+    """Anchors of a page beyond its sections' GitHub ones: headings inside containers, definition
+    terms where Hugo gives them ids, and for VitePress every heading's slug as VitePress makes it."""
     try:
         doc = parse_document(text, page)
     except UdmError:
         return set()
     nested = doc.nested_heading_texts()
     found = {slugify(t) for t in nested}
-    if generator == "vitepress":
+    if site.term_ids:
+        found.update(slugify(t) for t in doc.definition_terms())
+    if site.generator == "vitepress":
         texts = [t for t, own in doc.heading_texts() if own is None] + nested
         seen: dict[str, int] = {}
         for t in texts:
@@ -492,7 +494,7 @@ def resolve_links(
             if page not in nested:
                 # Headings in block quotes and list items start no section but have ids; VitePress
                 # makes its anchors its own way.
-                nested[page] = _more_anchors(resolver.site.generator, page, text)
+                nested[page] = _more_anchors(resolver.site, page, text)
             if anchor in nested[page]:
                 present.add((page, anchor))
     out: list[Verdict] = []
