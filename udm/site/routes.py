@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import posixpath
 import re
-import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
-from udm.errors import UdmError
-from udm.markdown import parse_document, slugify
+from udm.markdown import slugify
+from udm.site.anchors import has_explicit_anchor, more_anchors, vitepress_slug
 from udm.site.detect import (
     GENERATORS,
     INDEX_NAMES,
@@ -54,6 +53,7 @@ __all__ = [
     "route_meta",
     "settings_site",
     "site_for",
+    "vitepress_slug",
 ]
 
 _BLOG_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})-(.+)$")
@@ -407,57 +407,6 @@ Row = tuple[Any, str, str]  # (row key, source file, target)
 Verdict = tuple[Any, str | None, str | None, bool | None]  # (row key, target file, fragment, resolved)
 
 
-def has_explicit_anchor(text: str, anchor: str) -> bool:
-    """Whether the page names `anchor` itself: an HTML `id`/`name` attribute, a `{#anchor}` heading
-    attribute (Docusaurus, MkDocs attr_list, Hugo, Pandoc, VitePress) or an MDX comment after a heading,
-    `{/*anchor*/}` (react.dev's heading ids). GitHub-style heading anchors are not checked here."""
-    if anchor not in text:
-        return False
-    forms = (f'id="{anchor}"', f"id='{anchor}'", f'name="{anchor}"', f"name='{anchor}'", f"{{#{anchor}}}")
-    if any(form in text for form in forms):
-        return True
-    return "{/*" in text and re.search(rf"\{{/\*[ \t]*{re.escape(anchor)}[ \t]*\*/\}}", text) is not None
-
-
-def _more_anchors(site: Site, page: str, text: str) -> set[str]:
-    """Anchors of a page beyond its sections' GitHub ones: headings inside containers, definition
-    terms where Hugo gives them ids, and for VitePress every heading's slug as VitePress makes it."""
-    try:
-        doc = parse_document(text, page)
-    except UdmError:
-        return set()
-    nested = doc.nested_heading_texts()
-    found = {slugify(t) for t in nested}
-    if site.term_ids:
-        found.update(slugify(t) for t in doc.definition_terms())
-    if site.generator == "vitepress":
-        texts = [t for t, own in doc.heading_texts() if own is None] + nested
-        seen: dict[str, int] = {}
-        for t in texts:
-            slug = vitepress_slug(t)
-            n = seen.get(slug, 0)
-            seen[slug] = n + 1
-            found.add(slug if n == 0 else f"{slug}-{n}")
-    return found
-
-
-# VitePress (@mdit-vue/shared) turns these runs into one hyphen: white space, ASCII punctuation but
-# the hyphen-less few it keeps, and typographic quotes.
-_VP_SPECIAL = re.compile(r"""[\s~`!@#$%^&*()\-_+=\[\]{}|\\;:"'\u201c\u201d\u2018\u2019<>,.?/]+""")
-_VP_CONTROL = re.compile(r"[\x00-\x1f]")
-
-
-def vitepress_slug(text: str) -> str:
-    """A heading's anchor as VitePress makes it: NFKD without combining marks, punctuation runs to
-    one hyphen, no hyphen at the ends, `_` before a leading digit, lower case."""
-    plain = "".join(ch for ch in unicodedata.normalize("NFKD", text) if not 0x300 <= ord(ch) <= 0x36F)
-    slug = _VP_SPECIAL.sub("-", _VP_CONTROL.sub("", plain))
-    slug = re.sub(r"-{2,}", "-", slug).strip("-")
-    if slug[:1].isdigit():
-        slug = "_" + slug
-    return slug.lower()
-
-
 def resolve_links(
     resolver: LinkResolver,
     rows: Iterable[Row],
@@ -494,7 +443,7 @@ def resolve_links(
             if page not in nested:
                 # Headings in block quotes and list items start no section but have ids; VitePress
                 # makes its anchors its own way.
-                nested[page] = _more_anchors(resolver.site, page, text)
+                nested[page] = more_anchors(resolver.site, page, text)
             if anchor in nested[page]:
                 present.add((page, anchor))
     out: list[Verdict] = []
