@@ -338,6 +338,19 @@ def _check_file(
         or route_meta(old_doc.front_matter) != route_meta(new_doc.front_matter)
     ):
         found.lost_names.update(_names(path, old_doc))
+    if old_doc is None and _shadows(path, before_r, after_r):
+        # A new page takes a route something else served (Starlight's default-locale fallback, a
+        # redirect, a slug): the links that landed there now land here, and must still resolve.
+        found.lost_names.update(_names(path, new_doc))
+
+
+def _shadows(path: str, before_r: _Resolver, after_r: _Resolver) -> bool:
+    """Whether the route a new page gets was already served before the patch (by another page)."""
+    route = after_r.routes.page_route(path)
+    if route is None:
+        return False
+    hit = before_r.links.locate(path, "/" + route)
+    return hit.file is not None or hit.external
 
 
 def _check_ids(found: _Findings, path: str, old_doc: Document | None, new_doc: Document) -> None:
