@@ -182,3 +182,13 @@ def test_mdx_fences_indented_under_list_items_hold_code_not_jsx() -> None:
         ("html", 33, 35),
     ]
     assert '<a href="/about/">About</a>' in doc.blocks[1].text
+
+
+def test_a_style_tag_src_is_no_link() -> None:
+    # VitePress pages carry Vue blocks: <style src="@theme/x.css"> names a module for the bundler.
+    text = (
+        '# T\n\n<style src="@theme/styles/x.css"></style>\n<div class="a">\n'
+        '  <a href="/guide/">g</a>\n  <img src="/i.png">\n</div>\n\n<script src="/js/a.js"></script>\n'
+    )
+    for path in ("x.md", "x.mdx"):
+        assert [k.target for k in parse_document(text, path).links] == ["/guide/", "/i.png", "/js/a.js"]
