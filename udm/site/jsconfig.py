@@ -7,6 +7,7 @@ convention lets the folders say it instead (Starlight's locale folders), they do
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 
@@ -15,9 +16,15 @@ from udm.site.model import Site, path_of_url, static_folders, under
 __all__ = ["docusaurus", "starlight", "vitepress"]
 
 
+# How many `key:` places a block is looked for at: an unclosed one is scanned to the end of the
+# file, so a config with 60,000 of them (a tool may write one) took minutes at every detection.
+_MAX_BLOCK_TRIES = 3
+
+
 def _js_block(text: str, key: str) -> str | None:
     """The `{...}` or `[...]` value of the first `key:` in JavaScript source (strings and comments skipped)."""
-    for match in re.finditer(rf"(?<![\w$.]){re.escape(key)}\s*:\s*([\[{{])", text):
+    found = re.finditer(rf"(?<![\w$.]){re.escape(key)}\s*:\s*([\[{{])", text)
+    for match in itertools.islice(found, _MAX_BLOCK_TRIES):
         start = match.start(1)
         end = _balanced(text, start)
         if end is not None:
