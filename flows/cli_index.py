@@ -186,12 +186,18 @@ def cmd_search(
 ) -> None:
     """Ranked full-text search over sections (file:line, heading path, snippet)."""
 
+    query = " ".join(words)
+    if not query.strip():
+        raise typer.BadParameter("give at least one word or ID to search for", param_hint="WORDS")
+
     def render(data: dict[str, Any]) -> None:
         for hit in data["retrievedContent"]:
             typer.echo(f"{hit['file']}:{hit['snippet_line']}  {hit['section_path']}  ({hit['score']:.2f})")
             typer.echo(f"    {hit['snippet']}")
+        if not data["retrievedContent"]:
+            typer.echo(f"no section matches {query!r}", err=True)
 
-    _call_query({"query_type": "search", "udm_path_or_id": " ".join(words), "limit": limit}, as_json, render)
+    _call_query({"query_type": "search", "udm_path_or_id": query, "limit": limit}, as_json, render)
 
 
 def cmd_sql(

@@ -308,8 +308,8 @@ class Settings(BaseSettings):
     site_generator: SiteGenerator = Field(
         default="auto",
         description="How links resolve as site routes: auto (detect from docusaurus.config.*, docs.json, "
-        "mint.json, mkdocs.yml, book.toml or hugo.toml at or above the root) | none | docusaurus | mintlify "
-        "| mkdocs | mdbook | hugo.",
+        "mint.json, mkdocs.yml, book.toml, hugo.toml, a Starlight astro.config.* or .vitepress/config.* "
+        "at or above the root) | none | docusaurus | mintlify | mkdocs | mdbook | hugo | starlight | vitepress.",
     )
     site_base_path: str | None = Field(
         default=None, description="The path the site is served under (e.g. /docs); default from its config."

@@ -57,7 +57,17 @@ DEFAULT_ID_PATTERNS: list[str] = [
 ]
 
 
-SITE_GENERATORS = ("auto", "none", "docusaurus", "mintlify", "mkdocs", "mdbook", "hugo")
+SITE_GENERATORS = (
+    "auto",
+    "none",
+    "docusaurus",
+    "mintlify",
+    "mkdocs",
+    "mdbook",
+    "hugo",
+    "starlight",
+    "vitepress",
+)
 
 
 def split_commas(value: Any) -> Any:

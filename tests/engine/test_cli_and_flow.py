@@ -33,6 +33,11 @@ def test_cli_commands(
     assert "00-index.md:" in capsys.readouterr().out
     assert run(["search", "symlink", "sandbox", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["status"] == "SUCCESS"
+    # Nothing found is said, not a silent empty answer; no words is a usage error naming what to give.
+    assert run(["search", "zzqqxx"]) == 0
+    assert capsys.readouterr().err.strip() == "no section matches 'zzqqxx'"
+    assert run(["search", " "]) == 2
+    assert "give at least one word" in capsys.readouterr().err
     assert run(["sql", "SELECT count(*) AS n FROM tasks"]) == 0
     assert capsys.readouterr().out.splitlines() == ["n", "46"]
     assert run(["sql", "DROP TABLE tasks"]) == 1

@@ -341,3 +341,52 @@ def test_section_slices_reproduce_content(lines_: list[str]) -> None:
         if s.parent is not None:
             parent = doc.sections[s.parent]
             assert parent.start < s.start and s.end <= parent.end and parent.level < s.level
+
+
+def test_anchors_are_made_from_the_rendered_heading_text() -> None:
+    # As GitHub and github-slugger (Starlight, Docusaurus) make them: entities decoded (a soft hyphen
+    # `&shy;` is dropped), a link's URL, HTML tags and emphasis marks not part of the text.
+    text = (
+        "# Aktualisierungs&shy;anleitungen\n\n"
+        "## Use `<Foo>` &lt;x&gt; *em* [link](y.md) &#x41;\n\n"
+        "## Tom &quot;Q&quot; &amp; co\n\n"
+        "## The _best_ way\n\n"
+        "## `__init__` and snake_case\n\n"
+        '## Foo <Badge text="beta"/>\n\n'
+        "Setext [x](y.md)\n---\n\n"
+        "## a\\_b\n"
+    )
+    doc = parse_document(text, "x.md")
+    assert [s.anchor for s in doc.sections] == [
+        "aktualisierungsanleitungen",
+        "use-foo-x-em-link-a",
+        "tom-q--co",
+        "the-best-way",
+        "__init__-and-snake_case",
+        "foo",
+        "setext-x",
+        "a_b",
+    ]
+    # The title stays the source text: section lookups and patches name headings as written.
+    assert doc.sections[2].title == "Tom &quot;Q&quot; &amp; co"
+    assert find_section(doc, "#the-best-way").title == "The _best_ way"
+
+
+def test_a_heading_that_names_its_own_id_has_that_anchor() -> None:
+    # `{#id}` (Docusaurus, VitePress, MkDocs attr_list, Hugo), `{: #id .c}`, react.dev's `{/*id*/}`:
+    # the site publishes the heading at that id, so sections are found by it and links land on it.
+    text = (
+        "# What is Vue? {#what-is-vue}\n\n## Options {: #opts .wide }\n\n## Strict {/*strict-mode*/}\n\n"
+        "## Braces {#} in text\n\n## Mid {#x} text\n"
+    )
+    doc = parse_document(text, "x.md")
+    assert [s.anchor for s in doc.sections] == [
+        "what-is-vue",
+        "opts",
+        "strict-mode",
+        "braces--in-text",
+        "mid-x-text",
+    ]
+    assert find_section(doc, "#what-is-vue").title == "What is Vue? {#what-is-vue}"
+    assert find_section(doc, "opts").start == 2
+    assert find_section(doc, "What is Vue? {#what-is-vue} > Strict {/*strict-mode*/}").start == 4

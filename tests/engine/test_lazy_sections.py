@@ -109,4 +109,4 @@ def test_a_lazy_document_pickles_and_builds_after() -> None:
     text = "# A\n\n```yaml udm\nid: A-1\n```\n\n## B [x](#a)\n"
     doc = pickle.loads(pickle.dumps(parse_document(text, "a.md")))
     assert [s.ids for s in doc.sections] == [("A-1",), ()]
-    assert doc.sections[1].anchor == "b-xa" and [link.target for link in doc.links] == ["#a"]
+    assert doc.sections[1].anchor == "b-x" and [link.target for link in doc.links] == ["#a"]

@@ -167,3 +167,28 @@ def test_generated_documents_agree_with_markdown_it_py(pieces: list[str], mdx: b
     text = " ".join(pieces) + "\n"
     _, fp, fn = _agreement("g.mdx" if mdx else "g.md", text)
     assert fp == 0 and fn == 0, text
+
+
+def test_mdx_fences_indented_under_list_items_hold_code_not_jsx() -> None:
+    # MDX has no indented code, so a fence opens at any indent; the HTML in it is code, not links.
+    assert _links("starlight-steps.mdx") == [
+        (11, "inline", "internal", "/en/tutorial/page/"),
+        (37, "inline", "anchor", "#build-a-page"),
+    ]
+    doc = parse_document((FIXTURES / "starlight-steps.mdx").read_text(encoding="utf-8"), "s.mdx")
+    assert [(b.lang, b.start + 1, b.end) for b in doc.blocks] == [
+        ("astro", 13, 17),
+        ("astro", 21, 29),
+        ("html", 33, 35),
+    ]
+    assert '<a href="/about/">About</a>' in doc.blocks[1].text
+
+
+def test_a_style_tag_src_is_no_link() -> None:
+    # VitePress pages carry Vue blocks: <style src="@theme/x.css"> names a module for the bundler.
+    text = (
+        '# T\n\n<style src="@theme/styles/x.css"></style>\n<div class="a">\n'
+        '  <a href="/guide/">g</a>\n  <img src="/i.png">\n</div>\n\n<script src="/js/a.js"></script>\n'
+    )
+    for path in ("x.md", "x.mdx"):
+        assert [k.target for k in parse_document(text, path).links] == ["/guide/", "/i.png", "/js/a.js"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -9,7 +10,9 @@ import pytest
 from tasks.base import ToolContext, call_tool
 from tasks.udm_query import UdmQueryTool, plain_text
 from tasks.udm_sql import UdmSqlQueryTool
-from udm.index import SqlRefusedError
+from udm.config import load_settings
+from udm.errors import TargetNotFoundError
+from udm.index import SqlRefusedError, UdmQuery
 from udm.index.sql import check_readonly_sql
 
 
@@ -276,3 +279,20 @@ def test_a_busy_index_is_transient_in_every_typed_query(
     after = call_tool(UdmQueryTool(), raw, qctx).envelope.data
     assert after is not None and after["status"] != "ERROR_PARSING_UDM_SECTION"
     assert "index busy" in after["errorDetails"]
+
+
+def test_a_path_in_another_folder_is_never_read_as_its_namesake(tmp_path: Path) -> None:
+    # 'ja/guides/x.md' with only en/guides/x.md present used to answer with the English page (leading
+    # folders were dropped to find it); only the root's own folders may be left out.
+    root = tmp_path / "site" / "docs"
+    (root / "en" / "guides").mkdir(parents=True)
+    (root / "en" / "guides" / "x.md").write_text("# X\n")
+    query = UdmQuery(load_settings(cwd=tmp_path, root=root, state_dir=tmp_path / "state"))
+    try:
+        with pytest.raises(TargetNotFoundError, match=r"files of that name: en/guides/x\.md"):
+            query.resolve_file("ja/guides/x.md")
+        assert query.resolve_file("/site/docs/en/guides/x.md") == "en/guides/x.md"
+        assert query.resolve_file(f"{root}/en/guides/x.md") == "en/guides/x.md"
+        assert query.resolve_file("guides/X.md") == "en/guides/x.md"
+    finally:
+        query.close()

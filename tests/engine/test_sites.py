@@ -220,6 +220,20 @@ def test_explicit_anchors() -> None:
     assert not has_explicit_anchor(text, "setup") and not has_explicit_anchor(text, "mac")
 
 
+def test_mdx_comment_heading_ids(tmp_path: Path) -> None:
+    # react.dev writes each heading's id as an MDX comment after it; its build makes that the anchor.
+    manual = tmp_path / "content"
+    (manual / "learn").mkdir(parents=True)
+    (manual / "learn" / "state.md").write_text(
+        "## Updates to Strict Mode {/*updates-to-strict-mode*/}\n\n"
+        "### Fixing bugs {/* fixing-bugs */}\n\n[here](#updates-to-strict-mode) [gone](#strict-mode)\n"
+    )
+    (manual / "index.md").write_text("[a](/learn/state#fixing-bugs) [b](learn/state.md#fixing)\n")
+    settings = load_settings(cwd=tmp_path, root=manual, state_dir=tmp_path / "state")
+    broken = {k for k, ok in _targets(settings).items() if ok is False}
+    assert broken == {("learn/state.md", "#strict-mode"), ("index.md", "learn/state.md#fixing")}
+
+
 def test_bare_hash_is_the_top_of_the_page(tmp_path: Path) -> None:
     settings = _site_copy(tmp_path, "none")
     assert _targets(settings).get(("README.md", "#"), True) is True
@@ -262,3 +276,78 @@ def test_every_page_is_reached_by_its_route_and_its_path(
         if len(owners[route]) == 1:
             # A route two pages share (a.md and a/index.md) reaches one of them; any other reaches its own.
             assert resolver.locate(source, "/" + route).file == page, (route, page)
+
+
+def test_headings_in_block_quotes_and_list_items_have_anchors(tmp_path: Path) -> None:
+    # MkDocs' configuration page documents options as `> #### custom_dir` inside block quotes; such
+    # headings start no section, but every renderer gives them an id a link may name.
+    manual = tmp_path / "docs"
+    manual.mkdir()
+    (manual / "config.md").write_text(
+        "# Configuration\n\n### theme\n\n> #### custom_dir\n>\n> A folder of overrides.\n\n"
+        "- #### In a list item\n\n  Text.\n\n> Setext in a quote\n> ---\n"
+    )
+    (manual / "index.md").write_text(
+        "[a](config.md#custom_dir) [b](config.md#in-a-list-item) [c](config.md#setext-in-a-quote)\n"
+        "[d](config.md#theme) [e](config.md#custom-dir)\n"
+    )
+    settings = load_settings(cwd=tmp_path, root=manual, state_dir=tmp_path / "state")
+    targets = _targets(settings)
+    assert {t for (f, t), ok in targets.items() if f == "index.md" and ok is False} == {
+        "config.md#custom-dir"
+    }
+    assert {f.message for f in lint(settings) if f.rule == "broken-anchor"} == {
+        "no heading with anchor #custom-dir in config.md"
+    }
+
+
+def test_a_plain_manual_may_link_a_folder_as_github_lists_it(tmp_path: Path) -> None:
+    manual = tmp_path / "repo"
+    (manual / "guides" / "templates").mkdir(parents=True)
+    (manual / "guides" / "templates" / "alias.md").write_text("# Alias\n")
+    (manual / "README.md").write_text(
+        "[templates](guides/templates) [slash](guides/templates/) [none](guides/nothing/)\n"
+    )
+    settings = load_settings(cwd=tmp_path, root=manual, state_dir=tmp_path / "state")
+    targets = _targets(settings)
+    assert targets[("README.md", "guides/templates")] is True
+    assert targets[("README.md", "guides/templates/")] is True
+    assert targets[("README.md", "guides/nothing/")] is False
+    # A generator publishes no folder listing: there the same link is broken.
+    (manual / "mkdocs.yml").write_text("site_name: x\ndocs_dir: .\n")
+    assert _targets(settings)[("README.md", "guides/templates")] is False
+
+
+def test_new_link_rules_re_resolve_an_index_of_unchanged_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The verdicts are stored: an upgrade that resolves some link otherwise must not keep the old ones.
+    import udm.site.model as model
+
+    manual = tmp_path / "repo"
+    (manual / "guides").mkdir(parents=True)
+    (manual / "README.md").write_text("[guides](guides)\n")
+    settings = load_settings(cwd=tmp_path, root=manual, state_dir=tmp_path / "state")
+    assert _targets(settings)[("README.md", "guides")] is True
+    monkeypatch.setattr(model, "RULES_VERSION", model.RULES_VERSION + 1)
+    (manual / "guides").rmdir()  # a folder: no file the index holds changed
+    assert _targets(settings)[("README.md", "guides")] is False
+
+
+def test_hugo_definition_terms_have_ids_when_its_config_says(tmp_path: Path) -> None:
+    # autoDefinitionTermID (hugoDocs sets it): `publishDir` then `: ...` is a <dt id="publishdir">.
+    settings = _site_copy(tmp_path, "hugo")
+    assert detect_site(settings.udm_root, stop=tmp_path).term_ids
+    (settings.udm_root / "content" / "posts" / "first-post.md").write_text(
+        "# First\n\n[dir](/about-us/#publishdir) [url](/about-us/#baseurl) [no](/about-us/#nodir)\n"
+    )
+    targets = _targets(settings)
+    assert targets[("content/about.md", "#publishdir")] is True
+    assert targets[("content/posts/first-post.md", "/about-us/#publishdir")] is True
+    assert targets[("content/posts/first-post.md", "/about-us/#baseurl")] is True
+    assert targets[("content/posts/first-post.md", "/about-us/#nodir")] is False
+    config = settings.udm_root / "hugo.toml"
+    config.write_text(
+        config.read_text().replace("autoDefinitionTermID = true", "autoDefinitionTermID = false")
+    )
+    assert _targets(settings)[("content/about.md", "#publishdir")] is False

@@ -222,3 +222,48 @@ def test_renaming_a_heading_of_a_numbered_page_linked_by_route(tmp_path: Path) -
     assert res.status == "invalid" and "intro.md: link to /docs/install#linux would break" in (
         res.error or ""
     )
+
+
+def test_a_new_page_that_takes_a_served_route_must_keep_the_links_into_it(tmp_path: Path) -> None:
+    # Starlight serves an untranslated page at /fr/... with the English page; a French page created
+    # there takes the route, and the French links to English anchors land on it.
+    import shutil
+
+    site = tmp_path / "site"
+    shutil.copytree(Path(__file__).parents[1] / "engine" / "fixtures" / "sites" / "starlight", site)
+    (tmp_path / "state").mkdir()
+    settings = load_settings(
+        cwd=tmp_path, root=site / "src" / "content" / "docs", state_dir=tmp_path / "state"
+    )
+    bare = {
+        "op": "create_file",
+        "file": "fr/getting-started.mdx",
+        "content": "---\ntitle: Démarrer\n---\n\nBientôt.\n",
+    }
+    res = apply_patch(parse_patch({"description": "fr", "operations": [bare]}), settings, dry_run=True)
+    assert res.status == "invalid"
+    assert "fr/index.mdx: link to /guide/fr/getting-started/#install-the-cli would break" in (res.error or "")
+    # The same page with the heading the links name is fine.
+    full = dict(bare, content="---\ntitle: Démarrer\n---\n\n## Installer la CLI {#install-the-cli}\n")
+    ok = apply_patch(parse_patch({"description": "fr", "operations": [full]}), settings, dry_run=True)
+    assert ok.status == "planned", ok.error
+
+
+def test_renaming_a_page_linked_by_its_slugged_name_is_refused(tmp_path: Path) -> None:
+    # Starlight links `Reference/Config Options.md` as /reference/config-options/: the scan for links
+    # into a moved page looks for that name too (it looked for "Config Options" only).
+    import shutil
+
+    site = tmp_path / "site"
+    shutil.copytree(Path(__file__).parents[1] / "engine" / "fixtures" / "sites" / "starlight", site)
+    (tmp_path / "state").mkdir()
+    settings = load_settings(
+        cwd=tmp_path, root=site / "src" / "content" / "docs", state_dir=tmp_path / "state"
+    )
+    move = {"op": "rename_file", "file": "en/Reference/Config Options.md", "to": "en/Reference/Options.md"}
+    res = apply_patch(parse_patch({"description": "mv", "operations": [move]}), settings, dry_run=True)
+    assert res.status == "invalid"
+    assert "en/getting-started.mdx: link to ../reference/config-options/ would break" in (res.error or "")
+    assert "fr/index.mdx: link to /guide/fr/reference/config-options/#base-path would break" in (
+        res.error or ""
+    )

@@ -59,3 +59,26 @@ def test_the_file_tool_write_that_did_it(settings: Settings, tmp_path: Path) -> 
     assert wrote is not None and wrote["status"] == "SUCCESS"
     env = call_tool("udmQueryTool", {"query_type": "search", "udm_path_or_id": "search"}, ctx).envelope
     assert env.data is not None and env.data["status"] == "SUCCESS", env
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "generator"),
+    [
+        ("astro.config.mjs", "import s from '@astrojs/starlight';\ns({" + "locales: {" * 60000, "starlight"),
+        ("docusaurus.config.js", "module.exports = {" + "docs: {" * 60000, "docusaurus"),
+        (".vitepress/config.mts", "export default {" + "srcDir: {" * 60000, "vitepress"),
+    ],
+)
+def test_a_javascript_config_full_of_unclosed_blocks_is_read_in_linear_time(
+    tmp_path: Path, name: str, text: str, generator: str
+) -> None:
+    # Each unclosed `key: {` was scanned to the end of the file: 60,000 of them took minutes at every
+    # detection (every index refresh and lint). A tool may write such a file into the manual.
+    import time
+
+    (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    started = time.perf_counter()
+    site = detect_site(tmp_path, stop=tmp_path)
+    assert site.generator == generator
+    assert time.perf_counter() - started < 5

@@ -182,13 +182,20 @@ class UdmIndex:
         try:
             with self.connect(read_only=True) as con:
                 rows = con.execute("SELECT path, size, mtime_ns FROM files").fetchall()
-                gen = con.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
-                site = con.execute("SELECT value FROM meta WHERE key = 'site'").fetchone()
+                meta = dict(
+                    con.execute(
+                        "SELECT key, value FROM meta WHERE key IN ('generation', 'site', 'schema_version')"
+                    ).fetchall()
+                )
         except duckdb.CatalogException:
             return None
-        self.generation = int(gen[0]) if gen else 0
-        if site is None or site[0] != self.site().fingerprint():
+        self.generation = int(meta.get("generation") or 0)
+        if meta.get("site") != self.site().fingerprint():
             return None  # built under other site conventions (settings or config file): refresh
+        if meta.get("schema_version") != str(SCHEMA_VERSION):
+            # Built by another version of udm, whose rows (anchors, columns) may differ: the refresh
+            # rebuilds it, so no answer comes from an index this code would not have written.
+            return None
         return {r[0]: (int(r[1]), int(r[2])) for r in rows}
 
     def _read_generation(self) -> int:

@@ -203,8 +203,13 @@ class UdmQuery:
             raise TargetNotFoundError("empty file path")
         files = self._file_set()
         parts = text.lstrip("/").split("/")
-        # The path as given, then without leading folders ('/docs/udm/x.md' -> 'udm/x.md' -> 'x.md').
-        candidates = ["/".join(parts[k:]) for k in range(len(parts))]
+        # The path as given, then without leading folders that are the root's own ('/docs/udm/x.md' with
+        # the root at docs/udm -> 'x.md'). Any other folder is part of the path: 'ja/guides/x.mdx' never
+        # falls back to another locale's 'en/guides/x.mdx'.
+        root_parts = [p for p in self.settings.udm_root.as_posix().split("/") if p]
+        candidates = [text.lstrip("/")] + [
+            "/".join(parts[k:]) for k in range(1, len(parts)) if root_parts[-k:] == parts[:k]
+        ]
         for cand in candidates:
             norm = posixpath.normpath(cand)
             if norm in files:
@@ -219,7 +224,10 @@ class UdmQuery:
                 return tail[0]
             if len(tail) > 1:
                 raise AmbiguousTargetError(f"'{given}' matches {len(tail)} files", sorted(tail))
-        raise TargetNotFoundError(f"no file '{given}' under the UDM root")
+        name = "/" + parts[-1].casefold()
+        same = sorted(f for f in files if f.casefold().endswith(name))[:5]
+        hint = f" (files of that name: {', '.join(same)})" if same else ""
+        raise TargetNotFoundError(f"no file '{given}' under the UDM root{hint}")
 
     def _file_set(self) -> set[str]:
         if self.index._known is not None:

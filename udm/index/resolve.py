@@ -81,7 +81,7 @@ def resolve_index_links(
     for path in changed or ():
         cache.pop(path, None)
     verdicts = resolve_links(
-        LinkResolver(routes, _file_exists(root)),
+        LinkResolver(routes, _file_exists(root), _folder_exists(root)),
         rows,
         _anchor_lookup(con, in_memory, cache),
         _page_reader(root),
@@ -195,6 +195,12 @@ def _file_exists(root: Path) -> Callable[[str], bool]:
         return hit
 
     return exists
+
+
+def _folder_exists(root: Path) -> Callable[[str], bool]:
+    """Whether a folder exists under the root (asked only for a plain manual's links)."""
+    base = str(root)
+    return lambda rel: os.path.isdir(os.path.join(base, rel))
 
 
 def _page_reader(root: Path) -> Callable[[str], str | None]:

@@ -26,7 +26,7 @@ from udm.markdown.lines import split_lines
 from udm.markdown.model import Block, IdOccurrence, Link, Section
 from udm.markdown.outline import Outline, build_outline, slugify
 from udm.markdown.roles import block_ids, fence_role
-from udm.markdown.scanner import PARSER_NAME, Opaque
+from udm.markdown.scanner import PARSER_NAME, Opaque, definition_term_texts, nested_heading_texts
 from udm.markdown.scanner import parse_markdown as _parse_markdown
 from udm.markdown.tree import MarkdownParseError
 
@@ -220,6 +220,28 @@ class Document:
         starts = [s.start for s in self.sections]
         i = bisect.bisect_right(starts, line) - 1
         return self.sections[i] if i >= 0 else None
+
+    def nested_heading_texts(self) -> list[str]:
+        """The rendered text of the headings inside block quotes and list items (no sections, yet ids)."""
+        seen = [self.lines[0][1:], *self.lines[1:]] if self.text.startswith("\ufeff") else self.lines
+        first = self.front_matter_range[1] if self.front_matter_range else 0
+        try:
+            return nested_heading_texts(seen, first, mdx=self.path.lower().endswith(".mdx"))
+        except MarkdownParseError:
+            return []
+
+    def definition_terms(self) -> list[str]:
+        """The rendered text of the definition-list terms (Hugo gives them ids; no sections)."""
+        seen = [self.lines[0][1:], *self.lines[1:]] if self.text.startswith("\ufeff") else self.lines
+        first = self.front_matter_range[1] if self.front_matter_range else 0
+        return definition_term_texts(seen, first, mdx=self.path.lower().endswith(".mdx"))
+
+    def heading_texts(self) -> list[tuple[str, str | None]]:
+        """Each section heading's rendered text and the id it names itself (None when it names none)."""
+        outline = self._outline
+        if outline is None:
+            return []
+        return [(h.title if h.text is None else h.text, h.anchor) for h in outline.headings]
 
     def _build(self) -> None:
         """Work out every ID definition and every section, as the parse always did."""

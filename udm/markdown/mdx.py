@@ -42,6 +42,10 @@ def attr_links(content: str, base: int, form: str, out: list[tuple[int, str, str
     ascii_text = content.isascii()
     done_chars = done_bytes = 0  # counted on from the last match: linear on large blocks
     for m in _ATTR.finditer(content):
+        if m.group(1).lower() == "src" and _tag_name(content, m.start()) == "style":
+            # HTML's <style> has no src; Vue's single-file blocks in a VitePress page do, and name a
+            # module for the bundler (`@theme/x.css`), not a page or file of the site.
+            continue
         value = next(g for g in m.groups()[1:] if g is not None)
         if ascii_text:
             at = m.start()
@@ -54,8 +58,17 @@ def attr_links(content: str, base: int, form: str, out: list[tuple[int, str, str
             out.append((base + at, target, form))
 
 
+def _tag_name(content: str, at: int) -> str:
+    """The lower-cased name of the tag whose attribute starts at `at` ("" when there is none)."""
+    start = content.rfind("<", 0, at)
+    m = _NAME_CHARS.match(content, start + 1) if start >= 0 else None
+    return m.group(0).lower() if m else ""
+
+
 _ESM_START = re.compile(r"(?:import|export)(?=[\s{*])")
-_FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})")
+# Any indent: MDX turns indented code off, so a fence opens at any depth (inside a list item, a
+# `<Steps>` step), and the HTML of its code must not be read as JSX.
+_FENCE_OPEN = re.compile(r"[ \t]*(`{3,}|~{3,})")
 _JSX_LINE = re.compile(r"[ \t]*(?:<(?:[A-Za-z_$][\w.:$-]*|/|>)|\{)")
 _NAME_CHARS = re.compile(r"[\w.:$-]*")
 

@@ -56,7 +56,8 @@ class Outline:
         self.starts = [h.start for h in self.headings]
 
     def anchor(self, k: int) -> str:
-        """Heading k's anchor, GitHub style: a repeated slug gets -1, -2, ... (worked out up to k)."""
+        """Heading k's anchor: the id it names itself, else GitHub's (a repeated slug gets -1, -2, ...),
+        worked out up to k."""
         anchors = self.anchors
         if k < len(anchors):
             return anchors[k]
@@ -66,7 +67,13 @@ class Outline:
     def _extend_anchors(self, k: int) -> str:
         anchors, seen = self.anchors, self.seen_anchors
         while len(anchors) <= k:
-            base = slugify(self.headings[len(anchors)].title)
+            heading = self.headings[len(anchors)]
+            if heading.anchor is not None:
+                # Named by the author: used as written, never numbered.
+                seen.setdefault(heading.anchor, 0)
+                anchors.append(heading.anchor)
+                continue
+            base = slugify(heading.title if heading.text is None else heading.text)
             anchor = base
             if base in seen:
                 seen[base] += 1

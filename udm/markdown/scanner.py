@@ -30,7 +30,7 @@ from mdurl import decode as _url_decode
 from udm.markdown.lines import split_lines
 from udm.markdown.mdx import Opaque, attr_links
 from udm.markdown.mdx import mask_mdx as _mask_mdx
-from udm.markdown.tree import parse_tree
+from udm.markdown.tree import deflist_tree, parse_tree
 
 __all__ = [
     "ATX_HEADING",
@@ -55,6 +55,11 @@ class Heading:
     title: str
     start: int
     end: int
+    # The text the heading renders to, when its source holds markup that changes it (entities, links,
+    # emphasis, HTML): its anchor is made from this, as GitHub and the generators make it.
+    text: str | None = None
+    # An id the heading names itself (`{#id}`, `{: #id .c}`, react.dev's `{/*id*/}`): its anchor.
+    anchor: str | None = None
 
 
 @dataclass(slots=True)
@@ -100,6 +105,8 @@ _MARKS_BYTES = tuple(m.encode("ascii") for m in _MARKS)
 # Nodes with nothing to find below them.
 _LEAVES = frozenset({"text", "text_special", "softbreak", "hardbreak", "code_inline", "code_block"})
 _LINK_NODES = frozenset({"link", "image", "autolink", "linkify"})
+# Nodes no heading can sit in.
+_NO_HEADINGS = _LEAVES | {"paragraph", "fence", "html_block", "table", "hr"}
 
 
 # Greedy title, trimmed by atx_title: a lazy title before optional blanks is quadratic on long lines.
@@ -127,6 +134,16 @@ def _closer(markup: str) -> re.Pattern[str]:
         pat = re.compile(rf"[ \t>]*{ch}{{{len(markup)},}}[ \t]*$")
         _FENCE_CLOSE_CACHE[key] = pat
     return pat
+
+
+# Marks after which a heading's source and its rendered text may differ in what a slug keeps.
+_RENDERS_OTHERWISE = re.compile(r"[&\\\[<_]")
+# A heading's own id at its end: an attribute list holding `#id` (Docusaurus, VitePress, MkDocs
+# attr_list, Hugo, Pandoc) or react.dev's MDX comment `{/*id*/}`.
+_OWN_ID = re.compile(
+    r"[ \t]\{(?::[ \t]*)?(?:[^{}#]*[ \t])?#([A-Za-z0-9_][\w.:-]*)(?:[ \t][^{}]*)?\}$"
+    r"|[ \t]\{/\*[ \t]*([A-Za-z0-9_][\w.:-]*)[ \t]*\*/\}$"
+)
 
 
 def _text_of(node: Node) -> str:
@@ -227,6 +244,46 @@ def _positions(data: Any, mark: Any) -> list[int]:
     return out
 
 
+def nested_heading_texts(lines: list[str], first: int = 0, *, mdx: bool = False) -> list[str]:
+    """The rendered text of every heading inside a block quote, list item or other container.
+
+    They start no section, yet GitHub and the generators give them ids too (`> #### custom_dir`).
+    A parse of its own: link checks ask for it only on a page whose anchor is no section's.
+    """
+    src, _ = _normalise(lines, first)
+    if mdx:
+        src = _mask_mdx(src, first)[0]
+    out: list[str] = []
+    stack = [node for node in parse_tree(src, mdx).root.children if node.name not in ("heading", "lheading")]
+    while stack:
+        node = stack.pop()
+        if node.name in ("heading", "lheading"):
+            out.append(_text_of(node).strip())
+        elif node.name not in _NO_HEADINGS:
+            stack.extend(node.children)
+    return out
+
+
+def definition_term_texts(lines: list[str], first: int = 0, *, mdx: bool = False) -> list[str]:
+    """The rendered text of every definition-list term (`Term` on the line before `: definition`),
+    to which Hugo gives an id with `autoDefinitionTermID`; [] when the page has none or will not parse."""
+    src, _ = _normalise(lines, first)
+    if "\n:" not in src and "\n :" not in src and "\n  :" not in src:
+        return []
+    if mdx:
+        src = _mask_mdx(src, first)[0]
+    root = deflist_tree(src, mdx)
+    out: list[str] = []
+    stack = [] if root is None else list(root.children)
+    while stack:
+        node = stack.pop()
+        if node.name == "definition_term":
+            out.append(_text_of(node).strip())
+        elif node.name not in _NO_HEADINGS:
+            stack.extend(node.children)
+    return out
+
+
 def parse_markdown(lines: list[str], first: int = 0, *, mdx: bool = False) -> Parsed:
     """Headings (top level only), fences (any depth), links and MDX blocks of a file's lines.
 
@@ -273,7 +330,10 @@ def _top_headings(root: Node, lines: list[str], where: _Where) -> list[Heading]:
             title = atx_title(m.group(2)) if m else _text_of(node).strip()
         else:
             title = " ".join(part.strip() for part in lines[start : end - 1]).strip()
-        headings.append(Heading(level, title, start, end))
+        text = _text_of(node).strip() if _RENDERS_OTHERWISE.search(title) else None
+        own = _OWN_ID.search(title) if title.endswith("}") else None
+        anchor = own.group(1) or own.group(2) if own else None
+        headings.append(Heading(level, title, start, end, None if text == title else text, anchor))
     return headings
 
 

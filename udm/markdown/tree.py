@@ -41,7 +41,7 @@ from markdown_it_pyrs import MarkdownIt, Node
 
 from udm.errors import DocumentError
 
-__all__ = ["FALLBACKS", "MarkdownParseError", "Tree", "markdown_tree", "parse_tree"]
+__all__ = ["FALLBACKS", "MarkdownParseError", "Tree", "deflist_tree", "markdown_tree", "parse_tree"]
 
 # GFM as GitHub renders it: tables, strikethrough, task lists, extended autolinks (www., http://,
 # e-mail), footnotes; front matter is read apart (udm.markdown.blockdata) and blanked before the parse.
@@ -347,3 +347,20 @@ def parse_tree(src: str, mdx: bool = False, lines: list[str] | None = None) -> T
 def markdown_tree(text: str) -> Node:
     """The CommonMark/GFM tree of `text` (the index's rules), surviving the parser's known panics."""
     return parse_tree(text).root
+
+
+def deflist_tree(src: str, mdx: bool = False) -> Node | None:
+    """The tree of `src` with definition lists (`Term` then `: definition`) read as such, or None when
+    the parser fails on it. Only Hugo's term ids ask for it: the index's parse knows no such lists."""
+    key = (mdx, ("+deflist",))
+    parser = _PARSERS.get(key)
+    if parser is None:
+        rules = [r for r in [*_COMMONMARK_RULES, *_GFM] if not (mdx and r == "code")]
+        parser = _PARSERS[key] = MarkdownIt("zero").enable_many([*rules, "deflist"])
+    try:
+        with _stderr_off(_unpaired_code(src)):
+            return parser.tree(src)
+    except BaseException as exc:
+        if not _panic(exc):
+            raise
+        return None

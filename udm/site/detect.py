@@ -7,25 +7,40 @@ JSON (docs.json) and, for Docusaurus, the literal values of a JavaScript config.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import posixpath
-import re
 import tomllib
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from udm.datalimits import check_text
+from udm.site.jsconfig import docusaurus, starlight, vitepress
+from udm.site.model import (
+    GENERATORS,
+    INDEX_NAMES,
+    NUMBER_PREFIX,
+    PAGE_SUFFIXES,
+    ROUTE_SUFFIXES,
+    SCHEME,
+    Mount,
+    Site,
+    path_of_url,
+    static_folders,
+    under,
+)
 
 if TYPE_CHECKING:
     from udm.config import Settings
 
 __all__ = [
     "GENERATORS",
+    "INDEX_NAMES",
+    "NUMBER_PREFIX",
     "PAGE_SUFFIXES",
+    "ROUTE_SUFFIXES",
+    "SCHEME",
     "Mount",
     "Site",
     "detect_site",
@@ -34,13 +49,6 @@ __all__ = [
     "strip_page",
 ]
 
-GENERATORS = ("none", "docusaurus", "mintlify", "mkdocs", "mdbook", "hugo")
-PAGE_SUFFIXES = (".md", ".mdx", ".markdown")
-# Suffixes a route may carry that name the same page (mdBook and MkDocs without directory URLs write .html).
-ROUTE_SUFFIXES = (*PAGE_SUFFIXES, ".html", ".htm")
-INDEX_NAMES = ("index", "readme", "_index")
-SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
-NUMBER_PREFIX = re.compile(r"^\d+[-_. ]+(?=.)")
 _MAX_CONFIG_BYTES = 1 << 20
 # How far above the manual root a generator's config file is looked for (a repository root stops it).
 _MAX_LEVELS_UP = 6
@@ -58,48 +66,10 @@ _CONFIG_FILES: tuple[tuple[str, str], ...] = (
     ("hugo.yaml", "hugo"),
     ("hugo.json", "hugo"),
     ("config.toml", "hugo"),
+    # An Astro config publishes a Starlight manual only when it uses the integration (`_is_for`).
+    *((f"astro.config.{ext}", "starlight") for ext in ("mjs", "ts", "js", "mts", "cjs")),
+    *((f".vitepress/config.{ext}", "vitepress") for ext in ("js", "ts", "mjs", "mts", "cjs", "cts")),
 )
-
-
-@dataclass(frozen=True)
-class Mount:
-    """A folder of the manual published under a route prefix (Docusaurus docs/ under /docs)."""
-
-    folder: str  # relative to the manual root, posix; "" is the root itself
-    prefix: str  # route of the folder from the site root, no slashes at the ends; "" is the site root
-    kind: str = "docs"  # docs, pages or blog: Docusaurus treats them differently
-
-
-@dataclass(frozen=True)
-class Site:
-    """How the site that publishes the manual turns files into routes."""
-
-    generator: str = "none"
-    config_file: str | None = None
-    mounts: tuple[Mount, ...] = (Mount("", ""),)
-    base_path: str = ""  # served under this path ("" or "/x")
-    redirects: tuple[tuple[str, str], ...] = ()  # (source route pattern, destination route or URL)
-    static: tuple[str, ...] = ()  # folders (relative to the root) whose files are served from the site root
-    problems: tuple[str, ...] = ()
-
-    def fingerprint(self) -> str:
-        """A short hash of everything that changes how links resolve."""
-        data = json.dumps(
-            [self.generator, [m.__dict__ for m in self.mounts], self.base_path, self.redirects, self.static],
-            sort_keys=True,
-        )
-        return hashlib.sha256(data.encode()).hexdigest()[:16]
-
-    def describe(self) -> dict[str, Any]:
-        """JSON-able summary (for `udm index --json` and error messages)."""
-        return {
-            "generator": self.generator,
-            "config_file": self.config_file,
-            "mounts": [{"folder": m.folder, "prefix": "/" + m.prefix, "kind": m.kind} for m in self.mounts],
-            "base_path": self.base_path,
-            "redirects": len(self.redirects),
-            "problems": list(self.problems),
-        }
 
 
 # ----- detection -----------------------------------------------------------------------------------
@@ -118,7 +88,7 @@ def _find_config(root: Path, stop: Path | None = None) -> tuple[Path, str] | Non
     for _ in range(_MAX_LEVELS_UP + 1):
         for name, generator in _CONFIG_FILES:
             candidate = here / name
-            if candidate.is_file() and (name != "config.toml" or _looks_like_hugo(candidate)):
+            if candidate.is_file() and _is_for(name, candidate):
                 return candidate, generator
         for name, generator in _CONFIG_FILES[:4]:
             # Docusaurus' usual layout keeps its config in website/ beside the docs/ it publishes.
@@ -132,6 +102,18 @@ def _find_config(root: Path, stop: Path | None = None) -> tuple[Path, str] | Non
     return None
 
 
+def _is_for(name: str, path: Path) -> bool:
+    """Whether a config file of a common name is the generator's (Hugo's config.toml, Starlight's Astro config)."""
+    if name == "config.toml":
+        return _looks_like_hugo(path)
+    if name.startswith("astro.config."):
+        try:
+            return "@astrojs/starlight" in _read_config(path)
+        except (OSError, ValueError):
+            return False
+    return True
+
+
 def _looks_like_hugo(path: Path) -> bool:
     # config.toml is a common name; Hugo's has a baseURL, a contentDir or a theme.
     try:
@@ -141,52 +123,15 @@ def _looks_like_hugo(path: Path) -> bool:
     return any(k in data for k in ("baseURL", "baseurl", "contentDir", "theme", "languageCode"))
 
 
-def _under(root: Path, folder: Path, prefix: str, kind: str, strip_numbers: bool) -> Mount | None:
-    """The mount of `folder` (published at `prefix`) seen from the manual root, if they overlap."""
-    root_s, folder_s = os.path.normpath(root), os.path.normpath(folder)
-    if root_s == folder_s:
-        return Mount("", prefix, kind)
-    if folder_s.startswith(root_s + os.sep):
-        return Mount(os.path.relpath(folder_s, root_s).replace(os.sep, "/"), prefix, kind)
-    if root_s.startswith(folder_s + os.sep):
-        # The manual is a sub-folder of the published content: its files sit below the prefix.
-        parts = os.path.relpath(root_s, folder_s).replace(os.sep, "/").split("/")
-        if strip_numbers:
-            parts = [NUMBER_PREFIX.sub("", p) for p in parts]
-        return Mount("", "/".join(p for p in [prefix, *parts] if p), kind)
-    # Published beside the manual (its blog when the manual is docs/): routes there are checked on disk.
-    return Mount(os.path.relpath(folder_s, root_s).replace(os.sep, "/"), prefix, kind)
-
-
-def _static(root: Path, folders: Iterable[Path]) -> tuple[str, ...]:
-    out = []
-    root_s = os.path.normpath(root)
-    for folder in folders:
-        f = os.path.normpath(folder)
-        # Beside the manual too (Docusaurus static/ when the manual is docs/): files there only have to exist.
-        out.append("" if f == root_s else os.path.relpath(f, root_s).replace(os.sep, "/"))
-    return tuple(out)
-
-
 def _one_folder(root: Path, folder: Path, redirects: list[tuple[str, str]], site_url: Any = None) -> Site:
     """A site whose pages are one folder served from its base path (Mintlify, MkDocs, mdBook)."""
-    mount = _under(root, folder, "", "docs", False)
+    mount = under(root, folder, "", "docs", False)
     return Site(
         mounts=(mount,) if mount else (),
-        base_path=_path_of_url(site_url),
+        base_path=path_of_url(site_url),
         redirects=tuple(redirects),
-        static=_static(root, [folder]),
+        static=static_folders(root, [folder]),
     )
-
-
-def _path_of_url(value: Any) -> str:
-    """The path part of a base URL (`https://x.org/docs/` -> `/docs`), "" for the site root."""
-    if not isinstance(value, str) or not value.strip():
-        return ""
-    text = value.strip()
-    if SCHEME.match(text) or text.startswith("//"):
-        text = "/" + text.split("//", 1)[1].partition("/")[2]
-    return "/" + text.strip("/") if text.strip("/") else ""
 
 
 def detect_site(
@@ -216,115 +161,10 @@ def detect_site(
             site = reader(root, path.parent, text)
         except Exception as exc:  # each reader (JSON, YAML, TOML, JS) has its own error types
             site = Site(generator=gen, problems=(f"{path}: cannot read the site config: {exc}",))
-        site = Site(
-            generator=gen,
-            config_file=str(path) if path.is_file() else None,
-            mounts=site.mounts,
-            base_path=site.base_path,
-            redirects=site.redirects,
-            static=site.static,
-            problems=site.problems,
-        )
+        site = replace(site, generator=gen, config_file=str(path) if path.is_file() else None)
     if base_path is not None:
-        site = Site(
-            site.generator,
-            site.config_file,
-            site.mounts,
-            _path_of_url(base_path),
-            site.redirects,
-            site.static,
-            site.problems,
-        )
+        site = replace(site, base_path=path_of_url(base_path))
     return site
-
-
-def _js_block(text: str, key: str) -> str | None:
-    """The `{...}` or `[...]` value of the first `key:` in JavaScript source (strings and comments skipped)."""
-    for match in re.finditer(rf"(?<![\w$.]){re.escape(key)}\s*:\s*([\[{{])", text):
-        start = match.start(1)
-        end = _balanced(text, start)
-        if end is not None:
-            return text[start : end + 1]
-    return None
-
-
-def _balanced(text: str, start: int) -> int | None:
-    depth = 0
-    i = start
-    quote = ""
-    while i < len(text):
-        c = text[i]
-        if quote:
-            if c == "\\":
-                i += 1
-            elif c == quote:
-                quote = ""
-        elif c in "'\"`":
-            quote = c
-        elif text.startswith("//", i):
-            i = text.find("\n", i)
-            if i < 0:
-                return None
-        elif text.startswith("/*", i):
-            i = text.find("*/", i + 2)
-            if i < 0:
-                return None
-            i += 1
-        elif c in "[{(":
-            depth += 1
-        elif c in "]})":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-    return None
-
-
-def _js_string(text: str, key: str) -> str | None:
-    match = re.search(rf"(?<![\w$.]){re.escape(key)}\s*:\s*(['\"`])((?:\\.|(?!\1).)*)\1", text)
-    return match.group(2) if match else None
-
-
-def _js_strings(text: str) -> list[str]:
-    return [m.group(2) for m in re.finditer(r"(['\"`])((?:\\.|(?!\1).)*)\1", text)]
-
-
-def _docusaurus(root: Path, here: Path, text: str) -> Site:
-    # docusaurus.config.* is JavaScript: read the few literal settings that shape routes.
-    docs = _js_block(text, "docs") or ""
-    docs_path = _js_string(docs, "path") or "docs"
-    route_base = _js_string(docs, "routeBasePath") if docs else None
-    route_base = "docs" if route_base is None else route_base.strip("/")
-    blog = _js_block(text, "blog") or ""
-    blog_base = (_js_string(blog, "routeBasePath") or "blog").strip("/")
-    mounts = [
-        _under(root, here / docs_path, route_base, "docs", True),
-        _under(root, here / "src" / "pages", "", "pages", False),
-        _under(root, here / (_js_string(blog, "path") or "blog"), blog_base, "blog", False),
-    ]
-    redirects: list[tuple[str, str]] = []
-    plugin = text.find("plugin-client-redirects")
-    block = _js_block(text[plugin:], "redirects") if plugin >= 0 else None
-    if block:
-        k = 1
-        while k < len(block):
-            if block[k] == "{":
-                end = _balanced(block, k)
-                if end is None:
-                    break
-                item = block[k : end + 1]
-                to = _js_string(item, "to")
-                sources = _js_block(item, "from")
-                froms = _js_strings(sources) if sources else [s for s in [_js_string(item, "from")] if s]
-                redirects += [(f, to) for f in froms if to]
-                k = end
-            k += 1
-    return Site(
-        mounts=tuple(m for m in mounts if m is not None),
-        base_path=_path_of_url(_js_string(text, "baseUrl")),
-        redirects=tuple(redirects),
-        static=_static(root, [here / "static"]),
-    )
 
 
 def _mintlify(root: Path, here: Path, text: str) -> Site:
@@ -424,12 +264,25 @@ def _hugo(root: Path, here: Path, text: str) -> Site:
             statics.append(here / item["source"])
     if not contents:
         contents = [(here / str(data.get("contentDir") or "content"), "")]
-    mounts = [_under(root, folder, prefix, "docs", False) for folder, prefix in contents]
+    mounts = [under(root, folder, prefix, "docs", False) for folder, prefix in contents]
+    parser = _dig(data, "markup", "goldmark", "parser")
     return Site(
         mounts=tuple(m for m in mounts if m is not None),
-        base_path=_path_of_url(data.get("baseURL") or data.get("baseurl")),
-        static=_static(root, statics),
+        base_path=path_of_url(data.get("baseURL") or data.get("baseurl")),
+        static=static_folders(root, statics),
+        # Hugo's auto ids follow GitHub's by default (autoIDType); other types are not modelled.
+        term_ids=parser.get("autoDefinitionTermID") is True
+        and parser.get("autoIDType", "github") == "github",
     )
+
+
+def _dig(data: Any, *keys: str) -> dict[str, Any]:
+    """The mapping under `keys` (Hugo's keys are case-insensitive), {} when any is missing."""
+    for key in keys:
+        if not isinstance(data, dict):
+            return {}
+        data = next((v for k, v in data.items() if isinstance(k, str) and k.lower() == key.lower()), None)
+    return data if isinstance(data, dict) else {}
 
 
 def _plain(root: Path, here: Path, text: str) -> Site:
@@ -437,7 +290,9 @@ def _plain(root: Path, here: Path, text: str) -> Site:
 
 
 _READERS: dict[str, Callable[[Path, Path, str], Site]] = {
-    "docusaurus": _docusaurus,
+    "docusaurus": docusaurus,
+    "starlight": starlight,
+    "vitepress": vitepress,
     "mintlify": _mintlify,
     "mkdocs": _mkdocs,
     "mdbook": _mdbook,

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
+from udm.markdown import slugify
+from udm.site.anchors import has_explicit_anchor, more_anchors, vitepress_slug
 from udm.site.detect import (
     GENERATORS,
     INDEX_NAMES,
@@ -51,6 +53,7 @@ __all__ = [
     "route_meta",
     "settings_site",
     "site_for",
+    "vitepress_slug",
 ]
 
 _BLOG_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})-(.+)$")
@@ -166,6 +169,14 @@ class Routes:
                     _join(mount.prefix, slug) if slug.startswith("/") else _join(mount.prefix, *parts, slug)
                 )
             return _join(mount.prefix, *parts, stem)
+        if gen == "starlight":
+            # Astro's content ids: front matter `slug`, else each path segment github-slugged.
+            if meta.get("slug"):
+                return _join(mount.prefix, str(meta["slug"]))
+            segments = [slugify(p) for p in [*parts, stem]]
+            if segments[-1] == "index":
+                segments.pop()
+            return _join(mount.prefix, *segments)
         if gen == "hugo":
             if meta.get("url"):
                 return _join(str(meta["url"])).lower()
@@ -252,7 +263,7 @@ class Located:
     file: str | None
     fragment: str | None
     external: bool = False
-    how: str = ""  # file, path, route, redirect, static, anchor; "" when nothing was found
+    how: str = ""  # file, path, folder, route, redirect, static, anchor; "" when nothing was found
 
 
 @dataclass
@@ -261,6 +272,8 @@ class LinkResolver:
 
     routes: Routes
     exists: Callable[[str], bool]
+    # Whether a folder exists: with no generator a link may name one, as GitHub lists a folder's files.
+    is_folder: Callable[[str], bool] | None = None
     _relative: dict[tuple[str, str], Located] = field(default_factory=dict)
     _absolute: dict[str, Located] = field(default_factory=dict)
 
@@ -295,7 +308,7 @@ class LinkResolver:
             hit = self._relative.get(key) or self._relative.get((source, path))
             if hit is None:
                 hit = self._locate_relative(source, path)
-                self._relative[key if hit.how in ("file", "path") else (source, path)] = hit
+                self._relative[key if hit.how in ("file", "path", "folder") else (source, path)] = hit
         return hit if frag is None else Located(hit.file, frag, hit.external, hit.how)
 
     def _locate_relative(self, source: str, path: str) -> Located:
@@ -307,6 +320,8 @@ class LinkResolver:
             found = self.routes.by_path(strip_page("" if joined == "." else joined))
             if found is not None:
                 return Located(found, None, how="path")
+            if self.site.generator == "none" and self.is_folder is not None and self.is_folder(joined):
+                return Located(joined, None, how="folder")
         # In a published site a link that is not a file path is a URL relative to the page's own
         # route (one level deeper with directory URLs: MkDocs' `../img/x.png` from a page).
         route = self.routes.page_route(source)
@@ -392,15 +407,6 @@ Row = tuple[Any, str, str]  # (row key, source file, target)
 Verdict = tuple[Any, str | None, str | None, bool | None]  # (row key, target file, fragment, resolved)
 
 
-def has_explicit_anchor(text: str, anchor: str) -> bool:
-    """Whether the page names `anchor` itself: an HTML `id`/`name` attribute, or a `{#anchor}` heading
-    attribute (Docusaurus, MkDocs attr_list, Hugo, Pandoc). GitHub-style heading anchors are not checked here."""
-    if anchor not in text:
-        return False
-    forms = (f'id="{anchor}"', f"id='{anchor}'", f'name="{anchor}"', f"name='{anchor}'", f"{{#{anchor}}}")
-    return any(form in text for form in forms)
-
-
 def resolve_links(
     resolver: LinkResolver,
     rows: Iterable[Row],
@@ -424,11 +430,21 @@ def resolve_links(
     present = anchors_in(wanted) if wanted else set()
     if text_of is not None:
         texts: dict[str, str | None] = {}
+        nested: dict[str, set[str]] = {}
         for page, anchor in sorted(wanted - present):
             if page not in texts:
                 texts[page] = text_of(page)
             text = texts[page]
-            if text is not None and has_explicit_anchor(text, anchor):
+            if text is None:
+                continue
+            if has_explicit_anchor(text, anchor):
+                present.add((page, anchor))
+                continue
+            if page not in nested:
+                # Headings in block quotes and list items start no section but have ids; VitePress
+                # makes its anchors its own way.
+                nested[page] = more_anchors(resolver.site, page, text)
+            if anchor in nested[page]:
                 present.add((page, anchor))
     out: list[Verdict] = []
     for key, loc in located:

@@ -1,0 +1,160 @@
+"""Sites configured in JavaScript beyond Docusaurus: Astro Starlight and VitePress (read, never run).
+
+The fixtures under fixtures/sites/starlight and fixtures/sites/vitepress were written for these tests;
+each holds exactly the broken links listed here. Without the conventions, a Starlight manual in 14
+languages reported every link of a translated page to an untranslated one as broken.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from udm.config import Settings, load_settings
+from udm.index import UdmIndex, lint
+from udm.site import LinkResolver, Routes
+from udm.site.routes import detect_site
+
+SITES = Path(__file__).parent / "fixtures" / "sites"
+
+
+def _copy(tmp_path: Path, name: str, root: str) -> Settings:
+    shutil.copytree(SITES / name, tmp_path / name)
+    return load_settings(cwd=tmp_path, root=tmp_path / name / root, state_dir=tmp_path / "state")
+
+
+def _targets(settings: Settings) -> dict[tuple[str, str], bool | None]:
+    index = UdmIndex(settings)
+    try:
+        index.ensure_fresh()
+        with index.connect() as con:
+            rows = con.execute("SELECT file, target, resolved FROM links").fetchall()
+    finally:
+        index.close()
+    return {(f, t): r for f, t, r in rows}
+
+
+def _lint_broken(settings: Settings) -> set[tuple[str, str]]:
+    return {(f.file, f.rule) for f in lint(settings) if f.rule in ("broken-link", "broken-anchor")}
+
+
+@pytest.mark.parametrize(
+    ("name", "root", "base", "broken"),
+    [
+        (
+            "starlight",
+            "src/content/docs",
+            "/guide",
+            {("en/index.mdx", "#nope"), ("fr/index.mdx", "/guide/fr/nothing/")},
+        ),
+        (
+            "vitepress",
+            "docs",
+            "/vp",
+            {("index.md", "/guide/missing"), ("index.md", "/guide/getting-started#nope")},
+        ),
+    ],
+)
+def test_links_to_existing_pages_resolve_and_the_broken_ones_are_found(
+    tmp_path: Path, name: str, root: str, base: str, broken: set[tuple[str, str]]
+) -> None:
+    settings = _copy(tmp_path, name, root)
+    site = detect_site(settings.udm_root, stop=tmp_path)
+    assert (site.generator, site.base_path) == (name, base)
+    targets = _targets(settings)
+    assert {k for k, ok in targets.items() if ok is False} == broken
+    assert len(targets) >= 8
+    rules = {
+        (f, "broken-anchor" if "#" in t and "nothing" not in t and "missing" not in t else "broken-link")
+        for f, t in broken
+    }
+    assert _lint_broken(settings) == rules
+
+
+def _starlight_resolver(root: Path) -> LinkResolver:
+    site = detect_site(root, stop=SITES)
+    pages = [p.relative_to(root).as_posix() for p in root.rglob("*.md*")]
+    meta = {"en/custom.md": {"slug": "en/moved"}}
+    return LinkResolver(Routes(site, pages, meta), lambda rel: (root / rel).is_file())
+
+
+@pytest.mark.parametrize(
+    ("target", "file"),
+    [
+        ("/guide/en/getting-started/", "en/getting-started.mdx"),
+        ("/en/getting-started", "en/getting-started.mdx"),
+        ("/guide/en/", "en/index.mdx"),
+        ("/guide/en/reference/config-options/", "en/Reference/Config Options.md"),  # segments slugged
+        ("/guide/en/moved/", "en/custom.md"),  # front matter slug
+        ("/guide/fr/getting-started/", "en/getting-started.mdx"),  # untranslated: the default locale's
+        ("/guide/pt-br/getting-started/", "pt-br/getting-started.md"),  # translated: its own
+        ("/guide/pt-br/", "en/index.mdx"),
+        ("/guide/old-start", "en/getting-started.mdx"),  # Astro's redirects
+        ("/guide/favicon.svg", "../../../public/favicon.svg"),  # public/ at the site root
+    ],
+)
+def test_starlight_routes(target: str, file: str) -> None:
+    resolver = _starlight_resolver(SITES / "starlight" / "src" / "content" / "docs")
+    assert resolver.locate("fr/index.mdx", target).file == file
+
+
+def test_starlight_locales_from_the_folders_when_the_config_imports_them(tmp_path: Path) -> None:
+    docs = tmp_path / "src" / "content" / "docs"
+    for folder in ("en", "de", "zh-cn", "assets"):
+        (docs / folder).mkdir(parents=True)
+    (docs / "en" / "intro.md").write_text("# Intro\n")
+    (tmp_path / "astro.config.ts").write_text(
+        "import starlight from '@astrojs/starlight';\nimport { localesConfig } from './config/locales';\n"
+        "export default { integrations: [starlight({ defaultLocale: 'en', locales: localesConfig })] };\n"
+    )
+    site = detect_site(docs, stop=tmp_path)
+    assert site.generator == "starlight"
+    assert sorted(site.redirects) == [("/de/:slug*", "/en/:slug*"), ("/zh-cn/:slug*", "/en/:slug*")]
+    # A root locale: other locales fall back to the unprefixed pages.
+    (tmp_path / "astro.config.ts").write_text(
+        "import starlight from '@astrojs/starlight';\nexport default { integrations: [starlight({\n"
+        "  locales: { root: { label: 'English', lang: 'en' }, /* comment: x */ de: { label: 'Deutsch' } },\n"
+        "})] };\n"
+    )
+    assert detect_site(docs, stop=tmp_path).redirects == (("/de/:slug*", "/:slug*"),)
+
+
+def test_an_astro_config_without_starlight_is_not_a_manual_site(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "astro.config.mjs").write_text(
+        "import { defineConfig } from 'astro/config';\nexport default defineConfig({});\n"
+    )
+    assert detect_site(tmp_path / "docs", stop=tmp_path).generator == "none"
+
+
+def test_an_index_written_by_another_schema_version_is_rebuilt_before_any_answer(tmp_path: Path) -> None:
+    # Upgrading udm changed how anchors are made; an index of unchanged files written by the old
+    # version must not answer (before: `query section` by anchor failed until a file changed).
+    import duckdb
+
+    from udm.index import UdmQuery
+
+    settings = _copy(tmp_path, "starlight", "src/content/docs")
+    _targets(settings)
+    con = duckdb.connect(str(settings.state_path / "index.duckdb"))
+    con.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    con.execute("UPDATE sections SET anchor = 'stale'")
+    con.close()
+    query = UdmQuery(settings)
+    try:
+        _, section = query.section("en/getting-started.mdx", "install-the-cli")
+        assert section is not None and section.title == "Install the CLI"
+    finally:
+        query.close()
+    assert _targets(settings)[("fr/index.mdx", "/guide/fr/getting-started/#install-the-cli")] is True
+
+
+def test_vitepress_heading_anchors_are_made_as_vitepress_makes_them() -> None:
+    from udm.site.routes import vitepress_slug
+
+    assert vitepress_slug("What's new in 2.0?") == "what-s-new-in-2-0"
+    assert vitepress_slug("1. First step") == "_1-first-step"
+    assert vitepress_slug("Été & “quotes”") == "ete-quotes"
+    assert vitepress_slug("`v-model` arguments") == "v-model-arguments"

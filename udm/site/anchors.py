@@ -1,0 +1,66 @@
+"""Anchors a page has beyond its sections' GitHub ones: ids it names itself, headings inside
+containers, Hugo's definition-term ids and VitePress's own heading slugs (`udm.site.routes` asks for
+them only for a link whose anchor is no section's).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from udm.errors import UdmError
+from udm.markdown import parse_document, slugify
+from udm.site.model import Site
+
+__all__ = ["has_explicit_anchor", "more_anchors", "vitepress_slug"]
+
+
+def has_explicit_anchor(text: str, anchor: str) -> bool:
+    """Whether the page names `anchor` itself: an HTML `id`/`name` attribute, a `{#anchor}` heading
+    attribute (Docusaurus, MkDocs attr_list, Hugo, Pandoc, VitePress) or an MDX comment after a heading,
+    `{/*anchor*/}` (react.dev's heading ids). GitHub-style heading anchors are not checked here."""
+    if anchor not in text:
+        return False
+    forms = (f'id="{anchor}"', f"id='{anchor}'", f'name="{anchor}"', f"name='{anchor}'", f"{{#{anchor}}}")
+    if any(form in text for form in forms):
+        return True
+    return "{/*" in text and re.search(rf"\{{/\*[ \t]*{re.escape(anchor)}[ \t]*\*/\}}", text) is not None
+
+
+def more_anchors(site: Site, page: str, text: str) -> set[str]:
+    """Anchors of a page beyond its sections' GitHub ones: headings inside containers, definition
+    terms where Hugo gives them ids, and for VitePress every heading's slug as VitePress makes it."""
+    try:
+        doc = parse_document(text, page)
+    except UdmError:
+        return set()
+    nested = doc.nested_heading_texts()
+    found = {slugify(t) for t in nested}
+    if site.term_ids:
+        found.update(slugify(t) for t in doc.definition_terms())
+    if site.generator == "vitepress":
+        texts = [t for t, own in doc.heading_texts() if own is None] + nested
+        seen: dict[str, int] = {}
+        for t in texts:
+            slug = vitepress_slug(t)
+            n = seen.get(slug, 0)
+            seen[slug] = n + 1
+            found.add(slug if n == 0 else f"{slug}-{n}")
+    return found
+
+
+# VitePress (@mdit-vue/shared) turns these runs into one hyphen: white space, ASCII punctuation but
+# the hyphen-less few it keeps, and typographic quotes.
+_VP_SPECIAL = re.compile(r"""[\s~`!@#$%^&*()\-_+=\[\]{}|\\;:"'\u201c\u201d\u2018\u2019<>,.?/]+""")
+_VP_CONTROL = re.compile(r"[\x00-\x1f]")
+
+
+def vitepress_slug(text: str) -> str:
+    """A heading's anchor as VitePress makes it: NFKD without combining marks, punctuation runs to
+    one hyphen, no hyphen at the ends, `_` before a leading digit, lower case."""
+    plain = "".join(ch for ch in unicodedata.normalize("NFKD", text) if not 0x300 <= ord(ch) <= 0x36F)
+    slug = _VP_SPECIAL.sub("-", _VP_CONTROL.sub("", plain))
+    slug = re.sub(r"-{2,}", "-", slug).strip("-")
+    if slug[:1].isdigit():
+        slug = "_" + slug
+    return slug.lower()

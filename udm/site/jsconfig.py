@@ -1,0 +1,201 @@
+"""Sites whose config is JavaScript (Docusaurus, Astro Starlight, VitePress): read, never run.
+
+Only literal values are read: strings, and the `{...}`/`[...]` blocks behind a key (strings and comments
+skipped). A value computed at build time (an imported object, a function) is not evaluated; where the
+convention lets the folders say it instead (Starlight's locale folders), they do.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from pathlib import Path
+
+from udm.site.model import Site, path_of_url, static_folders, under
+
+__all__ = ["docusaurus", "starlight", "vitepress"]
+
+
+# How many `key:` places a block is looked for at: an unclosed one is scanned to the end of the
+# file, so a config with 60,000 of them (a tool may write one) took minutes at every detection.
+_MAX_BLOCK_TRIES = 3
+
+
+def _js_block(text: str, key: str) -> str | None:
+    """The `{...}` or `[...]` value of the first `key:` in JavaScript source (strings and comments skipped)."""
+    found = re.finditer(rf"(?<![\w$.]){re.escape(key)}\s*:\s*([\[{{])", text)
+    for match in itertools.islice(found, _MAX_BLOCK_TRIES):
+        start = match.start(1)
+        end = _balanced(text, start)
+        if end is not None:
+            return text[start : end + 1]
+    return None
+
+
+def _balanced(text: str, start: int) -> int | None:
+    depth = 0
+    i = start
+    quote = ""
+    while i < len(text):
+        c = text[i]
+        if quote:
+            if c == "\\":
+                i += 1
+            elif c == quote:
+                quote = ""
+        elif c in "'\"`":
+            quote = c
+        elif text.startswith("//", i):
+            i = text.find("\n", i)
+            if i < 0:
+                return None
+        elif text.startswith("/*", i):
+            i = text.find("*/", i + 2)
+            if i < 0:
+                return None
+            i += 1
+        elif c in "[{(":
+            depth += 1
+        elif c in "]})":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return None
+
+
+def _js_string(text: str, key: str) -> str | None:
+    match = re.search(rf"(?<![\w$.]){re.escape(key)}\s*:\s*(['\"`])((?:\\.|(?!\1).)*)\1", text)
+    return match.group(2) if match else None
+
+
+def _js_strings(text: str) -> list[str]:
+    return [m.group(2) for m in re.finditer(r"(['\"`])((?:\\.|(?!\1).)*)\1", text)]
+
+
+def docusaurus(root: Path, here: Path, text: str) -> Site:
+    """Docusaurus: the docs, pages and blog folders with their route bases, client redirects, static/."""
+    # docusaurus.config.* is JavaScript: read the few literal settings that shape routes.
+    docs = _js_block(text, "docs") or ""
+    docs_path = _js_string(docs, "path") or "docs"
+    route_base = _js_string(docs, "routeBasePath") if docs else None
+    route_base = "docs" if route_base is None else route_base.strip("/")
+    blog = _js_block(text, "blog") or ""
+    blog_base = (_js_string(blog, "routeBasePath") or "blog").strip("/")
+    mounts = [
+        under(root, here / docs_path, route_base, "docs", True),
+        under(root, here / "src" / "pages", "", "pages", False),
+        under(root, here / (_js_string(blog, "path") or "blog"), blog_base, "blog", False),
+    ]
+    redirects: list[tuple[str, str]] = []
+    plugin = text.find("plugin-client-redirects")
+    block = _js_block(text[plugin:], "redirects") if plugin >= 0 else None
+    if block:
+        k = 1
+        while k < len(block):
+            if block[k] == "{":
+                end = _balanced(block, k)
+                if end is None:
+                    break
+                item = block[k : end + 1]
+                to = _js_string(item, "to")
+                sources = _js_block(item, "from")
+                froms = _js_strings(sources) if sources else [s for s in [_js_string(item, "from")] if s]
+                redirects += [(f, to) for f in froms if to]
+                k = end
+            k += 1
+    return Site(
+        mounts=tuple(m for m in mounts if m is not None),
+        base_path=path_of_url(_js_string(text, "baseUrl")),
+        redirects=tuple(redirects),
+        static=static_folders(root, [here / "static"]),
+    )
+
+
+# A top-level folder of Starlight's content that names a locale (BCP 47: `en`, `pt-br`, `zh-Hant`).
+_LOCALE_FOLDER = re.compile(r"^[a-z]{2,3}(?:-[a-z0-9]{2,8})*$", re.IGNORECASE)
+_JS_KEY = re.compile(r"""(?:^|[{,])\s*(?:(['"])([^'"]+)\1|([A-Za-z_$][\w$-]*))\s*:""")
+
+
+def _js_keys(block: str) -> list[str]:
+    """The keys of a literal `{...}` object, its own level only (nested values skipped)."""
+    flat: list[str] = []
+    i = 1
+    while i < len(block) - 1:
+        c = block[i]
+        if c in "[{(":
+            end = _balanced(block, i)
+            if end is None:
+                break
+            flat.append("0")
+            i = end + 1
+            continue
+        if block.startswith(("//", "/*"), i):
+            end = block.find("\n" if block[i + 1] == "/" else "*/", i + 2)
+            if end < 0:
+                break
+            i = end + (1 if block[i + 1] == "/" else 2)
+            continue
+        flat.append(c)
+        i += 1
+    return [m.group(2) or m.group(3) for m in _JS_KEY.finditer("{" + "".join(flat))]
+
+
+def starlight(root: Path, here: Path, text: str) -> Site:
+    """Astro Starlight: pages in `src/content/docs`, `public/` at the site root, locale fallback routes."""
+    content = here / "src" / "content" / "docs"
+    options = text[text.find("starlight(") :] if "starlight(" in text else text
+    default = _js_string(options, "defaultLocale")
+    block = _js_block(options, "locales")
+    if block is not None and block.startswith("{"):
+        locales = _js_keys(block)
+    else:
+        # `locales: localesConfig` (imported): the locale folders of the content say which there are.
+        try:
+            locales = sorted(p.name for p in content.iterdir() if p.is_dir() and _LOCALE_FOLDER.match(p.name))
+        except OSError:
+            locales = []
+        if default is None or default not in locales:
+            locales = []
+    if default is None:
+        default = "root" if "root" in locales or not locales else locales[0]
+    # An untranslated page is served at its locale's route with the default locale's content.
+    to = "" if default == "root" else default
+    redirects = [
+        (f"/{loc}/:slug*", f"/{to}/:slug*" if to else "/:slug*")
+        for loc in locales
+        if loc not in ("root", default)
+    ]
+    redirects += _astro_redirects(text)
+    mount = under(root, content, "", "docs", False)
+    return Site(
+        mounts=(mount,) if mount else (),
+        base_path=path_of_url(_js_string(text, "base")),
+        redirects=tuple(redirects),
+        static=static_folders(root, [here / "public"]),
+    )
+
+
+def _astro_redirects(text: str) -> list[tuple[str, str]]:
+    """Astro's `redirects: {'/old': '/new'}` (a destination object's `destination` too)."""
+    found = re.search(r"(?<![\w$.])redirects\s*:\s*\{", text)
+    block = _js_block(text[found.start() :], "redirects") if found else None
+    if not block:
+        return []
+    pairs = re.finditer(
+        r"""(['"])(/[^'"]*)\1\s*:\s*(?:(['"])([^'"]+)\3|\{[^{}]*?destination\s*:\s*(['"])([^'"]+)\5[^{}]*\})""",
+        block,
+    )
+    return [(m.group(2), m.group(4) or m.group(6)) for m in pairs]
+
+
+def vitepress(root: Path, here: Path, text: str) -> Site:
+    """VitePress: `.vitepress/` in the project folder, pages under `srcDir`, `<srcDir>/public` at the root."""
+    project = here.parent if here.name == ".vitepress" else here
+    content = project / (_js_string(text, "srcDir") or ".")
+    mount = under(root, content, "", "docs", False)
+    return Site(
+        mounts=(mount,) if mount else (),
+        base_path=path_of_url(_js_string(text, "base")),
+        static=static_folders(root, [content / "public"]),
+    )

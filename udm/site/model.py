@@ -1,0 +1,126 @@
+"""The site model: what a generator's config says about routes (`Site`, `Mount`) and the helpers the
+config readers share (`udm.site.detect` for YAML/TOML/JSON configs, `udm.site.jsconfig` for JavaScript ones).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "GENERATORS",
+    "INDEX_NAMES",
+    "NUMBER_PREFIX",
+    "PAGE_SUFFIXES",
+    "ROUTE_SUFFIXES",
+    "SCHEME",
+    "Mount",
+    "Site",
+    "path_of_url",
+    "static_folders",
+    "under",
+]
+
+# Raised whenever udm.site.routes resolves some link otherwise (a new rule, a new anchor form): an index
+# built under other rules then resolves every link anew, though no file and no config changed.
+RULES_VERSION = 3
+GENERATORS = ("none", "docusaurus", "mintlify", "mkdocs", "mdbook", "hugo", "starlight", "vitepress")
+PAGE_SUFFIXES = (".md", ".mdx", ".markdown")
+# Suffixes a route may carry that name the same page (mdBook and MkDocs without directory URLs write .html).
+ROUTE_SUFFIXES = (*PAGE_SUFFIXES, ".html", ".htm")
+INDEX_NAMES = ("index", "readme", "_index")
+SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
+NUMBER_PREFIX = re.compile(r"^\d+[-_. ]+(?=.)")
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A folder of the manual published under a route prefix (Docusaurus docs/ under /docs)."""
+
+    folder: str  # relative to the manual root, posix; "" is the root itself
+    prefix: str  # route of the folder from the site root, no slashes at the ends; "" is the site root
+    kind: str = "docs"  # docs, pages or blog: Docusaurus treats them differently
+
+
+@dataclass(frozen=True)
+class Site:
+    """How the site that publishes the manual turns files into routes."""
+
+    generator: str = "none"
+    config_file: str | None = None
+    mounts: tuple[Mount, ...] = (Mount("", ""),)
+    base_path: str = ""  # served under this path ("" or "/x")
+    redirects: tuple[tuple[str, str], ...] = ()  # (source route pattern, destination route or URL)
+    static: tuple[str, ...] = ()  # folders (relative to the root) whose files are served from the site root
+    term_ids: bool = False  # definition-list terms get ids (Hugo's autoDefinitionTermID)
+    problems: tuple[str, ...] = ()
+
+    def fingerprint(self) -> str:
+        """A short hash of everything that changes how links resolve."""
+        data = json.dumps(
+            [
+                RULES_VERSION,
+                self.generator,
+                [m.__dict__ for m in self.mounts],
+                self.base_path,
+                self.redirects,
+                self.static,
+                self.term_ids,
+            ],
+            sort_keys=True,
+        )
+        return hashlib.sha256(data.encode()).hexdigest()[:16]
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-able summary (for `udm index --json` and error messages)."""
+        return {
+            "generator": self.generator,
+            "config_file": self.config_file,
+            "mounts": [{"folder": m.folder, "prefix": "/" + m.prefix, "kind": m.kind} for m in self.mounts],
+            "base_path": self.base_path,
+            "redirects": len(self.redirects),
+            "problems": list(self.problems),
+        }
+
+
+def under(root: Path, folder: Path, prefix: str, kind: str, strip_numbers: bool) -> Mount | None:
+    """The mount of `folder` (published at `prefix`) seen from the manual root, if they overlap."""
+    root_s, folder_s = os.path.normpath(root), os.path.normpath(folder)
+    if root_s == folder_s:
+        return Mount("", prefix, kind)
+    if folder_s.startswith(root_s + os.sep):
+        return Mount(os.path.relpath(folder_s, root_s).replace(os.sep, "/"), prefix, kind)
+    if root_s.startswith(folder_s + os.sep):
+        # The manual is a sub-folder of the published content: its files sit below the prefix.
+        parts = os.path.relpath(root_s, folder_s).replace(os.sep, "/").split("/")
+        if strip_numbers:
+            parts = [NUMBER_PREFIX.sub("", p) for p in parts]
+        return Mount("", "/".join(p for p in [prefix, *parts] if p), kind)
+    # Published beside the manual (its blog when the manual is docs/): routes there are checked on disk.
+    return Mount(os.path.relpath(folder_s, root_s).replace(os.sep, "/"), prefix, kind)
+
+
+def static_folders(root: Path, folders: Iterable[Path]) -> tuple[str, ...]:
+    out = []
+    root_s = os.path.normpath(root)
+    for folder in folders:
+        f = os.path.normpath(folder)
+        # Beside the manual too (Docusaurus static/ when the manual is docs/): files there only have to exist.
+        out.append("" if f == root_s else os.path.relpath(f, root_s).replace(os.sep, "/"))
+    return tuple(out)
+
+
+def path_of_url(value: Any) -> str:
+    """The path part of a base URL (`https://x.org/docs/` -> `/docs`), "" for the site root."""
+    if not isinstance(value, str) or not value.strip():
+        return ""
+    text = value.strip()
+    if SCHEME.match(text) or text.startswith("//"):
+        text = "/" + text.split("//", 1)[1].partition("/")[2]
+    return "/" + text.strip("/") if text.strip("/") else ""
