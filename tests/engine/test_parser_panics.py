@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 
 import udm.markdown.scanner as scanner_module
 import udm.markdown.tree as tree_module
-from udm.config import load_settings
+from udm.config import Settings, load_settings
 from udm.index import UdmIndex, lint
+from udm.index.schema import RefreshStats
 from udm.markdown import MarkdownParseError, markdown_tree, parse_document
 
 # Each of these made markdown-it-pyrs 0.4.0 panic when parsed with the GFM bare-URL rule.
@@ -96,23 +97,27 @@ def test_hostile_text_parses_in_linear_time(text: str) -> None:
     assert time.perf_counter() - start < 5
 
 
+def _build(tmp_path: Path, pages: dict[str, str]) -> tuple[Settings, RefreshStats, list[tuple[str, str]]]:
+    """A manual of `pages`, fully indexed: its settings, the refresh's stats and the skipped files."""
+    root = tmp_path / "udm"
+    root.mkdir()
+    for name, text in pages.items():
+        (root / name).write_text(text, encoding="utf-8")
+    s = load_settings(tmp_path, root=str(root), state_dir=str(tmp_path / "state"))
+    index = UdmIndex(s)
+    try:
+        return s, index.refresh(full=True), index.skipped_files()
+    finally:
+        index.close()
+
+
 def test_containers_nested_past_the_limit_are_refused_before_the_parser(tmp_path: Path) -> None:
     # 40,000 list levels (80 KB) overflowed the parser's stack: the process died (SIGSEGV).
     with pytest.raises(MarkdownParseError, match=r"^deep\.md:3: containers .* up to 40000 deep"):
         parse_document("# T\n\n" + "- " * 40_000 + "x\n", "deep.md")
     for text in ("> " * 1000 + "x\n", "- " * 999 + "x\n", "  " * 999 + "- x\n"):
         parse_document(text, "ok.md")  # at the limit: parsed
-    root = tmp_path / "udm"
-    root.mkdir()
-    (root / "deep.md").write_text("1) " * 30_000 + "x\n", encoding="utf-8")
-    (root / "fine.md").write_text("# Fine\n", encoding="utf-8")
-    s = load_settings(tmp_path, root=str(root), state_dir=str(tmp_path / "state"))
-    index = UdmIndex(s)
-    try:
-        stats = index.refresh(full=True)
-        skipped = index.skipped_files()
-    finally:
-        index.close()
+    _, stats, skipped = _build(tmp_path, {"deep.md": "1) " * 30_000 + "x\n", "fine.md": "# Fine\n"})
     assert stats.files == 2 and stats.sections == 1
     assert skipped[0][0] == "deep.md" and "up to 30000 deep (the limit is 1000)" in skipped[0][1]
 
@@ -166,17 +171,7 @@ def test_a_file_no_rule_set_parses_is_listed_not_lost(
     monkeypatch.setattr(tree_module, "_parser", lambda mdx, off=(): _Panics(real(mdx, off)))
     with pytest.raises(MarkdownParseError, match=r"^page\.md:1: the Markdown parser .* index out of bounds"):
         parse_document("# T PANIC\n", "page.md")
-    root = tmp_path / "udm"
-    root.mkdir()
-    (root / "good.md").write_text("# Good\n\n[x](bad.md)\n", encoding="utf-8")
-    (root / "bad.md").write_text("# Bad PANIC\n", encoding="utf-8")
-    s = load_settings(tmp_path, root=str(root), state_dir=str(tmp_path / "state"))
-    index = UdmIndex(s)
-    try:
-        stats = index.refresh(full=True)
-        skipped = index.skipped_files()
-    finally:
-        index.close()
+    s, stats, skipped = _build(tmp_path, {"good.md": "# Good\n\n[x](bad.md)\n", "bad.md": "# Bad PANIC\n"})
     assert stats.files == 2
     reason = (
         "the Markdown parser (markdown-it-pyrs) failed: index out of bounds: the len is 0 but the index is 1"
