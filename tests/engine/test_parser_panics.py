@@ -168,7 +168,7 @@ def test_a_file_no_rule_set_parses_is_listed_not_lost(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     real = tree_module._parser
-    monkeypatch.setattr(tree_module, "_parser", lambda mdx, off=(): _Panics(real(mdx, off)))
+    monkeypatch.setattr(tree_module, "_parser", lambda mdx, off=(), extra=(): _Panics(real(mdx, off, extra)))
     with pytest.raises(MarkdownParseError, match=r"^page\.md:1: the Markdown parser .* index out of bounds"):
         parse_document("# T PANIC\n", "page.md")
     s, stats, skipped = _build(tmp_path, {"good.md": "# Good\n\n[x](bad.md)\n", "bad.md": "# Bad PANIC\n"})
@@ -336,3 +336,15 @@ def test_bare_urls_after_a_non_ascii_character_are_found() -> None:
         (2, "http://www.z.com"),
     ]
     assert doc.notes == []
+
+
+def test_the_definition_list_parse_keeps_the_index_guards() -> None:
+    # Hugo's term ids take a parse of their own: it hung on 40 nested `[^` before it shared the guards.
+    start = time.perf_counter()
+    doc = parse_document("Term [^" + "[^" * 40 + "\n: its definition\n", "page.md")
+    assert doc.definition_terms() == ["Term " + "[^" * 41]
+    assert time.perf_counter() - start < 5
+    deep = parse_document("Term\n: definition\n\nplain\n", "page.md")
+    deep.lines.append("- " * 40_000 + "x\n")  # past the nesting limit: not parsed, no terms
+    assert deep.definition_terms() == []
+    assert parse_document("Term\n: definition\n", "page.md").definition_terms() == ["Term"]

@@ -223,18 +223,19 @@ class Document:
 
     def nested_heading_texts(self) -> list[str]:
         """The rendered text of the headings inside block quotes and list items (no sections, yet ids)."""
-        seen = [self.lines[0][1:], *self.lines[1:]] if self.text.startswith("\ufeff") else self.lines
-        first = self.front_matter_range[1] if self.front_matter_range else 0
         try:
-            return nested_heading_texts(seen, first, mdx=self.path.lower().endswith(".mdx"))
+            return nested_heading_texts(*self._parsed_lines(), mdx=self.path.lower().endswith(".mdx"))
         except MarkdownParseError:
             return []
 
     def definition_terms(self) -> list[str]:
         """The rendered text of the definition-list terms (Hugo gives them ids; no sections)."""
-        seen = [self.lines[0][1:], *self.lines[1:]] if self.text.startswith("\ufeff") else self.lines
+        return definition_term_texts(*self._parsed_lines(), mdx=self.path.lower().endswith(".mdx"))
+
+    def _parsed_lines(self) -> tuple[list[str], int]:
+        """The lines the parse saw (a byte-order mark left out) and the first after the front matter."""
         first = self.front_matter_range[1] if self.front_matter_range else 0
-        return definition_term_texts(seen, first, mdx=self.path.lower().endswith(".mdx"))
+        return _without_bom(self.lines), first
 
     def heading_texts(self) -> list[tuple[str, str | None]]:
         """Each section heading's rendered text and the id it names itself (None when it names none)."""
@@ -268,6 +269,12 @@ class Document:
             self._sections = sections
 
 
+def _without_bom(lines: list[str]) -> list[str]:
+    """The lines as the parse sees them: a byte-order mark stays in the text (byte offsets are the
+    file's), but the parse must not see it."""
+    return [lines[0][1:], *lines[1:]] if lines and lines[0].startswith("\ufeff") else lines
+
+
 def parse_document(
     text: str,
     path: str = "",
@@ -286,8 +293,7 @@ def parse_document(
     """
     lines = split_lines(text)
     matcher = id_matcher(id_patterns)
-    # A byte-order mark stays in the text (byte offsets are the file's), but the parse must not see it.
-    seen = [lines[0][1:], *lines[1:]] if text.startswith("\ufeff") else lines
+    seen = _without_bom(lines)
 
     front, fm_range, fm_error = _front_matter(seen, path)
     first = fm_range[1] if fm_range else 0

@@ -250,34 +250,38 @@ def nested_heading_texts(lines: list[str], first: int = 0, *, mdx: bool = False)
     They start no section, yet GitHub and the generators give them ids too (`> #### custom_dir`).
     A parse of its own: link checks ask for it only on a page whose anchor is no section's.
     """
-    src, _ = _normalise(lines, first)
-    if mdx:
-        src = _mask_mdx(src, first)[0]
-    out: list[str] = []
-    stack = [node for node in parse_tree(src, mdx).root.children if node.name not in ("heading", "lheading")]
-    while stack:
-        node = stack.pop()
-        if node.name in ("heading", "lheading"):
-            out.append(_text_of(node).strip())
-        elif node.name not in _NO_HEADINGS:
-            stack.extend(node.children)
-    return out
+    src = _source(lines, first, mdx)
+    top = [node for node in parse_tree(src, mdx).root.children if node.name not in _HEADINGS]
+    return _texts_below(top, _HEADINGS)
 
 
 def definition_term_texts(lines: list[str], first: int = 0, *, mdx: bool = False) -> list[str]:
     """The rendered text of every definition-list term (`Term` on the line before `: definition`),
     to which Hugo gives an id with `autoDefinitionTermID`; [] when the page has none or will not parse."""
-    src, _ = _normalise(lines, first)
+    src = _source(lines, first, mdx)
     if "\n:" not in src and "\n :" not in src and "\n  :" not in src:
         return []
-    if mdx:
-        src = _mask_mdx(src, first)[0]
     root = deflist_tree(src, mdx)
+    return [] if root is None else _texts_below(list(root.children), frozenset({"definition_term"}))
+
+
+_HEADINGS = frozenset({"heading", "lheading"})
+
+
+def _source(lines: list[str], first: int, mdx: bool) -> str:
+    """The text the parser sees of a file's lines (as `parse_markdown` makes it, without its flag)."""
+    src, _ = _normalise(lines, first)
+    return _mask_mdx(src, first)[0] if mdx else src
+
+
+def _texts_below(nodes: list[Node], names: frozenset[str]) -> list[str]:
+    """The rendered text of every node named in `names` among `nodes` or below them (not looking
+    inside the nodes that can hold no heading)."""
     out: list[str] = []
-    stack = [] if root is None else list(root.children)
+    stack = list(nodes)
     while stack:
         node = stack.pop()
-        if node.name == "definition_term":
+        if node.name in names:
             out.append(_text_of(node).strip())
         elif node.name not in _NO_HEADINGS:
             stack.extend(node.children)

@@ -97,7 +97,7 @@ _EMAIL = re.compile(r"[A-Za-z0-9._+-]+@[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*[A-Za-
 
 _TICKS = re.compile(r"`+")
 
-_PARSERS: dict[tuple[bool, tuple[str, ...]], MarkdownIt] = {}
+_PARSERS: dict[tuple[bool, tuple[str, ...], tuple[str, ...]], MarkdownIt] = {}
 
 
 class MarkdownParseError(DocumentError):
@@ -139,18 +139,18 @@ _COST = {
 }
 
 
-def _parser(mdx: bool, off: tuple[str, ...] = ()) -> MarkdownIt:
-    found = _PARSERS.get((mdx, off))
+def _parser(mdx: bool, off: tuple[str, ...] = (), extra: tuple[Any, ...] = ()) -> MarkdownIt:
+    """The parser for MDX or Markdown with the rules `off` turned off and the `extra` ones on."""
+    found = _PARSERS.get((mdx, off, extra))
     if found is None:
-        if not off and not mdx:
+        if not off and not mdx and not extra:
             found = MarkdownIt("commonmark").enable_many(_GFM)
         else:
             # No indented code in MDX: JSX children are indented and stay Markdown.
             rules: list[Any] = _BLOCK_RULES if INLINE in off else [*_COMMONMARK_RULES, *_GFM]
-            found = MarkdownIt("zero").enable_many(
-                [r for r in rules if r not in off and not (mdx and r == "code")]
-            )
-        _PARSERS[(mdx, off)] = found
+            rules = [r for r in rules if r not in off and not (mdx and r == "code")]
+            found = MarkdownIt("zero").enable_many([*rules, *extra])
+        _PARSERS[(mdx, off, extra)] = found
     return found
 
 
@@ -185,17 +185,24 @@ def _stderr_off(off: bool) -> Iterator[None]:
             os.close(saved)
 
 
-def _first_tree(src: str, mdx: bool, tries: tuple[tuple[str, ...], ...], why: str = "") -> Tree:
+def _first_tree(
+    src: str,
+    mdx: bool,
+    tries: tuple[tuple[str, ...], ...],
+    quiet: bool,
+    why: str = "",
+    extra: tuple[str, ...] = (),
+) -> Tree:
     """The tree of the first rule set in `tries` that parses `src`; MarkdownParseError when none does.
 
-    `why`: why the first rule set already has rules off (the note's reason when no panic gives one).
+    `quiet`: a known panic trigger is in the text (`_suspect`); `why`: why the first rule set already
+    has rules off (the note's reason when no panic gives one); `extra`: rules on beyond the index's.
     """
     failure = ""
-    quiet = _suspect(src)
     for off in tries:
         try:
             with _stderr_off(quiet or bool(failure)):
-                return Tree(_parser(mdx, off).tree(src), off=off, failure=failure or why)
+                return Tree(_parser(mdx, off, extra).tree(src), off=off, failure=failure or why)
         except BaseException as exc:
             if not _panic(exc):
                 raise
@@ -229,6 +236,17 @@ def _nesting(lines: list[str]) -> tuple[int, int]:
         if depth > deepest:
             deepest, where = depth, k
     return deepest, where
+
+
+def _check_nesting(lines: list[str]) -> None:
+    """Raise MarkdownParseError when a line's containers may nest past `MAX_NESTING`."""
+    depth, at = _nesting(lines)
+    if depth > MAX_NESTING:
+        raise MarkdownParseError(
+            f"containers (block quotes, list items, indentation) up to {depth} deep (the limit is "
+            f"{MAX_NESTING}): the Markdown parser would overflow its stack",
+            at + 1,
+        )
 
 
 def _nested(src: str, opener: str, limit: int) -> int:
@@ -317,22 +335,18 @@ def _bare_urls(root: Node, raw: bytes) -> list[tuple[int, str, str]]:
 def parse_tree(src: str, mdx: bool = False, lines: list[str] | None = None) -> Tree:
     """The CommonMark/GFM tree of `src` (MDX rules when `mdx`; `lines`: its lines, when known),
     surviving the parser's known failures; MarkdownParseError for a file nested too deep."""
-    depth, at = _nesting(src.split("\n") if lines is None else lines)
-    if depth > MAX_NESTING:
-        raise MarkdownParseError(
-            f"containers (block quotes, list items, indentation) up to {depth} deep (the limit is "
-            f"{MAX_NESTING}): the Markdown parser would overflow its stack",
-            at + 1,
-        )
+    _check_nesting(src.split("\n") if lines is None else lines)
     off, why = _forced_off(src)
+    quiet = _suspect(src)  # the ASCII copy below has the same brackets, backticks and carets
     if src.isascii() or not _URL_START.search(src):
-        return _first_tree(src, mdx, _tries(off), why)
+        return _first_tree(src, mdx, _tries(off), quiet, why)
     # In text with a non-ASCII character the bare-URL rule mixes character and byte offsets: it
     # misses the URLs after one (`é http://x.com`) or panics on one inside a URL. So the file is parsed
     # without the rule, and its bare URLs are found in an ASCII copy with the same byte offsets.
-    tree = _first_tree(src, mdx, _tries((*off, "autolink_ext")), why)
+    tree = _first_tree(src, mdx, _tries((*off, "autolink_ext")), quiet, why)
     try:
-        bare = _first_tree(_ascii_copy(src), mdx, tuple(t for t in _tries(off) if "autolink_ext" not in t))
+        with_urls = tuple(t for t in _tries(off) if "autolink_ext" not in t)
+        bare = _first_tree(_ascii_copy(src), mdx, with_urls, quiet)
     except MarkdownParseError as exc:
         bare = Tree(tree.root, off=(INLINE,), failure=str(exc))
     if INLINE not in tree.off and "autolink_ext" not in bare.off and INLINE not in bare.off:
@@ -351,16 +365,14 @@ def markdown_tree(text: str) -> Node:
 
 def deflist_tree(src: str, mdx: bool = False) -> Node | None:
     """The tree of `src` with definition lists (`Term` then `: definition`) read as such, or None when
-    the parser fails on it. Only Hugo's term ids ask for it: the index's parse knows no such lists."""
-    key = (mdx, ("+deflist",))
-    parser = _PARSERS.get(key)
-    if parser is None:
-        rules = [r for r in [*_COMMONMARK_RULES, *_GFM] if not (mdx and r == "code")]
-        parser = _PARSERS[key] = MarkdownIt("zero").enable_many([*rules, "deflist"])
+    the parser fails on it. Only Hugo's term ids ask for it: the index's parse knows no such lists.
+
+    The index's guards hold: too deep a nesting is not parsed, and the rules that hang or crash on
+    the text are off; but no fallback is tried (the terms are wanted as the full rules read them).
+    """
     try:
-        with _stderr_off(_unpaired_code(src)):
-            return parser.tree(src)
-    except BaseException as exc:
-        if not _panic(exc):
-            raise
+        _check_nesting(src.split("\n"))
+        off, _ = _forced_off(src)
+        return _first_tree(src, mdx, _tries(off)[:1], _suspect(src), extra=("deflist",)).root
+    except MarkdownParseError:
         return None
