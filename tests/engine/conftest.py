@@ -10,9 +10,21 @@ import pytest
 
 from tasks.base import ToolContext, always_approve
 from udm.config import Settings, load_settings
-from udm.index import UdmQuery
+from udm.index import UdmIndex, UdmQuery
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
+
+
+def link_verdicts(settings: Settings) -> dict[tuple[str, str], bool | None]:
+    """Each indexed link's (file, target) and whether it resolved, with the index brought up to date."""
+    index = UdmIndex(settings)
+    try:
+        index.ensure_fresh()
+        with index.connect() as con:
+            rows = con.execute("SELECT file, target, resolved FROM links").fetchall()
+    finally:
+        index.close()
+    return {(f, t): r for f, t, r in rows}
 
 
 @pytest.fixture

@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 
 from udm.config import Settings, load_settings
-from udm.index import UdmIndex, lint
+from udm.index import lint
 from udm.site import LinkResolver, Routes
 from udm.site.routes import detect_site
+
+from .conftest import link_verdicts
 
 SITES = Path(__file__).parent / "fixtures" / "sites"
 
@@ -23,17 +25,6 @@ SITES = Path(__file__).parent / "fixtures" / "sites"
 def _copy(tmp_path: Path, name: str, root: str) -> Settings:
     shutil.copytree(SITES / name, tmp_path / name)
     return load_settings(cwd=tmp_path, root=tmp_path / name / root, state_dir=tmp_path / "state")
-
-
-def _targets(settings: Settings) -> dict[tuple[str, str], bool | None]:
-    index = UdmIndex(settings)
-    try:
-        index.ensure_fresh()
-        with index.connect() as con:
-            rows = con.execute("SELECT file, target, resolved FROM links").fetchall()
-    finally:
-        index.close()
-    return {(f, t): r for f, t, r in rows}
 
 
 def _lint_broken(settings: Settings) -> set[tuple[str, str]]:
@@ -63,7 +54,7 @@ def test_links_to_existing_pages_resolve_and_the_broken_ones_are_found(
     settings = _copy(tmp_path, name, root)
     site = detect_site(settings.udm_root, stop=tmp_path)
     assert (site.generator, site.base_path) == (name, base)
-    targets = _targets(settings)
+    targets = link_verdicts(settings)
     assert {k for k, ok in targets.items() if ok is False} == broken
     assert len(targets) >= 8
     rules = {
@@ -137,7 +128,7 @@ def test_an_index_written_by_another_schema_version_is_rebuilt_before_any_answer
     from udm.index import UdmQuery
 
     settings = _copy(tmp_path, "starlight", "src/content/docs")
-    _targets(settings)
+    link_verdicts(settings)
     con = duckdb.connect(str(settings.state_path / "index.duckdb"))
     con.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     con.execute("UPDATE sections SET anchor = 'stale'")
@@ -148,7 +139,7 @@ def test_an_index_written_by_another_schema_version_is_rebuilt_before_any_answer
         assert section is not None and section.title == "Install the CLI"
     finally:
         query.close()
-    assert _targets(settings)[("fr/index.mdx", "/guide/fr/getting-started/#install-the-cli")] is True
+    assert link_verdicts(settings)[("fr/index.mdx", "/guide/fr/getting-started/#install-the-cli")] is True
 
 
 def test_vitepress_heading_anchors_are_made_as_vitepress_makes_them() -> None:

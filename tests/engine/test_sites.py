@@ -15,9 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from udm.config import Settings, load_settings
-from udm.index import UdmIndex, lint
+from udm.index import lint
 from udm.site import LinkResolver, Routes, resolve_links
 from udm.site.routes import detect_site
+
+from .conftest import link_verdicts
 
 SITES = Path(__file__).parent / "fixtures" / "sites"
 
@@ -92,23 +94,12 @@ def _broken(settings: Settings) -> set[tuple[str, str, str]]:
     return found
 
 
-def _targets(settings: Settings) -> dict[tuple[str, str], bool | None]:
-    index = UdmIndex(settings)
-    try:
-        index.ensure_fresh()
-        with index.connect() as con:
-            rows = con.execute("SELECT file, target, resolved FROM links").fetchall()
-    finally:
-        index.close()
-    return {(f, t): r for f, t, r in rows}
-
-
 @pytest.mark.parametrize("generator", sorted(EXPECTED))
 def test_every_link_to_an_existing_page_resolves(tmp_path: Path, generator: str) -> None:
     settings = _site_copy(tmp_path, generator)
     site = detect_site(settings.udm_root, stop=tmp_path)
     assert site.generator == generator and site.base_path == EXPECTED[generator][1]
-    targets = _targets(settings)
+    targets = link_verdicts(settings)
     broken = {(f, t) for (f, t), ok in targets.items() if ok is False}
     expected = EXPECTED[generator][2]
     # Lint's broken findings name the anchor's target by its fragment; compare by (file, target).
@@ -121,11 +112,11 @@ def test_without_the_site_conventions_routes_are_broken(tmp_path: Path) -> None:
     # What the index reported before site conventions: the settings can switch them off.
     settings = _site_copy(tmp_path, "docusaurus")
     plain = settings.model_copy(update={"site_generator": "none"})
-    broken_plain = {k for k, ok in _targets(plain).items() if ok is False}
+    broken_plain = {k for k, ok in link_verdicts(plain).items() if ok is False}
     assert ("docs/intro.md", "/docs/guide/install") in broken_plain
     assert len(broken_plain) > 10
     # The setting changed the site's fingerprint: the next refresh with detection resolves anew.
-    assert {k for k, ok in _targets(settings).items() if ok is False} == {
+    assert {k for k, ok in link_verdicts(settings).items() if ok is False} == {
         ("docs/intro.md", "/docs/guide/missing"),
         ("docs/guide/02-configure.md", "#nothing-here"),
     }
@@ -136,7 +127,7 @@ def test_a_setting_names_the_generator_and_base_path(tmp_path: Path) -> None:
     (settings.udm_root / "docs" / "intro.md").write_text("---\nslug: /welcome\n---\n\n# Intro\n")
     (settings.udm_root / "link.md").write_text("[w](/x/docs/welcome) [p](/x/docs/guide) [i](/x/docs/intro)\n")
     forced = settings.model_copy(update={"site_generator": "docusaurus", "site_base_path": "/x/"})
-    targets = _targets(forced)
+    targets = link_verdicts(forced)
     assert targets[("link.md", "/x/docs/welcome")] is True
     assert targets[("link.md", "/x/docs/guide")] is True
     assert targets[("link.md", "/x/docs/intro")] is False  # its slug moved it
@@ -145,21 +136,21 @@ def test_a_setting_names_the_generator_and_base_path(tmp_path: Path) -> None:
 def test_small_refresh_follows_new_pages_and_slugs(tmp_path: Path) -> None:
     settings = _site_copy(tmp_path, "docusaurus")
     docs = settings.udm_root / "docs"
-    assert _targets(settings)[("docs/intro.md", "/docs/guide/missing")] is False
+    assert link_verdicts(settings)[("docs/intro.md", "/docs/guide/missing")] is False
     (docs / "guide" / "03-missing.md").write_text("# Missing\n")
-    assert _targets(settings)[("docs/intro.md", "/docs/guide/missing")] is True
+    assert link_verdicts(settings)[("docs/intro.md", "/docs/guide/missing")] is True
     # A slug moved: the links to the old route break, in a file the refresh did not parse.
     cfg = docs / "guide" / "02-configure.md"
     cfg.write_text(cfg.read_text().replace("slug: /custom-place", "slug: /elsewhere"))
-    after = _targets(settings)
+    after = link_verdicts(settings)
     assert after[("docs/intro.md", "/docs/custom-place#options")] is False
     cfg.write_text(cfg.read_text().replace("slug: /elsewhere", "slug: /custom-place"))
-    assert _targets(settings)[("docs/intro.md", "/docs/custom-place#options")] is True
+    assert link_verdicts(settings)[("docs/intro.md", "/docs/custom-place#options")] is True
 
 
 def test_manual_below_the_site_config_resolves_the_rest_of_the_site_on_disk(tmp_path: Path) -> None:
     settings = _site_copy(tmp_path, "docusaurus", root="website/docs")
-    targets = _targets(settings)
+    targets = link_verdicts(settings)
     assert (
         targets[("intro.md", "/blog/2024/01/15/launch")] is False
     )  # dated blog routes need the blog indexed
@@ -230,13 +221,13 @@ def test_mdx_comment_heading_ids(tmp_path: Path) -> None:
     )
     (manual / "index.md").write_text("[a](/learn/state#fixing-bugs) [b](learn/state.md#fixing)\n")
     settings = load_settings(cwd=tmp_path, root=manual, state_dir=tmp_path / "state")
-    broken = {k for k, ok in _targets(settings).items() if ok is False}
+    broken = {k for k, ok in link_verdicts(settings).items() if ok is False}
     assert broken == {("learn/state.md", "#strict-mode"), ("index.md", "learn/state.md#fixing")}
 
 
 def test_bare_hash_is_the_top_of_the_page(tmp_path: Path) -> None:
     settings = _site_copy(tmp_path, "none")
-    assert _targets(settings).get(("README.md", "#"), True) is True
+    assert link_verdicts(settings).get(("README.md", "#"), True) is True
     resolver = LinkResolver(Routes(detect_site(settings.udm_root, "none"), ["README.md"]), lambda rel: False)
     verdicts = resolve_links(resolver, [(0, "README.md", "#")], lambda pairs: set())
     assert verdicts == [(0, "README.md", None, True)]
@@ -292,7 +283,7 @@ def test_headings_in_block_quotes_and_list_items_have_anchors(tmp_path: Path) ->
         "[d](config.md#theme) [e](config.md#custom-dir)\n"
     )
     settings = load_settings(cwd=tmp_path, root=manual, state_dir=tmp_path / "state")
-    targets = _targets(settings)
+    targets = link_verdicts(settings)
     assert {t for (f, t), ok in targets.items() if f == "index.md" and ok is False} == {
         "config.md#custom-dir"
     }
@@ -309,13 +300,13 @@ def test_a_plain_manual_may_link_a_folder_as_github_lists_it(tmp_path: Path) -> 
         "[templates](guides/templates) [slash](guides/templates/) [none](guides/nothing/)\n"
     )
     settings = load_settings(cwd=tmp_path, root=manual, state_dir=tmp_path / "state")
-    targets = _targets(settings)
+    targets = link_verdicts(settings)
     assert targets[("README.md", "guides/templates")] is True
     assert targets[("README.md", "guides/templates/")] is True
     assert targets[("README.md", "guides/nothing/")] is False
     # A generator publishes no folder listing: there the same link is broken.
     (manual / "mkdocs.yml").write_text("site_name: x\ndocs_dir: .\n")
-    assert _targets(settings)[("README.md", "guides/templates")] is False
+    assert link_verdicts(settings)[("README.md", "guides/templates")] is False
 
 
 def test_new_link_rules_re_resolve_an_index_of_unchanged_files(
@@ -328,10 +319,10 @@ def test_new_link_rules_re_resolve_an_index_of_unchanged_files(
     (manual / "guides").mkdir(parents=True)
     (manual / "README.md").write_text("[guides](guides)\n")
     settings = load_settings(cwd=tmp_path, root=manual, state_dir=tmp_path / "state")
-    assert _targets(settings)[("README.md", "guides")] is True
+    assert link_verdicts(settings)[("README.md", "guides")] is True
     monkeypatch.setattr(model, "RULES_VERSION", model.RULES_VERSION + 1)
     (manual / "guides").rmdir()  # a folder: no file the index holds changed
-    assert _targets(settings)[("README.md", "guides")] is False
+    assert link_verdicts(settings)[("README.md", "guides")] is False
 
 
 def test_hugo_definition_terms_have_ids_when_its_config_says(tmp_path: Path) -> None:
@@ -341,7 +332,7 @@ def test_hugo_definition_terms_have_ids_when_its_config_says(tmp_path: Path) -> 
     (settings.udm_root / "content" / "posts" / "first-post.md").write_text(
         "# First\n\n[dir](/about-us/#publishdir) [url](/about-us/#baseurl) [no](/about-us/#nodir)\n"
     )
-    targets = _targets(settings)
+    targets = link_verdicts(settings)
     assert targets[("content/about.md", "#publishdir")] is True
     assert targets[("content/posts/first-post.md", "/about-us/#publishdir")] is True
     assert targets[("content/posts/first-post.md", "/about-us/#baseurl")] is True
@@ -350,4 +341,4 @@ def test_hugo_definition_terms_have_ids_when_its_config_says(tmp_path: Path) -> 
     config.write_text(
         config.read_text().replace("autoDefinitionTermID = true", "autoDefinitionTermID = false")
     )
-    assert _targets(settings)[("content/about.md", "#publishdir")] is False
+    assert link_verdicts(settings)[("content/about.md", "#publishdir")] is False

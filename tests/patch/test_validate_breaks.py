@@ -224,17 +224,20 @@ def test_renaming_a_heading_of_a_numbered_page_linked_by_route(tmp_path: Path) -
     )
 
 
-def test_a_new_page_that_takes_a_served_route_must_keep_the_links_into_it(tmp_path: Path) -> None:
-    # Starlight serves an untranslated page at /fr/... with the English page; a French page created
-    # there takes the route, and the French links to English anchors land on it.
+def _starlight(tmp_path: Path) -> Settings:
+    """Settings over a copy of the Starlight site fixture (its content folder as the manual)."""
     import shutil
 
     site = tmp_path / "site"
     shutil.copytree(Path(__file__).parents[1] / "engine" / "fixtures" / "sites" / "starlight", site)
     (tmp_path / "state").mkdir()
-    settings = load_settings(
-        cwd=tmp_path, root=site / "src" / "content" / "docs", state_dir=tmp_path / "state"
-    )
+    return load_settings(cwd=tmp_path, root=site / "src" / "content" / "docs", state_dir=tmp_path / "state")
+
+
+def test_a_new_page_that_takes_a_served_route_must_keep_the_links_into_it(tmp_path: Path) -> None:
+    # Starlight serves an untranslated page at /fr/... with the English page; a French page created
+    # there takes the route, and the French links to English anchors land on it.
+    settings = _starlight(tmp_path)
     bare = {
         "op": "create_file",
         "file": "fr/getting-started.mdx",
@@ -252,14 +255,7 @@ def test_a_new_page_that_takes_a_served_route_must_keep_the_links_into_it(tmp_pa
 def test_renaming_a_page_linked_by_its_slugged_name_is_refused(tmp_path: Path) -> None:
     # Starlight links `Reference/Config Options.md` as /reference/config-options/: the scan for links
     # into a moved page looks for that name too (it looked for "Config Options" only).
-    import shutil
-
-    site = tmp_path / "site"
-    shutil.copytree(Path(__file__).parents[1] / "engine" / "fixtures" / "sites" / "starlight", site)
-    (tmp_path / "state").mkdir()
-    settings = load_settings(
-        cwd=tmp_path, root=site / "src" / "content" / "docs", state_dir=tmp_path / "state"
-    )
+    settings = _starlight(tmp_path)
     move = {"op": "rename_file", "file": "en/Reference/Config Options.md", "to": "en/Reference/Options.md"}
     res = apply_patch(parse_patch({"description": "mv", "operations": [move]}), settings, dry_run=True)
     assert res.status == "invalid"
