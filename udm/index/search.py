@@ -153,8 +153,11 @@ class SearchIndex:
                     writer.add_document(self._doc(row))
                     added += 1
         writer.commit()
-        if full:
-            writer.wait_merging_threads()  # small updates leave merging to later writers
+        # Every update waits for the merges its commit started: a writer let go mid-merge abandons
+        # the merge, so each small refresh past the merge policy's 8 segments left its half-written
+        # files behind for good and one more segment for every search to visit. The merges a small
+        # commit starts join small segments (tantivy's log merge policy merges like-sized ones).
+        writer.wait_merging_threads()
         index.reload()
         if generation is not None:
             self.set_generation(generation)
