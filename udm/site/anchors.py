@@ -1,6 +1,7 @@
 """Anchors a page has beyond its sections' GitHub ones: ids it names itself, headings inside
-containers, Hugo's definition-term ids and VitePress's own heading slugs (`udm.site.routes` asks for
-them only for a link whose anchor is no section's).
+containers, Hugo's definition-term ids and the heading ids of sites that make them their own way
+(VitePress; Hugo's `blackfriday` and `github-ascii`). `udm.site.routes` asks for them only for a
+link whose anchor is no section's.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from udm.errors import UdmError
 from udm.markdown import parse_document, slugify
 from udm.site.model import Site
 
-__all__ = ["has_explicit_anchor", "more_anchors", "vitepress_slug"]
+__all__ = ["blackfriday_slug", "github_ascii_slug", "has_explicit_anchor", "more_anchors", "vitepress_slug"]
 
 
 def has_explicit_anchor(text: str, anchor: str) -> bool:
@@ -38,15 +39,49 @@ def more_anchors(site: Site, page: str, text: str) -> set[str]:
     found = {slugify(t) for t in nested}
     if site.term_ids:
         found.update(slugify(t) for t in doc.definition_terms())
-    if site.generator == "vitepress":
+    own_rule = (
+        vitepress_slug
+        if site.generator == "vitepress"
+        else _HUGO_RULES.get(site.heading_ids)
+        if site.generator == "hugo"
+        else None
+    )
+    if own_rule is not None:
         texts = [t for t, own in doc.heading_texts() if own is None] + nested
         seen: dict[str, int] = {}
         for t in texts:
-            slug = vitepress_slug(t)
+            # Both number a repeated id as GitHub does: -1, -2, ...
+            slug = own_rule(t)
             n = seen.get(slug, 0)
             seen[slug] = n + 1
             found.add(slug if n == 0 else f"{slug}-{n}")
     return found
+
+
+def blackfriday_slug(text: str) -> str:
+    """A heading's id under Hugo's `autoHeadingIDType = "blackfriday"`: runs of letters and digits,
+    lower-cased, joined by one hyphen (every other character separates them)."""
+    words: list[str] = []
+    word: list[str] = []
+    for ch in text:
+        if ch.isalpha() or ch.isnumeric():
+            word.append(ch.lower())
+        elif word:
+            words.append("".join(word))
+            word = []
+    if word:
+        words.append("".join(word))
+    return "-".join(words)
+
+
+def github_ascii_slug(text: str) -> str:
+    """A heading's id under Hugo's `autoHeadingIDType = "github-ascii"`: GitHub's, with accents taken
+    off and the non-ASCII characters left out."""
+    plain = "".join(ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch))
+    return "".join(ch for ch in slugify(plain) if ch.isascii())
+
+
+_HUGO_RULES = {"blackfriday": blackfriday_slug, "github-ascii": github_ascii_slug}
 
 
 # VitePress (@mdit-vue/shared) turns these runs into one hyphen: white space, ASCII punctuation but

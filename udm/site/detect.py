@@ -1,7 +1,9 @@
 """Site detection: which generator publishes the manual, read from its config file, as a `Site`.
 
 The config is read, never run: YAML (mkdocs.yml, unknown tags as null), TOML (book.toml, hugo.toml),
-JSON (docs.json) and, for Docusaurus, the literal values of a JavaScript config. `udm.site.routes` turns the
+JSON (docs.json) and, for Docusaurus, the literal values of a JavaScript config. Hugo's may be one
+file (hugo.* or config.*, TOML, YAML or JSON) or a config folder (`config/_default/`), whose other
+files each hold one top-level key (`languages.toml`, `module.yaml`, `markup.toml`). `udm.site.routes` turns the
 `Site` and the indexed pages into routes and resolves links with it.
 """
 
@@ -62,10 +64,14 @@ _CONFIG_FILES: tuple[tuple[str, str], ...] = (
     ("mkdocs.yml", "mkdocs"),
     ("mkdocs.yaml", "mkdocs"),
     ("book.toml", "mdbook"),
-    ("hugo.toml", "hugo"),
-    ("hugo.yaml", "hugo"),
-    ("hugo.json", "hugo"),
-    ("config.toml", "hugo"),
+    # Hugo's names, in Hugo's order; the config.* ones are common names, taken when they read as Hugo's.
+    *((f"{name}.{ext}", "hugo") for name in ("hugo", "config") for ext in ("toml", "yaml", "yml", "json")),
+    # Hugo's config folder (configDir `config`, environment `_default`).
+    *(
+        (f"config/_default/{name}.{ext}", "hugo")
+        for name in ("hugo", "config")
+        for ext in ("toml", "yaml", "yml", "json")
+    ),
     # An Astro config publishes a Starlight manual only when it uses the integration (`_is_for`).
     *((f"astro.config.{ext}", "starlight") for ext in ("mjs", "ts", "js", "mts", "cjs")),
     *((f".vitepress/config.{ext}", "vitepress") for ext in ("js", "ts", "mjs", "mts", "cjs", "cts")),
@@ -103,8 +109,8 @@ def _find_config(root: Path, stop: Path | None = None) -> tuple[Path, str] | Non
 
 
 def _is_for(name: str, path: Path) -> bool:
-    """Whether a config file of a common name is the generator's (Hugo's config.toml, Starlight's Astro config)."""
-    if name == "config.toml":
+    """Whether a config file of a common name is the generator's (Hugo's config.*, Starlight's Astro config)."""
+    if name.startswith(("config.", "config/")):
         return _looks_like_hugo(path)
     if name.startswith("astro.config."):
         try:
@@ -115,12 +121,27 @@ def _is_for(name: str, path: Path) -> bool:
 
 
 def _looks_like_hugo(path: Path) -> bool:
-    # config.toml is a common name; Hugo's has a baseURL, a contentDir or a theme.
+    # config.* is a common name; Hugo's has a baseURL, a contentDir, a theme or its languages.
     try:
-        data = tomllib.loads(_read_config(path))
-    except (OSError, ValueError, tomllib.TOMLDecodeError, RecursionError):
-        return False  # tomllib recurses per nested array: a deep one in the manual is not Hugo's
-    return any(k in data for k in ("baseURL", "baseurl", "contentDir", "theme", "languageCode"))
+        data = _config_data(_read_config(path), path.suffix)
+    except Exception:  # each format's errors, the limits, tomllib's recursion on a deep array: not Hugo's
+        return False
+    keys = {k.lower() for k in data if isinstance(k, str)} if isinstance(data, dict) else set()
+    return bool(keys & {"baseurl", "contentdir", "theme", "languagecode", "defaultcontentlanguage", "module"})
+
+
+def _config_data(text: str, suffix: str) -> Any:
+    """A TOML, YAML or JSON config's data, by its suffix (limits checked before YAML and JSON parse)."""
+    suffix = suffix.lower()
+    if not text.strip():
+        return {}
+    if suffix == ".json":
+        check_text(text, "json", what="the site config")
+        return json.loads(text)
+    if suffix in (".yaml", ".yml"):
+        check_text(text, "yaml", what="the site config")
+        return _LenientLoader.load(text) or {}
+    return tomllib.loads(text)
 
 
 def _one_folder(root: Path, folder: Path, redirects: list[tuple[str, str]], site_url: Any = None) -> Site:
@@ -151,14 +172,14 @@ def detect_site(
     site = Site()
     if found is not None:
         path, gen = found
-        reader = _READERS[gen]
         try:
             text = _read_config(path) if path.is_file() else ""
             suffix = path.suffix.lower()
             if suffix in (".json", ".yml", ".yaml"):
                 # Measured before any parser recurses into it: a file of the manual is untrusted input.
                 check_text(text, "json" if suffix == ".json" else "yaml", what="the site config")
-            site = reader(root, path.parent, text)
+            # Hugo's reader needs the file itself: its suffix says the format, its folder may be config/_default.
+            site = _hugo(root, path, text) if gen == "hugo" else _READERS[gen](root, path.parent, text)
         except Exception as exc:  # each reader (JSON, YAML, TOML, JS) has its own error types
             site = Site(generator=gen, problems=(f"{path}: cannot read the site config: {exc}",))
         site = replace(site, generator=gen, config_file=str(path) if path.is_file() else None)
@@ -236,20 +257,43 @@ def _mdbook(root: Path, here: Path, text: str) -> Site:
     return _one_folder(root, src, redirects, html.get("site-url"))
 
 
-def _hugo(root: Path, here: Path, text: str) -> Site:
-    data: dict[str, Any]
-    if not text.strip():
-        data = {}
-    elif text.lstrip().startswith("{"):
-        data = json.loads(text)
-    elif any(line.strip().startswith(("baseURL:", "contentDir:", "title:")) for line in text.splitlines()):
-        data = _LenientLoader.load(text) or {}
-    else:
-        data = tomllib.loads(text)
-    # Module mounts replace the content (and add static) folders: `source = 'content/en', target = 'content'`.
+def _hugo_config(path: Path, text: str) -> tuple[Path, dict[str, Any]]:
+    """The Hugo site's folder and its config: one file, or a config folder's files merged."""
+    here = path.parent
+    data = _config_data(text, path.suffix if path.is_file() else ".toml")
+    if not isinstance(data, dict):
+        raise ValueError("the Hugo config is not a mapping")
+    if here.name != "_default" or here.parent.name != "config":
+        return here, data
+    # config/_default/: each other file is one top-level key (languages.toml -> languages); the
+    # site is two folders up. Language files (menus.en.toml) and unknown suffixes are left out.
+    merged = dict(data)
+    for item in sorted(here.iterdir()):
+        key, _, ext = item.name.partition(".")
+        if item == path or key in ("hugo", "config") or ext not in ("toml", "yaml", "yml", "json"):
+            continue
+        if item.is_file():
+            value = _config_data(_read_config(item), "." + ext)
+            if isinstance(value, dict):
+                merged.setdefault(key, value)
+    return here.parent.parent, merged
+
+
+def _hugo(root: Path, path: Path, text: str) -> Site:
+    """Hugo's site from its config file `path` (or config folder file)."""
+    here, data = _hugo_config(path, text)
+    default_lang = str(_get(data, "defaultContentLanguage") or "en")
+    in_subdir = _get(data, "defaultContentLanguageInSubdir") is True
+
+    def lang_prefix(lang: Any) -> str:
+        # The default language is served at the root unless the config puts it in a folder too.
+        return "" if not isinstance(lang, str) or (lang == default_lang and not in_subdir) else lang
+
+    # Module mounts replace the content (and add static) folders: `source = 'content/en', target = 'content'`,
+    # per language with `lang`.
     contents: list[tuple[Path, str]] = []
     statics = [here / "static"]
-    module: dict[str, Any] = data["module"] if isinstance(data.get("module"), dict) else {}
+    module = _dig(data, "module")
     for item in module.get("mounts") or []:
         if not (
             isinstance(item, dict)
@@ -259,21 +303,39 @@ def _hugo(root: Path, here: Path, text: str) -> Site:
             continue
         target = item["target"].strip("/")
         if target == "content" or target.startswith("content/"):
-            contents.append((here / item["source"], target[len("content") :].strip("/")))
+            sub = target[len("content") :].strip("/")
+            prefix = "/".join(p for p in (lang_prefix(item.get("lang")), sub) if p)
+            contents.append((here / item["source"], prefix))
         elif target == "static" or target.startswith("static/"):
             statics.append(here / item["source"])
     if not contents:
-        contents = [(here / str(data.get("contentDir") or "content"), "")]
+        # Multilingual sites may give each language its own content folder (`languages.en.contentDir`).
+        languages = _dig(data, "languages")
+        for lang, conf in languages.items():
+            folder = _get(conf, "contentDir") if isinstance(conf, dict) else None
+            if isinstance(folder, str) and folder.strip():
+                contents.append((here / folder, lang_prefix(lang)))
+    if not contents:
+        contents = [(here / str(_get(data, "contentDir") or "content"), "")]
     mounts = [under(root, folder, prefix, "docs", False) for folder, prefix in contents]
     parser = _dig(data, "markup", "goldmark", "parser")
+    heading_ids = str(_get(parser, "autoHeadingIDType") or "github").lower()
     return Site(
         mounts=tuple(m for m in mounts if m is not None),
-        base_path=path_of_url(data.get("baseURL") or data.get("baseurl")),
+        base_path=path_of_url(_get(data, "baseURL")),
         static=static_folders(root, statics),
-        # Hugo's auto ids follow GitHub's by default (autoIDType); other types are not modelled.
-        term_ids=parser.get("autoDefinitionTermID") is True
-        and parser.get("autoIDType", "github") == "github",
+        term_ids=_get(parser, "autoDefinitionTermID") is True and heading_ids == "github",
+        heading_ids=heading_ids if heading_ids in ("github", "github-ascii", "blackfriday") else "github",
     )
+
+
+def _get(data: Any, key: str) -> Any:
+    """A value of a Hugo config mapping by a case-insensitive key (None when it has none)."""
+    if not isinstance(data, dict):
+        return None
+    if key in data:
+        return data[key]
+    return next((v for k, v in data.items() if isinstance(k, str) and k.lower() == key.lower()), None)
 
 
 def _dig(data: Any, *keys: str) -> dict[str, Any]:
@@ -296,7 +358,6 @@ _READERS: dict[str, Callable[[Path, Path, str], Site]] = {
     "mintlify": _mintlify,
     "mkdocs": _mkdocs,
     "mdbook": _mdbook,
-    "hugo": _hugo,
     "none": _plain,
 }
 

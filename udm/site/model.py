@@ -29,7 +29,7 @@ __all__ = [
 
 # Raised whenever udm.site.routes resolves some link otherwise (a new rule, a new anchor form): an index
 # built under other rules then resolves every link anew, though no file and no config changed.
-RULES_VERSION = 3
+RULES_VERSION = 4
 GENERATORS = ("none", "docusaurus", "mintlify", "mkdocs", "mdbook", "hugo", "starlight", "vitepress")
 PAGE_SUFFIXES = (".md", ".mdx", ".markdown")
 # Suffixes a route may carry that name the same page (mdBook and MkDocs without directory URLs write .html).
@@ -59,6 +59,9 @@ class Site:
     redirects: tuple[tuple[str, str], ...] = ()  # (source route pattern, destination route or URL)
     static: tuple[str, ...] = ()  # folders (relative to the root) whose files are served from the site root
     term_ids: bool = False  # definition-list terms get ids (Hugo's autoDefinitionTermID)
+    # How the generator makes heading ids: github (also VitePress's own rule, by generator), or Hugo's
+    # other autoHeadingIDType values, github-ascii and blackfriday.
+    heading_ids: str = "github"
     problems: tuple[str, ...] = ()
 
     def fingerprint(self) -> str:
@@ -72,6 +75,7 @@ class Site:
                 self.redirects,
                 self.static,
                 self.term_ids,
+                self.heading_ids,
             ],
             sort_keys=True,
         )
