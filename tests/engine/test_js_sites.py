@@ -149,3 +149,74 @@ def test_vitepress_heading_anchors_are_made_as_vitepress_makes_them() -> None:
     assert vitepress_slug("1. First step") == "_1-first-step"
     assert vitepress_slug("Été & “quotes”") == "ete-quotes"
     assert vitepress_slug("`v-model` arguments") == "v-model-arguments"
+
+
+@pytest.mark.parametrize(
+    ("config", "base"),
+    [
+        # Ionic's docs build baseUrl from a constant: every `/docs/...` link was broken.
+        (
+            "const BASE_URL = '/manual';\nmodule.exports = { baseUrl: `${BASE_URL}/`, title: 'x' };\n",
+            "/manual",
+        ),
+        ("const BASE = '/manual/';\nexport default { baseUrl: BASE, title: 'x' };\n", "/manual"),
+        ("const A = '/man';\nconst B = `${A}ual`;\nmodule.exports = {\n  baseUrl: B,\n};\n", "/manual"),
+        # Computed at build time: unset (the site root), never the expression's text.
+        ("module.exports = { baseUrl: `${process.env.BASE}/`, title: 'x' };\n", ""),
+        ("const B = process.env.BASE;\nmodule.exports = { baseUrl: B, title: 'x' };\n", ""),
+    ],
+)
+def test_docusaurus_values_from_constants(tmp_path: Path, config: str, base: str) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docusaurus.config.js").write_text(config)
+    (tmp_path / "docs" / "a.md").write_text("# A\n\n[B](/manual/docs/b) [C](/docs/b)\n")
+    (tmp_path / "docs" / "b.md").write_text("# B\n")
+    site = detect_site(tmp_path, stop=tmp_path)
+    assert site.generator == "docusaurus" and site.base_path == base
+    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".st")
+    verdicts = link_verdicts(settings)
+    assert verdicts[("docs/a.md", "/manual/docs/b")] is (base == "/manual")
+    assert verdicts[("docs/a.md", "/docs/b")] is True
+
+
+def test_route_base_from_a_constant(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docusaurus.config.ts").write_text(
+        "const ROUTE = 'guide';\nexport default {\n  baseUrl: '/',\n  presets: [['classic', {docs: "
+        "{routeBasePath: ROUTE, path: 'docs'}}]],\n};\n"
+    )
+    (tmp_path / "docs" / "a.md").write_text("# A\n\n[B](/guide/b) [old](/docs/b)\n")
+    (tmp_path / "docs" / "b.md").write_text("# B\n")
+    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".st")
+    verdicts = link_verdicts(settings)
+    assert verdicts[("docs/a.md", "/guide/b")] is True and verdicts[("docs/a.md", "/docs/b")] is False
+
+
+@pytest.mark.parametrize(
+    ("declarations", "base"),
+    [
+        # Each constant twice the one before: 2**200 characters if templates were expanded blindly.
+        (
+            "const C0 = 'ab';\n"
+            + "".join(f"const C{i} = `${{C{i - 1}}}${{C{i - 1}}}`;\n" for i in range(1, 200)),
+            "",
+        ),
+        # Many constants, each one longer: quadratic if all were kept (the first 200 are read).
+        (
+            "const C0 = 'x';\n" + "".join(f"const C{i} = `${{C{i - 1}}}x`;\n" for i in range(1, 30_000)),
+            "/" + "x" * 200,
+        ),
+        # An unclosed template at the end.
+        ("const Z = `${" * 20_000, ""),
+    ],
+)
+def test_hostile_constants_are_contained(tmp_path: Path, declarations: str, base: str) -> None:
+    import time
+
+    # A tool may write the config (under the 1 MiB a config may have): read in bounded time and memory.
+    (tmp_path / "docusaurus.config.js").write_text(declarations + "\nmodule.exports = { baseUrl: C199 };\n")
+    started = time.monotonic()
+    site = detect_site(tmp_path, stop=tmp_path)
+    assert time.monotonic() - started < 5
+    assert site.generator == "docusaurus" and not site.problems
+    assert site.base_path == base

@@ -1,8 +1,11 @@
 """Sites whose config is JavaScript (Docusaurus, Astro Starlight, VitePress): read, never run.
 
 Only literal values are read: strings, and the `{...}`/`[...]` blocks behind a key (strings and comments
-skipped). A value computed at build time (an imported object, a function) is not evaluated; where the
-convention lets the folders say it instead (Starlight's locale folders), they do.
+skipped). A string may also come from a constant of the file (`const BASE = '/docs'`), named bare
+(`baseUrl: BASE`) or in a template (`baseUrl: `${BASE}/``). A value computed at build time (an
+imported object, a function, an environment variable) is not evaluated: the key counts as unset, never
+as its source text; where the convention lets the folders say it instead (Starlight's locale folders),
+they do.
 """
 
 from __future__ import annotations
@@ -64,9 +67,46 @@ def _balanced(text: str, start: int) -> int | None:
     return None
 
 
-def _js_string(text: str, key: str) -> str | None:
-    match = re.search(rf"(?<![\w$.]){re.escape(key)}\s*:\s*(['\"`])((?:\\.|(?!\1).)*)\1", text)
-    return match.group(2) if match else None
+def _js_string(text: str, key: str, consts: dict[str, str] | None = None) -> str | None:
+    """The string value of the first `key:`: a literal, a template or a constant of `consts`."""
+    match = re.search(
+        rf"(?<![\w$.]){re.escape(key)}\s*:\s*(?:(['\"`])((?:\\.|(?!\1).)*)\1|([A-Za-z_$][\w$]*)\s*[,}}\n])",
+        text,
+    )
+    if match is None:
+        return None
+    if match.group(3) is not None:
+        return (consts or {}).get(match.group(3))
+    return _template(match.group(2), consts or {}) if match.group(1) == "`" else match.group(2)
+
+
+# `const NAME = '...'` (or let/var) at the start of a line: the constants a config builds values from.
+_CONST = re.compile(
+    r"""^[ \t]*(?:export\s+)?(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=\s*(['"`])((?:\\.|(?!\2).)*)\2""", re.M
+)
+_PLACEHOLDER = re.compile(r"\$\{\s*([A-Za-z_$][\w$]*)\s*\}")
+_MAX_CONSTS = 200
+# A route or base path is short; a template doubling a constant 200 times is not (2**200 characters).
+_MAX_VALUE = 2048
+
+
+def _consts(text: str) -> dict[str, str]:
+    """The file's string constants, in order (a template may use the ones before it)."""
+    found: dict[str, str] = {}
+    for match in itertools.islice(_CONST.finditer(text), _MAX_CONSTS):
+        name, quote, value = match.groups()
+        resolved = _template(value, found) if quote == "`" else value
+        if resolved is not None:
+            found.setdefault(name, resolved)
+    return found
+
+
+def _template(value: str, consts: dict[str, str]) -> str | None:
+    """A template literal with each `${NAME}` a known constant; None when any other expression is in it."""
+    if len(value) > _MAX_VALUE:
+        return None
+    out = _PLACEHOLDER.sub(lambda m: consts.get(m.group(1), "\0"), value)
+    return None if "\0" in out or "${" in out or len(out) > _MAX_VALUE else out
 
 
 def _js_strings(text: str) -> list[str]:
@@ -76,12 +116,13 @@ def _js_strings(text: str) -> list[str]:
 def docusaurus(root: Path, here: Path, text: str) -> Site:
     """Docusaurus: the docs, pages and blog folders with their route bases, client redirects, static/."""
     # docusaurus.config.* is JavaScript: read the few literal settings that shape routes.
+    consts = _consts(text)
     docs = _js_block(text, "docs") or ""
-    docs_path = _js_string(docs, "path") or "docs"
-    route_base = _js_string(docs, "routeBasePath") if docs else None
+    docs_path = _js_string(docs, "path", consts) or "docs"
+    route_base = _js_string(docs, "routeBasePath", consts) if docs else None
     route_base = "docs" if route_base is None else route_base.strip("/")
     blog = _js_block(text, "blog") or ""
-    blog_base = (_js_string(blog, "routeBasePath") or "blog").strip("/")
+    blog_base = (_js_string(blog, "routeBasePath", consts) or "blog").strip("/")
     mounts = [
         under(root, here / docs_path, route_base, "docs", True),
         under(root, here / "src" / "pages", "", "pages", False),
@@ -106,7 +147,7 @@ def docusaurus(root: Path, here: Path, text: str) -> Site:
             k += 1
     return Site(
         mounts=tuple(m for m in mounts if m is not None),
-        base_path=path_of_url(_js_string(text, "baseUrl")),
+        base_path=path_of_url(_js_string(text, "baseUrl", consts)),
         redirects=tuple(redirects),
         static=static_folders(root, [here / "static"]),
     )
@@ -170,7 +211,7 @@ def starlight(root: Path, here: Path, text: str) -> Site:
     mount = under(root, content, "", "docs", False)
     return Site(
         mounts=(mount,) if mount else (),
-        base_path=path_of_url(_js_string(text, "base")),
+        base_path=path_of_url(_js_string(text, "base", _consts(text))),
         redirects=tuple(redirects),
         static=static_folders(root, [here / "public"]),
     )
@@ -192,10 +233,11 @@ def _astro_redirects(text: str) -> list[tuple[str, str]]:
 def vitepress(root: Path, here: Path, text: str) -> Site:
     """VitePress: `.vitepress/` in the project folder, pages under `srcDir`, `<srcDir>/public` at the root."""
     project = here.parent if here.name == ".vitepress" else here
-    content = project / (_js_string(text, "srcDir") or ".")
+    consts = _consts(text)
+    content = project / (_js_string(text, "srcDir", consts) or ".")
     mount = under(root, content, "", "docs", False)
     return Site(
         mounts=(mount,) if mount else (),
-        base_path=path_of_url(_js_string(text, "base")),
+        base_path=path_of_url(_js_string(text, "base", consts)),
         static=static_folders(root, [content / "public"]),
     )
