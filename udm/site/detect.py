@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from udm.datalimits import check_text
-from udm.site.jsconfig import docusaurus, starlight, vitepress
+from udm.site.jsconfig import docs_versions_file, docusaurus, starlight, vitepress
 from udm.site.model import (
     GENERATORS,
     INDEX_NAMES,
@@ -372,17 +372,30 @@ def site_for(
     found = _find_config(root, stop) if generator != "none" else None
     stamp: tuple[Any, ...] = ()
     if found is not None:
-        try:
-            st = found[0].stat()
-            stamp = (str(found[0]), st.st_size, st.st_mtime_ns)
-        except OSError:
-            stamp = (str(found[0]),)
+        for path in _config_files(*found):
+            try:
+                st = path.stat()
+                stamp += (str(path), st.st_size, st.st_mtime_ns)
+            except OSError:
+                stamp += (str(path),)
     hit = _SITE_CACHE.get(key)
     if hit is not None and hit[0] == stamp:
         return hit[1]
     site = detect_site(root, generator, base_path, stop)
     _SITE_CACHE[key] = (stamp, site)
     return site
+
+
+def _config_files(path: Path, generator: str) -> list[Path]:
+    """The files a site's conventions are read from: its config, and what the config reads beside it."""
+    if generator == "docusaurus":
+        return [path, docs_versions_file(path.parent)]
+    if generator == "hugo" and path.parent.name == "_default":
+        try:
+            return sorted(p for p in path.parent.iterdir() if p.is_file())
+        except OSError:
+            return [path]
+    return [path]
 
 
 def settings_site(settings: Settings) -> Site:

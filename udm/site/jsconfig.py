@@ -11,12 +11,15 @@ they do.
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from pathlib import Path
 
-from udm.site.model import Site, path_of_url, static_folders, under
+from udm.datalimits import check_text
+from udm.errors import UdmError
+from udm.site.model import Mount, Site, path_of_url, static_folders, under
 
-__all__ = ["docusaurus", "starlight", "vitepress"]
+__all__ = ["docs_versions_file", "docusaurus", "starlight", "vitepress"]
 
 
 # How many `key:` places a block is looked for at: an unclosed one is scanned to the end of the
@@ -63,6 +66,50 @@ def _balanced(text: str, start: int) -> int | None:
             depth -= 1
             if depth == 0:
                 return i
+        i += 1
+    return None
+
+
+def _own_level(block: str) -> str:
+    """A `{...}` block with its nested blocks blanked out (same length), so keys are its own."""
+    if not block:
+        return block
+    out = list(block)
+    i = 1
+    while i < len(block) - 1:
+        c = block[i]
+        if c in "'\"`":
+            end = _string_end(block, i)
+            if end is None:
+                break
+            i = end + 1
+            continue
+        if block.startswith(("//", "/*"), i):
+            end = block.find("\n" if block[i + 1] == "/" else "*/", i + 2)
+            if end < 0:
+                break
+            i = end + (1 if block[i + 1] == "/" else 2)
+            continue
+        if c in "[{(":
+            end = _balanced(block, i)
+            if end is None:
+                break
+            out[i + 1 : end] = " " * (end - i - 1)
+            i = end + 1
+            continue
+        i += 1
+    return "".join(out)
+
+
+def _string_end(text: str, start: int) -> int | None:
+    """The index of the quote that closes the string opened at `start`."""
+    quote, i = text[start], start + 1
+    while i < len(text):
+        if text[i] == "\\":
+            i += 2
+            continue
+        if text[i] == quote:
+            return i
         i += 1
     return None
 
@@ -118,13 +165,14 @@ def docusaurus(root: Path, here: Path, text: str) -> Site:
     # docusaurus.config.* is JavaScript: read the few literal settings that shape routes.
     consts = _consts(text)
     docs = _js_block(text, "docs") or ""
-    docs_path = _js_string(docs, "path", consts) or "docs"
-    route_base = _js_string(docs, "routeBasePath", consts) if docs else None
+    own = _own_level(docs)  # `path:` inside `versions: {current: {path}}` is not the docs folder
+    docs_path = _js_string(own, "path", consts) or "docs"
+    route_base = _js_string(own, "routeBasePath", consts) if docs else None
     route_base = "docs" if route_base is None else route_base.strip("/")
-    blog = _js_block(text, "blog") or ""
+    blog = _own_level(_js_block(text, "blog") or "")
     blog_base = (_js_string(blog, "routeBasePath", consts) or "blog").strip("/")
     mounts = [
-        under(root, here / docs_path, route_base, "docs", True),
+        *_docs_versions(root, here, docs, docs_path, route_base, consts),
         under(root, here / "src" / "pages", "", "pages", False),
         under(root, here / (_js_string(blog, "path") or "blog"), blog_base, "blog", False),
     ]
@@ -151,6 +199,60 @@ def docusaurus(root: Path, here: Path, text: str) -> Site:
         redirects=tuple(redirects),
         static=static_folders(root, [here / "static"]),
     )
+
+
+# How many released versions of the docs are read from versions.json (each is a mount).
+_MAX_VERSIONS = 100
+
+
+def docs_versions_file(here: Path) -> Path:
+    """Docusaurus' list of released docs versions, beside its config."""
+    return here / "versions.json"
+
+
+def _released_versions(here: Path) -> list[str]:
+    """The versions in versions.json, newest first ([] when there is none or it cannot be read)."""
+    path = docs_versions_file(here)
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(1 << 20)
+        text = raw.decode("utf-8")
+        check_text(text, "json", what="versions.json")
+        data = json.loads(text)
+    except (OSError, ValueError, UdmError):  # absent, unreadable, not JSON, past the data limits
+        return []
+    if not isinstance(data, list):
+        return []
+    names = [v for v in data if isinstance(v, str) and v.strip() and "/" not in v and ".." not in v]
+    return names[:_MAX_VERSIONS]
+
+
+def _docs_versions(
+    root: Path, here: Path, docs: str, docs_path: str, route_base: str, consts: dict[str, str]
+) -> list[Mount | None]:
+    """The docs mounts: the current docs and each released version (`versioned_docs/version-<v>`).
+
+    With released versions, the last one (`lastVersion`, else the newest) is served at the route
+    base and the others under `<base>/<version>`; the current docs under `<base>/next` unless they are
+    the last version or `versions.current.path` says where.
+    """
+    versions = _released_versions(here)
+    last = _js_string(_own_level(docs), "lastVersion", consts) or (versions[0] if versions else "current")
+    current = _own_level(_js_block(_js_block(docs, "versions") or "", "current") or "")
+    current_path = _js_string(current, "path", consts)
+    if current_path is None:
+        current_path = "" if last == "current" else "next"
+    mounts = [under(root, here / docs_path, _route(route_base, current_path), "docs", True)]
+    for version in versions:
+        folder = here / "versioned_docs" / f"version-{version}"
+        mounts.append(
+            under(root, folder, _route(route_base, "" if version == last else version), "docs", True)
+        )
+    return mounts
+
+
+def _route(*parts: str) -> str:
+    return "/".join(p.strip("/") for p in parts if p.strip("/"))
 
 
 # A top-level folder of Starlight's content that names a locale (BCP 47: `en`, `pt-br`, `zh-Hant`).

@@ -327,21 +327,23 @@ class LinkResolver:
         route = self.routes.page_route(source)
         if route is not None and self.site.generator != "none":
             base = posixpath.dirname("/" + route) if not _is_index(source) else "/" + route
+            # The page's URL holds the base path: `../../docs/x` from /docs/api/text climbs through it.
+            site_base = self.site.base_path
             for start in dict.fromkeys([base, "/" + route]):
-                url = posixpath.normpath(posixpath.join(start, path))
+                url = posixpath.normpath(posixpath.join(site_base + start, path))
                 if url.startswith("//") or url == "/..":
                     continue
                 hit = self._absolute.get(url)
                 if hit is None:
-                    hit = self._absolute[url] = self._locate_absolute(url, strip_base=False)
+                    hit = self._absolute[url] = self._locate_absolute(url)
                 if hit.file is not None or hit.external:
                     return hit
         # Out of the manual (and not a page of its site): broken for its readers.
         return Located(None, None)
 
-    def _locate_absolute(self, path: str, *, strip_base: bool = True) -> Located:
+    def _locate_absolute(self, path: str) -> Located:
         base = self.site.base_path
-        if strip_base and base and (path == base or path.startswith(base + "/")):
+        if base and (path == base or path.startswith(base + "/")):
             path = path[len(base) :] or "/"
         path = posixpath.normpath(path)
         hit = self._route(path)

@@ -1,0 +1,143 @@
+"""Docusaurus versioned docs: `versions.json` and `versioned_docs/version-<v>/`, routed as Docusaurus
+routes them (the last version at the route base, the others under `/<version>`, the current docs under
+`/next` unless they are the last version). The fixtures are written by the tests.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from udm.config import load_settings
+from udm.site.routes import detect_site
+
+from .conftest import link_verdicts
+
+LINKS = {
+    "/docs/intro": "the last version (2.0)",
+    "/docs/intro#setup-in-two": "an anchor of 2.0's page",
+    "/docs/1.0/intro#setup-in-one": "an anchor of 1.0's page",
+    "/docs/1.0/intro#setup-in-two": "2.0's anchor, missing in 1.0",
+    "/docs/next/intro": "the current docs",
+    "/docs/next/fresh": "a page only the current docs have",
+    "/docs/fresh": "that page, not released",
+    "/docs/3.0/intro": "a version that is not released",
+}
+
+
+def _site(tmp_path: Path, config_docs: str = "{}", versions: object = ("2.0", "1.0")) -> Path:
+    files = {
+        "docusaurus.config.js": f"module.exports = {{ baseUrl: '/', presets: [['classic', {{ docs: {config_docs} }}]] }};\n",
+        "docs/intro.md": "# Intro\n\n## Setup in three\n",
+        "docs/fresh.md": "# Fresh\n",
+        "versioned_docs/version-2.0/intro.md": "# Intro\n\n## Setup in two\n",
+        "versioned_docs/version-1.0/intro.md": "# Intro\n\n## Setup in one\n",
+        "docs/links.md": "# Links\n\n" + "\n".join(f"- [x]({t})" for t in LINKS) + "\n",
+    }
+    for rel, text in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    (tmp_path / "versions.json").write_text(
+        json.dumps(list(versions) if isinstance(versions, tuple) else versions)
+    )
+    return tmp_path
+
+
+def _broken(root: Path, manual: Path) -> set[str]:
+    settings = load_settings(cwd=root, root=manual, state_dir=root / ".st")
+    links = "links.md" if manual.name == "docs" else "docs/links.md"
+    return {t for (f, t), ok in link_verdicts(settings).items() if f == links and ok is False}
+
+
+def test_versions_route_as_docusaurus_routes_them(tmp_path: Path) -> None:
+    root = _site(tmp_path)
+    site = detect_site(root, stop=root)
+    assert [(m.folder, m.prefix) for m in site.mounts if m.kind == "docs"] == [
+        ("docs", "docs/next"),
+        ("versioned_docs/version-2.0", "docs"),
+        ("versioned_docs/version-1.0", "docs/1.0"),
+    ]
+    assert _broken(root, root) == {"/docs/1.0/intro#setup-in-two", "/docs/fresh", "/docs/3.0/intro"}
+
+
+def test_last_version_current(tmp_path: Path) -> None:
+    root = _site(tmp_path, "{ lastVersion: 'current', versions: { current: { label: 'v3' } } }")
+    broken = _broken(root, root)
+    # The current docs at /docs, 2.0 under /docs/2.0: 2.0's anchor is not the current page's.
+    assert broken == {
+        "/docs/intro#setup-in-two",
+        "/docs/1.0/intro#setup-in-two",
+        "/docs/next/intro",
+        "/docs/next/fresh",
+        "/docs/3.0/intro",
+    }
+
+
+def test_current_path_from_the_config(tmp_path: Path) -> None:
+    root = _site(tmp_path, "{ versions: { current: { path: 'unreleased' } } }")
+    site = detect_site(root, stop=root)
+    assert ("docs", "docs/unreleased") in [(m.folder, m.prefix) for m in site.mounts]
+
+
+def test_versions_beside_a_docs_manual(tmp_path: Path) -> None:
+    # The manual is docs/: the released versions are published beside it, checked on disk.
+    root = _site(tmp_path)
+    broken = _broken(root, root / "docs")
+    assert "/docs/1.0/intro" not in broken and "/docs/intro" not in broken
+    assert "/docs/3.0/intro" in broken and "/docs/fresh" in broken
+
+
+def test_without_versions_json_the_docs_are_the_route_base(tmp_path: Path) -> None:
+    root = _site(tmp_path)
+    (root / "versions.json").unlink()
+    site = detect_site(root, stop=root)
+    assert [(m.folder, m.prefix) for m in site.mounts if m.kind == "docs"] == [("docs", "docs")]
+
+
+@pytest.mark.parametrize(
+    "versions",
+    [
+        {"2.0": True},  # not a list
+        ["../../etc", "a/b", "", 7, None],  # names that are no folder name
+        "[" * 100_000,  # past the data limits
+    ],
+)
+def test_a_hostile_versions_json_is_ignored(tmp_path: Path, versions: object) -> None:
+    root = _site(tmp_path)
+    (root / "versions.json").write_text(versions if isinstance(versions, str) else json.dumps(versions))
+    site = detect_site(root, stop=root)
+    assert not site.problems
+    assert [(m.folder, m.prefix) for m in site.mounts if m.kind == "docs"] == [("docs", "docs")]
+
+
+def test_a_new_versions_json_is_seen_by_a_running_process(tmp_path: Path) -> None:
+    root = _site(tmp_path)
+    (root / "versions.json").unlink()
+    from udm.site.detect import site_for
+
+    assert [m.prefix for m in site_for(root, stop=root).mounts if m.kind == "docs"] == ["docs"]
+    (root / "versions.json").write_text('["2.0"]')
+    assert [m.prefix for m in site_for(root, stop=root).mounts if m.kind == "docs"] == ["docs/next", "docs"]
+
+
+def test_a_relative_link_climbs_through_the_base_path(tmp_path: Path) -> None:
+    # Ionic: baseUrl '/docs/', docs at the route base; api/text's URL is /docs/api/text, so
+    # `../../docs/theming/colors` is /docs/theming/colors, a page of the site.
+    files = {
+        "docusaurus.config.js": "module.exports = { baseUrl: '/docs/', presets: [['classic', "
+        "{ docs: { routeBasePath: '/' } }]] };\n",
+        "docs/api/text.md": "# Text\n\n[c](../../docs/theming/colors) [d](../theming/colors) "
+        "[out](../../../theming/colors) [gone](../../docs/theming/nope)\n",
+        "docs/theming/colors.md": "# Colors\n",
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    settings = load_settings(cwd=tmp_path, root=tmp_path / "docs", state_dir=tmp_path / ".st")
+    verdicts = {t: ok for (f, t), ok in link_verdicts(settings).items() if f == "api/text.md"}
+    assert verdicts["../../docs/theming/colors"] is True
+    assert verdicts["../theming/colors"] is True
+    assert verdicts["../../docs/theming/nope"] is False
