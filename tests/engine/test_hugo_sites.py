@@ -188,3 +188,27 @@ def test_blackfriday_ids_are_words_joined_by_one_hyphen(text: str) -> None:
     assert slug == slug.lower() or any(ch.lower() != ch for ch in slug.lower())
     assert all(ch == "-" or ch.isalpha() or ch.isnumeric() for ch in slug)
     assert github_ascii_slug(text).isascii()
+
+
+def test_a_shortcode_heading_leaves_the_page_anchors_unknown(tmp_path: Path) -> None:
+    # Kubernetes' pages: `## {{% heading "prerequisites" %}}` renders as "Before you begin" through the
+    # site's templates and translations; a link to #before-you-begin is not known to be broken.
+    _write(
+        tmp_path,
+        {
+            "hugo.toml": 'baseURL = "/"\n',
+            "content/docs/task.md": '# Task\n\n## {{% heading "prerequisites" %}}\n\nText.\n\n## Steps\n',
+            "content/docs/plain.md": "# Plain\n\n## Steps\n",
+            "content/_index.md": "[a](/docs/task/#before-you-begin) [b](/docs/task/#steps) "
+            "[c](/docs/plain/#before-you-begin) [d](/docs/task/)\n",
+        },
+    )
+    settings = load_settings(cwd=tmp_path, root=tmp_path / "content", state_dir=tmp_path / ".st")
+    verdicts = link_verdicts(settings)
+    assert verdicts[("_index.md", "/docs/task/#before-you-begin")] is None
+    assert verdicts[("_index.md", "/docs/task/#steps")] is True
+    assert verdicts[("_index.md", "/docs/plain/#before-you-begin")] is False
+    from udm.index import lint
+
+    broken = [(f.file, f.message) for f in lint(settings) if f.rule in ("broken-link", "broken-anchor")]
+    assert broken == [("_index.md", "no heading with anchor #before-you-begin in docs/plain.md")]

@@ -13,7 +13,13 @@ from udm.errors import UdmError
 from udm.markdown import parse_document, slugify
 from udm.site.model import Site
 
-__all__ = ["blackfriday_slug", "github_ascii_slug", "has_explicit_anchor", "more_anchors", "vitepress_slug"]
+__all__ = [
+    "blackfriday_slug",
+    "github_ascii_slug",
+    "has_explicit_anchor",
+    "page_anchors",
+    "vitepress_slug",
+]
 
 
 def has_explicit_anchor(text: str, anchor: str) -> bool:
@@ -28,17 +34,24 @@ def has_explicit_anchor(text: str, anchor: str) -> bool:
     return "{/*" in text and re.search(rf"\{{/\*[ \t]*{re.escape(anchor)}[ \t]*\*/\}}", text) is not None
 
 
-def more_anchors(site: Site, page: str, text: str) -> set[str]:
-    """Anchors of a page beyond its sections' GitHub ones: headings inside containers, definition
-    terms where Hugo gives them ids, and for VitePress every heading's slug as VitePress makes it."""
+def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool]:
+    """Anchors of a page beyond its sections' GitHub ones (headings inside containers, definition
+    terms where Hugo gives them ids, every heading's id where the site makes them its own way), and
+    whether some heading's id cannot be known here: on a Hugo site a heading whose text is a
+    shortcode (`## {{% heading "prerequisites" %}}`, Kubernetes' pages) renders to text only the
+    site's templates and translations know."""
     try:
         doc = parse_document(text, page)
     except UdmError:
-        return set()
+        return set(), False
     nested = doc.nested_heading_texts()
     found = {slugify(t) for t in nested}
     if site.term_ids:
         found.update(slugify(t) for t in doc.definition_terms())
+    headings = doc.heading_texts()
+    unknown = site.generator == "hugo" and any(
+        own is None and ("{{<" in t or "{{%" in t) for t, own in headings
+    )
     own_rule = (
         vitepress_slug
         if site.generator == "vitepress"
@@ -47,7 +60,7 @@ def more_anchors(site: Site, page: str, text: str) -> set[str]:
         else None
     )
     if own_rule is not None:
-        texts = [t for t, own in doc.heading_texts() if own is None] + nested
+        texts = [t for t, own in headings if own is None] + nested
         seen: dict[str, int] = {}
         for t in texts:
             # Both number a repeated id as GitHub does: -1, -2, ...
@@ -55,7 +68,7 @@ def more_anchors(site: Site, page: str, text: str) -> set[str]:
             n = seen.get(slug, 0)
             seen[slug] = n + 1
             found.add(slug if n == 0 else f"{slug}-{n}")
-    return found
+    return found, unknown
 
 
 def blackfriday_slug(text: str) -> str:

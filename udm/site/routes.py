@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from udm.markdown import slugify
-from udm.site.anchors import has_explicit_anchor, more_anchors, vitepress_slug
+from udm.site.anchors import has_explicit_anchor, page_anchors, vitepress_slug
 from udm.site.detect import (
     GENERATORS,
     INDEX_NAMES,
@@ -415,7 +415,8 @@ def resolve_links(
     anchors_in: Callable[[set[tuple[str, str]]], set[tuple[str, str]]],
     text_of: Callable[[str], str | None] | None = None,
 ) -> list[Verdict]:
-    """Every row's target file, fragment and verdict: True resolves, False is broken, None external.
+    """Every row's target file, fragment and verdict: True resolves, False is broken, None external
+    (or an anchor of a page whose heading ids cannot all be known: see `page_anchors`).
 
     A link resolves when it lands on a file and, if it lands on a page with a fragment, the fragment
     is one of that page's heading anchors or an anchor the page names itself (`has_explicit_anchor`).
@@ -430,6 +431,8 @@ def resolve_links(
         if loc.file is not None and loc.fragment is not None and loc.file in pages
     }
     present = anchors_in(wanted) if wanted else set()
+    # Pages with a heading whose id only the site's templates know: a missing anchor there is unknown.
+    unknown: set[str] = set()
     if text_of is not None:
         texts: dict[str, str | None] = {}
         nested: dict[str, set[str]] = {}
@@ -445,7 +448,9 @@ def resolve_links(
             if page not in nested:
                 # Headings in block quotes and list items start no section but have ids; VitePress
                 # makes its anchors its own way.
-                nested[page] = more_anchors(resolver.site, page, text)
+                nested[page], blind = page_anchors(resolver.site, page, text)
+                if blind:
+                    unknown.add(page)
             if anchor in nested[page]:
                 present.add((page, anchor))
     out: list[Verdict] = []
@@ -454,8 +459,8 @@ def resolve_links(
             out.append((key, None, None, True if loc.how == "redirect" else None))
         elif loc.file is None:
             out.append((key, None, loc.fragment, False))
-        elif loc.fragment is None or loc.file not in pages:
+        elif loc.fragment is None or loc.file not in pages or (loc.file, loc.fragment) in present:
             out.append((key, loc.file, loc.fragment, True))
         else:
-            out.append((key, loc.file, loc.fragment, (loc.file, loc.fragment) in present))
+            out.append((key, loc.file, loc.fragment, None if loc.file in unknown else False))
     return out
