@@ -71,7 +71,8 @@ def _balanced(text: str, start: int) -> int | None:
 
 
 def _own_level(block: str) -> str:
-    """A `{...}` block with its nested blocks blanked out (same length), so keys are its own."""
+    """A `{...}` block with its nested blocks and its comments blanked out (same length), so the keys
+    found in it are its own."""
     if not block:
         return block
     out = list(block)
@@ -88,7 +89,9 @@ def _own_level(block: str) -> str:
             end = block.find("\n" if block[i + 1] == "/" else "*/", i + 2)
             if end < 0:
                 break
-            i = end + (1 if block[i + 1] == "/" else 2)
+            end += 0 if block[i + 1] == "/" else 2
+            out[i:end] = " " * (end - i)
+            i = end
             continue
         if c in "[{(":
             end = _balanced(block, i)
@@ -262,26 +265,7 @@ _JS_KEY = re.compile(r"""(?:^|[{,])\s*(?:(['"])([^'"]+)\1|([A-Za-z_$][\w$-]*))\s
 
 def _js_keys(block: str) -> list[str]:
     """The keys of a literal `{...}` object, its own level only (nested values skipped)."""
-    flat: list[str] = []
-    i = 1
-    while i < len(block) - 1:
-        c = block[i]
-        if c in "[{(":
-            end = _balanced(block, i)
-            if end is None:
-                break
-            flat.append("0")
-            i = end + 1
-            continue
-        if block.startswith(("//", "/*"), i):
-            end = block.find("\n" if block[i + 1] == "/" else "*/", i + 2)
-            if end < 0:
-                break
-            i = end + (1 if block[i + 1] == "/" else 2)
-            continue
-        flat.append(c)
-        i += 1
-    return [m.group(2) or m.group(3) for m in _JS_KEY.finditer("{" + "".join(flat))]
+    return [m.group(2) or m.group(3) for m in _JS_KEY.finditer(_own_level(block))]
 
 
 def starlight(root: Path, here: Path, text: str) -> Site:
