@@ -212,3 +212,21 @@ def test_a_shortcode_heading_leaves_the_page_anchors_unknown(tmp_path: Path) -> 
 
     broken = [(f.file, f.message) for f in lint(settings) if f.rule in ("broken-link", "broken-anchor")]
     assert broken == [("_index.md", "no heading with anchor #before-you-begin in docs/plain.md")]
+
+
+@pytest.mark.parametrize(
+    ("config", "folders", "generator"),
+    [
+        ("theme: dark\nmodule: {x: 1}\n", [], "none"),  # another tool's words
+        ("theme: docsy\n", ["content"], "hugo"),  # a Hugo site's folder
+        ("theme: docsy\n", ["layouts"], "hugo"),
+        ("languageCode: en-us\n", [], "hugo"),
+    ],
+)
+def test_common_words_in_a_config_yaml(
+    tmp_path: Path, config: str, folders: list[str], generator: str
+) -> None:
+    _write(tmp_path, {"config.yaml": config, "index.md": "# x\n"})
+    for folder in folders:
+        (tmp_path / folder).mkdir()
+    assert detect_site(tmp_path, stop=tmp_path).generator == generator

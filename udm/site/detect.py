@@ -127,7 +127,13 @@ def _looks_like_hugo(path: Path) -> bool:
     except Exception:  # each format's errors, the limits, tomllib's recursion on a deep array: not Hugo's
         return False
     keys = {k.lower() for k in data if isinstance(k, str)} if isinstance(data, dict) else set()
-    return bool(keys & {"baseurl", "contentdir", "theme", "languagecode", "defaultcontentlanguage", "module"})
+    if keys & {"baseurl", "contentdir", "languagecode", "defaultcontentlanguage"}:
+        return True
+    # `theme` and `module` are common words in other tools' config files: Hugo's sits in a site folder.
+    site = path.parent.parent.parent if path.parent.name == "_default" else path.parent
+    return bool(keys & {"theme", "module"}) and any(
+        (site / d).is_dir() for d in ("content", "layouts", "themes")
+    )
 
 
 def _config_data(text: str, suffix: str) -> Any:
