@@ -192,3 +192,24 @@ def test_a_style_tag_src_is_no_link() -> None:
     )
     for path in ("x.md", "x.mdx"):
         assert [k.target for k in parse_document(text, path).links] == ["/guide/", "/i.png", "/js/a.js"]
+
+
+def test_bound_attributes_and_script_code_are_no_links() -> None:
+    # VitePress pages bind attributes with Vue (`:href="p.url"`: an expression), and pages carry
+    # scripts whose code sets `link.href`: neither is a link a reader clicks (vite's and
+    # opentelemetry.io's docs reported 18 such "links").
+    text = (
+        "# T\n\n"
+        '<a :href="p.site">a</a> <a v-bind:href="npmUrl(dep.name)">b</a> <a data-href="x">c</a>\n'
+        '<a href="/guide/">g</a>\n\n'
+        "<script>\n  link.href = item['url'];\n  a.href = dataUrl;\n  s.innerHTML = '<a href=\"/no\">';\n</script>\n\n"
+        '<style>\n.x { background: url("/no.png") }\n</style>\n\n'
+        '<script src="/js/a.js"></script>\n\n<img src="/é/i.png">\n'
+    )
+    doc = parse_document(text, "x.md")
+    assert [k.target for k in doc.links] == ["/guide/", "/js/a.js", "/é/i.png"]
+    # Lines stay right after the blanked script (non-ASCII text after it too).
+    assert [k.line + 1 for k in doc.links] == [4, 16, 18]
+    # MDX has no raw script (its braces are expressions); its bound attributes are no links either.
+    mdx = parse_document(text.split("<script>")[0], "x.mdx")
+    assert [k.target for k in mdx.links] == ["/guide/"]

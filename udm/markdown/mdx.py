@@ -28,17 +28,25 @@ class Opaque:
 
 
 # href/src attributes of HTML and JSX tags: "x", 'x', or a JSX string expression {"x"} / {'x'} / {`x`}.
+# Not a bound one (Vue's `:href="p.url"`, `v-bind:src`: an expression) nor a property in script
+# (`link.href = url`).
 _ATTR = re.compile(
-    r"""(?<![\w-])(href|src)[ \t\r\n]*=[ \t\r\n]*(?:"([^"]*)"|'([^']*)'|\{[ \t]*(?:"([^"]*)"|'([^']*)'|`([^`$]*)`)[ \t]*\}|([^\s"'=<>`{}]+))""",
+    r"""(?<![\w\-:.])(href|src)[ \t\r\n]*=[ \t\r\n]*(?:"([^"]*)"|'([^']*)'|\{[ \t]*(?:"([^"]*)"|'([^']*)'|`([^`$]*)`)[ \t]*\}|([^\s"'=<>`{}]+))""",
     re.IGNORECASE,
 )
 _COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
+# What a <script> or <style> element holds is code, not markup: its words are no attributes.
+_CODE_ELEMENT = re.compile(r"(<(script|style)\b[^>]*>)(.*?)(?=</\2\s*>|\Z)", re.DOTALL | re.IGNORECASE)
 
 
 def attr_links(content: str, base: int, form: str, out: list[tuple[int, str, str]]) -> None:
     """(byte offset, target, form) of each href/src attribute in HTML or JSX text starting at byte `base`."""
     if "<!--" in content:
         content = _COMMENT.sub(lambda m: " " * len(m.group(0).encode("utf-8")), content)
+    low = content.lower()
+    if "<script" in low or "<style" in low:
+        # Blanked byte for byte (the offsets after it stay the file's); the opening tag stays.
+        content = _CODE_ELEMENT.sub(lambda m: m.group(1) + " " * len(m.group(3).encode("utf-8")), content)
     ascii_text = content.isascii()
     done_chars = done_bytes = 0  # counted on from the last match: linear on large blocks
     for m in _ATTR.finditer(content):
