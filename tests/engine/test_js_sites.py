@@ -220,3 +220,28 @@ def test_hostile_constants_are_contained(tmp_path: Path, declarations: str, base
     assert time.monotonic() - started < 5
     assert site.generator == "docusaurus" and not site.problems
     assert site.base_path == base
+
+
+def test_starlight_root_locale_with_imported_locales(tmp_path: Path) -> None:
+    # tauri's docs: `defaultLocale: 'root'` and the locales imported; a page not translated to fr is
+    # served at /fr/... with the root page.
+    docs = tmp_path / "src" / "content" / "docs"
+    for folder in ("fr", "zh-cn", "api", "guides"):
+        (docs / folder).mkdir(parents=True)
+    (docs / "guides" / "a.md").write_text("# A\n")
+    (docs / "fr" / "index.md").write_text("# Accueil\n\n[a](/fr/guides/a/) [b](/fr/guides/nope/)\n")
+    (tmp_path / "astro.config.mjs").write_text(
+        "import starlight from '@astrojs/starlight';\nimport locales from './locales.json';\n"
+        "export default { redirects: {\n  // '/gone': '/guides/a',\n  /* '/old': '/guides/a', */\n"
+        "  '/moved': '/guides/a',\n}, integrations: [starlight({ title: 'T', defaultLocale: 'root', locales })] };\n"
+    )
+    site = detect_site(docs, stop=tmp_path)
+    assert sorted(site.redirects) == [
+        ("/fr/:slug*", "/:slug*"),
+        ("/moved", "/guides/a"),
+        ("/zh-cn/:slug*", "/:slug*"),
+    ]
+    settings = load_settings(cwd=tmp_path, root=docs, state_dir=tmp_path / ".st")
+    verdicts = link_verdicts(settings)
+    assert verdicts[("fr/index.md", "/fr/guides/a/")] is True
+    assert verdicts[("fr/index.md", "/fr/guides/nope/")] is False

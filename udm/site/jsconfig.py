@@ -73,11 +73,22 @@ def _balanced(text: str, start: int) -> int | None:
 def _own_level(block: str) -> str:
     """A `{...}` block with its nested blocks and its comments blanked out (same length), so the keys
     found in it are its own."""
+    return _blanked(block, nested=True)
+
+
+def _without_comments(text: str) -> str:
+    """JavaScript with its comments blanked out (same length): a commented-out setting is not one."""
+    return _blanked(text, nested=False) if "//" in text or "/*" in text else text
+
+
+def _blanked(block: str, *, nested: bool) -> str:
+    """`block` with its comments (and, when `nested`, the insides of its nested blocks) blanked."""
     if not block:
         return block
     out = list(block)
-    i = 1
-    while i < len(block) - 1:
+    i = 1 if nested else 0
+    stop = len(block) - 1 if nested else len(block)
+    while i < stop:
         c = block[i]
         if c in "'\"`":
             end = _string_end(block, i)
@@ -88,12 +99,13 @@ def _own_level(block: str) -> str:
         if block.startswith(("//", "/*"), i):
             end = block.find("\n" if block[i + 1] == "/" else "*/", i + 2)
             if end < 0:
-                break
-            end += 0 if block[i + 1] == "/" else 2
+                end = len(block)
+            elif block[i + 1] == "*":
+                end += 2
             out[i:end] = " " * (end - i)
             i = end
             continue
-        if c in "[{(":
+        if nested and c in "[{(":
             end = _balanced(block, i)
             if end is None:
                 break
@@ -260,6 +272,7 @@ def _route(*parts: str) -> str:
 
 # A top-level folder of Starlight's content that names a locale (BCP 47: `en`, `pt-br`, `zh-Hant`).
 _LOCALE_FOLDER = re.compile(r"^[a-z]{2,3}(?:-[a-z0-9]{2,8})*$", re.IGNORECASE)
+_TWO_LETTER_LOCALE = re.compile(r"^[a-z]{2}(?:-[a-z0-9]{2,8})*$", re.IGNORECASE)
 _JS_KEY = re.compile(r"""(?:^|[{,])\s*(?:(['"])([^'"]+)\1|([A-Za-z_$][\w$-]*))\s*:""")
 
 
@@ -282,7 +295,11 @@ def starlight(root: Path, here: Path, text: str) -> Site:
             locales = sorted(p.name for p in content.iterdir() if p.is_dir() and _LOCALE_FOLDER.match(p.name))
         except OSError:
             locales = []
-        if default is None or default not in locales:
+        if default == "root":
+            # The root locale is the content folder itself; beside it, three-letter folders are more
+            # often sections (`api`, `cli`) than languages: two letters, with a region or script.
+            locales = ["root", *(loc for loc in locales if _TWO_LETTER_LOCALE.match(loc))]
+        elif default is None or default not in locales:
             locales = []
     if default is None:
         default = "root" if "root" in locales or not locales else locales[0]
@@ -307,6 +324,7 @@ def _astro_redirects(text: str) -> list[tuple[str, str]]:
     """Astro's `redirects: {'/old': '/new'}` (a destination object's `destination` too)."""
     found = re.search(r"(?<![\w$.])redirects\s*:\s*\{", text)
     block = _js_block(text[found.start() :], "redirects") if found else None
+    block = _without_comments(block) if block else block
     if not block:
         return []
     pairs = re.finditer(
