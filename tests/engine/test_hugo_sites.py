@@ -230,3 +230,27 @@ def test_common_words_in_a_config_yaml(
     for folder in folders:
         (tmp_path / folder).mkdir()
     assert detect_site(tmp_path, stop=tmp_path).generator == generator
+
+
+@pytest.mark.parametrize(
+    ("config", "root"),
+    [
+        ({"hugo.toml": 'baseURL = "/"\n'}, "content"),
+        ({"mkdocs.yml": "site_name: x\nmarkdown_extensions:\n  - attr_list\n"}, "docs"),
+    ],
+)
+def test_a_heading_attribute_list_is_no_text(tmp_path: Path, config: dict[str, str], root: str) -> None:
+    # opentelemetry.io: `## `Easy CLA` {.notranslate lang=en}` is #easy-cla on the site.
+    _write(
+        tmp_path,
+        {
+            **config,
+            f"{root}/checks.md": "# Checks\n\n## Spell check {.notranslate lang=en}\n\n## Setup { .note }\n\n"
+            "## Named {#own-id .x}\n\n[a](#spell-check) [b](#setup) [c](#own-id) [d](#spell-check-notranslate-langen)"
+            " [e](#nope)\n",
+        },
+    )
+    settings = load_settings(cwd=tmp_path, root=tmp_path / root, state_dir=tmp_path / ".st")
+    broken = {t for (f, t), ok in link_verdicts(settings).items() if ok is False}
+    # The GitHub anchor of the whole line is still accepted, leniently.
+    assert broken == {"#nope"}

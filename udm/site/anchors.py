@@ -59,16 +59,26 @@ def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool]:
         if site.generator == "hugo"
         else None
     )
+    # `## Spell check {.notranslate lang=en}`: where the site reads attribute lists, one is no text.
+    attributes = site.generator in _ATTRIBUTE_SITES
+    texts = [_ATTRIBUTES.sub("", t) if attributes else t for t, own in headings if own is None]
     if own_rule is not None:
-        texts = [t for t, own in headings if own is None] + nested
         seen: dict[str, int] = {}
-        for t in texts:
+        for t in texts + nested:
             # Both number a repeated id as GitHub does: -1, -2, ...
             slug = own_rule(t)
             n = seen.get(slug, 0)
             seen[slug] = n + 1
             found.add(slug if n == 0 else f"{slug}-{n}")
+    elif attributes:
+        found.update(slugify(t) for t in texts)
     return found, unknown
+
+
+# Sites that read an attribute list after a heading (Hugo's goldmark by default, MkDocs' attr_list,
+# VitePress's markdown-it-attrs): classes and key=value pairs, without an id (an id is the anchor).
+_ATTRIBUTE_SITES = ("hugo", "mkdocs", "vitepress")
+_ATTRIBUTES = re.compile(r"[ \t]*\{:?[ \t]*(?:\.[\w-]+|[A-Za-z_][\w-]*=)[^{}#]*\}$")
 
 
 def blackfriday_slug(text: str) -> str:
