@@ -141,3 +141,26 @@ def test_a_relative_link_climbs_through_the_base_path(tmp_path: Path) -> None:
     assert verdicts["../../docs/theming/colors"] is True
     assert verdicts["../theming/colors"] is True
     assert verdicts["../../docs/theming/nope"] is False
+
+
+def test_doc_ids_are_unique_per_folder_not_across_the_manual(tmp_path: Path) -> None:
+    # jest's docs: `id: cli` in docs/ and in each versioned_docs/version-*/ is one doc per version;
+    # Docusaurus refuses two docs of one id in one folder, and a manual's own ID family stays global.
+    root = _site(tmp_path)
+    for rel, text in {
+        "docs/guides/setup.md": "---\nid: setup\n---\n# Setup\n",
+        "docs/api/setup.md": "---\nid: setup\n---\n# Setup API\n",
+        "versioned_docs/version-2.0/setup.md": "---\nid: setup\n---\n# Setup\n",
+        "docs/guides/other.md": "---\nid: setup\n---\n# Same folder\n",
+        "docs/a.md": "---\nid: COMP-001\n---\n# A\n",
+        "docs/api/b.md": "---\nid: COMP-001\n---\n# B\n",
+    }.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    settings = load_settings(cwd=root, root=root, state_dir=root / ".st")
+    from udm.index import lint
+
+    dups = sorted((f.file, f.message.split(" is ")[0]) for f in lint(settings) if f.rule == "duplicate-id")
+    assert dups == [("docs/api/b.md", "COMP-001"), ("docs/guides/setup.md", "setup")]
+    plain = settings.model_copy(update={"site_generator": "none"})
+    assert len([f for f in lint(plain) if f.rule == "duplicate-id"]) == 4

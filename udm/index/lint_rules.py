@@ -10,6 +10,7 @@ path globs where rules are not reported (`lint_ignore`), and comments in the fil
 from __future__ import annotations
 
 import fnmatch
+import posixpath
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
@@ -20,7 +21,7 @@ import duckdb
 from udm.config import Settings
 from udm.index.extract import outside_root
 from udm.index.query import Definition, UdmQuery, definition_places, get_query
-from udm.markdown import id_family
+from udm.markdown import id_family, id_matcher
 from udm.site import display_target
 
 __all__ = ["RULES", "Finding", "LintConfig", "apply_config", "exit_code", "find_cycles", "lint"]
@@ -159,15 +160,29 @@ def _all_findings(settings: Settings, query: UdmQuery | None = None) -> list[Fin
     q = query or get_query(settings)
     q.fresh()
     findings: list[Finding] = []
+    matcher = id_matcher(settings.id_patterns)
+
+    def doc_id(ident: str) -> bool:
+        # A front matter `id:` on a Docusaurus site is the doc's id, unless it is of an ID family.
+        return not matcher.findall(ident)
+
+    doc_ids = doc_id if q.index.site().generator == "docusaurus" else None
     with q.index.connect() as con:
+        findings.extend(_duplicate_ids(con, doc_ids))
         for check in _CHECKS:
             findings.extend(check(con))
     findings.sort(key=lambda f: (f.file, f.line, f.rule))
     return findings
 
 
-def _duplicate_ids(con: duckdb.DuckDBPyConnection) -> Iterator[Finding]:
-    """duplicate-id: the same ID defined in two sections (a heading plus its own YAML block is one place)."""
+def _duplicate_ids(
+    con: duckdb.DuckDBPyConnection, doc_ids: Callable[[str], bool] | None = None
+) -> Iterator[Finding]:
+    """duplicate-id: the same ID defined in two sections (a heading plus its own YAML block is one place).
+
+    `doc_ids(id)`: whether a front matter `id:` of that value names its page within its folder
+    (Docusaurus' doc ids: `intro` in guides/ and in api/ are two docs) rather than a manual's ID.
+    """
     rows = con.execute(
         "SELECT id, file, line, how, section, section_path FROM ids WHERE kind = 'def' AND id IN "
         "(SELECT id FROM ids WHERE kind = 'def' GROUP BY id HAVING count(DISTINCT (file, section)) > 1) "
@@ -175,8 +190,12 @@ def _duplicate_ids(con: duckdb.DuckDBPyConnection) -> Iterator[Finding]:
     ).fetchall()
     by_id: dict[str, list[Definition]] = {}
     for ident, file, line, how, section, section_path in rows:
-        by_id.setdefault(ident, []).append(Definition(ident, file, line, how, section, section_path))
-    for ident, defs in by_id.items():
+        key = ident
+        if how == "front_matter" and doc_ids is not None and doc_ids(ident):
+            key = f"{ident}\0{posixpath.dirname(file)}"  # one folder's (and version's) doc ids
+        by_id.setdefault(key, []).append(Definition(ident, file, line, how, section, section_path))
+    for defs in by_id.values():
+        ident = defs[0].id
         places = sorted(definition_places(defs), key=lambda d: (d.file, d.line))
         if len(places) > 1:
             listed = ", ".join(d.location() for d in places)
@@ -258,9 +277,9 @@ def _heading_skips(con: duckdb.DuckDBPyConnection) -> Iterator[Finding]:
         prev[file] = level
 
 
-# The checks, in the order their findings were always listed (the sort keeps ties in this order).
+# The checks after duplicate-id, in the order their findings were always listed (the sort keeps ties
+# in this order).
 _CHECKS: tuple[Callable[[duckdb.DuckDBPyConnection], Iterator[Finding]], ...] = (
-    _duplicate_ids,
     _undefined_ids,
     _task_dependencies,
     _broken_links,

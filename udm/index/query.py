@@ -78,10 +78,15 @@ def get_query(settings: Settings) -> UdmQuery:
     key = (str(settings.udm_root), str(settings.state_path))
     with _QUERIES_LOCK:
         found = _QUERIES.get(key)
-        if found is None or found.settings.id_patterns != settings.id_patterns:
+        if found is None or _shaping(found.settings) != _shaping(settings):
             found = UdmQuery(settings)
             _QUERIES[key] = found
         return found
+
+
+def _shaping(settings: Settings) -> tuple[object, ...]:
+    """The settings that change what the index holds or how its links resolve."""
+    return (tuple(settings.id_patterns), settings.site_generator, settings.site_base_path)
 
 
 class UdmQuery:
