@@ -245,3 +245,38 @@ def test_starlight_root_locale_with_imported_locales(tmp_path: Path) -> None:
     verdicts = link_verdicts(settings)
     assert verdicts[("fr/index.md", "/fr/guides/a/")] is True
     assert verdicts[("fr/index.md", "/fr/guides/nope/")] is False
+
+
+def test_a_sites_own_pages_and_generated_blog_pages(tmp_path: Path) -> None:
+    # jest: `/help` and `/` are React pages in src/pages, `/blog/` the list Docusaurus makes.
+    files = {
+        "docusaurus.config.js": "module.exports = { baseUrl: '/' };\n",
+        "src/pages/help.js": "export default function Help() {}\n",
+        "src/pages/index.tsx": "export default function Home() {}\n",
+        "blog/2024-01-15-launch.md": "# Launch\n",
+        "docs/intro.md": "# Intro\n\n[h](/help) [home](/) [b](/blog/) [t](/blog/tags/release) [a](/blog/archive) "
+        "[p](/blog/page/2) [x](/nope) [bx](/blog/nope)\n",
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    for root in (tmp_path, tmp_path / "docs"):
+        settings = load_settings(cwd=tmp_path, root=root, state_dir=root / ".st")
+        broken = {t for (f, t), ok in link_verdicts(settings).items() if ok is False}
+        assert broken == {"/nope", "/blog/nope"}, root
+
+
+def test_astro_endpoints_in_src_pages(tmp_path: Path) -> None:
+    # tauri: `/feed.xml` is served by src/pages/feed.xml.ts.
+    docs = tmp_path / "src" / "content" / "docs"
+    docs.mkdir(parents=True)
+    (tmp_path / "src" / "pages").mkdir()
+    (tmp_path / "src" / "pages" / "feed.xml.ts").write_text("export function GET() {}\n")
+    (tmp_path / "src" / "pages" / "about.astro").write_text("---\n---\n<h1>About</h1>\n")
+    (docs / "index.md").write_text("# Home\n\n[f](/feed.xml) [a](/about/) [n](/nope.xml)\n")
+    (tmp_path / "astro.config.mjs").write_text(
+        "import starlight from '@astrojs/starlight';\nexport default { integrations: [starlight({ title: 'T' })] };\n"
+    )
+    settings = load_settings(cwd=tmp_path, root=docs, state_dir=tmp_path / ".st")
+    broken = {t for (f, t), ok in link_verdicts(settings).items() if ok is False}
+    assert broken == {"/nope.xml"}

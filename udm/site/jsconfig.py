@@ -311,9 +311,13 @@ def starlight(root: Path, here: Path, text: str) -> Site:
         if loc not in ("root", default)
     ]
     redirects += _astro_redirects(text)
-    mount = under(root, content, "", "docs", False)
+    # Astro serves its own pages and endpoints beside the content (`src/pages/feed.xml.ts`).
+    mounts = [
+        under(root, content, "", "docs", False),
+        under(root, here / "src" / "pages", "", "pages", False),
+    ]
     return Site(
-        mounts=(mount,) if mount else (),
+        mounts=tuple(m for m in mounts if m is not None),
         base_path=path_of_url(_js_string(text, "base", _consts(text))),
         redirects=tuple(redirects),
         static=static_folders(root, [here / "public"]),

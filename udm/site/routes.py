@@ -58,6 +58,10 @@ __all__ = [
 
 _BLOG_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})-(.+)$")
 _MAX_REDIRECT_HOPS = 10
+# What a site's `src/pages` serves besides Markdown: React pages (Docusaurus), Astro pages and endpoints.
+_CODE_PAGE_SUFFIXES = (".js", ".jsx", ".ts", ".tsx", ".astro", ".html")
+# The routes Docusaurus generates under a blog's base: the list, its pages, tags, archive, authors.
+_BLOG_PAGES = re.compile(r"^(?:|page/\d+|archive|tags(?:/[^/]+)?|authors(?:/[^/]+)?)/?$")
 # Front matter keys that move a page's route (Docusaurus slug/id, Hugo slug/url/aliases).
 _META_KEYS = ("slug", "id", "url", "aliases")
 
@@ -282,6 +286,13 @@ class LinkResolver:
         """The site conventions in use."""
         return self.routes.site
 
+    def folder_has_pages(self, folder: str) -> bool:
+        """Whether a folder publishes something: an indexed page in it, or (beside the manual) it exists."""
+        prefix = f"{folder}/" if folder and folder != "." else ""
+        if any(p.startswith(prefix) for p in self.routes.pages):
+            return True
+        return bool(folder) and self.is_folder is not None and self.is_folder(folder)
+
     def locate(self, source: str, target: str) -> Located:
         """Where the link `target` written in `source` lands (before any anchor check)."""
         text = target.strip()
@@ -361,10 +372,14 @@ class LinkResolver:
             candidate = posixpath.join(mount.folder, inner) if mount.folder else inner
             if candidate and (candidate in self.routes.pages or self.exists(candidate)):
                 return Located(candidate, None, how="static")
+            if mount.kind == "blog" and _BLOG_PAGES.match(inner) and self.folder_has_pages(mount.folder):
+                # The pages Docusaurus makes for a blog: its list, tags, archive, authors, pagination.
+                return Located(mount.folder or ".", None, how="generated")
             if candidate or mount.folder:
                 # A page the index does not hold (beside the manual, or a file it skipped): it only has
-                # to exist; its route is its path (no front matter is read).
-                for name in _beside(candidate or mount.folder):
+                # to exist; its route is its path (no front matter is read). A site's own pages may
+                # be components or endpoints (`src/pages/help.js`, Astro's `feed.xml.ts`).
+                for name in _beside(candidate or mount.folder, mount.kind == "pages"):
                     # An indexed page is found by its route only (its slug may have moved it).
                     if name not in self.routes.pages and self.exists(name):
                         return Located(name, None, how="outside")
@@ -384,11 +399,13 @@ class LinkResolver:
         return Located(hit.file, None, hit.external, "redirect" if hit.file or hit.external else "")
 
 
-def _beside(path: str) -> list[str]:
-    """The files a route under a folder outside the manual may be served from."""
+def _beside(path: str, code: bool = False) -> list[str]:
+    """The files a route under a folder outside the manual may be served from (`code`: also a
+    component or endpoint, as in a site's `src/pages`)."""
     base = path.rstrip("/")
-    names = [base + s for s in PAGE_SUFFIXES]
-    names += [f"{base}/{n}{s}" for n in ("index", "README") for s in PAGE_SUFFIXES]
+    suffixes = (*PAGE_SUFFIXES, *_CODE_PAGE_SUFFIXES) if code else PAGE_SUFFIXES
+    names = [base + s for s in suffixes]
+    names += [f"{base}/{n}{s}" for n in ("index", "README") for s in suffixes]
     return names
 
 
