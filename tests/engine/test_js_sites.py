@@ -280,3 +280,35 @@ def test_astro_endpoints_in_src_pages(tmp_path: Path) -> None:
     settings = load_settings(cwd=tmp_path, root=docs, state_dir=tmp_path / ".st")
     broken = {t for (f, t), ok in link_verdicts(settings).items() if ok is False}
     assert broken == {"/nope.xml"}
+
+
+def test_astro_import_aliases_from_tsconfig(tmp_path: Path) -> None:
+    # tauri: `![d](@assets/security/d.svg)` through tsconfig `"@assets/*": ["src/assets/*"]`.
+    docs = tmp_path / "src" / "content" / "docs"
+    docs.mkdir(parents=True)
+    (tmp_path / "src" / "assets" / "security").mkdir(parents=True)
+    (tmp_path / "src" / "assets" / "security" / "d.svg").write_text("<svg/>")
+    (tmp_path / "tsconfig.json").write_text(
+        '{\n  // TypeScript reads comments and trailing commas\n  "extends": "astro/tsconfigs/strict",\n'
+        '  "compilerOptions": { "paths": { "@assets/*": ["src/assets/*"], "@x": ["y"], }, },\n}\n'
+    )
+    (tmp_path / "astro.config.mjs").write_text(
+        "import starlight from '@astrojs/starlight';\nexport default { integrations: [starlight({ title: 'T' })] };\n"
+    )
+    (docs / "index.mdx").write_text("# Home\n\n![d](@assets/security/d.svg) ![n](@assets/nope.svg) [p](@x)\n")
+    site = detect_site(docs, stop=tmp_path)
+    assert site.aliases == (("@assets/", "../../assets"),)
+    settings = load_settings(cwd=tmp_path, root=docs, state_dir=tmp_path / ".st")
+    verdicts = link_verdicts(settings)
+    assert verdicts[("index.mdx", "@assets/security/d.svg")] is True
+    assert verdicts[("index.mdx", "@assets/nope.svg")] is False
+
+
+@pytest.mark.parametrize(
+    "text", ["{", '{"compilerOptions": {"paths": "x"}}', "[" * 50_000, '{"compilerOptions": 3}']
+)
+def test_a_broken_tsconfig_gives_no_aliases(tmp_path: Path, text: str) -> None:
+    from udm.site.jsconfig import ts_aliases
+
+    (tmp_path / "tsconfig.json").write_text(text)
+    assert ts_aliases(tmp_path, tmp_path) == ()

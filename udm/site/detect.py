@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from udm.datalimits import check_text
-from udm.site.jsconfig import docs_versions_file, docusaurus, starlight, vitepress
+from udm.site.jsconfig import docs_versions_file, docusaurus, starlight, tsconfig_file, vitepress
 from udm.site.model import (
     GENERATORS,
     INDEX_NAMES,
@@ -396,6 +396,8 @@ def _config_files(path: Path, generator: str) -> list[Path]:
     """The files a site's conventions are read from: its config, and what the config reads beside it."""
     if generator == "docusaurus":
         return [path, docs_versions_file(path.parent)]
+    if generator == "starlight":
+        return [path, tsconfig_file(path.parent)]
     if generator == "hugo" and path.parent.name == "_default":
         try:
             return sorted(p for p in path.parent.iterdir() if p.is_file())

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import re
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from udm.datalimits import check_text
 from udm.errors import UdmError
 from udm.site.model import Mount, Site, path_of_url, static_folders, under
 
-__all__ = ["docs_versions_file", "docusaurus", "starlight", "vitepress"]
+__all__ = ["docs_versions_file", "docusaurus", "starlight", "ts_aliases", "tsconfig_file", "vitepress"]
 
 
 # How many `key:` places a block is looked for at: an unclosed one is scanned to the end of the
@@ -270,6 +271,45 @@ def _route(*parts: str) -> str:
     return "/".join(p.strip("/") for p in parts if p.strip("/"))
 
 
+# How many tsconfig `paths` aliases are kept (each is tried on every link that starts with `@` or `~`).
+_MAX_ALIASES = 50
+
+
+def tsconfig_file(here: Path) -> Path:
+    """The TypeScript config beside a site's config: its `paths` are the aliases images import by."""
+    return here / "tsconfig.json"
+
+
+def ts_aliases(root: Path, here: Path) -> tuple[tuple[str, str], ...]:
+    """`compilerOptions.paths` of tsconfig.json (`"@assets/*": ["src/assets/*"]`) as (prefix, folder
+    relative to `root`), for the wildcard aliases; () when there is none or it cannot be read."""
+    path = tsconfig_file(here)
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(1 << 20)
+        # JSON with comments and trailing commas, as TypeScript reads it.
+        text = re.sub(r",(\s*[}\]])", r"\1", _without_comments(raw.decode("utf-8")))
+        check_text(text, "json", what="tsconfig.json")
+        data = json.loads(text)
+    except (OSError, ValueError, UdmError):
+        return ()
+    options = data.get("compilerOptions") if isinstance(data, dict) else None
+    paths = options.get("paths") if isinstance(options, dict) else None
+    if not isinstance(paths, dict):
+        return ()
+    base = here / str(options.get("baseUrl") or ".") if isinstance(options, dict) else here
+    out: list[tuple[str, str]] = []
+    for alias, targets in paths.items():
+        if not (isinstance(alias, str) and alias.endswith("/*") and isinstance(targets, list) and targets):
+            continue
+        target = targets[0]
+        if not isinstance(target, str) or not target.endswith("/*") or "\0" in target:
+            continue
+        folder = os.path.relpath(os.path.normpath(base / target[:-2]), os.path.normpath(root))
+        out.append((alias[:-1], folder.replace(os.sep, "/")))
+    return tuple(out[:_MAX_ALIASES])
+
+
 # A top-level folder of Starlight's content that names a locale (BCP 47: `en`, `pt-br`, `zh-Hant`).
 _LOCALE_FOLDER = re.compile(r"^[a-z]{2,3}(?:-[a-z0-9]{2,8})*$", re.IGNORECASE)
 _TWO_LETTER_LOCALE = re.compile(r"^[a-z]{2}(?:-[a-z0-9]{2,8})*$", re.IGNORECASE)
@@ -319,6 +359,7 @@ def starlight(root: Path, here: Path, text: str) -> Site:
     return Site(
         mounts=tuple(m for m in mounts if m is not None),
         base_path=path_of_url(_js_string(text, "base", _consts(text))),
+        aliases=ts_aliases(root, here),
         redirects=tuple(redirects),
         static=static_folders(root, [here / "public"]),
     )

@@ -62,6 +62,9 @@ class Site:
     # How the generator makes heading ids: github (also VitePress's own rule, by generator), or Hugo's
     # other autoHeadingIDType values, github-ascii and blackfriday.
     heading_ids: str = "github"
+    # Import aliases a link may start with (tsconfig `paths`: `@assets/` -> `../../assets/`), each to a
+    # folder relative to the manual root.
+    aliases: tuple[tuple[str, str], ...] = ()
     problems: tuple[str, ...] = ()
 
     def fingerprint(self) -> str:
@@ -76,6 +79,7 @@ class Site:
                 self.static,
                 self.term_ids,
                 self.heading_ids,
+                self.aliases,
             ],
             sort_keys=True,
         )

@@ -308,6 +308,14 @@ class LinkResolver:
             path = unquote(path)
         if not path:
             return Located(source, frag, how="anchor")
+        for prefix, folder in self.site.aliases:
+            if path.startswith(prefix):
+                # An import alias (Astro's `@assets/x.svg` through tsconfig `paths`): that file or nothing.
+                candidate = posixpath.normpath(posixpath.join(folder, path[len(prefix) :]))
+                found = (
+                    Located(candidate, None, how="alias") if self.exists(candidate) else Located(None, None)
+                )
+                return found if frag is None else Located(found.file, frag, found.external, found.how)
         if path.startswith("/"):
             hit = self._absolute.get(path)
             if hit is None:
