@@ -104,6 +104,25 @@ def test_disable_all_then_enable_one() -> None:
     assert again.off("heading-skip", 1) and not again.off("heading-skip", 2)
 
 
+def test_markdownlint_comments_switch_the_rules_both_have() -> None:
+    # opentelemetry.io's pages carry `<!-- markdownlint-disable heading-increment -->`.
+    text = (
+        "<!-- markdownlint-disable heading-increment -->\n"  # 1
+        "x\n"  # 2
+        "<!-- markdownlint-enable MD001 -->\n"  # 3
+        "<!-- markdownlint-disable MD013 line-length -->\n"  # 4: rules udm does not have
+        "<!-- markdownlint-disable-next-line link-fragments -->\n"  # 5
+        "[a](#nope)\n"  # 6
+        "<!-- markdownlint-disable -->\n"  # 7: all of markdownlint's, so the two both have
+        "y\n"  # 8
+    )
+    sw = _Switches(text, "x.md")
+    assert sw.off("heading-skip", 2) and not sw.off("heading-skip", 3)
+    assert not sw.off("broken-link", 6) and sw.off("broken-anchor", 6) and not sw.off("broken-anchor", 5)
+    assert sw.off("heading-skip", 8) and sw.off("broken-anchor", 8)
+    assert not sw.off("broken-link", 8) and not sw.off("duplicate-id", 8)
+
+
 def _cli(settings: Settings, *args: str) -> int:
     return run(["--root", str(settings.udm_root), "--state-dir", str(settings.state_path), *args])
 

@@ -3,7 +3,8 @@
 What a docs team tunes (markdownlint's conventions): each rule's severity or `off` (`lint_rules`),
 path globs where rules are not reported (`lint_ignore`), and comments in the files:
 `<!-- udm-lint-disable RULE ... -->` / `<!-- udm-lint-enable RULE ... -->` (no rule: all of them),
-`udm-lint-disable-line`, `udm-lint-disable-next-line`, `udm-lint-disable-file` and `udm-lint-enable-file`.
+`udm-lint-disable-line`, `udm-lint-disable-next-line`, `udm-lint-disable-file` and `udm-lint-enable-file`;
+markdownlint's own comments switch the rules both have (MD001 heading-increment, MD051 link-fragments).
 `exit_code` turns findings into the command's exit status (udm/index/lint_format.py writes the reports).
 """
 
@@ -292,9 +293,28 @@ _CHECKS: tuple[Callable[[duckdb.DuckDBPyConnection], Iterator[Finding]], ...] = 
 
 _SEVERITIES = ("error", "warning", "off")
 _DIRECTIVE = re.compile(
-    r"<!--\s*udm-lint-(disable-next-line|disable-line|disable-file|enable-file|disable|enable)"
+    r"<!--\s*(udm-lint|markdownlint)-(disable-next-line|disable-line|disable-file|enable-file|disable|enable)"
     r"((?:\s+[A-Za-z0-9][\w-]*)*)\s*-->"
 )
+# markdownlint's rules that are udm's too (by number and by alias): its comments, already in many
+# manuals, switch them as they switch markdownlint's.
+_MARKDOWNLINT = {
+    "md001": "heading-skip",
+    "heading-increment": "heading-skip",
+    "header-increment": "heading-skip",
+    "md051": "broken-anchor",
+    "link-fragments": "broken-anchor",
+}
+
+
+def _directive_rules(tool: str, names: str) -> set[str]:
+    """The udm rules a directive names ({"*"}: all of them); a markdownlint one names its own rules."""
+    listed = names.split()
+    if tool == "udm-lint":
+        return set(listed) or {"*"}
+    if not listed:
+        return set(_MARKDOWNLINT.values())
+    return {_MARKDOWNLINT[n.lower()] for n in listed if n.lower() in _MARKDOWNLINT}
 
 
 @dataclass(frozen=True)
@@ -348,7 +368,7 @@ class _Switches:
 
         # Comments inside code blocks are examples, not directives.
         code: set[int] = set()
-        if "udm-lint-" in text:
+        if "lint-" in text:
             try:
                 blocks = parse_document(text, path).blocks
             except MarkdownParseError:
@@ -359,10 +379,12 @@ class _Switches:
         self.line_off: dict[int, set[str]] = {}
         self.changes: list[tuple[int, str, set[str]]] = []  # (1-based line, disable|enable, rules or {"*"})
         for i, line in enumerate(text.splitlines()):
-            if "udm-lint-" not in line or i in code:
+            if "lint-" not in line or i in code:
                 continue
             for match in _DIRECTIVE.finditer(line):
-                verb, rules = match.group(1), set(match.group(2).split()) or {"*"}
+                verb, rules = match.group(2), _directive_rules(match.group(1), match.group(3))
+                if not rules:
+                    continue  # only markdownlint rules udm does not have
                 if verb == "disable-file":
                     self.file_off |= rules
                 elif verb == "enable-file":
