@@ -228,3 +228,12 @@ def test_pre_commit_hook() -> None:
     assert hook["entry"] == "udm lint" and hook["language"] == "python" and hook["pass_filenames"] is False
     scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
     assert "udm" in scripts
+
+
+def test_markdownlint_comments_in_a_manual(tmp_path: Path) -> None:
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "a.md").write_text("# A\n\n<!-- markdownlint-disable heading-increment -->\n\n#### Deep\n")
+    (root / "b.md").write_text("# B\n\n#### Deep\n")
+    settings = load_settings(cwd=tmp_path, root=root, state_dir=tmp_path / "state")
+    assert {(f.file, f.rule) for f in lint(settings)} == {("b.md", "heading-skip")}

@@ -433,7 +433,7 @@ def apply_config(
             continue
         if f.file not in switches:
             text = read_text(f.file)
-            switches[f.file] = _Switches(text, f.file) if text and "udm-lint-" in text else None
+            switches[f.file] = _Switches(text, f.file) if text and "lint-" in text else None
         sw = switches[f.file]
         if sw is not None and sw.off(f.rule, f.line):
             continue
