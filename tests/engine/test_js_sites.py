@@ -312,3 +312,23 @@ def test_a_broken_tsconfig_gives_no_aliases(tmp_path: Path, text: str) -> None:
 
     (tmp_path / "tsconfig.json").write_text(text)
     assert ts_aliases(tmp_path, tmp_path) == ()
+
+
+def test_starlight_locales_imported_from_a_json_file(tmp_path: Path) -> None:
+    # tauri: `import locales from './locales.json'` and `starlight({ locales })`, no defaultLocale: the
+    # file's keys are the locales, its `root` the default.
+    docs = tmp_path / "src" / "content" / "docs"
+    for folder in ("fr", "it", "guides"):
+        (docs / folder).mkdir(parents=True)
+    (tmp_path / "locales.json").write_text('{"root": {"label": "English"}, "fr": {"label": "Français"}}')
+    (tmp_path / "astro.config.mjs").write_text(
+        "import starlight from '@astrojs/starlight';\nimport locales from './locales.json';\n"
+        "export default { integrations: [starlight({ title: 'T', locales })] };\n"
+    )
+    assert detect_site(docs, stop=tmp_path).redirects == (("/fr/:slug*", "/:slug*"),)
+    # A file outside the site's folder is not read.
+    (tmp_path / "astro.config.mjs").write_text(
+        "import starlight from '@astrojs/starlight';\nimport locales from '../../etc/locales.json';\n"
+        "export default { integrations: [starlight({ title: 'T', locales })] };\n"
+    )
+    assert detect_site(docs, stop=tmp_path).redirects == ()

@@ -312,6 +312,7 @@ def ts_aliases(root: Path, here: Path) -> tuple[tuple[str, str], ...]:
 
 # A top-level folder of Starlight's content that names a locale (BCP 47: `en`, `pt-br`, `zh-Hant`).
 _LOCALE_FOLDER = re.compile(r"^[a-z]{2,3}(?:-[a-z0-9]{2,8})*$", re.IGNORECASE)
+_MAX_LOCALES = 100
 _TWO_LETTER_LOCALE = re.compile(r"^[a-z]{2}(?:-[a-z0-9]{2,8})*$", re.IGNORECASE)
 _JS_KEY = re.compile(r"""(?:^|[{,])\s*(?:(['"])([^'"]+)\1|([A-Za-z_$][\w$-]*))\s*:""")
 
@@ -327,8 +328,11 @@ def starlight(root: Path, here: Path, text: str) -> Site:
     options = text[text.find("starlight(") :] if "starlight(" in text else text
     default = _js_string(options, "defaultLocale")
     block = _js_block(options, "locales")
+    imported = None if block is not None else _imported_locales(text, options, here)
     if block is not None and block.startswith("{"):
         locales = _js_keys(block)
+    elif imported is not None:
+        locales = imported  # `import locales from './locales.json'` (tauri's docs)
     else:
         # `locales: localesConfig` (imported): the locale folders of the content say which there are.
         try:
@@ -363,6 +367,30 @@ def starlight(root: Path, here: Path, text: str) -> Site:
         redirects=tuple(redirects),
         static=static_folders(root, [here / "public"]),
     )
+
+
+def _imported_locales(text: str, options: str, here: Path) -> list[str] | None:
+    """The keys of the JSON file the `locales` option is imported from (`import locales from
+    './locales.json'`, `locales` or `locales: name`), when it is one beside the config; else None."""
+    used = re.search(r"(?<![\w$.])locales\s*(?::\s*([A-Za-z_$][\w$]*))?\s*[,}\n]", options)
+    if used is None:
+        return None
+    name = used.group(1) or "locales"
+    source = re.search(rf"import\s+{re.escape(name)}\s+from\s+['\"](\.{{1,2}}/[^'\"\n]+\.json)['\"]", text)
+    if source is None:
+        return None
+    path = (here / source.group(1)).resolve()
+    if not path.is_relative_to(here.resolve()):
+        return None  # only a file of the site's own folder
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(1 << 20)
+        data_text = raw.decode("utf-8")
+        check_text(data_text, "json", what="the locales file")
+        data = json.loads(data_text)
+    except (OSError, ValueError, UdmError):
+        return None
+    return [k for k in data if isinstance(k, str)][:_MAX_LOCALES] if isinstance(data, dict) else None
 
 
 def _astro_redirects(text: str) -> list[tuple[str, str]]:
