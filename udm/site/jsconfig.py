@@ -15,6 +15,7 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 from udm.datalimits import check_text
 from udm.errors import UdmError
@@ -221,6 +222,20 @@ def docusaurus(root: Path, here: Path, text: str) -> Site:
 _MAX_VERSIONS = 100
 
 
+def _json_file(path: Path, what: str, *, jsonc: bool = False) -> Any:
+    """A JSON file a site's config reads beside it (untrusted: 1 MiB and the data limits); None when
+    it is absent or cannot be read. `jsonc`: comments and trailing commas allowed, as TypeScript reads."""
+    try:
+        with path.open("rb") as fh:
+            text = fh.read(1 << 20).decode("utf-8")
+        if jsonc:
+            text = re.sub(r",(\s*[}\]])", r"\1", _without_comments(text))
+        check_text(text, "json", what=what)
+        return json.loads(text)
+    except (OSError, ValueError, UdmError):  # absent, unreadable, not JSON, past the data limits
+        return None
+
+
 def docs_versions_file(here: Path) -> Path:
     """Docusaurus' list of released docs versions, beside its config."""
     return here / "versions.json"
@@ -228,15 +243,7 @@ def docs_versions_file(here: Path) -> Path:
 
 def _released_versions(here: Path) -> list[str]:
     """The versions in versions.json, newest first ([] when there is none or it cannot be read)."""
-    path = docs_versions_file(here)
-    try:
-        with path.open("rb") as fh:
-            raw = fh.read(1 << 20)
-        text = raw.decode("utf-8")
-        check_text(text, "json", what="versions.json")
-        data = json.loads(text)
-    except (OSError, ValueError, UdmError):  # absent, unreadable, not JSON, past the data limits
-        return []
+    data = _json_file(docs_versions_file(here), "versions.json")
     if not isinstance(data, list):
         return []
     names = [v for v in data if isinstance(v, str) and v.strip() and "/" not in v and ".." not in v]
@@ -283,16 +290,7 @@ def tsconfig_file(here: Path) -> Path:
 def ts_aliases(root: Path, here: Path) -> tuple[tuple[str, str], ...]:
     """`compilerOptions.paths` of tsconfig.json (`"@assets/*": ["src/assets/*"]`) as (prefix, folder
     relative to `root`), for the wildcard aliases; () when there is none or it cannot be read."""
-    path = tsconfig_file(here)
-    try:
-        with path.open("rb") as fh:
-            raw = fh.read(1 << 20)
-        # JSON with comments and trailing commas, as TypeScript reads it.
-        text = re.sub(r",(\s*[}\]])", r"\1", _without_comments(raw.decode("utf-8")))
-        check_text(text, "json", what="tsconfig.json")
-        data = json.loads(text)
-    except (OSError, ValueError, UdmError):
-        return ()
+    data = _json_file(tsconfig_file(here), "tsconfig.json", jsonc=True)
     options = data.get("compilerOptions") if isinstance(data, dict) else None
     paths = options.get("paths") if isinstance(options, dict) else None
     if not isinstance(paths, dict):
@@ -382,14 +380,7 @@ def _imported_locales(text: str, options: str, here: Path) -> list[str] | None:
     path = (here / source.group(1)).resolve()
     if not path.is_relative_to(here.resolve()):
         return None  # only a file of the site's own folder
-    try:
-        with path.open("rb") as fh:
-            raw = fh.read(1 << 20)
-        data_text = raw.decode("utf-8")
-        check_text(data_text, "json", what="the locales file")
-        data = json.loads(data_text)
-    except (OSError, ValueError, UdmError):
-        return None
+    data = _json_file(path, "the locales file")
     return [k for k in data if isinstance(k, str)][:_MAX_LOCALES] if isinstance(data, dict) else None
 
 
