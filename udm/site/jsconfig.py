@@ -303,7 +303,12 @@ def ts_aliases(root: Path, here: Path) -> tuple[tuple[str, str], ...]:
         target = targets[0]
         if not isinstance(target, str) or not target.endswith("/*") or "\0" in target:
             continue
-        folder = os.path.relpath(os.path.normpath(base / target[:-2]), os.path.normpath(root))
+        absolute = os.path.normpath(base / target[:-2])
+        if not (absolute + os.sep).startswith(os.path.normpath(here) + os.sep):
+            # The file is untrusted input: an alias into the rest of the machine would let a link
+            # ask whether any file exists there.
+            continue
+        folder = os.path.relpath(absolute, os.path.normpath(root))
         out.append((alias[:-1], folder.replace(os.sep, "/")))
     return tuple(out[:_MAX_ALIASES])
 
