@@ -305,7 +305,16 @@ def test_astro_import_aliases_from_tsconfig(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["{", '{"compilerOptions": {"paths": "x"}}', "[" * 50_000, '{"compilerOptions": 3}']
+    "text",
+    [
+        "{",
+        '{"compilerOptions": {"paths": "x"}}',
+        "[" * 50_000,
+        '{"compilerOptions": 3}',
+        # Aliases out of the site's folder: a link could ask whether any file of the machine exists.
+        '{"compilerOptions": {"paths": {"@etc/*": ["/etc/*"], "@up/*": ["../../*"]}}}',
+        '{"compilerOptions": {"baseUrl": "/", "paths": {"@r/*": ["etc/*"]}}}',
+    ],
 )
 def test_a_broken_tsconfig_gives_no_aliases(tmp_path: Path, text: str) -> None:
     from udm.site.jsconfig import ts_aliases
