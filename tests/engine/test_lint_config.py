@@ -16,7 +16,7 @@ from flows.cli import run
 from udm.config import Settings, load_settings
 from udm.index import LintConfig, lint
 from udm.index.lint_format import SARIF_SCHEMA
-from udm.index.lint_rules import RULES, _Switches
+from udm.index.lint_rules import _OWN_ANCHOR, RULES, _Switches
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -118,8 +118,10 @@ def test_markdownlint_comments_switch_the_rules_both_have() -> None:
     )
     sw = _Switches(text, "x.md")
     assert sw.off("heading-skip", 2) and not sw.off("heading-skip", 3)
-    assert not sw.off("broken-link", 6) and sw.off("broken-anchor", 6) and not sw.off("broken-anchor", 5)
-    assert sw.off("heading-skip", 8) and sw.off("broken-anchor", 8)
+    # link-fragments is markdownlint's check of a page's own anchors: those, not links into others.
+    assert sw.off(_OWN_ANCHOR, 6) and not sw.off("broken-anchor", 6) and not sw.off(_OWN_ANCHOR, 5)
+    assert not sw.off("broken-link", 6)
+    assert sw.off("heading-skip", 8) and sw.off(_OWN_ANCHOR, 8)
     assert not sw.off("broken-link", 8) and not sw.off("duplicate-id", 8)
 
 
@@ -237,3 +239,23 @@ def test_markdownlint_comments_in_a_manual(tmp_path: Path) -> None:
     (root / "b.md").write_text("# B\n\n#### Deep\n")
     settings = load_settings(cwd=tmp_path, root=root, state_dir=tmp_path / "state")
     assert {(f.file, f.rule) for f in lint(settings)} == {("b.md", "heading-skip")}
+
+
+def test_markdownlint_capture_restore_and_own_anchors(tmp_path: Path) -> None:
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "b.md").write_text("# B\n")
+    (root / "a.md").write_text(
+        "# A\n\n"
+        "<!-- markdownlint-capture -->\n<!-- markdownlint-disable MD051 -->\n"  # 3, 4
+        "[q](#quiet) [x](b.md#cross)\n"  # 5: own anchor off; a link into b.md still checked
+        "<!-- markdownlint-restore -->\n"  # 6
+        "[l](#loud)\n"  # 7: the switches as they stood before the capture
+        "<!-- eslint-disable no-undef -->\n"  # 8: another tool's comment
+    )
+    settings = load_settings(cwd=tmp_path, root=root, state_dir=tmp_path / "state")
+    found = {(f.line, f.message) for f in lint(settings) if f.rule == "broken-anchor"}
+    assert found == {
+        (5, "no heading with anchor #cross in b.md"),
+        (7, "no heading with anchor #loud in a.md"),
+    }

@@ -293,18 +293,24 @@ _CHECKS: tuple[Callable[[duckdb.DuckDBPyConnection], Iterator[Finding]], ...] = 
 
 _SEVERITIES = ("error", "warning", "off")
 _DIRECTIVE = re.compile(
-    r"<!--\s*(udm-lint|markdownlint)-(disable-next-line|disable-line|disable-file|enable-file|disable|enable)"
+    r"<!--\s*(udm-lint|markdownlint)-(disable-next-line|disable-line|disable-file|enable-file|disable|enable"
+    r"|capture|restore)"
     r"((?:\s+[A-Za-z0-9][\w-]*)*)\s*-->"
 )
 # markdownlint's rules that are udm's too (by number and by alias): its comments, already in many
 # manuals, switch them as they switch markdownlint's.
+# markdownlint's link-fragments checks a page's links to its own headings only: switching it off
+# leaves udm's findings for links into other pages.
+_OWN_ANCHOR = "broken-anchor(own page)"
 _MARKDOWNLINT = {
     "md001": "heading-skip",
     "heading-increment": "heading-skip",
     "header-increment": "heading-skip",
-    "md051": "broken-anchor",
-    "link-fragments": "broken-anchor",
+    "md051": _OWN_ANCHOR,
+    "link-fragments": _OWN_ANCHOR,
 }
+# Where a file's comments are looked for: udm's and markdownlint's, not eslint-disable and the like.
+_HAS_DIRECTIVE = re.compile(r"udm-lint-|markdownlint-")
 
 
 def _directive_rules(tool: str, names: str) -> set[str]:
@@ -368,7 +374,7 @@ class _Switches:
 
         # Comments inside code blocks are examples, not directives.
         code: set[int] = set()
-        if "lint-" in text:
+        if _HAS_DIRECTIVE.search(text):
             try:
                 blocks = parse_document(text, path).blocks
             except MarkdownParseError:
@@ -383,6 +389,11 @@ class _Switches:
                 continue
             for match in _DIRECTIVE.finditer(line):
                 verb, rules = match.group(2), _directive_rules(match.group(1), match.group(3))
+                if verb in ("capture", "restore"):
+                    if match.group(1) == "markdownlint":
+                        # markdownlint's capture/restore: the switches as they stood come back.
+                        self.changes.append((i + 1, verb, set()))
+                    continue
                 if not rules:
                     continue  # only markdownlint rules udm does not have
                 if verb == "disable-file":
@@ -402,10 +413,16 @@ class _Switches:
             return True
         disabled: set[str] = set()
         all_off = False
+        saved: list[tuple[bool, set[str]]] = []
         for at, verb, rules in self.changes:
             if at > line:
                 break
-            if verb == "disable":
+            if verb == "capture":
+                saved.append((all_off, set(disabled)))
+            elif verb == "restore":
+                if saved:
+                    all_off, disabled = saved.pop()
+            elif verb == "disable":
                 if "*" in rules:
                     all_off, disabled = True, set()
                 else:
@@ -433,12 +450,20 @@ def apply_config(
             continue
         if f.file not in switches:
             text = read_text(f.file)
-            switches[f.file] = _Switches(text, f.file) if text and "lint-" in text else None
+            switches[f.file] = _Switches(text, f.file) if text and _HAS_DIRECTIVE.search(text) else None
         sw = switches[f.file]
-        if sw is not None and sw.off(f.rule, f.line):
+        if sw is not None and (
+            sw.off(f.rule, f.line)
+            or (f.rule == "broken-anchor" and _own_page(f) and sw.off(_OWN_ANCHOR, f.line))
+        ):
             continue
         out.append(f if severity == f.severity else replace(f, severity=severity))
     return out
+
+
+def _own_page(finding: Finding) -> bool:
+    """Whether a broken-anchor finding is a link to the page's own headings."""
+    return finding.message.endswith(f" in {finding.file}")
 
 
 def exit_code(findings: list[Finding], config: LintConfig) -> int:

@@ -36,7 +36,9 @@ _ATTR = re.compile(
 )
 _COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 # What a <script> or <style> element holds is code, not markup: its words are no attributes.
-_CODE_ELEMENT = re.compile(r"(<(script|style)\b[^>]*>)(.*?)(?=</\2\s*>|\Z)", re.DOTALL | re.IGNORECASE)
+_CODE_OPEN = re.compile(r"<(script|style)\b", re.IGNORECASE | re.ASCII)
+# Searched in the text itself: lower() changes some lengths (İ), so its offsets would not be the text's.
+_CODE_CLOSE = {name: re.compile(f"</{name}", re.IGNORECASE | re.ASCII) for name in ("script", "style")}
 
 
 def attr_links(content: str, base: int, form: str, out: list[tuple[int, str, str]]) -> None:
@@ -45,8 +47,7 @@ def attr_links(content: str, base: int, form: str, out: list[tuple[int, str, str
         content = _COMMENT.sub(lambda m: " " * len(m.group(0).encode("utf-8")), content)
     low = content.lower()
     if "<script" in low or "<style" in low:
-        # Blanked byte for byte (the offsets after it stay the file's); the opening tag stays.
-        content = _CODE_ELEMENT.sub(lambda m: m.group(1) + " " * len(m.group(3).encode("utf-8")), content)
+        content = _blank_code(content)
     ascii_text = content.isascii()
     done_chars = done_bytes = 0  # counted on from the last match: linear on large blocks
     for m in _ATTR.finditer(content):
@@ -64,6 +65,29 @@ def attr_links(content: str, base: int, form: str, out: list[tuple[int, str, str
         target = unescape(value).strip()
         if target:
             out.append((base + at, target, form))
+
+
+def _blank_code(content: str) -> str:
+    """The text of each <script>/<style> element blanked byte for byte (offsets after it stay the
+    file's; its opening tag stays), in one pass: each tag's `>` and closing tag are looked for once."""
+    out: list[str] = []
+    at = 0
+    for m in _CODE_OPEN.finditer(content):
+        if m.start() < at:
+            continue  # inside an element already blanked
+        tag_end = content.find(">", m.end())
+        if tag_end < 0:
+            break  # no tag closes: nor will a later one
+        found = _CODE_CLOSE[m.group(1).lower()].search(content, tag_end)
+        closing = -1 if found is None else found.start()
+        end = len(content) if closing < 0 else closing
+        out.append(content[at : tag_end + 1])
+        out.append(" " * len(content[tag_end + 1 : end].encode("utf-8")))
+        at = end
+        if closing < 0:
+            break
+    out.append(content[at:])
+    return "".join(out)
 
 
 def _tag_name(content: str, at: int) -> str:

@@ -61,7 +61,7 @@ def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool]:
     )
     # `## Spell check {.notranslate lang=en}`: where the site reads attribute lists, one is no text.
     attributes = site.generator in _ATTRIBUTE_SITES
-    texts = [_ATTRIBUTES.sub("", t) if attributes else t for t, own in headings if own is None]
+    texts = [_strip_attributes(t) if attributes else t for t, own in headings if own is None]
     if own_rule is not None:
         seen: dict[str, int] = {}
         for t in texts + nested:
@@ -78,7 +78,19 @@ def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool]:
 # Sites that read an attribute list after a heading (Hugo's goldmark by default, MkDocs' attr_list,
 # VitePress's markdown-it-attrs): classes and key=value pairs, without an id (an id is the anchor).
 _ATTRIBUTE_SITES = ("hugo", "mkdocs", "vitepress")
-_ATTRIBUTES = re.compile(r"[ \t]*\{:?[ \t]*(?:\.[\w-]+|[A-Za-z_][\w-]*=)[^{}#]*\}$")
+# Tried on the last `{...}` of the text only, and read one way (a class is `.` then anything but
+# braces and `#`), so a long heading is read in linear time.
+_ATTRIBUTES = re.compile(r"\{:?[ \t]*(?:\.|[A-Za-z_][\w-]*=)[^{}#]*\}")
+
+
+def _strip_attributes(text: str) -> str:
+    """A heading's text without an attribute list at its end that names no id (`{.note lang=en}`)."""
+    if not text.endswith("}"):
+        return text
+    start = text.rfind("{")
+    if start < 0 or not _ATTRIBUTES.fullmatch(text, start):
+        return text
+    return text[:start].rstrip(" \t")
 
 
 def blackfriday_slug(text: str) -> str:

@@ -10,6 +10,7 @@ files each hold one top-level key (`languages.toml`, `module.yaml`, `markup.toml
 from __future__ import annotations
 
 import json
+import os
 import posixpath
 import tomllib
 from collections.abc import Callable
@@ -29,6 +30,7 @@ from udm.site.model import (
     Mount,
     Site,
     path_of_url,
+    read_head,
     static_folders,
     under,
 )
@@ -82,8 +84,7 @@ _CONFIG_FILES: tuple[tuple[str, str], ...] = (
 
 
 def _read_config(path: Path) -> str:
-    with path.open("rb") as fh:
-        raw = fh.read(_MAX_CONFIG_BYTES + 1)
+    raw = read_head(path, _MAX_CONFIG_BYTES)
     if len(raw) > _MAX_CONFIG_BYTES:
         raise ValueError(f"larger than {_MAX_CONFIG_BYTES} bytes")
     return raw.decode("utf-8", errors="replace")
@@ -189,9 +190,46 @@ def detect_site(
         except Exception as exc:  # each reader (JSON, YAML, TOML, JS) has its own error types
             site = Site(generator=gen, problems=(f"{path}: cannot read the site config: {exc}",))
         site = replace(site, generator=gen, config_file=str(path) if path.is_file() else None)
+        if path.is_file():
+            site = _within(site, root, _boundary(root, path.parent, stop))
     if base_path is not None:
         site = replace(site, base_path=path_of_url(base_path))
     return site
+
+
+def _boundary(root: Path, config_dir: Path, stop: Path | None) -> Path:
+    """How far out of the manual a site's folders may lie: the repository (or project) holding the
+    config, else the folder that holds both the manual and the config."""
+    here = config_dir
+    for _ in range(64):
+        if (here / ".git").exists() or (stop is not None and here == stop):
+            return here
+        if here.parent == here:
+            break
+        here = here.parent
+    return Path(os.path.commonpath([os.path.normpath(root), os.path.normpath(config_dir)]))
+
+
+def _within(site: Site, root: Path, boundary: Path) -> Site:
+    """The site with the folders its config names outside `boundary` left out, each as a problem.
+
+    The config is untrusted input: a content folder of `/etc` (a Hugo `contentDir`, a module mount,
+    a docs `path`) would let a link ask whether any file of the machine exists."""
+    limit = os.path.normpath(boundary)
+
+    def inside(rel: str) -> bool:
+        folder = os.path.normpath(os.path.join(root, rel))
+        return folder == limit or folder.startswith(limit.rstrip(os.sep) + os.sep)
+
+    mounts = tuple(m for m in site.mounts if inside(m.folder))
+    static = tuple(f for f in site.static if inside(f))
+    aliases = tuple(a for a in site.aliases if inside(a[1]))
+    dropped = [m.folder for m in site.mounts if m not in mounts] + [f for f in site.static if f not in static]
+    dropped += [a[1] for a in site.aliases if a not in aliases]
+    if not dropped:
+        return site
+    problems = tuple(f"{folder}: outside {limit}, not read as part of the site" for folder in dropped)
+    return replace(site, mounts=mounts, static=static, aliases=aliases, problems=site.problems + problems)
 
 
 def _mintlify(root: Path, here: Path, text: str) -> Site:

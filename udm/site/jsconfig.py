@@ -19,7 +19,7 @@ from typing import Any
 
 from udm.datalimits import check_text
 from udm.errors import UdmError
-from udm.site.model import Mount, Site, path_of_url, static_folders, under
+from udm.site.model import Mount, Site, path_of_url, read_head, static_folders, under
 
 __all__ = ["docs_versions_file", "docusaurus", "starlight", "ts_aliases", "tsconfig_file", "vitepress"]
 
@@ -133,8 +133,10 @@ def _string_end(text: str, start: int) -> int | None:
 
 def _js_string(text: str, key: str, consts: dict[str, str] | None = None) -> str | None:
     """The string value of the first `key:`: a literal, a template or a constant of `consts`."""
+    # A string's characters are `\\x` or one that is neither the quote nor a backslash: read one way
+    # only, so an unclosed string of backslashes is not tried in every split (exponential).
     match = re.search(
-        rf"(?<![\w$.]){re.escape(key)}\s*:\s*(?:(['\"`])((?:\\.|(?!\1).)*)\1|([A-Za-z_$][\w$]*)\s*[,}}\n])",
+        rf"(?<![\w$.]){re.escape(key)}\s*:\s*(?:(['\"`])((?:\\.|(?!\1)[^\\\n])*)\1|([A-Za-z_$][\w$]*)\s*[,}}\n])",
         text,
     )
     if match is None:
@@ -146,7 +148,8 @@ def _js_string(text: str, key: str, consts: dict[str, str] | None = None) -> str
 
 # `const NAME = '...'` (or let/var) at the start of a line: the constants a config builds values from.
 _CONST = re.compile(
-    r"""^[ \t]*(?:export\s+)?(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=\s*(['"`])((?:\\.|(?!\2).)*)\2""", re.M
+    r"""^[ \t]*(?:export\s+)?(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=\s*(['"`])((?:\\.|(?!\2)[^\\\n])*)\2""",
+    re.M,
 )
 _PLACEHOLDER = re.compile(r"\$\{\s*([A-Za-z_$][\w$]*)\s*\}")
 _MAX_CONSTS = 200
@@ -174,7 +177,7 @@ def _template(value: str, consts: dict[str, str]) -> str | None:
 
 
 def _js_strings(text: str) -> list[str]:
-    return [m.group(2) for m in re.finditer(r"(['\"`])((?:\\.|(?!\1).)*)\1", text)]
+    return [m.group(2) for m in re.finditer(r"(['\"`])((?:\\.|(?!\1)[^\\\n])*)\1", text)]
 
 
 def docusaurus(root: Path, here: Path, text: str) -> Site:
@@ -226,8 +229,10 @@ def _json_file(path: Path, what: str, *, jsonc: bool = False) -> Any:
     """A JSON file a site's config reads beside it (untrusted: 1 MiB and the data limits); None when
     it is absent or cannot be read. `jsonc`: comments and trailing commas allowed, as TypeScript reads."""
     try:
-        with path.open("rb") as fh:
-            text = fh.read(1 << 20).decode("utf-8")
+        raw = read_head(path, 1 << 20)
+        if len(raw) > 1 << 20:
+            return None
+        text = raw.decode("utf-8")
         if jsonc:
             text = re.sub(r",(\s*[}\]])", r"\1", _without_comments(text))
         check_text(text, "json", what=what)
@@ -375,7 +380,8 @@ def starlight(root: Path, here: Path, text: str) -> Site:
 def _imported_locales(text: str, options: str, here: Path) -> list[str] | None:
     """The keys of the JSON file the `locales` option is imported from (`import locales from
     './locales.json'`, `locales` or `locales: name`), when it is one beside the config; else None."""
-    used = re.search(r"(?<![\w$.])locales\s*(?::\s*([A-Za-z_$][\w$]*))?\s*[,}\n]", options)
+    # No two `\s*` side by side: a run of spaces is read one way (it took seconds for 40,000).
+    used = re.search(r"(?<![\w$.])locales\s*(?::\s*([A-Za-z_$][\w$]*)\s*)?[,}\n]", options)
     if used is None:
         return None
     name = used.group(1) or "locales"
@@ -397,7 +403,9 @@ def _astro_redirects(text: str) -> list[tuple[str, str]]:
     if not block:
         return []
     pairs = re.finditer(
-        r"""(['"])(/[^'"]*)\1\s*:\s*(?:(['"])([^'"]+)\3|\{[^{}]*?destination\s*:\s*(['"])([^'"]+)\5[^{}]*\})""",
+        # The first `destination` of an object is its own, taken once (atomic): trying every later
+        # one made an object of 4,000 of them quadratic.
+        r"""(['"])(/[^'"]*)\1\s*:\s*(?:(['"])([^'"]+)\3|\{(?>[^{}]*?destination\s*:\s*(['"])([^'"]+)\5)[^{}]*\})""",
         block,
     )
     return [(m.group(2), m.group(4) or m.group(6)) for m in pairs]

@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ __all__ = [
     "Mount",
     "Site",
     "path_of_url",
+    "read_head",
     "static_folders",
     "under",
 ]
@@ -112,6 +114,19 @@ def under(root: Path, folder: Path, prefix: str, kind: str, strip_numbers: bool)
         return Mount("", "/".join(p for p in [prefix, *parts] if p), kind)
     # Published beside the manual (its blog when the manual is docs/): routes there are checked on disk.
     return Mount(os.path.relpath(folder_s, root_s).replace(os.sep, "/"), prefix, kind)
+
+
+def read_head(path: Path, limit: int) -> bytes:
+    """Up to `limit` + 1 bytes of a regular file (OSError for anything else: a named pipe written
+    in the manual would block an open for reading until a writer came)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path}: not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read(limit + 1)
+    finally:
+        os.close(fd)
 
 
 def static_folders(root: Path, folders: Iterable[Path]) -> tuple[str, ...]:

@@ -280,6 +280,7 @@ class LinkResolver:
     is_folder: Callable[[str], bool] | None = None
     _relative: dict[tuple[str, str], Located] = field(default_factory=dict)
     _absolute: dict[str, Located] = field(default_factory=dict)
+    _has_pages: dict[str, bool] = field(default_factory=dict)
 
     @property
     def site(self) -> Site:
@@ -287,11 +288,16 @@ class LinkResolver:
         return self.routes.site
 
     def folder_has_pages(self, folder: str) -> bool:
-        """Whether a folder publishes something: an indexed page in it, or (beside the manual) it exists."""
-        prefix = f"{folder}/" if folder and folder != "." else ""
-        if any(p.startswith(prefix) for p in self.routes.pages):
-            return True
-        return bool(folder) and self.is_folder is not None and self.is_folder(folder)
+        """Whether a folder publishes something: an indexed page in it, or (beside the manual) it exists.
+        Answered once per folder (a scan of the pages each time made many tag links quadratic)."""
+        known = self._has_pages.get(folder)
+        if known is None:
+            prefix = f"{folder}/" if folder and folder != "." else ""
+            known = any(p.startswith(prefix) for p in self.routes.pages) or (
+                bool(folder) and self.is_folder is not None and self.is_folder(folder)
+            )
+            self._has_pages[folder] = known
+        return known
 
     def locate(self, source: str, target: str) -> Located:
         """Where the link `target` written in `source` lands (before any anchor check)."""
@@ -312,8 +318,12 @@ class LinkResolver:
             if path.startswith(prefix):
                 # An import alias (Astro's `@assets/x.svg` through tsconfig `paths`): that file or nothing.
                 candidate = posixpath.normpath(posixpath.join(folder, path[len(prefix) :]))
+                # `@assets/../../../etc/passwd` leaves the alias's folder: no file of the site.
+                inside = candidate.startswith(folder.rstrip("/") + "/")
                 found = (
-                    Located(candidate, None, how="alias") if self.exists(candidate) else Located(None, None)
+                    Located(candidate, None, how="alias")
+                    if inside and self.exists(candidate)
+                    else Located(None, None)
                 )
                 return found if frag is None else Located(found.file, frag, found.external, found.how)
         if path.startswith("/"):
