@@ -106,3 +106,25 @@ def test_unclosed_strings_of_backslashes_read_in_linear_time(n: int) -> None:
     assert _js_string("baseUrl: '" + "\\" * n + "\n};", "baseUrl") is None
     assert _consts("const BASE = '" + "\\" * n + "\n") == {}
     assert time.monotonic() - started < 2
+
+
+def test_crafted_text_reads_in_linear_time(tmp_path: Path) -> None:
+    from udm.markdown import parse_document
+    from udm.site.anchors import _strip_attributes
+    from udm.site.jsconfig import _astro_redirects, _imported_locales
+
+    cases = [
+        # 131,000 unclosed <script tags in one HTML block (1 min 37 s in `udm lint` before).
+        lambda: parse_document("# A\n\n" + "<script " * 131_000 + " href=x\n", "a.md").links,
+        # A heading attribute list that never closes, or holds a `#` at its end (quadratic before).
+        lambda: _strip_attributes("T {.a" + "a" * 600_000 + "#}"),
+        lambda: _strip_attributes("T {k" + "a" * 600_000 + "x}"),
+        # A run of spaces after `locales` (10 s for 40,000 before).
+        lambda: _imported_locales("x", "starlight({ locales" + " " * 400_000 + "x })", tmp_path),
+        # One redirect object holding 40,000 destinations and a nested block.
+        lambda: _astro_redirects("redirects: { '/a': { " + "destination:'x' " * 40_000 + " {} } }"),
+    ]
+    for case in cases:
+        started = time.monotonic()
+        case()
+        assert time.monotonic() - started < 3
