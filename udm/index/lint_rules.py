@@ -161,13 +161,14 @@ def _all_findings(settings: Settings, query: UdmQuery | None = None) -> list[Fin
     q = query or get_query(settings)
     q.fresh()
     findings: list[Finding] = []
-    matcher = id_matcher(settings.id_patterns)
+    doc_ids = None
+    if q.index.site().generator == "docusaurus":
+        matcher = id_matcher(settings.id_patterns)
 
-    def doc_id(ident: str) -> bool:
-        # A front matter `id:` on a Docusaurus site is the doc's id, unless it is of an ID family.
-        return not matcher.findall(ident)
+        def doc_ids(ident: str) -> bool:
+            # A front matter `id:` there is the doc's id, unless it is of one of the ID families.
+            return not matcher.findall(ident)
 
-    doc_ids = doc_id if q.index.site().generator == "docusaurus" else None
     with q.index.connect() as con:
         findings.extend(_duplicate_ids(con, doc_ids))
         for check in _CHECKS:

@@ -33,6 +33,7 @@ from udm.site.model import (
     read_head,
     static_folders,
     under,
+    within,
 )
 
 if TYPE_CHECKING:
@@ -189,8 +190,9 @@ def detect_site(
             site = _hugo(root, path, text) if gen == "hugo" else _READERS[gen](root, path.parent, text)
         except Exception as exc:  # each reader (JSON, YAML, TOML, JS) has its own error types
             site = Site(generator=gen, problems=(f"{path}: cannot read the site config: {exc}",))
-        site = replace(site, generator=gen, config_file=str(path) if path.is_file() else None)
-        if path.is_file():
+        is_file = path.is_file()
+        site = replace(site, generator=gen, config_file=str(path) if is_file else None)
+        if is_file:
             site = _within(site, root, _boundary(root, path.parent, stop))
     if base_path is not None:
         site = replace(site, base_path=path_of_url(base_path))
@@ -218,8 +220,7 @@ def _within(site: Site, root: Path, boundary: Path) -> Site:
     limit = os.path.normpath(boundary)
 
     def inside(rel: str) -> bool:
-        folder = os.path.normpath(os.path.join(root, rel))
-        return folder == limit or folder.startswith(limit.rstrip(os.sep) + os.sep)
+        return within(os.path.join(root, rel), limit)
 
     mounts = tuple(m for m in site.mounts if inside(m.folder))
     static = tuple(f for f in site.static if inside(f))

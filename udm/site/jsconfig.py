@@ -19,7 +19,7 @@ from typing import Any
 
 from udm.datalimits import check_text
 from udm.errors import UdmError
-from udm.site.model import Mount, Site, path_of_url, read_head, static_folders, under
+from udm.site.model import Mount, Site, path_of_url, read_head, static_folders, under, within
 
 __all__ = ["docs_versions_file", "docusaurus", "starlight", "ts_aliases", "tsconfig_file", "vitepress"]
 
@@ -192,7 +192,7 @@ def docusaurus(root: Path, here: Path, text: str) -> Site:
     blog = _own_level(_js_block(text, "blog") or "")
     blog_base = (_js_string(blog, "routeBasePath", consts) or "blog").strip("/")
     mounts = [
-        *_docs_versions(root, here, docs, docs_path, route_base, consts),
+        *_docs_versions(root, here, docs, own, docs_path, route_base, consts),
         under(root, here / "src" / "pages", "", "pages", False),
         under(root, here / (_js_string(blog, "path") or "blog"), blog_base, "blog", False),
     ]
@@ -256,16 +256,17 @@ def _released_versions(here: Path) -> list[str]:
 
 
 def _docs_versions(
-    root: Path, here: Path, docs: str, docs_path: str, route_base: str, consts: dict[str, str]
+    root: Path, here: Path, docs: str, own: str, docs_path: str, route_base: str, consts: dict[str, str]
 ) -> list[Mount | None]:
-    """The docs mounts: the current docs and each released version (`versioned_docs/version-<v>`).
+    """The docs mounts: the current docs and each released version (`versioned_docs/version-<v>`);
+    `docs` is the docs options block, `own` its own level (`_own_level`).
 
     With released versions, the last one (`lastVersion`, else the newest) is served at the route
     base and the others under `<base>/<version>`; the current docs under `<base>/next` unless they are
     the last version or `versions.current.path` says where.
     """
     versions = _released_versions(here)
-    last = _js_string(_own_level(docs), "lastVersion", consts) or (versions[0] if versions else "current")
+    last = _js_string(own, "lastVersion", consts) or (versions[0] if versions else "current")
     current = _own_level(_js_block(_js_block(docs, "versions") or "", "current") or "")
     current_path = _js_string(current, "path", consts)
     if current_path is None:
@@ -309,7 +310,7 @@ def ts_aliases(root: Path, here: Path) -> tuple[tuple[str, str], ...]:
         if not isinstance(target, str) or not target.endswith("/*") or "\0" in target:
             continue
         absolute = os.path.normpath(base / target[:-2])
-        if not (absolute + os.sep).startswith(os.path.normpath(here) + os.sep):
+        if not within(absolute, here):
             # The file is untrusted input: an alias into the rest of the machine would let a link
             # ask whether any file exists there.
             continue
@@ -389,7 +390,7 @@ def _imported_locales(text: str, options: str, here: Path) -> list[str] | None:
     if source is None:
         return None
     path = (here / source.group(1)).resolve()
-    if not path.is_relative_to(here.resolve()):
+    if not within(path, here.resolve()):
         return None  # only a file of the site's own folder
     data = _json_file(path, "the locales file")
     return [k for k in data if isinstance(k, str)][:_MAX_LOCALES] if isinstance(data, dict) else None

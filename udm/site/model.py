@@ -27,6 +27,7 @@ __all__ = [
     "read_head",
     "static_folders",
     "under",
+    "within",
 ]
 
 # Raised whenever udm.site.routes resolves some link otherwise (a new rule, a new anchor form): an index
@@ -114,6 +115,12 @@ def under(root: Path, folder: Path, prefix: str, kind: str, strip_numbers: bool)
         return Mount("", "/".join(p for p in [prefix, *parts] if p), kind)
     # Published beside the manual (its blog when the manual is docs/): routes there are checked on disk.
     return Mount(os.path.relpath(folder_s, root_s).replace(os.sep, "/"), prefix, kind)
+
+
+def within(path: str | Path, folder: str | Path) -> bool:
+    """Whether `path` is `folder` or lies below it, both taken as written (normalised, not resolved)."""
+    inner, outer = os.path.normpath(path), os.path.normpath(folder)
+    return inner == outer or inner.startswith(outer.rstrip(os.sep) + os.sep)
 
 
 def read_head(path: Path, limit: int) -> bytes:
