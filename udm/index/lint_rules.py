@@ -246,7 +246,7 @@ def _broken_links(con: duckdb.DuckDBPyConnection) -> Iterator[Finding]:
         if target_file is not None:
             where = file if target_file == file else target_file
             yield _finding(file, line, "broken-anchor", f"no heading with anchor #{fragment} in {where}")
-        elif not target.startswith("/") and outside_root(display_target(file, target)):
+        elif not target.startswith(("/", "{{")) and outside_root(display_target(file, target)):
             yield _finding(file, line, "broken-link", f"link target {target} is outside the UDM root")
         else:
             yield _finding(file, line, "broken-link", f"link target {target} does not exist")

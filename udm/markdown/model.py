@@ -76,7 +76,8 @@ class Link:
 
     form says how it is written: 'inline' `[t](x)`, 'reference' `[t][r]` / `[t][]` / `[t]`,
     'autolink' `<https://x>`, 'bare' (a GFM extended autolink: `www.x.org`, `https://x`),
-    'image' `![alt](x)`, 'html' (href/src of an HTML tag), 'jsx' (href/src of an MDX/JSX tag).
+    'image' `![alt](x)`, 'html' (href/src of an HTML tag), 'jsx' (href/src of an MDX/JSX tag),
+    'ref' (a Hugo `{{< ref "x" >}}` or `relref` shortcode; its target is the shortcode as written).
     """
 
     line: int

@@ -30,6 +30,7 @@ from mdurl import decode as _url_decode
 from udm.markdown.lines import split_lines
 from udm.markdown.mdx import Opaque, attr_links
 from udm.markdown.mdx import mask_mdx as _mask_mdx
+from udm.markdown.shortcodes import find_refs, parse_ref
 from udm.markdown.tree import deflist_tree, parse_tree
 
 __all__ = [
@@ -312,8 +313,63 @@ def parse_markdown(lines: list[str], first: int = 0, *, mdx: bool = False) -> Pa
     links = [RawLink(line_of(at), text, _decode(url), form, at) for at, text, url, form in found] + [
         RawLink(line_of(at), "", target, form, at) for at, target, form in html
     ]
+    if not mdx:
+        refs = _hugo_refs(root, src)
+        if refs:
+            # The ref is the link; an HTML attribute or `<...>` destination holding it is the same one.
+            links = [link for link in links if not (link.target.startswith("{{") and parse_ref(link.target))]
+            links += [RawLink(line_of(at), text, raw, "ref", at) for at, text, raw in refs]
     links.sort(key=lambda link: link.offset)
     return Parsed(headings, fences, links, opaque, tree.note())
+
+
+# Nodes whose text is code: a shortcode written there is shown, not followed (as every link in code).
+_CODE_NODES = frozenset({"code_inline", "code_block", "fence"})
+
+
+def _hugo_refs(root: Node, src: str) -> list[tuple[int, str, str]]:
+    """(byte offset, link text, shortcode) of the Hugo `ref`/`relref` shortcodes outside code."""
+    data: str | bytes = src if src.isascii() else src.encode("utf-8")
+    found = find_refs(data)
+    if not found:
+        return []
+    code: list[tuple[int, int]] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.name in _CODE_NODES:
+            if node.srcmap is not None:
+                code.append(node.srcmap)
+            continue
+        stack.extend(node.children)
+    code.sort()
+    starts = [s for s, _ in code]
+    out: list[tuple[int, str, str]] = []
+    for start, _end, raw in found:
+        i = bisect.bisect_right(starts, start) - 1
+        if i >= 0 and code[i][0] <= start < code[i][1]:
+            continue
+        out.append((start, _bracket_text(data, start), raw))
+    return out
+
+
+def _bracket_text(data: str | bytes, start: int) -> str:
+    """The text of the `[text](` written just before a ref at `start`, "" when there is none."""
+    head = data[max(0, start - 1000) : start]
+    before = head.decode("utf-8", "replace") if isinstance(head, bytes) else head
+    before = before.rstrip(" \t<")
+    if not before.endswith("]("):
+        return ""
+    depth = 0
+    for i in range(len(before) - 2, -1, -1):
+        ch = before[i]
+        if ch == "]" and (i == 0 or before[i - 1] != "\\"):
+            depth += 1
+        elif ch == "[" and (i == 0 or before[i - 1] != "\\"):
+            depth -= 1
+            if depth == 0:
+                return " ".join(before[i + 1 : -2].split())
+    return ""
 
 
 def _top_headings(root: Node, lines: list[str], where: _Where) -> list[Heading]:

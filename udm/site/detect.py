@@ -336,7 +336,7 @@ def _hugo(root: Path, path: Path, text: str) -> Site:
 
     # Module mounts replace the content (and add static) folders: `source = 'content/en', target = 'content'`,
     # per language with `lang`.
-    contents: list[tuple[Path, str]] = []
+    contents: list[tuple[Path, str, str]] = []  # (folder, content path, language)
     statics = [here / "static"]
     module = _dig(data, "module")
     for item in module.get("mounts") or []:
@@ -348,9 +348,9 @@ def _hugo(root: Path, path: Path, text: str) -> Site:
             continue
         target = item["target"].strip("/")
         if target == "content" or target.startswith("content/"):
+            lang = item.get("lang")
             sub = target[len("content") :].strip("/")
-            prefix = "/".join(p for p in (lang_prefix(item.get("lang")), sub) if p)
-            contents.append((here / item["source"], prefix))
+            contents.append((here / item["source"], sub, lang if isinstance(lang, str) else ""))
         elif target == "static" or target.startswith("static/"):
             statics.append(here / item["source"])
     if not contents:
@@ -359,14 +359,19 @@ def _hugo(root: Path, path: Path, text: str) -> Site:
         for lang, conf in languages.items():
             folder = _get(conf, "contentDir") if isinstance(conf, dict) else None
             if isinstance(folder, str) and folder.strip():
-                contents.append((here / folder, lang_prefix(lang)))
+                contents.append((here / folder, "", str(lang)))
     if not contents:
-        contents = [(here / str(_get(data, "contentDir") or "content"), "")]
-    mounts = [under(root, folder, prefix, "docs", False) for folder, prefix in contents]
+        contents = [(here / str(_get(data, "contentDir") or "content"), "", "")]
+    mounts: list[Mount] = []
+    for folder, sub, lang in contents:
+        mount = under(root, folder, sub, "docs", False)
+        if mount is not None:
+            prefix = "/".join(p for p in (lang_prefix(lang or None), mount.prefix) if p)
+            mounts.append(Mount(mount.folder, prefix, "docs", lang, mount.prefix))
     parser = _dig(data, "markup", "goldmark", "parser")
     heading_ids = str(_get(parser, "autoHeadingIDType") or "github").lower()
     return Site(
-        mounts=tuple(m for m in mounts if m is not None),
+        mounts=tuple(mounts),
         base_path=path_of_url(_get(data, "baseURL")),
         static=static_folders(root, statics),
         term_ids=_get(parser, "autoDefinitionTermID") is True and heading_ids == "github",

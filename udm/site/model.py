@@ -32,7 +32,7 @@ __all__ = [
 
 # Raised whenever udm.site.routes resolves some link otherwise (a new rule, a new anchor form): an index
 # built under other rules then resolves every link anew, though no file and no config changed.
-RULES_VERSION = 4
+RULES_VERSION = 5
 GENERATORS = ("none", "docusaurus", "mintlify", "mkdocs", "mdbook", "hugo", "starlight", "vitepress")
 PAGE_SUFFIXES = (".md", ".mdx", ".markdown")
 # Suffixes a route may carry that name the same page (mdBook and MkDocs without directory URLs write .html).
@@ -49,6 +49,10 @@ class Mount:
     folder: str  # relative to the manual root, posix; "" is the root itself
     prefix: str  # route of the folder from the site root, no slashes at the ends; "" is the site root
     kind: str = "docs"  # docs, pages or blog: Docusaurus treats them differently
+    # Hugo: the language of the folder's pages ("" when the site names none) and the folder's path in
+    # the content tree, which is what a `ref` names (`/docs/x`), whatever the language's URL prefix.
+    lang: str = ""
+    content: str = ""
 
 
 @dataclass(frozen=True)

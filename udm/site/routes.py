@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from udm.markdown import slugify
+from udm.markdown.shortcodes import HugoRef, parse_ref
 from udm.site.anchors import has_explicit_anchor, page_anchors, vitepress_slug
 from udm.site.detect import (
     GENERATORS,
@@ -281,6 +282,10 @@ class LinkResolver:
     _relative: dict[tuple[str, str], Located] = field(default_factory=dict)
     _absolute: dict[str, Located] = field(default_factory=dict)
     _has_pages: dict[str, bool] = field(default_factory=dict)
+    # Hugo `ref` lookups, built on the first ref: per mount folder, content path -> page and
+    # page name -> pages (a ref without a slash may name a page anywhere, when only one has that name).
+    _ref_paths: dict[str, dict[str, str]] = field(default_factory=dict)
+    _ref_names: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
     @property
     def site(self) -> Site:
@@ -302,6 +307,10 @@ class LinkResolver:
     def locate(self, source: str, target: str) -> Located:
         """Where the link `target` written in `source` lands (before any anchor check)."""
         text = target.strip()
+        if text.startswith("{{"):
+            ref = parse_ref(text)
+            if ref is not None:
+                return self._locate_ref(source, ref)
         if SCHEME.match(text) or text.startswith("//") or "{{" in text or "{%" in text:
             # A URL, or a template placeholder (Hugo shortcodes, Jinja) only the generator can fill in.
             return Located(None, None, external=True)
@@ -339,6 +348,70 @@ class LinkResolver:
                 hit = self._locate_relative(source, path)
                 self._relative[key if hit.how in ("file", "path", "folder") else (source, path)] = hit
         return hit if frag is None else Located(hit.file, frag, hit.external, hit.how)
+
+    def _locate_ref(self, source: str, ref: HugoRef) -> Located:
+        """Where a Hugo `ref`/`relref` lands: a page by its content path, as Hugo's page lookup finds it.
+
+        A path with a leading slash is from the content root of the page's language (or of `lang`);
+        another is tried relative to the page's own folder, then from the content root, and a bare
+        name (no slash) last as the one page of that name anywhere (Hugo refuses an ambiguous one).
+        Hugo compares content paths without case. The page must exist: Hugo fails the build when a
+        ref finds nothing (`refLinksErrorLevel`).
+        """
+        path, _, fragment = ref.path.strip().partition("#")
+        frag = fragment or None
+        if not path:
+            return Located(source, frag, how="anchor")
+        own = self._content_mount(source)
+        langs = {m.lang for m in self.site.mounts}
+        want = ref.lang if ref.lang in langs else (own[0].lang if own else "")
+        mounts = [m for m in self.site.mounts if m.lang in (want, "")] or list(self.site.mounts)
+        keys = []
+        if not path.startswith("/") and own is not None:
+            keys.append(posixpath.join(posixpath.dirname(own[1]), path))
+        keys.append(path.lstrip("/"))
+        for key in keys:
+            normal = posixpath.normpath(key)
+            if normal == ".." or normal.startswith("../"):
+                continue
+            wanted = strip_page("" if normal == "." else normal).lower()
+            for mount in mounts:
+                hit = self._ref_tables(mount)[0].get(wanted)
+                if hit is not None:
+                    return Located(hit, frag, how="ref")
+        name = strip_page(path).lower()
+        if name and "/" not in path:
+            found = {p for mount in mounts for p in self._ref_tables(mount)[1].get(name, ())}
+            if len(found) == 1:
+                return Located(found.pop(), frag, how="ref")
+        return Located(None, None)
+
+    def _content_mount(self, source: str) -> tuple[Mount, str] | None:
+        """The mount publishing `source` and the page's content path within the site."""
+        for mount in self.site.mounts:
+            if mount.folder and not source.startswith(mount.folder + "/"):
+                continue
+            rel = source[len(mount.folder) + 1 :] if mount.folder else source
+            return mount, posixpath.join(mount.content, rel) if mount.content else rel
+        return None
+
+    def _ref_tables(self, mount: Mount) -> tuple[dict[str, str], dict[str, list[str]]]:
+        """A mount's pages by lower-cased content path (no page suffix, no trailing index) and by name."""
+        paths = self._ref_paths.get(mount.folder + "\0" + mount.content)
+        if paths is None:
+            paths = {}
+            names: dict[str, list[str]] = {}
+            prefix = mount.folder + "/" if mount.folder else ""
+            for page in sorted(self.routes.pages):
+                if not page.startswith(prefix):
+                    continue
+                key = strip_page(posixpath.join(mount.content, page[len(prefix) :])).lower()
+                paths.setdefault(key, page)
+                if key:
+                    names.setdefault(key.rpartition("/")[2], []).append(page)
+            self._ref_paths[mount.folder + "\0" + mount.content] = paths
+            self._ref_names[mount.folder + "\0" + mount.content] = names
+        return paths, self._ref_names[mount.folder + "\0" + mount.content]
 
     def _locate_relative(self, source: str, path: str) -> Located:
         joined = posixpath.normpath(posixpath.join(posixpath.dirname(source), path))
@@ -433,7 +506,10 @@ def _is_index(path: str) -> bool:
 
 
 def display_target(source: str, target: str) -> str:
-    """The file a broken link names, as the manual sees it (for messages)."""
+    """The file a broken link names, as the manual sees it (for messages); a Hugo ref, the page it names."""
+    ref = parse_ref(target) if target.startswith("{{") else None
+    if ref is not None:
+        return ref.path.partition("#")[0].strip()
     path = unquote(target.partition("#")[0].split("?", 1)[0])
     return (
         path if path.startswith("/") else posixpath.normpath(posixpath.join(posixpath.dirname(source), path))
