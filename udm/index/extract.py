@@ -141,12 +141,18 @@ class ParseOptions:
     id_patterns: tuple[str, ...]
     data_sections: tuple[str, ...] = ()
     max_file_bytes: int = 4_000_000
+    shortcodes: tuple[tuple[str, str], ...] = ()  # the site's (udm.site.Site.shortcodes)
 
 
 def parse_options(settings: Any) -> ParseOptions:
-    """The parse options of these settings."""
+    """The parse options of these settings (and of the site that publishes the manual)."""
+    from udm.site import settings_site
+
     return ParseOptions(
-        tuple(settings.id_patterns), tuple(settings.data_sections), int(settings.max_file_bytes)
+        tuple(settings.id_patterns),
+        tuple(settings.data_sections),
+        int(settings.max_file_bytes),
+        settings_site(settings).shortcodes,
     )
 
 

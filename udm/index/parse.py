@@ -170,7 +170,14 @@ def parse_page(rel: str, page: PageRead, options: ParseOptions) -> tuple[Documen
     if page.text is None:
         return None, page
     try:
-        return parse_document(page.text, rel, options.id_patterns, data_sections=options.data_sections), page
+        doc = parse_document(
+            page.text,
+            rel,
+            options.id_patterns,
+            data_sections=options.data_sections,
+            shortcodes=options.shortcodes,
+        )
+        return doc, page
     except MarkdownParseError as exc:
         return None, page._replace(text=None, error=str(exc))
 

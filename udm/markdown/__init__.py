@@ -26,12 +26,15 @@ if TYPE_CHECKING:
     from udm.markdown.model import Section as Section
     from udm.markdown.outline import slugify as slugify
     from udm.markdown.roles import block_ids as block_ids
+    from udm.markdown.shortcodes import HugoRef as HugoRef
+    from udm.markdown.shortcodes import parse_ref as parse_ref
     from udm.markdown.tree import MarkdownParseError as MarkdownParseError
     from udm.markdown.tree import markdown_tree as markdown_tree
 
 _SURFACE = {
     "Block": "model",
     "Document": "document",
+    "HugoRef": "shortcodes",
     "MarkdownParseError": "tree",
     "Section": "model",
     "block_ids": "roles",
@@ -44,6 +47,7 @@ _SURFACE = {
     "markdown_tree": "tree",
     "parse_document": "document",
     "parse_front_matter": "blockdata",
+    "parse_ref": "shortcodes",
     "section_text": "lookups",
     "slugify": "outline",
     "split_lines": "lines",
@@ -52,6 +56,7 @@ _SURFACE = {
 __all__ = [
     "Block",
     "Document",
+    "HugoRef",
     "MarkdownParseError",
     "Section",
     "block_ids",
@@ -64,6 +69,7 @@ __all__ = [
     "markdown_tree",
     "parse_document",
     "parse_front_matter",
+    "parse_ref",
     "section_text",
     "slugify",
     "split_lines",

@@ -72,6 +72,7 @@ class Document:
         "notes",
         "parser",
         "path",
+        "shortcodes",
         "text",
     )
 
@@ -108,6 +109,8 @@ class Document:
         self.notes: list[str] = []
         self._outline: Outline | None = None
         self._starts: list[int] | None = None
+        # The Hugo shortcodes that hold no Markdown, as the parse was told (its later parses use them too).
+        self.shortcodes: tuple[tuple[str, str], ...] = ()
 
     def __repr__(self) -> str:
         return f"Document(path={self.path!r}, parser={self.parser!r})"
@@ -224,13 +227,17 @@ class Document:
     def nested_heading_texts(self) -> list[str]:
         """The rendered text of the headings inside block quotes and list items (no sections, yet ids)."""
         try:
-            return nested_heading_texts(*self._parsed_lines(), mdx=self.path.lower().endswith(".mdx"))
+            return nested_heading_texts(
+                *self._parsed_lines(), mdx=self.path.lower().endswith(".mdx"), shortcodes=self.shortcodes
+            )
         except MarkdownParseError:
             return []
 
     def definition_terms(self) -> list[str]:
         """The rendered text of the definition-list terms (Hugo gives them ids; no sections)."""
-        return definition_term_texts(*self._parsed_lines(), mdx=self.path.lower().endswith(".mdx"))
+        return definition_term_texts(
+            *self._parsed_lines(), mdx=self.path.lower().endswith(".mdx"), shortcodes=self.shortcodes
+        )
 
     def _parsed_lines(self) -> tuple[list[str], int]:
         """The lines the parse saw (a byte-order mark left out) and the first after the front matter."""
@@ -281,13 +288,15 @@ def parse_document(
     id_patterns: Iterable[str] | None = None,
     *,
     data_sections: Sequence[str] = (),
+    shortcodes: tuple[tuple[str, str], ...] = (),
 ) -> Document:
     """Parse Markdown text; bad blocks become `errors`, never exceptions (but MarkdownParseError for
     the rare file the parser fails on with every rule set, see udm.markdown.tree).
 
     The parse finds headings, their tree and anchors, the fenced blocks and the links (one
     CommonMark/GFM parse, `udm.markdown.scanner`); `.mdx` paths parse as MDX. `data_sections`: heading
-    patterns whose YAML/JSON fences are data (see `fence_role`). Data blocks are parsed
+    patterns whose YAML/JSON fences are data (see `fence_role`). `shortcodes`: a Hugo site's paired
+    shortcodes whose inner text is no Markdown (`udm.site.Site.shortcodes`). Data blocks are parsed
     on first use of their `data`/`error`; the IDs they define, when `sections` or `id_defs` are
     first used, by a grammar-checked scan of flat blocks or by parsing the others.
     """
@@ -299,7 +308,7 @@ def parse_document(
     first = fm_range[1] if fm_range else 0
 
     try:
-        parsed = _parse_markdown(seen, first, mdx=path.lower().endswith(".mdx"))
+        parsed = _parse_markdown(seen, first, mdx=path.lower().endswith(".mdx"), shortcodes=shortcodes)
     except MarkdownParseError as exc:
         where = f"{path}:{exc.line}" if path else f"line {exc.line}"
         raise MarkdownParseError(f"{where}: {exc}", exc.line) from None
@@ -318,6 +327,7 @@ def parse_document(
         content_hash=hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
         parser=PARSER_NAME,
     )
+    doc.shortcodes = shortcodes
     doc._outline = build_outline(parsed, len(lines), path, matcher, first, fm_error, tuple(data_sections))
     if parsed.note:
         doc.notes.append(f"{path}:1: {parsed.note}")

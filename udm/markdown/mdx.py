@@ -15,7 +15,7 @@ from html import unescape
 
 from udm.markdown.lines import split_lines
 
-__all__ = ["Opaque", "attr_links", "mask_mdx"]
+__all__ = ["Opaque", "attr_links", "blank_spans", "mask_mdx"]
 
 
 @dataclass(slots=True)
@@ -165,7 +165,7 @@ def mask_mdx(src: str, first: int) -> tuple[str, list[Opaque], list[tuple[int, s
     links: list[tuple[int, str, str]] = []
     if not spans:
         return src, opaque, links
-    return _blank(src, spans, links), opaque, links
+    return blank_spans(src, spans, links), opaque, links
 
 
 def _opaque_spans(src: str, first: int) -> tuple[list[tuple[int, int]], list[Opaque]]:
@@ -216,8 +216,15 @@ def _opaque_spans(src: str, first: int) -> tuple[list[tuple[int, int]], list[Opa
     return spans, opaque
 
 
-def _blank(src: str, spans: list[tuple[int, int]], links: list[tuple[int, str, str]]) -> str:
-    """`src` with every span blanked but its newlines; the href/src of the JSX tags among them go to `links`."""
+def blank_spans(
+    src: str,
+    spans: list[tuple[int, int]],
+    links: list[tuple[int, str, str]],
+    form: str = "jsx",
+    html: bool = False,
+) -> str:
+    """`src` with every span blanked but its newlines; the href/src of the JSX tags among them (of
+    any HTML in them with `html`) go to `links` as `form`."""
     out: list[str] = []
     at = 0
     ascii_src = src.isascii()
@@ -230,8 +237,8 @@ def _blank(src: str, spans: list[tuple[int, int]], links: list[tuple[int, str, s
         base = a if ascii_src else done_bytes
         if not ascii_src:
             done_bytes += len(chunk.encode("utf-8"))
-        if chunk.lstrip().startswith("<"):
-            attr_links(chunk, base, "jsx", links)
+        if html or chunk.lstrip().startswith("<"):
+            attr_links(chunk, base, form, links)
         out.append(re.sub(r"[^\n]", " ", chunk))
         at = b
     out.append(src[at:])

@@ -28,9 +28,9 @@ from markdown_it_pyrs import Node
 from mdurl import decode as _url_decode
 
 from udm.markdown.lines import split_lines
-from udm.markdown.mdx import Opaque, attr_links
+from udm.markdown.mdx import Opaque, attr_links, blank_spans
 from udm.markdown.mdx import mask_mdx as _mask_mdx
-from udm.markdown.shortcodes import find_refs, parse_ref
+from udm.markdown.shortcodes import find_refs, opaque_shortcodes, parse_ref
 from udm.markdown.tree import deflist_tree, parse_tree
 
 __all__ = [
@@ -245,21 +245,25 @@ def _positions(data: Any, mark: Any) -> list[int]:
     return out
 
 
-def nested_heading_texts(lines: list[str], first: int = 0, *, mdx: bool = False) -> list[str]:
+def nested_heading_texts(
+    lines: list[str], first: int = 0, *, mdx: bool = False, shortcodes: tuple[tuple[str, str], ...] = ()
+) -> list[str]:
     """The rendered text of every heading inside a block quote, list item or other container.
 
     They start no section, yet GitHub and the generators give them ids too (`> #### custom_dir`).
     A parse of its own: link checks ask for it only on a page whose anchor is no section's.
     """
-    src = _source(lines, first, mdx)
+    src = _source(lines, first, mdx, shortcodes)
     top = [node for node in parse_tree(src, mdx).root.children if node.name not in _HEADINGS]
     return _texts_below(top, _HEADINGS)
 
 
-def definition_term_texts(lines: list[str], first: int = 0, *, mdx: bool = False) -> list[str]:
+def definition_term_texts(
+    lines: list[str], first: int = 0, *, mdx: bool = False, shortcodes: tuple[tuple[str, str], ...] = ()
+) -> list[str]:
     """The rendered text of every definition-list term (`Term` on the line before `: definition`),
     to which Hugo gives an id with `autoDefinitionTermID`; [] when the page has none or will not parse."""
-    src = _source(lines, first, mdx)
+    src = _source(lines, first, mdx, shortcodes)
     if "\n:" not in src and "\n :" not in src and "\n  :" not in src:
         return []
     root = deflist_tree(src, mdx)
@@ -269,10 +273,26 @@ def definition_term_texts(lines: list[str], first: int = 0, *, mdx: bool = False
 _HEADINGS = frozenset({"heading", "lheading"})
 
 
-def _source(lines: list[str], first: int, mdx: bool) -> str:
+def _source(lines: list[str], first: int, mdx: bool, shortcodes: tuple[tuple[str, str], ...] = ()) -> str:
     """The text the parser sees of a file's lines (as `parse_markdown` makes it, without its flag)."""
     src, _ = _normalise(lines, first)
-    return _mask_mdx(src, first)[0] if mdx else src
+    return _masked(src, first, mdx, shortcodes)[0]
+
+
+def _masked(
+    src: str, first: int, mdx: bool, shortcodes: tuple[tuple[str, str], ...]
+) -> tuple[str, list[Opaque], list[tuple[int, str, str]]]:
+    """The text with what is no Markdown blanked (MDX's ESM and JSX; a Hugo site's code and raw
+    paired shortcodes), its MDX blocks, and the href/src links found in what was blanked."""
+    if mdx:
+        return _mask_mdx(src, first)
+    html: list[tuple[int, str, str]] = []
+    inner = opaque_shortcodes(src, shortcodes) if shortcodes else []
+    if inner:
+        # Code holds no link; blanking keeps the lines, so each offset still finds its line.
+        src = blank_spans(src, [(a, b) for a, b, kind in inner if kind == "code"], [])
+        src = blank_spans(src, [(a, b) for a, b, kind in inner if kind == "raw"], html, "html", html=True)
+    return src, [], html
 
 
 def _texts_below(nodes: list[Node], names: frozenset[str]) -> list[str]:
@@ -289,18 +309,20 @@ def _texts_below(nodes: list[Node], names: frozenset[str]) -> list[str]:
     return out
 
 
-def parse_markdown(lines: list[str], first: int = 0, *, mdx: bool = False) -> Parsed:
+def parse_markdown(
+    lines: list[str], first: int = 0, *, mdx: bool = False, shortcodes: tuple[tuple[str, str], ...] = ()
+) -> Parsed:
     """Headings (top level only), fences (any depth), links and MDX blocks of a file's lines.
 
-    `first` is the first line after the front matter (the lines before it are blanked).
+    `first` is the first line after the front matter (the lines before it are blanked). `shortcodes`:
+    the Hugo paired shortcodes whose inner text is no Markdown (`Site.shortcodes`): blanked like MDX
+    blocks, the HTML links of a "raw" one kept.
     """
     src, same = _normalise(lines, first)
-    opaque: list[Opaque] = []
-    html: list[tuple[int, str, str]] = []  # (byte offset, target, form) of HTML/JSX href and src
-    if mdx:
-        masked, opaque, html = _mask_mdx(src, first)
-        same = same and masked is src
-        src = masked
+    # html: (byte offset, target, form) of the href and src of what was blanked (JSX, raw shortcodes)
+    masked, opaque, html = _masked(src, first, mdx, shortcodes)
+    same = same and masked is src
+    src = masked
     where = _Where(src, lines if same else split_lines(src))
     tree = parse_tree(src, mdx, where.fed)
     root = tree.root

@@ -109,3 +109,49 @@ def _one(window: str) -> int | None:
         return None
     ref, end = _args(window, m.end(), ">}}" if m.group(1) == "<" else "%}}")
     return end if ref is not None else None
+
+
+# A paired shortcode's opening (`{{< name args >}}`, `{{% name %}}`) and any closing (`{{< /name >}}`).
+_OPEN = re.compile(r"\{\{([<%])[ \t]*([A-Za-z0-9_][\w./-]{0,200})(?=[ \t\r\n>%])")
+_CLOSE = re.compile(r"\{\{([<%])[ \t]*/[ \t]*([A-Za-z0-9_][\w./-]{0,200})[ \t]*[>%]\}\}")
+
+
+def opaque_shortcodes(src: str, kinds: tuple[tuple[str, str], ...]) -> list[tuple[int, int, str]]:
+    """(start, end, kind) of the inner text of each paired shortcode that is no Markdown.
+
+    `kinds` names them (`udm.site` reads the site's templates): "code" is never Markdown; "raw"
+    only with `{{< >}}`, since `{{% %}}` hands the template's output to the Markdown renderer.
+    Offsets are characters of `src`; the scan is linear (closings are found once, by name).
+    """
+    if not kinds or "{{" not in src:
+        return []
+    kind_of = dict(kinds)
+    closings: dict[str, list[tuple[int, int]]] = {}
+    for m in _CLOSE.finditer(src):
+        if m.group(2) in kind_of:
+            closings.setdefault(m.group(2), []).append((m.start(), m.end()))
+    if not closings:
+        return []
+    taken = dict.fromkeys(closings, 0)  # the first closing of each name not yet passed
+    out: list[tuple[int, int, str]] = []
+    pos = 0
+    for m in _OPEN.finditer(src):
+        name, delim = m.group(2), m.group(1)
+        kind = kind_of.get(name)
+        if m.start() < pos or kind is None or name not in closings or (kind == "raw" and delim == "%"):
+            continue
+        closer = ">}}" if delim == "<" else "%}}"
+        tag_end = src.find(closer, m.end(), m.end() + _MAX_LENGTH)
+        if tag_end < 0 or src[tag_end - 1] == "/":
+            continue  # unclosed, or self-closing (`{{< name />}}`)
+        inner = tag_end + len(closer)
+        ends = closings[name]
+        i = taken[name]
+        while i < len(ends) and ends[i][0] < inner:
+            i += 1
+        taken[name] = i
+        if i == len(ends):
+            continue
+        out.append((inner, ends[i][0], kind))
+        pos = ends[i][1]
+    return out

@@ -158,7 +158,7 @@ class _Resolver:
         if rel not in self._docs:
             text = self.text(rel) if rel.lower().endswith(PAGE_SUFFIXES) else None
             self._docs[rel] = (
-                cached_parse(text, rel, self.ws.id_patterns, self.ws.data_sections)
+                cached_parse(text, rel, self.ws.id_patterns, self.ws.data_sections, self.ws.shortcodes)
                 if text is not None
                 else None
             )
@@ -453,7 +453,7 @@ def _check_others(
         linked = any(n in text for n in names) and in_link.search(text) is not None
         if not hits and not linked and not lost_hits:
             continue
-        doc = cached_parse(text, rel, ws.id_patterns, ws.data_sections)
+        doc = cached_parse(text, rel, ws.id_patterns, ws.data_sections, ws.shortcodes)
         defined = {d.id: d.line for d in doc.id_defs}
         for ident in hits:
             if ident in defined:

@@ -22,22 +22,28 @@ __all__ = ["MARKDOWN_SUFFIXES", "Workspace", "cached_parse", "check_relpath"]
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 
 
-_CACHE: OrderedDict[tuple[str, str, tuple[str, ...] | None, tuple[str, ...]], Document] = OrderedDict()
+_CacheKey = tuple[str, str, tuple[str, ...] | None, tuple[str, ...], tuple[tuple[str, str], ...]]
+_CACHE: OrderedDict[_CacheKey, Document] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
 _CACHE_SIZE = 64
 
 
 def cached_parse(
-    text: str, path: str, id_patterns: list[str] | None = None, data_sections: tuple[str, ...] = ()
+    text: str,
+    path: str,
+    id_patterns: list[str] | None = None,
+    data_sections: tuple[str, ...] = (),
+    shortcodes: tuple[tuple[str, str], ...] = (),
 ) -> Document:
     """parse_document, remembered for the last few texts: a plan and its commit parse the same files."""
-    key = (path, sha256_text(text), tuple(id_patterns) if id_patterns is not None else None, data_sections)
+    ids = tuple(id_patterns) if id_patterns is not None else None
+    key = (path, sha256_text(text), ids, data_sections, shortcodes)
     with _CACHE_LOCK:
         doc = _CACHE.get(key)
         if doc is not None:
             _CACHE.move_to_end(key)
             return doc
-    doc = parse_document(text, path, id_patterns, data_sections=data_sections)
+    doc = parse_document(text, path, id_patterns, data_sections=data_sections, shortcodes=shortcodes)
     with _CACHE_LOCK:
         _CACHE[key] = doc
         while len(_CACHE) > _CACHE_SIZE:
@@ -72,9 +78,11 @@ class Workspace:
     # Folders no patch may touch even when they lie inside the root (the engine's state, #17.3).
     protected: tuple[Path, ...] = ()
     # The manual's settings that decide how a page parses, as the index parses it: which suffixes are
-    # Markdown pages (.mdx among them) and which sections hold data blocks.
+    # Markdown pages (.mdx among them), which sections hold data blocks and which Hugo shortcodes
+    # hold no Markdown (the site's).
     markdown_suffixes: tuple[str, ...] = PAGE_SUFFIXES
     data_sections: tuple[str, ...] = ()
+    shortcodes: tuple[tuple[str, str], ...] = ()
     _sandbox: Any = None
 
     def __post_init__(self) -> None:
@@ -172,7 +180,7 @@ class Workspace:
         text = self.text(rel)
         cached = self._docs.get(rel)
         if cached is None or cached[0] is not text:
-            cached = (text, cached_parse(text, rel, self.id_patterns, self.data_sections))
+            cached = (text, cached_parse(text, rel, self.id_patterns, self.data_sections, self.shortcodes))
             self._docs[rel] = cached
         return cached[1]
 

@@ -16,6 +16,7 @@ from udm.patch.splice import sha256_text
 from udm.patch.store import transaction_roots
 from udm.patch.transaction import Change, commit_files, write_lock
 from udm.patch.workspace import Workspace
+from udm.site import settings_site
 
 __all__ = [
     "commit_changes",
@@ -115,6 +116,7 @@ def manual_workspace(settings: Settings) -> Workspace:
         protected=tuple(settings.protected_paths()),
         markdown_suffixes=tuple(s.lower() for s in settings.markdown_suffixes),
         data_sections=tuple(settings.data_sections),
+        shortcodes=settings_site(settings).shortcodes,
     )
 
 

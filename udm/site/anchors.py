@@ -41,7 +41,7 @@ def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool]:
     shortcode (`## {{% heading "prerequisites" %}}`, Kubernetes' pages) renders to text only the
     site's templates and translations know."""
     try:
-        doc = parse_document(text, page)
+        doc = parse_document(text, page, shortcodes=site.shortcodes)
     except UdmError:
         return set(), False
     nested = doc.nested_heading_texts()

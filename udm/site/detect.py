@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import posixpath
+import re
 import tomllib
 from collections.abc import Callable
 from dataclasses import replace
@@ -324,6 +325,73 @@ def _hugo_config(path: Path, text: str) -> tuple[Path, dict[str, Any]]:
     return here.parent.parent, merged
 
 
+# Where Hugo finds a site's (and a theme's) shortcode templates; `_shortcodes` is Hugo 0.146's layout.
+_SHORTCODE_DIRS = ("layouts/shortcodes", "layouts/_shortcodes")
+_MAX_TEMPLATES = 500
+_MAX_TEMPLATE_BYTES = 256_000
+_THEME_NAME = re.compile(r"[A-Za-z0-9_][\w.-]{0,100}")
+# How a template uses its inner text: rendered as Markdown, highlighted as code, else written out raw.
+_MARKDOWN_INNER = re.compile(r"markdownify|RenderString")
+_CODE_INNER = re.compile(r"\bhighlight\b|transform\.Highlight|<pre\b")
+
+
+def hugo_site_folder(config: Path) -> Path:
+    """The folder of the Hugo site whose config file is `config` (two up from `config/_default/`)."""
+    here = config.parent
+    return here.parent.parent if here.name == "_default" and here.parent.name == "config" else here
+
+
+def shortcode_templates(site_dir: Path, themes: list[str]) -> list[tuple[str, Path]]:
+    """(shortcode name, template file) of the themes' and then the site's own templates (the site's
+    win, as in Hugo); regular files only, not through links, at most `_MAX_TEMPLATES`."""
+    bases = [site_dir / "themes" / t for t in reversed(themes) if _THEME_NAME.fullmatch(t) and ".." not in t]
+    found: list[tuple[str, Path]] = []
+    top = site_dir.resolve()
+    for base in [*bases, site_dir]:
+        for sub in _SHORTCODE_DIRS:
+            folder = base / sub
+            if not within(folder.resolve(), top):
+                continue  # a theme linked in from elsewhere on the machine: not the site's to read
+            for dirpath, dirnames, filenames in os.walk(folder):  # links to folders are not followed
+                dirnames.sort()
+                for name in sorted(filenames):
+                    path = Path(dirpath, name)
+                    if not name.endswith(".html") or path.is_symlink():
+                        continue
+                    rel = path.relative_to(folder).as_posix()
+                    # `note.html`, `note.en.html`, `note.html.html`: the name is the part before the first dot.
+                    head, _, last = rel.rpartition("/")
+                    found.append((f"{head}/{last.split('.')[0]}" if head else last.split(".")[0], path))
+                    if len(found) >= _MAX_TEMPLATES:
+                        return found
+    return found
+
+
+def _shortcode_kinds(templates: list[tuple[str, Path]]) -> tuple[tuple[str, str], ...]:
+    """The paired shortcodes whose inner text is no Markdown: Hugo's `highlight`, and each template
+    that highlights its inner text ("code") or writes it out without rendering it ("raw")."""
+    kinds = {"highlight": "code"}
+    for name, path in templates:
+        try:
+            text = read_head(path, _MAX_TEMPLATE_BYTES).decode("utf-8", "replace")
+        except OSError:
+            continue
+        if ".Inner" not in text:
+            kinds.pop(name, None)  # used alone; a closing tag would be Hugo's error
+        elif _MARKDOWN_INNER.search(text):
+            kinds.pop(name, None)
+        else:
+            kinds[name] = "code" if _CODE_INNER.search(text) else "raw"
+    return tuple(sorted(kinds.items()))
+
+
+def _themes(data: dict[str, Any]) -> list[str]:
+    theme = _get(data, "theme")
+    if isinstance(theme, str):
+        return [theme]
+    return [t for t in theme if isinstance(t, str)] if isinstance(theme, list) else []
+
+
 def _hugo(root: Path, path: Path, text: str) -> Site:
     """Hugo's site from its config file `path` (or config folder file)."""
     here, data = _hugo_config(path, text)
@@ -376,6 +444,7 @@ def _hugo(root: Path, path: Path, text: str) -> Site:
         static=static_folders(root, statics),
         term_ids=_get(parser, "autoDefinitionTermID") is True and heading_ids == "github",
         heading_ids=heading_ids if heading_ids in ("github", "github-ascii", "blackfriday") else "github",
+        shortcodes=_shortcode_kinds(shortcode_templates(here, _themes(data))),
     )
 
 
@@ -442,11 +511,20 @@ def _config_files(path: Path, generator: str) -> list[Path]:
         return [path, docs_versions_file(path.parent)]
     if generator == "starlight":
         return [path, tsconfig_file(path.parent)]
-    if generator == "hugo" and path.parent.name == "_default":
+    if generator == "hugo":
+        # The shortcode templates too: how one uses its inner text changes how pages parse.
+        site_dir = hugo_site_folder(path)
         try:
-            return sorted(p for p in path.parent.iterdir() if p.is_file())
+            themes = sorted(d.name for d in (site_dir / "themes").iterdir() if d.is_dir())
         except OSError:
-            return [path]
+            themes = []
+        templates = [p for _, p in shortcode_templates(site_dir, themes)]
+        if path.parent.name == "_default":
+            try:
+                return sorted(p for p in path.parent.iterdir() if p.is_file()) + templates
+            except OSError:
+                pass
+        return [path, *templates]
     return [path]
 
 

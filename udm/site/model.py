@@ -72,6 +72,9 @@ class Site:
     # Import aliases a link may start with (tsconfig `paths`: `@assets/` -> `../../assets/`), each to a
     # folder relative to the manual root.
     aliases: tuple[tuple[str, str], ...] = ()
+    # Hugo: the paired shortcodes whose inner text is no Markdown, by how their template uses it:
+    # "code" (highlighted) or "raw" (written out as it is, or dropped). See `udm.markdown.shortcodes`.
+    shortcodes: tuple[tuple[str, str], ...] = ()
     problems: tuple[str, ...] = ()
 
     def fingerprint(self) -> str:
@@ -87,6 +90,7 @@ class Site:
                 self.term_ids,
                 self.heading_ids,
                 self.aliases,
+                self.shortcodes,
             ],
             sort_keys=True,
         )

@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
-from udm.markdown import slugify
-from udm.markdown.shortcodes import HugoRef, parse_ref
+from udm.markdown import HugoRef, parse_ref, slugify
 from udm.site.anchors import has_explicit_anchor, page_anchors, vitepress_slug
 from udm.site.detect import (
     GENERATORS,

@@ -1,0 +1,196 @@
+"""Hugo's paired shortcodes whose inner text is no Markdown (kind's `{{< codeFromInline >}}`, Hugo's
+`{{< highlight >}}`, a site's `{{< comment >}}`): how the site's templates use the inner text decides
+whether it is parsed as Markdown, so a `# comment` in highlighted code is no heading.
+
+Each fixture is written by the test, re-creating the conventions found on public Hugo sites.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from udm.config import load_settings
+from udm.index import UdmIndex
+from udm.index.lint_rules import lint
+from udm.markdown import parse_document
+from udm.markdown.shortcodes import opaque_shortcodes
+from udm.patch import apply_patch, parse_patch
+from udm.site.routes import detect_site
+
+from .conftest import link_verdicts
+
+KINDS = (("code", "code"), ("highlight", "code"), ("raw", "raw"))
+
+TEMPLATES = {
+    "hugo.toml": 'baseURL = "https://fixture.example/"\ntheme = "t"\n',
+    # Highlights its inner text (kind's codeFromInline does so inside a table).
+    "layouts/shortcodes/code.html": '<table><tr><td>{{ highlight (trim .Inner "\\n") "bash" "" }}</td></tr></table>\n',
+    "layouts/shortcodes/md.html": '<div class="md">{{ .Inner | markdownify }}</div>\n',
+    "layouts/shortcodes/note.html": "<aside>{{ .Inner | .Page.RenderString }}</aside>\n",
+    "layouts/shortcodes/raw.html": "<div>{{ .Inner }}</div>\n",
+    "layouts/shortcodes/docs/box.en.html": "<pre>{{ .Inner }}</pre>\n",
+    "layouts/shortcodes/alone.html": "<span>{{ .Get 0 }}</span>\n",
+    # The theme's note writes its text out raw; the site's own note template wins.
+    "themes/t/layouts/shortcodes/note.html": "{{ .Inner }}\n",
+    "themes/t/layouts/_shortcodes/comment.html": "{{ $_ := .Inner }}\n",
+}
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+def test_the_templates_say_which_shortcodes_hold_no_markdown(tmp_path: Path) -> None:
+    _write(tmp_path, TEMPLATES)
+    assert detect_site(tmp_path, stop=tmp_path).shortcodes == (
+        ("code", "code"),
+        ("comment", "raw"),
+        ("docs/box", "code"),
+        ("highlight", "code"),
+        ("raw", "raw"),
+    )
+
+
+def _headings(text: str, kinds: tuple[tuple[str, str], ...] = KINDS) -> list[str]:
+    return [s.title for s in parse_document(text, "p.md", shortcodes=kinds).sections if s.level]
+
+
+def test_code_and_raw_inner_text_is_no_markdown() -> None:
+    text = (
+        "# Page\n\n"
+        '{{< code lang="bash" >}}\n# install it\nmake\n{{< /code >}}\n\n'
+        "{{% highlight bash %}}\n## build\n{{% /highlight %}}\n\n"
+        '{{< raw >}}\n# not rendered\n<a href="/kept/">kept</a> [no](link.md)\n{{< /raw >}}\n\n'
+        "{{% raw %}}\n## Rendered by Markdown\n{{% /raw %}}\n\n"
+        "{{< other >}}\n## Unknown template, Markdown\n{{< /other >}}\n\n"
+        "{{< code />}}\n## After a self-closing one\n\n"
+        "{{< code >}}\n## Never closed\n"
+    )
+    assert _headings(text) == [
+        "Page",
+        "Rendered by Markdown",
+        "Unknown template, Markdown",
+        "After a self-closing one",
+        "Never closed",
+    ]
+    links = [
+        (link.target, link.form, link.line) for link in parse_document(text, "p.md", shortcodes=KINDS).links
+    ]
+    assert links == [("/kept/", "html", 13)]
+    # Without the site's kinds the page parses as before.
+    assert "install it" in _headings(text, ())
+
+
+def test_lines_and_non_ascii_text_keep_their_places() -> None:
+    text = "# Ü\n\n{{< code >}}\n# ü ä ö\n{{< /code >}}\n\n## Später\n[x](y.md)\n"
+    doc = parse_document(text, "p.md", shortcodes=KINDS)
+    assert [(s.title, s.start) for s in doc.sections if s.level] == [("Ü", 0), ("Später", 6)]
+    assert [(link.target, link.line) for link in doc.links] == [("y.md", 7)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet='{}<>%/# \nabcoderaw"ü', max_size=400))
+def test_any_text_parses_with_the_same_lines(text: str) -> None:
+    spans = opaque_shortcodes(text, KINDS)
+    for start, end, _kind in spans:
+        assert 0 <= start <= end <= len(text)
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
+    doc = parse_document(text, "p.md", shortcodes=KINDS)
+    assert len(doc.lines) == len(parse_document(text, "p.md").lines)
+
+
+def test_many_unclosed_shortcodes_read_in_linear_time() -> None:
+    for text in (
+        "{{< code >}}\n" * 40_000 + "{{< /code >}}\n",
+        "{{< code " * 40_000,
+        "{{< /code >}}" * 40_000,
+    ):
+        started = time.perf_counter()
+        opaque_shortcodes(text, KINDS)
+        parse_document(text, "p.md", shortcodes=KINDS)
+        assert time.perf_counter() - started < 5
+
+
+def test_lint_sees_no_heading_in_code(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        {
+            **TEMPLATES,
+            "content/docs/setup.md": (
+                "# Setup\n\n## Install\n\n{{< code >}}\n#### the script\n./install.sh\n{{< /code >}}\n\n"
+                "[usage](#usage) [script](#the-script)\n\n## Usage\n\nRun it.\n"
+            ),
+        },
+    )
+    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
+    found = {(f.rule, f.line) for f in lint(settings)}
+    assert ("heading-skip", 6) not in found
+    assert ("broken-anchor", 10) in found  # the code's comment makes no anchor
+    assert link_verdicts(settings)[("content/docs/setup.md", "#usage")] is True
+
+
+def test_a_template_change_reparses_the_pages(tmp_path: Path) -> None:
+    _write(tmp_path, {**TEMPLATES, "content/a.md": "# A\n\n{{< raw >}}\n## Inside\n{{< /raw >}}\n"})
+    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
+
+    def titles() -> list[str]:
+        index = UdmIndex(settings)
+        try:
+            index.ensure_fresh()
+            with index.connect() as con:
+                return [
+                    r[0] for r in con.execute("SELECT title FROM sections ORDER BY start_line").fetchall()
+                ]
+        finally:
+            index.close()
+
+    assert "Inside" not in titles()
+    template = tmp_path / "layouts/shortcodes/raw.html"
+    template.write_text("<div>{{ .Inner | markdownify }}</div>\n", encoding="utf-8")
+    os.utime(template, ns=(time.time_ns() + 10**9, time.time_ns() + 10**9))
+    assert "Inside" in titles()
+
+
+def test_a_patch_sees_the_sections_the_index_sees(tmp_path: Path) -> None:
+    page = "# Tool\n\n## Usage\n\n{{< highlight bash >}}\n# install\nmake\n{{< /highlight >}}\n\n## Next\n\nDone.\n"
+    _write(tmp_path, {**TEMPLATES, "content/tool.md": page})
+    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
+    patch = parse_patch(
+        {
+            "description": "note",
+            "operations": [
+                {
+                    "op": "append_to_section",
+                    "file": "content/tool.md",
+                    "section": "Usage",
+                    "content": "See also make.",
+                }
+            ],
+        }
+    )
+    res = apply_patch(patch, settings)
+    assert res.status == "committed", res.error
+    text = (tmp_path / "content/tool.md").read_text(encoding="utf-8")
+    assert text.index("{{< /highlight >}}") < text.index("See also make.") < text.index("## Next")
+
+
+def test_a_theme_outside_the_site_is_not_read(tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere" / "layouts" / "shortcodes"
+    outside.mkdir(parents=True)
+    (outside / "sneaky.html").write_text("{{ .Inner }}\n", encoding="utf-8")
+    site = tmp_path / "site"
+    _write(
+        site, {"hugo.toml": 'baseURL = "/"\ntheme = ["linked", "../../elsewhere"]\n', "content/a.md": "# A\n"}
+    )
+    (site / "themes").mkdir()
+    (site / "themes" / "linked").symlink_to(tmp_path / "elsewhere")
+    assert detect_site(site, stop=site).shortcodes == (("highlight", "code"),)
