@@ -412,8 +412,23 @@ def _astro_redirects(text: str) -> list[tuple[str, str]]:
     return [(m.group(2), m.group(4) or m.group(6)) for m in pairs]
 
 
+_MAX_REWRITES = 500
+# One `'source': 'destination'` pair of string literals.
+_STRING_PAIR = re.compile(r"""(['"])([^'"\n]{1,500})\1\s*:\s*(['"])([^'"\n]{0,500})\3""")
+
+
+def _vitepress_rewrites(text: str) -> list[tuple[str, str]]:
+    """VitePress's `rewrites: {'en/:rest*': ':rest*'}` (a `rewrites` function is not read)."""
+    block = _js_block(_without_comments(text), "rewrites")
+    if not block or not block.startswith("{"):
+        return []
+    pairs = _STRING_PAIR.finditer(_own_level(block))
+    return [(m.group(2), m.group(4)) for m in itertools.islice(pairs, _MAX_REWRITES)]
+
+
 def vitepress(root: Path, here: Path, text: str) -> Site:
-    """VitePress: `.vitepress/` in the project folder, pages under `srcDir`, `<srcDir>/public` at the root."""
+    """VitePress: `.vitepress/` in the project folder, pages under `srcDir`, `<srcDir>/public` at the
+    root, pages routed through `rewrites`."""
     project = here.parent if here.name == ".vitepress" else here
     consts = _consts(text)
     content = project / (_js_string(text, "srcDir", consts) or ".")
@@ -422,4 +437,5 @@ def vitepress(root: Path, here: Path, text: str) -> Site:
         mounts=(mount,) if mount else (),
         base_path=path_of_url(_js_string(text, "base", consts)),
         static=static_folders(root, [content / "public"]),
+        rewrites=tuple(_vitepress_rewrites(text)),
     )

@@ -75,6 +75,9 @@ class Site:
     # Hugo: the paired shortcodes whose inner text is no Markdown, by how their template uses it:
     # "code" (highlighted) or "raw" (written out as it is, or dropped). See `udm.markdown.shortcodes`.
     shortcodes: tuple[tuple[str, str], ...] = ()
+    # VitePress `rewrites`: (source pattern, destination) over page paths relative to the content
+    # folder, path-to-regexp style (`'en/:rest*': ':rest*'`); a page is routed as its destination.
+    rewrites: tuple[tuple[str, str], ...] = ()
     problems: tuple[str, ...] = ()
 
     def fingerprint(self) -> str:
@@ -91,6 +94,7 @@ class Site:
                 self.heading_ids,
                 self.aliases,
                 self.shortcodes,
+                self.rewrites,
             ],
             sort_keys=True,
         )

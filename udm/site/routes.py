@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 from urllib.parse import unquote
 
@@ -103,6 +104,7 @@ class Routes:
         self._by_path: dict[str, str] | None = None
         self._by_route: dict[str, str] | None = None
         self._redirects: list[tuple[list[str], str]] | None = None
+        self._rewrites: list[tuple[re.Pattern[str], str]] | None = None
 
     def _meta(self, path: str) -> Mapping[str, Any]:
         found = self.meta.get(path)
@@ -144,6 +146,8 @@ class Routes:
 
     def _route(self, mount: Mount, rel: str, meta: Mapping[str, Any]) -> str:
         gen = self.site.generator
+        if gen == "vitepress" and self.site.rewrites:
+            rel = self._rewrite(rel)
         dirs, _, name = rel.rpartition("/")
         parts = [p for p in dirs.split("/") if p]
         stem = name
@@ -188,6 +192,21 @@ class Routes:
                 stem = str(meta["slug"])
             return _join(mount.prefix, *parts, "" if stem.lower() in INDEX_NAMES else stem).lower()
         return _join(mount.prefix, *parts, "" if stem.lower() in INDEX_NAMES else stem)
+
+    def _rewrite(self, rel: str) -> str:
+        """A VitePress page's path after the first of the site's `rewrites` that matches it."""
+        if self._rewrites is None:
+            self._rewrites = [
+                (pattern, dest)
+                for source, dest in self.site.rewrites[:_MAX_REWRITES]
+                if (pattern := _rewrite_pattern(source)) is not None
+            ]
+        for pattern, dest in self._rewrites:
+            m = pattern.match(rel)
+            if m is not None:
+                out = _REWRITE_PARAM.sub(partial(_bound_value, m.groupdict()), dest)
+                return posixpath.normpath(out.lstrip("/")) if out.strip("/") else "index.md"
+        return rel
 
     def _build(self) -> None:
         by_path: dict[str, str] = {}
@@ -234,6 +253,50 @@ class Routes:
                 for name, value in sorted(bound.items(), key=lambda kv: -len(kv[0])):
                     dest = dest.replace(f":{name}*", value).replace(f":{name}", value)
                 return dest.replace("*", bound.get("*", ""))
+        return None
+
+
+# A path-to-regexp parameter (`:name`, `:name*`, `:name+`, `:name?`) or a group (`(.*)`).
+_REWRITE_PARAM = re.compile(r":([A-Za-z_]\w{0,50})([*+?])?|\(([^()]{0,20})\)")
+# The groups a rewrite may hold: a hostile config gets no regular expression of its own through.
+_REWRITE_GROUPS = {".*": ".*", ".+": ".+", "[^/]+": "[^/]+", "[^/]*": "[^/]*"}
+_MAX_REWRITES = 100
+_MAX_REWRITE_SPANS = 2  # `.*`-like parts per pattern: more would backtrack polynomially
+
+
+def _bound_value(bound: dict[str, str | None], param: re.Match[str]) -> str:
+    """What a rewrite destination's parameter stands for (a group is kept as written)."""
+    return (bound.get(param.group(1)) or "") if param.group(1) else param.group(0)
+
+
+def _rewrite_pattern(source: str) -> re.Pattern[str] | None:
+    """A VitePress rewrite source as a regular expression over page paths (None when not read)."""
+    out: list[str] = []
+    pos = spans = 0
+    for m in _REWRITE_PARAM.finditer(source):
+        literal = source[pos : m.start()]
+        if m.group(1):
+            name, mod = m.group(1), m.group(2)
+            inner = {None: "[^/]+", "?": "[^/]+", "+": ".+", "*": ".*"}[mod]
+            spans += inner.startswith(".")
+            if mod in ("*", "?") and literal.endswith("/"):
+                # As path-to-regexp does: the slash before an optional parameter is optional with it.
+                out += [re.escape(literal[:-1]), f"(?:/(?P<{name}>{inner}))?"]
+            else:
+                out += [re.escape(literal), f"(?P<{name}>{inner})" + ("?" if mod == "?" else "")]
+        else:
+            group = _REWRITE_GROUPS.get(m.group(3))
+            if group is None:
+                return None
+            spans += group.startswith(".")
+            out += [re.escape(literal), f"(?:{group})"]
+        pos = m.end()
+    out.append(re.escape(source[pos:]))
+    if spans > _MAX_REWRITE_SPANS:
+        return None
+    try:
+        return re.compile("".join(out) + r"\Z")
+    except re.error:  # a parameter named twice
         return None
 
 
