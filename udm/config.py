@@ -314,6 +314,13 @@ class Settings(BaseSettings):
     site_base_path: str | None = Field(
         default=None, description="The path the site is served under (e.g. /docs); default from its config."
     )
+    link_exclude: CommaStrings = Field(
+        default_factory=list,
+        description="Link targets not checked, as glob patterns over the target as written (`g`, "
+        "`https://internal.example/*`): lint reports nothing for them, `udm links` marks them skipped and "
+        "never fetches them, a patch is never refused for them (lychee's exclude; a site's render hook "
+        "that makes links of its own). Comma-separated in the environment.",
+    )
     lint_rules: LintRules = Field(
         default_factory=dict,
         description="Severity per lint rule: error | warning | off (UDM_LINT_RULES as a JSON object).",

@@ -36,6 +36,10 @@ TEMPLATES = {
     "layouts/shortcodes/raw.html": "<div>{{ .Inner }}</div>\n",
     "layouts/shortcodes/docs/box.en.html": "<pre>{{ .Inner }}</pre>\n",
     "layouts/shortcodes/alone.html": "<span>{{ .Get 0 }}</span>\n",
+    # Handed to a partial (Hugo's docs' deprecated-in renders it there with RenderString): Markdown.
+    "layouts/shortcodes/badge.html": '{{ partial "badge.html" (dict\n  "inner" (strings.TrimSpace $.Inner)) }}\n',
+    # Both written out and handed on: not known, Markdown.
+    "layouts/shortcodes/mixed.html": "{{ .Inner }}{{ $x := .Inner | upper }}\n",
     # The theme's note writes its text out raw; the site's own note template wins.
     "themes/t/layouts/shortcodes/note.html": "{{ .Inner }}\n",
     "themes/t/layouts/_shortcodes/comment.html": "{{ $_ := .Inner }}\n",
@@ -106,6 +110,16 @@ def test_any_text_parses_with_the_same_lines(text: str) -> None:
     assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
     doc = parse_document(text, "p.md", shortcodes=KINDS)
     assert len(doc.lines) == len(parse_document(text, "p.md").lines)
+
+
+def test_a_crafted_template_is_classified_in_linear_time(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        {**TEMPLATES, "layouts/shortcodes/big.html": "{{ partial dict " * 10_000 + "}}\n{{ .Inner }}"},
+    )
+    started = time.perf_counter()
+    assert ("big", "raw") in detect_site(tmp_path, stop=tmp_path).shortcodes
+    assert time.perf_counter() - started < 5
 
 
 def test_many_unclosed_shortcodes_read_in_linear_time() -> None:
@@ -194,3 +208,45 @@ def test_a_theme_outside_the_site_is_not_read(tmp_path: Path) -> None:
     (site / "themes").mkdir()
     (site / "themes" / "linked").symlink_to(tmp_path / "elsewhere")
     assert detect_site(site, stop=site).shortcodes == (("highlight", "code"),)
+
+
+def test_anchors_a_shortcode_renders_are_unknown_not_broken(tmp_path: Path) -> None:
+    from udm.index.links import check_links
+
+    _write(
+        tmp_path,
+        {
+            **TEMPLATES,
+            # Hugo's docs: a page's last section comes from another file; kind's: a file read into a fence.
+            "content/store.md": '# Store\n\nSee [scope](#scope).\n\n{{% include "_common/scope.md" %}}\n',
+            "content/ingress.md": '# Ingress\n\n[setup](#setting-up)\n\n```yaml\n{{% readFile "x.yaml" %}}\n```\n',
+            "content/tabs.md": "# Tabs\n\n[missing](#nowhere)\n\n{{% tab %}}\nText.\n{{% /tab %}}\n",
+        },
+    )
+    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
+    verdicts = link_verdicts(settings)
+    assert verdicts[("content/store.md", "#scope")] is None
+    assert verdicts[("content/ingress.md", "#setting-up")] is False  # the fence's output is code
+    assert verdicts[("content/tabs.md", "#nowhere")] is False  # a paired shortcode is the page's own text
+    report = check_links(settings, external=False)
+    skipped = [r.reason for r in report.results if r.target == "#scope"]
+    assert skipped == ["#scope is not known: content/store.md has headings only its site's templates render"]
+
+
+def test_terms_and_headings_share_numbered_ids(tmp_path: Path) -> None:
+    # Hugo's deployment page: the term `targets` is #targets, the heading after it #targets-1.
+    _write(
+        tmp_path,
+        {
+            "hugo.toml": 'baseURL = "/"\n[markup.goldmark.parser]\nautoDefinitionTermID = true\n',
+            "content/deploy.md": (
+                "# Deploy\n\n`targets`\n: A slice of [targets](#targets-1), see [term](#targets).\n\n"
+                "[not numbered that far](#targets-2)\n\n## Targets\n\nThe list.\n"
+            ),
+        },
+    )
+    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
+    verdicts = link_verdicts(settings)
+    assert verdicts[("content/deploy.md", "#targets-1")] is True
+    assert verdicts[("content/deploy.md", "#targets")] is True
+    assert verdicts[("content/deploy.md", "#targets-2")] is False

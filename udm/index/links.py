@@ -38,7 +38,7 @@ from udm.net import (
     split_url,
     url_port,
 )
-from udm.site import display_target
+from udm.site import display_target, excluded
 
 __all__ = [
     "LinkReport",
@@ -110,6 +110,11 @@ def _internal_verdict(settings: Settings, link: LinkSource) -> LinkResult:
     """The index's verdict on an internal link or anchor (resolved there with the site's rules, udm.site.routes)."""
     base = {"file": link.file, "line": link.line, "text": link.text, "target": link.target, "kind": link.kind}
     if link.resolved is None:
+        if excluded(link.target, tuple(settings.link_exclude)):
+            return LinkResult(**base, status="skipped", reason="excluded by link_exclude")
+        if link.target_file is not None and link.fragment is not None:
+            why = f"#{link.fragment} is not known: {link.target_file} has headings only its site's templates render"
+            return LinkResult(**base, status="skipped", reason=why)
         # The target reads as a URL although the link's kind says otherwise (a redirect to a URL).
         return LinkResult(**base, status="skipped", reason="not a file of the manual")
     if link.resolved:
@@ -366,7 +371,8 @@ def check_links(
     started = time.perf_counter()
     found = collect_links(settings) if links is None else links
     results: list[LinkResult] = []
-    ext = [lk for lk in found if lk.kind == "external"]
+    skip = tuple(settings.link_exclude)
+    ext = [lk for lk in found if lk.kind == "external" and not excluded(lk.target, skip)]
     verdicts: dict[str, _Verdict] = {}
     if external and ext:
         verdicts = asyncio.run(check_external([lk.target for lk in ext], settings, **options))
@@ -374,7 +380,10 @@ def check_links(
         if link.kind == "external":
             if not external:
                 continue
-            v = verdicts[link.target]
+            if excluded(link.target, skip):
+                v = _Verdict("skipped", reason="excluded by link_exclude")
+            else:
+                v = verdicts[link.target]
             results.append(
                 LinkResult(
                     file=link.file,

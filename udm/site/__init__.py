@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from udm.site.detect import Site as Site
     from udm.site.detect import settings_site as settings_site
     from udm.site.detect import site_for as site_for
+    from udm.site.model import excluded as excluded
     from udm.site.routes import LinkResolver as LinkResolver
     from udm.site.routes import Routes as Routes
     from udm.site.routes import display_target as display_target
@@ -29,6 +30,7 @@ _SURFACE = {
     "Routes": "routes",
     "Site": "detect",
     "display_target": "routes",
+    "excluded": "model",
     "resolve_links": "routes",
     "route_meta": "routes",
     "settings_site": "detect",
@@ -42,6 +44,7 @@ __all__ = [
     "Routes",
     "Site",
     "display_target",
+    "excluded",
     "resolve_links",
     "route_meta",
     "settings_site",

@@ -6,12 +6,18 @@ link whose anchor is no section's.
 
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
+from collections import Counter
+from typing import TYPE_CHECKING
 
 from udm.errors import UdmError
 from udm.markdown import parse_document, slugify
 from udm.site.model import Site
+
+if TYPE_CHECKING:
+    from udm.markdown import Document
 
 __all__ = [
     "blackfriday_slug",
@@ -46,11 +52,19 @@ def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool]:
         return set(), False
     nested = doc.nested_heading_texts()
     found = {slugify(t) for t in nested}
-    if site.term_ids:
-        found.update(slugify(t) for t in doc.definition_terms())
     headings = doc.heading_texts()
-    unknown = site.generator == "hugo" and any(
-        own is None and ("{{<" in t or "{{%" in t) for t, own in headings
+    if site.term_ids:
+        # Terms and headings share one set of ids, numbered in text order (`targets` the term,
+        # `targets-1` the heading after it): whatever the order, n of one slug make slug .. slug-(n-1).
+        counts = Counter(slugify(t) for t in [*doc.definition_terms(), *nested])
+        counts.update(slugify(t) for t, own in headings if own is None)
+        for slug, n in counts.items():
+            found.update([slug, *(f"{slug}-{k}" for k in range(1, n))])
+    # A heading whose text is a shortcode, or a shortcode alone on a line whose output is Markdown
+    # (`{{% include "_common/scope.md" %}}`, Hugo's docs; a template printing `### ...`, grpc.io's):
+    # headings only Hugo can render.
+    unknown = site.generator == "hugo" and (
+        any(own is None and ("{{<" in t or "{{%" in t) for t, own in headings) or _inserts_markdown(doc)
     )
     own_rule = (
         vitepress_slug
@@ -81,6 +95,32 @@ _ATTRIBUTE_SITES = ("hugo", "mkdocs", "vitepress")
 # Tried on the last `{...}` of the text only, and read one way (a class is `.` then anything but
 # braces and `#`), so a long heading is read in linear time.
 _ATTRIBUTES = re.compile(r"\{:?[ \t]*(?:\.|[A-Za-z_][\w-]*=)[^{}#]*\}")
+
+
+# A `{{% name ... %}}` shortcode alone on its line (not a closing one, not a ref).
+_MARKDOWN_SHORTCODE = re.compile(
+    r"^[ \t]{0,3}\{\{%[ \t]*(?!/|(?:rel)?ref[ \t])([\w./-]{1,200})[^\n]*%\}\}[ \t]*$", re.M
+)
+
+
+_CLOSING_SHORTCODE = re.compile(r"\{\{[<%][ \t]*/[ \t]*([\w./-]{1,200})[ \t]*[>%]\}\}")
+
+
+def _inserts_markdown(doc: Document) -> bool:
+    """Whether a page holds a shortcode alone on a line outside code, not paired, whose output Hugo
+    renders as Markdown: what it writes (another page's text, headings from front matter) is not in
+    the file. In a fence its output is code (kind's `{{% readFile "x.yaml" %}}`)."""
+    text = doc.text
+    if "{{%" not in text:
+        return False
+    closed = {m.group(1) for m in _CLOSING_SHORTCODE.finditer(text)}
+    fences = [(b.start, b.end) for b in doc.blocks]
+    line_at = doc.line_starts()
+    for m in _MARKDOWN_SHORTCODE.finditer(text):
+        line = bisect.bisect_right(line_at, m.start()) - 1
+        if m.group(1) not in closed and not any(a <= line <= b for a, b in fences):
+            return True
+    return False
 
 
 def _strip_attributes(text: str) -> str:

@@ -333,6 +333,11 @@ _THEME_NAME = re.compile(r"[A-Za-z0-9_][\w.-]{0,100}")
 # How a template uses its inner text: rendered as Markdown, highlighted as code, else written out raw.
 _MARKDOWN_INNER = re.compile(r"markdownify|RenderString")
 _CODE_INNER = re.compile(r"\bhighlight\b|transform\.Highlight|<pre\b")
+_INNER = re.compile(r"\.Inner(?:Deindent)?\b")
+# Each use of the inner text that writes it out as it is, or drops it.
+_INNER_RAW = re.compile(r"\{\{-?\s*(?:\$_\s*:?=\s*)?\$?\.Inner(?:Deindent)?\s*-?\}\}")
+# The inner text handed on: what the partial or the data does with it is not read here.
+_INNER_PASSED = re.compile(r"\bpartial(?:Cached)?\b[^}]{0,2000}?\.Inner|\bdict\b[^}]{0,2000}?\.Inner")
 
 
 def hugo_site_folder(config: Path) -> Path:
@@ -373,15 +378,24 @@ def _shortcode_kinds(templates: list[tuple[str, Path]]) -> tuple[tuple[str, str]
     kinds = {"highlight": "code"}
     for name, path in templates:
         try:
-            text = read_head(path, _MAX_TEMPLATE_BYTES).decode("utf-8", "replace")
+            raw = read_head(path, _MAX_TEMPLATE_BYTES)
         except OSError:
             continue
-        if ".Inner" not in text:
-            kinds.pop(name, None)  # used alone; a closing tag would be Hugo's error
-        elif _MARKDOWN_INNER.search(text):
+        if len(raw) > _MAX_TEMPLATE_BYTES:
+            kinds.pop(name, None)  # not read whole: not known, Markdown
+            continue
+        text = raw.decode("utf-8", "replace")
+        uses = len(_INNER.findall(text))
+        if not uses or _MARKDOWN_INNER.search(text) or _INNER_PASSED.search(text):
+            # Used alone (a closing tag would be Hugo's error), rendered as Markdown, or handed to a
+            # partial or a function whose use of it is not read here: Markdown, as before.
             kinds.pop(name, None)
+        elif _CODE_INNER.search(text):
+            kinds[name] = "code"
+        elif len(_INNER_RAW.findall(text)) == uses:
+            kinds[name] = "raw"  # written out as it is (`{{ .Inner }}`), or dropped (`{{ $_ := .Inner }}`)
         else:
-            kinds[name] = "code" if _CODE_INNER.search(text) else "raw"
+            kinds.pop(name, None)
     return tuple(sorted(kinds.items()))
 
 
@@ -534,7 +548,9 @@ def settings_site(settings: Settings) -> Site:
     root = settings.udm_root
     project = Path(settings.project_root)
     stop = project if root != project and root.is_relative_to(project) else None
-    return site_for(root, settings.site_generator, settings.site_base_path, stop)
+    site = site_for(root, settings.site_generator, settings.site_base_path, stop)
+    exclude = tuple(settings.link_exclude)
+    return replace(site, exclude=exclude) if exclude else site
 
 
 def strip_page(path: str) -> str:

@@ -4,6 +4,8 @@ config readers share (`udm.site.detect` for YAML/TOML/JSON configs, `udm.site.js
 
 from __future__ import annotations
 
+import fnmatch
+import functools
 import hashlib
 import json
 import os
@@ -23,6 +25,7 @@ __all__ = [
     "SCHEME",
     "Mount",
     "Site",
+    "excluded",
     "path_of_url",
     "read_head",
     "static_folders",
@@ -78,7 +81,13 @@ class Site:
     # VitePress `rewrites`: (source pattern, destination) over page paths relative to the content
     # folder, path-to-regexp style (`'en/:rest*': ':rest*'`); a page is routed as its destination.
     rewrites: tuple[tuple[str, str], ...] = ()
+    # Link targets not checked (the `link_exclude` setting's glob patterns over the target as written).
+    exclude: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
+
+    def excluded(self, target: str) -> bool:
+        """Whether the `link_exclude` setting says not to check this target."""
+        return bool(self.exclude) and excluded(target, self.exclude)
 
     def fingerprint(self) -> str:
         """A short hash of everything that changes how links resolve."""
@@ -95,6 +104,7 @@ class Site:
                 self.aliases,
                 self.shortcodes,
                 self.rewrites,
+                self.exclude,
             ],
             sort_keys=True,
         )
@@ -110,6 +120,22 @@ class Site:
             "redirects": len(self.redirects),
             "problems": list(self.problems),
         }
+
+
+_MAX_EXCLUDE = 200
+
+
+@functools.lru_cache(maxsize=64)
+def _exclude_pattern(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    # fnmatch's translation matches each `*` without backtracking through the others (atomic groups).
+    return re.compile(
+        "|".join(fnmatch.translate(p.strip()) for p in patterns[:_MAX_EXCLUDE] if p.strip()) or "(?!)"
+    )
+
+
+def excluded(target: str, patterns: tuple[str, ...]) -> bool:
+    """Whether a link target (as written, surrounding blanks left out) matches one of the glob patterns."""
+    return _exclude_pattern(patterns).match(target.strip()) is not None
 
 
 def under(root: Path, folder: Path, prefix: str, kind: str, strip_numbers: bool) -> Mount | None:

@@ -369,6 +369,8 @@ class LinkResolver:
     def locate(self, source: str, target: str) -> Located:
         """Where the link `target` written in `source` lands (before any anchor check)."""
         text = target.strip()
+        if self.site.exclude and self.site.excluded(text):
+            return Located(None, None, external=True, how="excluded")
         if text.startswith("{{"):
             ref = parse_ref(text)
             if ref is not None:
