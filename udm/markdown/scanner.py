@@ -351,6 +351,8 @@ _CODE_NODES = frozenset({"code_inline", "code_block", "fence"})
 
 def _hugo_refs(root: Node, src: str) -> list[tuple[int, str, str]]:
     """(byte offset, link text, shortcode) of the Hugo `ref`/`relref` shortcodes outside code."""
+    if "{{" not in src or "ref" not in src:
+        return []
     data: str | bytes = src if src.isascii() else src.encode("utf-8")
     found = find_refs(data)
     if not found:
