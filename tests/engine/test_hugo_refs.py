@@ -40,7 +40,11 @@ def _write(root: Path, files: dict[str, str]) -> None:
         ('{{< ref path="a.md" lang="fr" >}}', HugoRef("a.md", "fr")),
         ('{{< relref path="a.md" outputFormat="amp" >}}', HugoRef("a.md", relative=True)),
         ('{{< ref "a\\"b" >}}', HugoRef('a"b')),
-        ('{{< ref "a" "b" >}}', None),  # two positional paths: not a ref call Hugo accepts
+        ('{{< ref "a" "amp" >}}', HugoRef("a")),  # a second positional is the output format
+        ('{{< ref "a" "amp" "x" >}}', None),
+        ('{{< ref "a" lang="fr" >}}', None),  # Hugo refuses positional and named mixed
+        ('{{< ref "a" >}}#b', HugoRef("a#b")),  # a fragment written after it
+        ('{{< ref "a#b" >}}#c', None),
         ('{{< ref "a" %}}', None),  # mismatched closer
         ("{{< ref >}}", None),
         ('{{</* ref "a" */>}}', None),  # the escaped form shows the syntax
@@ -60,6 +64,7 @@ def test_refs_are_links_outside_code() -> None:
         '```\n{{< ref "in-fence" >}}\n```\n\n'
         '<a href=\'{{< relref "c.md" >}}\'>c</a> {{</* ref "escaped" */>}} ü [ä\nwrapped]({{< ref `d.md` >}})\n',
         "docs/page.md",
+        shortcodes=(),
     )
     refs = [(link.line, link.text, link.target, link.form, link.kind) for link in doc.links]
     assert refs == [
@@ -72,20 +77,26 @@ def test_refs_are_links_outside_code() -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.text(alphabet='{}<>%/*"`= \n\\abrefl.#', max_size=300))
+@given(st.text(alphabet='{}<>%/*"`= \n\\abrefl.#ü', max_size=300))
 def test_any_text_is_read_without_error(text: str) -> None:
-    found = find_refs(text)
-    assert found == [(s, e, t) for s, e, t in find_refs(text.encode("utf-8"))] or not text.isascii()
-    for start, end, raw in found:
-        assert text[start:end] == raw and parse_ref(raw) is not None
-    parse_document(text, "x.md")
+    for char, byte, raw in find_refs(text):
+        assert text[char : char + len(raw)] == raw and parse_ref(raw) is not None
+        assert byte == len(text[:char].encode("utf-8"))
+    parse_document(text, "x.md", shortcodes=())
 
 
 def test_a_long_unclosed_ref_reads_in_linear_time() -> None:
-    for text in ('{{< ref "' + "\\" * 200_000, "{{< ref " + "a=" * 100_000, "{{< ref " * 50_000):
+    texts = [
+        '{{< ref "' + "\\" * 200_000,
+        "{{< ref " + "a=" * 100_000,
+        "{{< ref " * 50_000,
+        '{{%ref "' * 100_000,  # each unclosed string stops at the next shortcode
+        "]({{<ref a>}}" * 80_000,
+    ]
+    for text in texts:
         started = time.perf_counter()
-        parse_document(text, "x.md")
-        assert time.perf_counter() - started < 5
+        parse_document(text, "x.md", shortcodes=())
+        assert time.perf_counter() - started < 5, text[:20]
 
 
 SITE = {
@@ -211,3 +222,60 @@ def test_a_patch_that_removes_a_refd_page_is_refused(tmp_path: Path) -> None:
         res.error or ""
     )
     assert (tmp_path / "content/docs/guide/deep.md").exists()
+
+
+def test_hugo_lookup_details(tmp_path: Path) -> None:
+    # As Hugo 0.168 resolves them (checked against the hugo binary on a copy of this tree).
+    _write(
+        tmp_path,
+        {
+            "hugo.toml": 'baseURL = "/"\n',
+            "content/docs/b.md": "# B\n\n## Part\n",
+            "content/docs/bundle/index.md": (
+                "# Bundle\n\n"
+                '[sibling]({{< ref "./b" >}}) [own folder]({{< ref "../bundle/index.md" >}})\n'
+                '[dot stops]({{< ref "./nowhere/b" >}}) [fragment after]({{< ref "b" >}}#part)\n'
+                '[bad fragment after]({{< ref "b" >}}#gone) [section without index]({{< ref "/commands" >}})\n'
+                '[unknown language]({{< ref path="/docs/b" lang="de" >}})\n'
+            ),
+            "content/commands/set.md": "# SET\n",
+            # Too large for the index, but Hugo has the page.
+            "content/docs/huge.md": "# Huge\n" + "x" * 2000,
+            "content/docs/links.md": '# Links\n\n[huge]({{< ref "huge" >}})\n',
+        },
+    )
+    settings = load_settings(
+        cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state", max_file_bytes=1000
+    )
+    verdicts = link_verdicts(settings)
+    page = "content/docs/bundle/index.md"
+    assert verdicts[(page, '{{< ref "./b" >}}')] is True
+    assert verdicts[(page, '{{< ref "../bundle/index.md" >}}')] is True
+    assert verdicts[(page, '{{< ref "./nowhere/b" >}}')] is False
+    assert verdicts[(page, '{{< ref "b" >}}#part')] is True
+    assert verdicts[(page, '{{< ref "b" >}}#gone')] is False
+    assert verdicts[(page, '{{< ref "/commands" >}}')] is True
+    # A site with no languages of its own: `lang` asks nothing of it.
+    assert verdicts[(page, '{{< ref path="/docs/b" lang="de" >}}')] is True
+    assert verdicts[("content/docs/links.md", '{{< ref "huge" >}}')] is True
+
+
+def test_an_unknown_language_finds_nothing(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        {
+            "config.yaml": "baseURL: /\nlanguages:\n  en:\n    contentDir: content/en\n  'no':\n    contentDir: content/no\n",
+            "content/en/a.md": '# A\n\n[de]({{< ref path="/a" lang="de" >}}) [no]({{< ref path="/b" lang="no" >}})\n',
+            "content/no/b.md": "# B\n",
+        },
+    )
+    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
+    verdicts = link_verdicts(settings)
+    assert verdicts[("content/en/a.md", '{{< ref path="/a" lang="de" >}}')] is False
+    assert verdicts[("content/en/a.md", '{{< ref path="/b" lang="no" >}}')] is True
+
+
+def test_ref_syntax_outside_a_hugo_site_is_text(tmp_path: Path) -> None:
+    _write(tmp_path, {"index.md": '# Docs\n\nHugo pages write {{< ref "install.md" >}} to link a page.\n'})
+    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
+    assert link_verdicts(settings) == {}

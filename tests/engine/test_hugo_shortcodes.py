@@ -207,7 +207,7 @@ def test_a_theme_outside_the_site_is_not_read(tmp_path: Path) -> None:
     )
     (site / "themes").mkdir()
     (site / "themes" / "linked").symlink_to(tmp_path / "elsewhere")
-    assert detect_site(site, stop=site).shortcodes == (("highlight", "code"),)
+    assert detect_site(site, stop=site).shortcodes == (("comment", "raw"), ("highlight", "code"))
 
 
 def test_anchors_a_shortcode_renders_are_unknown_not_broken(tmp_path: Path) -> None:
@@ -250,3 +250,41 @@ def test_terms_and_headings_share_numbered_ids(tmp_path: Path) -> None:
     assert verdicts[("content/deploy.md", "#targets-1")] is True
     assert verdicts[("content/deploy.md", "#targets")] is True
     assert verdicts[("content/deploy.md", "#targets-2")] is False
+
+
+def test_markdown_shortcodes_inside_a_raw_one_stay_markdown() -> None:
+    # dapr's `{{< tabs >}}` around `{{% codetab %}}`s: Hugo renders the inner `{{% %}}` as Markdown.
+    text = "# P\n\n{{< raw >}}\n{{% tab %}}\n## Inside a tab\n[x](y.md)\n{{% /tab %}}\n{{< /raw >}}\n"
+    doc = parse_document(text, "p.md", shortcodes=KINDS)
+    assert [s.title for s in doc.sections if s.level] == ["P", "Inside a tab"]
+    assert [link.target for link in doc.links] == ["y.md"]
+
+
+def test_theme_paths_order_and_parameters(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        {
+            "hugo.toml": 'baseURL = "/"\ntheme = ["docsy/theme", "other", "other"]\n',
+            # Docsy's tab reads a "highlight" parameter and hands its text on: not code, Markdown.
+            "themes/docsy/theme/layouts/_shortcodes/tab.html": (
+                '{{ with $.Get "highlight" }}{{ $tab = merge $tab (dict "highlight" .) }}{{ end }}\n'
+                '{{ with $.Inner }}{{ $tab = merge $tab (dict "content" .) }}{{ end }}\n'
+            ),
+            "themes/docsy/theme/layouts/_shortcodes/box.html": "<pre>{{ .Inner }}</pre>\n",
+            # Highlighted unless `text=true` asks for the text as it is: raw (Markdown under {{% %}}).
+            "themes/docsy/theme/layouts/_shortcodes/dtab.html": (
+                '{{ if .Get "text" }}{{ .Inner }}{{ else }}{{ highlight .Inner (.Get "lang") "" }}{{ end }}\n'
+            ),
+            # The first theme named wins over the second.
+            "themes/other/layouts/shortcodes/box.html": "{{ .Inner | markdownify }}\n",
+            "themes/other/layouts/shortcodes/plain.html": "<div>{{ .Inner }}</div>\n",
+            # The site's own template wins over every theme's.
+            "layouts/shortcodes/plain.html": "{{ .Inner | markdownify }}\n",
+        },
+    )
+    assert detect_site(tmp_path, stop=tmp_path).shortcodes == (
+        ("box", "code"),
+        ("comment", "raw"),
+        ("dtab", "raw"),
+        ("highlight", "code"),
+    )

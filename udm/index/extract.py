@@ -141,7 +141,7 @@ class ParseOptions:
     id_patterns: tuple[str, ...]
     data_sections: tuple[str, ...] = ()
     max_file_bytes: int = 4_000_000
-    shortcodes: tuple[tuple[str, str], ...] = ()  # the site's (udm.site.Site.shortcodes)
+    shortcodes: tuple[tuple[str, str], ...] | None = None  # the site's (udm.site.Site.shortcodes)
 
 
 def parse_options(settings: Any) -> ParseOptions:

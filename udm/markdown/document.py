@@ -110,7 +110,7 @@ class Document:
         self._outline: Outline | None = None
         self._starts: list[int] | None = None
         # The Hugo shortcodes that hold no Markdown, as the parse was told (its later parses use them too).
-        self.shortcodes: tuple[tuple[str, str], ...] = ()
+        self.shortcodes: tuple[tuple[str, str], ...] | None = None
 
     def __repr__(self) -> str:
         return f"Document(path={self.path!r}, parser={self.parser!r})"
@@ -288,7 +288,7 @@ def parse_document(
     id_patterns: Iterable[str] | None = None,
     *,
     data_sections: Sequence[str] = (),
-    shortcodes: tuple[tuple[str, str], ...] = (),
+    shortcodes: tuple[tuple[str, str], ...] | None = None,
 ) -> Document:
     """Parse Markdown text; bad blocks become `errors`, never exceptions (but MarkdownParseError for
     the rare file the parser fails on with every rule set, see udm.markdown.tree).

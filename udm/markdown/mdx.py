@@ -222,24 +222,36 @@ def blank_spans(
     links: list[tuple[int, str, str]],
     form: str = "jsx",
     html: bool = False,
+    quiet: frozenset[int] = frozenset(),
 ) -> str:
     """`src` with every span blanked but its newlines; the href/src of the JSX tags among them (of
-    any HTML in them with `html`) go to `links` as `form`."""
+    any HTML in them with `html`) go to `links` as `form`, at the blanked text's byte offset of the
+    line they are on; a span starting at an offset in `quiet` (code) gives none.
+
+    A span's lines keep no characters (a span starting mid-line leaves one space, so the words
+    around it stay apart): blanked to spaces, a long line of code would read as deep indentation.
+    """
     out: list[str] = []
     at = 0
-    ascii_src = src.isascii()
-    done_bytes = 0  # the byte offset of `at`, counted on span by span
+    done = 0  # the blanked text's byte offset of `at`, counted on span by span
     for a, b in spans:
-        out.append(src[at:a])
+        kept = src[at:a]
+        out.append(kept)
+        done += len(kept) if kept.isascii() else len(kept.encode("utf-8"))
         chunk = src[a:b]
-        if not ascii_src:
-            done_bytes += len(src[at:a].encode("utf-8"))
-        base = a if ascii_src else done_bytes
-        if not ascii_src:
-            done_bytes += len(chunk.encode("utf-8"))
-        if html or chunk.lstrip().startswith("<"):
-            attr_links(chunk, base, form, links)
-        out.append(re.sub(r"[^\n]", " ", chunk))
+        blanked = "\n" * chunk.count("\n")
+        if a > 0 and src[a - 1] != "\n" and chunk[:1] not in ("", "\n"):
+            blanked = " " + blanked
+        if a not in quiet and (html or chunk.lstrip().startswith("<")):
+            found: list[tuple[int, str, str]] = []
+            attr_links(chunk, 0, form, found)
+            if found:
+                raw = chunk.encode("utf-8")
+                starts = [0, *(i + 1 for i, c in enumerate(blanked) if c == "\n")]
+                for offset, target, kind in found:
+                    links.append((done + starts[raw.count(b"\n", 0, offset)], target, kind))
+        out.append(blanked)
+        done += len(blanked)
         at = b
     out.append(src[at:])
     return "".join(out)

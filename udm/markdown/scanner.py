@@ -246,7 +246,11 @@ def _positions(data: Any, mark: Any) -> list[int]:
 
 
 def nested_heading_texts(
-    lines: list[str], first: int = 0, *, mdx: bool = False, shortcodes: tuple[tuple[str, str], ...] = ()
+    lines: list[str],
+    first: int = 0,
+    *,
+    mdx: bool = False,
+    shortcodes: tuple[tuple[str, str], ...] | None = None,
 ) -> list[str]:
     """The rendered text of every heading inside a block quote, list item or other container.
 
@@ -259,7 +263,11 @@ def nested_heading_texts(
 
 
 def definition_term_texts(
-    lines: list[str], first: int = 0, *, mdx: bool = False, shortcodes: tuple[tuple[str, str], ...] = ()
+    lines: list[str],
+    first: int = 0,
+    *,
+    mdx: bool = False,
+    shortcodes: tuple[tuple[str, str], ...] | None = None,
 ) -> list[str]:
     """The rendered text of every definition-list term (`Term` on the line before `: definition`),
     to which Hugo gives an id with `autoDefinitionTermID`; [] when the page has none or will not parse."""
@@ -273,14 +281,16 @@ def definition_term_texts(
 _HEADINGS = frozenset({"heading", "lheading"})
 
 
-def _source(lines: list[str], first: int, mdx: bool, shortcodes: tuple[tuple[str, str], ...] = ()) -> str:
+def _source(
+    lines: list[str], first: int, mdx: bool, shortcodes: tuple[tuple[str, str], ...] | None = None
+) -> str:
     """The text the parser sees of a file's lines (as `parse_markdown` makes it, without its flag)."""
     src, _ = _normalise(lines, first)
     return _masked(src, first, mdx, shortcodes)[0]
 
 
 def _masked(
-    src: str, first: int, mdx: bool, shortcodes: tuple[tuple[str, str], ...]
+    src: str, first: int, mdx: bool, shortcodes: tuple[tuple[str, str], ...] | None
 ) -> tuple[str, list[Opaque], list[tuple[int, str, str]]]:
     """The text with what is no Markdown blanked (MDX's ESM and JSX; a Hugo site's code and raw
     paired shortcodes), its MDX blocks, and the href/src links found in what was blanked."""
@@ -289,9 +299,9 @@ def _masked(
     html: list[tuple[int, str, str]] = []
     inner = opaque_shortcodes(src, shortcodes) if shortcodes else []
     if inner:
-        # Code holds no link; blanking keeps the lines, so each offset still finds its line.
-        src = blank_spans(src, [(a, b) for a, b, kind in inner if kind == "code"], [])
-        src = blank_spans(src, [(a, b) for a, b, kind in inner if kind == "raw"], html, "html", html=True)
+        # One pass (blanking shortens the text); code holds no link, raw text's HTML links are kept.
+        code = frozenset(a for a, _, kind in inner if kind == "code")
+        src = blank_spans(src, [(a, b) for a, b, _ in inner], html, "html", html=True, quiet=code)
     return src, [], html
 
 
@@ -310,13 +320,18 @@ def _texts_below(nodes: list[Node], names: frozenset[str]) -> list[str]:
 
 
 def parse_markdown(
-    lines: list[str], first: int = 0, *, mdx: bool = False, shortcodes: tuple[tuple[str, str], ...] = ()
+    lines: list[str],
+    first: int = 0,
+    *,
+    mdx: bool = False,
+    shortcodes: tuple[tuple[str, str], ...] | None = None,
 ) -> Parsed:
     """Headings (top level only), fences (any depth), links and MDX blocks of a file's lines.
 
     `first` is the first line after the front matter (the lines before it are blanked). `shortcodes`:
     the Hugo paired shortcodes whose inner text is no Markdown (`Site.shortcodes`): blanked like MDX
-    blocks, the HTML links of a "raw" one kept.
+    blocks, the HTML links of a "raw" one kept; given (even empty) on a Hugo site only, where its
+    `ref`/`relref` shortcodes are links too (elsewhere `{{< ref "x" >}}` is plain text).
     """
     src, same = _normalise(lines, first)
     # html: (byte offset, target, form) of the href and src of what was blanked (JSX, raw shortcodes)
@@ -335,7 +350,7 @@ def parse_markdown(
     links = [RawLink(line_of(at), text, _decode(url), form, at) for at, text, url, form in found] + [
         RawLink(line_of(at), "", target, form, at) for at, target, form in html
     ]
-    if not mdx:
+    if not mdx and shortcodes is not None:
         refs = _hugo_refs(root, src)
         if refs:
             # The ref is the link; an HTML attribute or `<...>` destination holding it is the same one.
@@ -351,10 +366,7 @@ _CODE_NODES = frozenset({"code_inline", "code_block", "fence"})
 
 def _hugo_refs(root: Node, src: str) -> list[tuple[int, str, str]]:
     """(byte offset, link text, shortcode) of the Hugo `ref`/`relref` shortcodes outside code."""
-    if "{{" not in src or "ref" not in src:
-        return []
-    data: str | bytes = src if src.isascii() else src.encode("utf-8")
-    found = find_refs(data)
+    found = find_refs(src)
     if not found:
         return []
     code: list[tuple[int, int]] = []
@@ -369,30 +381,35 @@ def _hugo_refs(root: Node, src: str) -> list[tuple[int, str, str]]:
     code.sort()
     starts = [s for s, _ in code]
     out: list[tuple[int, str, str]] = []
-    for start, _end, raw in found:
-        i = bisect.bisect_right(starts, start) - 1
-        if i >= 0 and code[i][0] <= start < code[i][1]:
+    for n, (char, byte, raw) in enumerate(found):
+        i = bisect.bisect_right(starts, byte) - 1
+        if i >= 0 and code[i][0] <= byte < code[i][1]:
             continue
-        out.append((start, _bracket_text(data, start), raw))
+        # The text is a nicety: past a few thousand refs on one page it is left out (time stays linear).
+        out.append((byte, _bracket_text(src, char) if n < _MAX_TEXTS else "", raw))
     return out
 
 
-def _bracket_text(data: str | bytes, start: int) -> str:
-    """The text of the `[text](` written just before a ref at `start`, "" when there is none."""
-    head = data[max(0, start - 1000) : start]
-    before = head.decode("utf-8", "replace") if isinstance(head, bytes) else head
-    before = before.rstrip(" \t<")
+_MAX_TEXTS = 2000
+
+
+def _bracket_text(src: str, start: int) -> str:
+    """The text of the `[text](` written just before a ref at character `start`, "" when there is none."""
+    before = src[max(0, start - 300) : start].rstrip(" \t<")
     if not before.endswith("]("):
         return ""
-    depth = 0
-    for i in range(len(before) - 2, -1, -1):
-        ch = before[i]
-        if ch == "]" and (i == 0 or before[i - 1] != "\\"):
-            depth += 1
-        elif ch == "[" and (i == 0 or before[i - 1] != "\\"):
-            depth -= 1
-            if depth == 0:
-                return " ".join(before[i + 1 : -2].split())
+    # The `[` that opens it: brackets are counted with the C searches, not char by char.
+    depth, pos = 1, len(before) - 2
+    while pos > 0:
+        opening, closing = before.rfind("[", 0, pos), before.rfind("]", 0, pos)
+        if opening < 0:
+            return ""
+        if closing > opening:
+            depth, pos = depth + 1, closing
+            continue
+        depth, pos = depth - 1, opening
+        if depth == 0:
+            return " ".join(before[opening + 1 : -2].split())
     return ""
 
 

@@ -16,15 +16,17 @@ __all__ = ["HugoRef", "find_refs", "parse_ref"]
 
 # Where a ref starts (`{{<` or `{{%`, then `ref` or `relref`); the rest is read by `_args`.
 _START = re.compile(r"\{\{([<%])[ \t]*(?:rel)?ref(?=[ \t\r\n])")
-_START_BYTES = re.compile(rb"\{\{([<%])[ \t]*(?:rel)?ref(?=[ \t\r\n])")
-# One parameter: `name=value` or a value; each alternative is bounded, so the scan is linear.
+# One parameter: `name=value` or a value. No value holds a brace or a line break, so reading one
+# stops at the next shortcode: a page of unclosed refs is read in one pass.
 _ARG = re.compile(
     r"""[ \t\r\n]*(?:([A-Za-z][A-Za-z0-9_]*)[ \t]*=[ \t]*)?"""
-    r"""("(?:[^"\\\r\n]|\\.){0,2000}"|`[^`]{0,2000}`|[^ \t\r\n"`>%}=]{1,2000})"""
+    r"""("(?:[^"\\\r\n{}]|\\[^\r\n]){0,2000}"|`[^`\r\n{}]{0,2000}`|[^ \t\r\n"`>%}{=]{1,2000})"""
 )
 _MAX_ARGS = 8
-# A shortcode is one tag: a ref longer than this is not read (no page path is that long).
+# A paired shortcode's opening tag longer than this is not read.
 _MAX_LENGTH = 4096
+# After the shortcode, a fragment written outside it: `]({{< ref "x" >}}#setup)`.
+_FRAGMENT_AFTER = re.compile(r"#[^\s()\[\]<>\"'`{}]{0,500}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +47,11 @@ def _value(token: str) -> str:
 
 
 def _args(text: str, pos: int, closer: str) -> tuple[HugoRef | None, int]:
-    """The ref whose parameters start at `pos`, and where its closer ends (-1 when it is not a ref)."""
+    """The ref whose parameters start at `pos`, and where its closer ends (-1 when it is not a ref).
+
+    One positional path (a second positional is the output format), or named `path`, `lang`,
+    `outputFormat` (Hugo refuses the two kinds mixed).
+    """
     positional: list[str] = []
     named: dict[str, str] = {}
     for _ in range(_MAX_ARGS + 1):
@@ -54,7 +60,7 @@ def _args(text: str, pos: int, closer: str) -> tuple[HugoRef | None, int]:
             end += 1
         if text.startswith(closer, end):
             path = named.get("path", positional[0] if positional else None)
-            if path is None or len(positional) > 1:
+            if path is None or len(positional) > 2 or (positional and named):
                 return None, -1
             return HugoRef(path, named.get("lang")), end + len(closer)
         m = _ARG.match(text, pos)
@@ -69,46 +75,45 @@ def _args(text: str, pos: int, closer: str) -> tuple[HugoRef | None, int]:
 
 
 def parse_ref(text: str) -> HugoRef | None:
-    """The ref a whole shortcode text names (`{{< relref "a.md#b" lang="fr" >}}`), else None."""
-    m = _START.match(text.strip())
+    """The ref a whole shortcode text names (`{{< relref "a.md#b" lang="fr" >}}`, a fragment written
+    after it too: `{{< ref "a.md" >}}#b`), else None."""
+    inner = text.strip()
+    m = _START.match(inner)
     if m is None:
         return None
-    inner = text.strip()
     ref, end = _args(inner, m.end(), ">}}" if m.group(1) == "<" else "%}}")
-    if ref is None or end != len(inner):
+    if ref is None:
         return None
-    return HugoRef(ref.path, ref.lang, relative="relref" in inner[: m.end()])
+    path = ref.path
+    if end != len(inner):
+        after = _FRAGMENT_AFTER.fullmatch(inner, end)
+        if after is None or "#" in path:
+            return None
+        path += after.group()
+    return HugoRef(path, ref.lang, relative="relref" in inner[: m.end()])
 
 
-def find_refs(data: str | bytes) -> list[tuple[int, int, str]]:
-    """(start, end, shortcode text) of every ref in `data`; offsets in `data`'s own units (characters
-    of a str, bytes of UTF-8 bytes), so a parser's byte source maps apply to bytes."""
-    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+def find_refs(text: str) -> list[tuple[int, int, str]]:
+    """(character offset, UTF-8 byte offset, shortcode text) of every ref in `text`, a fragment
+    written right after it included; one pass (a parser's source maps are in bytes)."""
     if "ref" not in text or "{{" not in text:
         return []
     found: list[tuple[int, int, str]] = []
-    if isinstance(data, bytes):
-        for start in (m.start() for m in _START_BYTES.finditer(data)):
-            window = data[start : start + _MAX_LENGTH].decode("utf-8", "replace")
-            got = _one(window)
-            if got is not None:
-                found.append((start, start + len(window[:got].encode("utf-8")), window[:got]))
-    else:
-        for start in (m.start() for m in _START.finditer(text)):
-            window = text[start : start + _MAX_LENGTH]
-            got = _one(window)
-            if got is not None:
-                found.append((start, start + got, window[:got]))
+    ascii_text = text.isascii()
+    chars = done = 0  # bytes counted on from the last ref, so the offsets cost one pass in all
+    for m in _START.finditer(text):
+        ref, end = _args(text, m.end(), ">}}" if m.group(1) == "<" else "%}}")
+        if ref is None:
+            continue
+        after = _FRAGMENT_AFTER.match(text, end)
+        if after is not None and "#" not in ref.path:
+            end = after.end()
+        start = m.start()
+        if not ascii_text:
+            done += len(text[chars:start].encode("utf-8"))
+            chars = start
+        found.append((start, start if ascii_text else done, text[start:end]))
     return found
-
-
-def _one(window: str) -> int | None:
-    """The length of the ref shortcode at the start of `window`, or None when it is not a whole one."""
-    m = _START.match(window)
-    if m is None:
-        return None
-    ref, end = _args(window, m.end(), ">}}" if m.group(1) == "<" else "%}}")
-    return end if ref is not None else None
 
 
 # A paired shortcode's opening (`{{< name args >}}`, `{{% name %}}`) and any closing (`{{< /name >}}`).
@@ -151,6 +156,10 @@ def opaque_shortcodes(src: str, kinds: tuple[tuple[str, str], ...]) -> list[tupl
             i += 1
         taken[name] = i
         if i == len(ends):
+            continue
+        if kind == "raw" and "{{%" in src[inner : ends[i][0]]:
+            # A `{{% %}}` shortcode inside is rendered as Markdown (dapr's `{{< tabs >}}` around its
+            # `{{% codetab %}}`s): the text stays Markdown.
             continue
         out.append((inner, ends[i][0], kind))
         pos = ends[i][1]

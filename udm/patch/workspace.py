@@ -22,7 +22,7 @@ __all__ = ["MARKDOWN_SUFFIXES", "Workspace", "cached_parse", "check_relpath"]
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 
 
-_CacheKey = tuple[str, str, tuple[str, ...] | None, tuple[str, ...], tuple[tuple[str, str], ...]]
+_CacheKey = tuple[str, str, tuple[str, ...] | None, tuple[str, ...], tuple[tuple[str, str], ...] | None]
 _CACHE: OrderedDict[_CacheKey, Document] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
 _CACHE_SIZE = 64
@@ -33,7 +33,7 @@ def cached_parse(
     path: str,
     id_patterns: list[str] | None = None,
     data_sections: tuple[str, ...] = (),
-    shortcodes: tuple[tuple[str, str], ...] = (),
+    shortcodes: tuple[tuple[str, str], ...] | None = None,
 ) -> Document:
     """parse_document, remembered for the last few texts: a plan and its commit parse the same files."""
     ids = tuple(id_patterns) if id_patterns is not None else None
@@ -82,7 +82,7 @@ class Workspace:
     # hold no Markdown (the site's).
     markdown_suffixes: tuple[str, ...] = PAGE_SUFFIXES
     data_sections: tuple[str, ...] = ()
-    shortcodes: tuple[tuple[str, str], ...] = ()
+    shortcodes: tuple[tuple[str, str], ...] | None = None
     _sandbox: Any = None
 
     def __post_init__(self) -> None:

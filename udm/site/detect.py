@@ -329,10 +329,13 @@ def _hugo_config(path: Path, text: str) -> tuple[Path, dict[str, Any]]:
 _SHORTCODE_DIRS = ("layouts/shortcodes", "layouts/_shortcodes")
 _MAX_TEMPLATES = 500
 _MAX_TEMPLATE_BYTES = 256_000
-_THEME_NAME = re.compile(r"[A-Za-z0-9_][\w.-]{0,100}")
+# A theme is a folder under themes/, or a path below it (`docsy/theme`, a Go module's layout).
+_THEME_NAME = re.compile(r"[A-Za-z0-9_][\w.-]{0,100}(?:/[A-Za-z0-9_][\w.-]{0,100}){0,4}")
+_MAX_THEMES = 10
 # How a template uses its inner text: rendered as Markdown, highlighted as code, else written out raw.
 _MARKDOWN_INNER = re.compile(r"markdownify|RenderString")
-_CODE_INNER = re.compile(r"\bhighlight\b|transform\.Highlight|<pre\b")
+# `highlight` called (not the word in a string: Docsy's tab reads a "highlight" parameter).
+_CODE_INNER = re.compile(r"(?<![\"\w.])highlight[ \t]+[$.(\w]|transform\.Highlight|<pre\b")
 _INNER = re.compile(r"\.Inner(?:Deindent)?\b")
 # Each use of the inner text that writes it out as it is, or drops it.
 _INNER_RAW = re.compile(r"\{\{-?\s*(?:\$_\s*:?=\s*)?\$?\.Inner(?:Deindent)?\s*-?\}\}")
@@ -347,12 +350,14 @@ def hugo_site_folder(config: Path) -> Path:
 
 
 def shortcode_templates(site_dir: Path, themes: list[str]) -> list[tuple[str, Path]]:
-    """(shortcode name, template file) of the themes' and then the site's own templates (the site's
-    win, as in Hugo); regular files only, not through links, at most `_MAX_TEMPLATES`."""
-    bases = [site_dir / "themes" / t for t in reversed(themes) if _THEME_NAME.fullmatch(t) and ".." not in t]
+    """(shortcode name, template file) of the site's own templates, then its themes' in the config's
+    order: the first of a name wins, as in Hugo; regular files only, not through links, at most
+    `_MAX_TEMPLATES` (the site's own counted first)."""
+    names = [t for t in dict.fromkeys(themes) if _THEME_NAME.fullmatch(t) and ".." not in t.split("/")]
+    bases = [site_dir / "themes" / t for t in names[:_MAX_THEMES]]
     found: list[tuple[str, Path]] = []
     top = site_dir.resolve()
-    for base in [*bases, site_dir]:
+    for base in [site_dir, *bases]:
         for sub in _SHORTCODE_DIRS:
             folder = base / sub
             if not within(folder.resolve(), top):
@@ -375,8 +380,13 @@ def shortcode_templates(site_dir: Path, themes: list[str]) -> list[tuple[str, Pa
 def _shortcode_kinds(templates: list[tuple[str, Path]]) -> tuple[tuple[str, str], ...]:
     """The paired shortcodes whose inner text is no Markdown: Hugo's `highlight`, and each template
     that highlights its inner text ("code") or writes it out without rendering it ("raw")."""
-    kinds = {"highlight": "code"}
+    # Hugo's own: `highlight` highlights, `comment` drops its text (both unless the site overrides them).
+    kinds: dict[str, str] = {"highlight": "code", "comment": "raw"}
+    seen: set[str] = set()
     for name, path in templates:
+        if name in seen:
+            continue  # a theme's template the site (or an earlier theme) overrides
+        seen.add(name)
         try:
             raw = read_head(path, _MAX_TEMPLATE_BYTES)
         except OSError:
@@ -391,7 +401,10 @@ def _shortcode_kinds(templates: list[tuple[str, Path]]) -> tuple[tuple[str, str]
             # partial or a function whose use of it is not read here: Markdown, as before.
             kinds.pop(name, None)
         elif _CODE_INNER.search(text):
-            kinds[name] = "code"
+            # Highlighted, or (a Docsy-like `text=true`) written out as it is: under `{{% %}}` that is
+            # Markdown, so it counts as raw text; highlighted only, it is code.
+            conditional = "<pre" not in text and _INNER_RAW.search(text) is not None
+            kinds[name] = "raw" if conditional else "code"
         elif len(_INNER_RAW.findall(text)) == uses:
             kinds[name] = "raw"  # written out as it is (`{{ .Inner }}`), or dropped (`{{ $_ := .Inner }}`)
         else:
@@ -438,7 +451,9 @@ def _hugo(root: Path, path: Path, text: str) -> Site:
     if not contents:
         # Multilingual sites may give each language its own content folder (`languages.en.contentDir`).
         languages = _dig(data, "languages")
-        for lang, conf in languages.items():
+        for key, conf in languages.items():
+            # YAML 1.1 reads Norwegian's `no:` as false.
+            lang = "no" if key is False else key
             folder = _get(conf, "contentDir") if isinstance(conf, dict) else None
             if isinstance(folder, str) and folder.strip():
                 contents.append((here / folder, "", str(lang)))

@@ -77,7 +77,8 @@ class Site:
     aliases: tuple[tuple[str, str], ...] = ()
     # Hugo: the paired shortcodes whose inner text is no Markdown, by how their template uses it:
     # "code" (highlighted) or "raw" (written out as it is, or dropped). See `udm.markdown.shortcodes`.
-    shortcodes: tuple[tuple[str, str], ...] = ()
+    # None on a site that is no Hugo site: its pages hold no shortcodes (no `ref` is a link there).
+    shortcodes: tuple[tuple[str, str], ...] | None = None
     # VitePress `rewrites`: (source pattern, destination) over page paths relative to the content
     # folder, path-to-regexp style (`'en/:rest*': ':rest*'`); a page is routed as its destination.
     rewrites: tuple[tuple[str, str], ...] = ()

@@ -348,6 +348,7 @@ class LinkResolver:
     # page name -> pages (a ref without a slash may name a page anywhere, when only one has that name).
     _ref_paths: dict[str, dict[str, str]] = field(default_factory=dict)
     _ref_names: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    _ref_folders: dict[str, set[str]] = field(default_factory=dict)
 
     @property
     def site(self) -> Site:
@@ -416,11 +417,14 @@ class LinkResolver:
     def _locate_ref(self, source: str, ref: HugoRef) -> Located:
         """Where a Hugo `ref`/`relref` lands: a page by its content path, as Hugo's page lookup finds it.
 
-        A path with a leading slash is from the content root of the page's language (or of `lang`);
-        another is tried relative to the page's own folder, then from the content root, and a bare
-        name (no slash) last as the one page of that name anywhere (Hugo refuses an ambiguous one).
-        Hugo compares content paths without case. The page must exist: Hugo fails the build when a
-        ref finds nothing (`refLinksErrorLevel`).
+        A path with a leading slash is from the content root of the page's language (or of `lang`;
+        a language the site does not have finds nothing); another is tried relative to the page
+        (a leaf bundle's `index.md` from the bundle's parent folder, but `../x.md` from its own),
+        then, unless it starts with `.`, from the content root; a bare name (no slash) last, as the
+        one page of that name anywhere (Hugo refuses an ambiguous one). A section is found by its
+        folder even without an `_index.md` (Hugo makes its page). Hugo compares content paths
+        without case. The page must exist: Hugo fails the build when a ref finds nothing
+        (`refLinksErrorLevel`).
         """
         path, _, fragment = ref.path.strip().partition("#")
         frag = fragment or None
@@ -428,12 +432,20 @@ class LinkResolver:
             return Located(source, frag, how="anchor")
         own = self._content_mount(source)
         langs = {m.lang for m in self.site.mounts}
+        if ref.lang is not None and langs - {""} and ref.lang not in langs:
+            return Located(None, None)
         want = ref.lang if ref.lang in langs else (own[0].lang if own else "")
         mounts = [m for m in self.site.mounts if m.lang in (want, "")] or list(self.site.mounts)
         keys = []
         if not path.startswith("/") and own is not None:
-            keys.append(posixpath.join(posixpath.dirname(own[1]), path))
-        keys.append(path.lstrip("/"))
+            folder = posixpath.dirname(own[1])
+            if posixpath.basename(own[1]).lower().startswith("index.") and not (
+                path.startswith("../") and posixpath.splitext(path)[1]
+            ):
+                folder = posixpath.dirname(folder)  # a leaf bundle's page sits in its parent's folder
+            keys.append(posixpath.join(folder, path))
+        if not path.startswith(".") or own is None:
+            keys.append(path.lstrip("/"))
         for key in keys:
             normal = posixpath.normpath(key)
             if normal == ".." or normal.startswith("../"):
@@ -441,6 +453,11 @@ class LinkResolver:
             wanted = strip_page("" if normal == "." else normal).lower()
             for mount in mounts:
                 hit = self._ref_tables(mount)[0].get(wanted)
+                if hit is None:
+                    hit = self._ref_on_disk(mount, wanted)
+                if hit is None and wanted in self._ref_folders[mount.folder + "\0" + mount.content]:
+                    # A section without `_index.md`: Hugo makes its page (its anchors are not known).
+                    hit = posixpath.join(mount.folder, wanted[len(mount.content) :].lstrip("/")) or "."
                 if hit is not None:
                     return Located(hit, frag, how="ref")
         name = strip_page(path).lower()
@@ -449,6 +466,21 @@ class LinkResolver:
             if len(found) == 1:
                 return Located(found.pop(), frag, how="ref")
         return Located(None, None)
+
+    def _ref_on_disk(self, mount: Mount, key: str) -> str | None:
+        """A page of `key` (a content path) that the index does not hold (too large, not UTF-8) but is there."""
+        if mount.content:
+            if not (key == mount.content.lower() or key.startswith(mount.content.lower() + "/")):
+                return None
+            key = key[len(mount.content) :].lstrip("/")
+        base = posixpath.join(mount.folder, key) if mount.folder else key
+        if key:
+            for name in [base + s for s in PAGE_SUFFIXES] + [
+                f"{base}/{i}{s}" for i in ("_index", "index") for s in PAGE_SUFFIXES
+            ]:
+                if self.exists(name):
+                    return name
+        return None
 
     def _content_mount(self, source: str) -> tuple[Mount, str] | None:
         """The mount publishing `source` and the page's content path within the site."""
@@ -473,6 +505,14 @@ class LinkResolver:
                 paths.setdefault(key, page)
                 if key:
                     names.setdefault(key.rpartition("/")[2], []).append(page)
+            folders: set[str] = set()
+            for key in paths:
+                while "/" in key:
+                    key = key.rpartition("/")[0]
+                    if key in folders:
+                        break
+                    folders.add(key)
+            self._ref_folders[mount.folder + "\0" + mount.content] = folders
             self._ref_paths[mount.folder + "\0" + mount.content] = paths
             self._ref_names[mount.folder + "\0" + mount.content] = names
         return paths, self._ref_names[mount.folder + "\0" + mount.content]

@@ -135,9 +135,10 @@ def last_content(lines: list[str], start: int, end: int) -> int:
     return k
 
 
-def relevel(fragment: str, level: int) -> str:
-    """Shift the fragment's headings so its first heading has `level` (setext headings become ATX)."""
-    doc = parse_document(fragment)
+def relevel(fragment: str, level: int, shortcodes: tuple[tuple[str, str], ...] | None = None) -> str:
+    """Shift the fragment's headings so its first heading has `level` (setext headings become ATX);
+    `shortcodes`: the page's (a `# comment` in a Hugo code shortcode is no heading to shift)."""
+    doc = parse_document(fragment, shortcodes=shortcodes)
     if not doc.sections:
         raise PatchError("the section content does not start with a heading")
     shift = level - doc.sections[0].level
@@ -157,7 +158,7 @@ def relevel(fragment: str, level: int) -> str:
 
 def refuse_duplicate_heading(doc: Document, new_text: str, title: str, level: int) -> None:
     """An inserted heading must not repeat a sibling's: a retried insert would otherwise duplicate it."""
-    after = parse_document(new_text, doc.path)
+    after = parse_document(new_text, doc.path, shortcodes=doc.shortcodes)
     paths = [s.path for s in after.sections if s.title == title and s.level == level]
     dup = [p for p in set(paths) if paths.count(p) > 1]
     if dup:

@@ -59,9 +59,9 @@ def replace_section(ws: Workspace, doc: Document, sec: Section, op: P.ReplaceSec
     end = sec.own_end if op.own_only else sec.end
     fragment, _, _ = in_style(prepare_fragment(op.content, op.format), doc, sec)
     if op.with_heading:
-        if fragment and not parse_document(fragment).sections:
+        if fragment and not parse_document(fragment, shortcodes=doc.shortcodes).sections:
             raise PatchError("with_heading is true, so content must start with a heading")
-        if fragment and parse_document(fragment).sections[0].start != 0:
+        if fragment and parse_document(fragment, shortcodes=doc.shortcodes).sections[0].start != 0:
             raise PatchError("with_heading is true, so content must start with a heading")
         tail = lines[last_content(lines, sec.start, end) : end]
         return [*lines[: sec.start], *split_lines(fragment), *tail, *lines[end:]]
@@ -116,10 +116,12 @@ def insert_section(ws: Workspace, doc: Document, sec: Section, op: P.InsertSecti
         raw = f"{'#' * level} {op.heading.strip()}\n\n{op.content}"
     else:
         raw = op.content
-    fragment = in_style(relevel(prepare_fragment(raw, op.format), level), doc, sec)[0]
+    fragment = in_style(relevel(prepare_fragment(raw, op.format), level, doc.shortcodes), doc, sec)[0]
     at = sec.start if op.position == "before" else sec.end
     new = insert(lines, at, fragment)
-    refuse_duplicate_heading(doc, "".join(new), parse_document(fragment).sections[0].title, level)
+    refuse_duplicate_heading(
+        doc, "".join(new), parse_document(fragment, shortcodes=doc.shortcodes).sections[0].title, level
+    )
     return new
 
 
@@ -165,9 +167,11 @@ def move_section(ws: Workspace, op: P.MoveSection, expect: ExpectCheck) -> str:
         raise PatchError(f"cannot move section '{sec.path}' into itself ('{dest_probe.path}')")
     moved = "".join(lines[sec.start : last_content(lines, sec.start, sec.end)])
     if op.level is not None and op.level != sec.level:
-        moved = relevel(moved, op.level)
+        moved = relevel(moved, op.level, doc.shortcodes)
     rest = "".join([*lines[: sec.start], *lines[sec.end :]])
-    rest_doc = parse_document(rest, doc.path, ws.id_patterns)
+    rest_doc = parse_document(
+        rest, doc.path, ws.id_patterns, data_sections=ws.data_sections, shortcodes=ws.shortcodes
+    )
     dest = find_section_hinted(rest_doc, op.to)
     at = dest.start if op.position == "before" else dest.end
     ws.put(op.file, "".join(insert(list(rest_doc.lines), at, ensure_newline(moved))))
