@@ -254,3 +254,27 @@ def test_a_heading_attribute_list_is_no_text(tmp_path: Path, config: dict[str, s
     broken = {t for (f, t), ok in link_verdicts(settings).items() if ok is False}
     # The GitHub anchor of the whole line is still accepted, leniently.
     assert broken == {"#nope"}
+
+
+def test_a_language_without_a_folder_has_the_sites_and_no_is_norwegian(tmp_path: Path) -> None:
+    # Docsy's example site: English in the top-level contentDir, Norwegian under an unquoted `no:`.
+    _write(
+        tmp_path,
+        {
+            "hugo.yaml": (
+                "baseURL: /\ncontentDir: content/en\nlanguages:\n  en:\n    title: T\n"
+                "  no:\n    contentDir: content/no\n"
+            ),
+            "content/en/docs/a.md": "# A\n\n[b](/docs/b/) [norsk](/no/docs/c/)\n",
+            "content/en/docs/b.md": "# B\n",
+            "content/no/docs/c.md": "# C\n\n[a](/docs/a/) [gone](/no/docs/a/)\n",
+        },
+    )
+    site = detect_site(tmp_path, stop=tmp_path)
+    assert sorted((m.folder, m.prefix, m.lang) for m in site.mounts) == [
+        ("content/en", "", "en"),
+        ("content/no", "no", "no"),
+    ]
+    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
+    broken = {k for k, ok in link_verdicts(settings).items() if ok is False}
+    assert broken == {("content/no/docs/c.md", "/no/docs/a/")}

@@ -451,12 +451,17 @@ def _hugo(root: Path, path: Path, text: str) -> Site:
     if not contents:
         # Multilingual sites may give each language its own content folder (`languages.en.contentDir`).
         languages = _dig(data, "languages")
-        for key, conf in languages.items():
+        default_dir = str(_get(data, "contentDir") or "content")
+        own = [
+            (key, conf) for key, conf in languages.items() if isinstance(_get(conf, "contentDir"), str)
+        ]
+        for key, conf in languages.items() if own else ():
             # YAML 1.1 reads Norwegian's `no:` as false.
             lang = "no" if key is False else key
             folder = _get(conf, "contentDir") if isinstance(conf, dict) else None
-            if isinstance(folder, str) and folder.strip():
-                contents.append((here / folder, "", str(lang)))
+            # A language without a folder of its own has the site's (Docsy's example: English).
+            folder = folder if isinstance(folder, str) and folder.strip() else default_dir
+            contents.append((here / folder, "", str(lang)))
     if not contents:
         contents = [(here / str(_get(data, "contentDir") or "content"), "", "")]
     mounts: list[Mount] = []
