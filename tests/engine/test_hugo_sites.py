@@ -278,3 +278,23 @@ def test_a_language_without_a_folder_has_the_sites_and_no_is_norwegian(tmp_path:
     settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
     broken = {k for k, ok in link_verdicts(settings).items() if ok is False}
     assert broken == {("content/no/docs/c.md", "/no/docs/a/")}
+
+
+def test_pages_hugo_makes_without_a_content_file(tmp_path: Path) -> None:
+    # flux's home page is no Markdown file; docsy.dev links its tag pages and feeds.
+    _write(
+        tmp_path,
+        {
+            "hugo.toml": 'baseURL = "/"\n[taxonomies]\n  tag = "tags"\n  topic = "topics"\n',
+            "content/blog/post.md": "# Post\n",
+            "content/docs/deep/page.md": (
+                "# Page\n\n[home](/) [home anchor](/#calendar) [blog](/blog/) [feed](/blog/index.xml)\n"
+                "[site feed](/index.xml) [sitemap](/sitemap.xml) [topic](/topics/hugo/) [tags](/tags/)\n"
+                "[deep section](/docs/deep/) [no such section](/nothing/) [categories](/categories/x/)\n"
+            ),
+        },
+    )
+    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
+    broken = {k[1] for k, ok in link_verdicts(settings).items() if ok is False}
+    # A nested folder without `_index.md` makes no page; `categories` is not a taxonomy of this site.
+    assert broken == {"/docs/deep/", "/nothing/", "/categories/x/"}

@@ -452,9 +452,7 @@ def _hugo(root: Path, path: Path, text: str) -> Site:
         # Multilingual sites may give each language its own content folder (`languages.en.contentDir`).
         languages = _dig(data, "languages")
         default_dir = str(_get(data, "contentDir") or "content")
-        own = [
-            (key, conf) for key, conf in languages.items() if isinstance(_get(conf, "contentDir"), str)
-        ]
+        own = [(key, conf) for key, conf in languages.items() if isinstance(_get(conf, "contentDir"), str)]
         for key, conf in languages.items() if own else ():
             # YAML 1.1 reads Norwegian's `no:` as false.
             lang = "no" if key is False else key
@@ -479,7 +477,18 @@ def _hugo(root: Path, path: Path, text: str) -> Site:
         term_ids=_get(parser, "autoDefinitionTermID") is True and heading_ids == "github",
         heading_ids=heading_ids if heading_ids in ("github", "github-ascii", "blackfriday") else "github",
         shortcodes=_shortcode_kinds(shortcode_templates(here, _themes(data))),
+        taxonomies=_taxonomies(data),
     )
+
+
+def _taxonomies(data: dict[str, Any]) -> tuple[str, ...]:
+    """The plural names of a Hugo site's taxonomies (`tags` and `categories` unless `taxonomies` says)."""
+    found = _get(data, "taxonomies")
+    if isinstance(found, dict):
+        return tuple(
+            str(v).lower().strip("/") for v in list(found.values())[:50] if isinstance(v, str) and v.strip()
+        )
+    return ("tags", "categories")
 
 
 def _get(data: Any, key: str) -> Any:

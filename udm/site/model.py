@@ -82,6 +82,8 @@ class Site:
     # VitePress `rewrites`: (source pattern, destination) over page paths relative to the content
     # folder, path-to-regexp style (`'en/:rest*': ':rest*'`); a page is routed as its destination.
     rewrites: tuple[tuple[str, str], ...] = ()
+    # Hugo: the taxonomies' plural names (their list and term pages are generated), lower-cased.
+    taxonomies: tuple[str, ...] = ("tags", "categories")
     # Link targets not checked (the `link_exclude` setting's glob patterns over the target as written).
     exclude: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
@@ -106,6 +108,7 @@ class Site:
                 self.shortcodes,
                 self.rewrites,
                 self.exclude,
+                self.taxonomies,
             ],
             sort_keys=True,
         )

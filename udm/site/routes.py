@@ -578,6 +578,28 @@ class LinkResolver:
                     # An indexed page is found by its route only (its slug may have moved it).
                     if name not in self.routes.pages and self.exists(name):
                         return Located(name, None, how="outside")
+        if self.site.generator == "hugo":
+            return self._hugo_generated(rel)
+        return Located(None, None)
+
+    def _hugo_generated(self, rel: str) -> Located:
+        """A page Hugo makes without a content file: a language's home page, a top-level section's list,
+        a taxonomy's list and term pages, the RSS feeds (`index.xml`) and `sitemap.xml`."""
+        route = rel.strip("/")
+        for mount in self.site.mounts:
+            prefix = mount.prefix
+            if prefix and not (route.lower() == prefix or route.lower().startswith(prefix + "/")):
+                continue
+            inner = route[len(prefix) :].strip("/")
+            if inner == "index.xml" or inner.endswith("/index.xml"):
+                inner = inner[: -len("index.xml")].strip("/")
+            elif inner in ("sitemap.xml", "robots.txt", "404.html"):
+                inner = ""
+            if not inner or inner.split("/", 1)[0].lower() in self.site.taxonomies:
+                return Located(mount.folder or ".", None, how="generated")
+            folder = posixpath.join(mount.folder, inner) if mount.folder else inner
+            if "/" not in inner and self.folder_has_pages(folder):
+                return Located(folder, None, how="generated")
         return Located(None, None)
 
     def _route(self, route: str, hops: int = 0) -> Located:
