@@ -15,6 +15,14 @@ from udm.index import UdmIndex, UdmQuery
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
 
+def write_tree(root: Path, files: dict[str, str]) -> None:
+    """Write each (relative path, text) under `root`, making folders as needed."""
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
 def link_verdicts(settings: Settings) -> dict[tuple[str, str], bool | None]:
     """Each indexed link's (file, target) and whether it resolved, with the index brought up to date."""
     index = UdmIndex(settings)

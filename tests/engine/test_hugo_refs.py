@@ -18,13 +18,7 @@ from udm.markdown.shortcodes import HugoRef, find_refs, parse_ref
 from udm.site.routes import detect_site
 
 from .conftest import link_verdicts
-
-
-def _write(root: Path, files: dict[str, str]) -> None:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+from .conftest import write_tree as _write
 
 
 @pytest.mark.parametrize(

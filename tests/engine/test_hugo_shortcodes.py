@@ -24,6 +24,7 @@ from udm.patch import apply_patch, parse_patch
 from udm.site.routes import detect_site
 
 from .conftest import link_verdicts
+from .conftest import write_tree as _write
 
 KINDS = (("code", "code"), ("highlight", "code"), ("raw", "raw"))
 
@@ -44,13 +45,6 @@ TEMPLATES = {
     "themes/t/layouts/shortcodes/note.html": "{{ .Inner }}\n",
     "themes/t/layouts/_shortcodes/comment.html": "{{ $_ := .Inner }}\n",
 }
-
-
-def _write(root: Path, files: dict[str, str]) -> None:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
 
 
 def test_the_templates_say_which_shortcodes_hold_no_markdown(tmp_path: Path) -> None:

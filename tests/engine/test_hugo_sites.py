@@ -18,14 +18,7 @@ from udm.site.anchors import blackfriday_slug, github_ascii_slug
 from udm.site.routes import detect_site
 
 from .conftest import link_verdicts
-
-
-def _write(root: Path, files: dict[str, str]) -> None:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-
+from .conftest import write_tree as _write
 
 # A Docsy-style multilingual site: each language has its own content folder; English at the root.
 MULTILINGUAL = {

@@ -14,14 +14,7 @@ from udm.config import load_settings
 from udm.site.routes import Routes, detect_site
 
 from .conftest import link_verdicts
-
-
-def _write(root: Path, files: dict[str, str]) -> None:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-
+from .conftest import write_tree as _write
 
 I18N = {
     ".vitepress/config.mts": (
