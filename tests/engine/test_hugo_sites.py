@@ -291,3 +291,45 @@ def test_pages_hugo_makes_without_a_content_file(tmp_path: Path) -> None:
     broken = {k[1] for k, ok in link_verdicts(settings).items() if ok is False}
     # A nested folder without `_index.md` makes no page; `categories` is not a taxonomy of this site.
     assert broken == {"/docs/deep/", "/nothing/", "/categories/x/"}
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        # Hugo 0.112 and later, as linkerd.io writes it in config/_default/permalinks.yaml.
+        'baseURL = "/"\n[permalinks.page]\n  blog = "/:year/:month/:day/:slug/"\n',
+        # The older form: a section's pages.
+        'baseURL = "/"\n[permalinks]\n  blog = "/:year/:month/:day/:slug/"\n',
+    ],
+)
+def test_permalinks_route_dated_posts(tmp_path: Path, config: str) -> None:
+    _write(
+        tmp_path,
+        {
+            "hugo.toml": config,
+            "content/blog/2020/0217-multicluster/index.md": (
+                "---\ndate: 2020-02-17T00:00:00Z\nslug: multicluster-kubernetes\ntitle: Multicluster\n---\n# M\n"
+            ),
+            "content/blog/2020/envoy.md": "---\ndate: 2020-12-03\ntitle: Why Linkerd doesn't use Envoy\n---\n# E\n",
+            "content/docs/a.md": (
+                "# A\n\n[mc](/2020/02/17/multicluster-kubernetes/) [envoy](/2020/12/03/why-linkerd-doesnt-use-envoy/)\n"
+                "[old path](/blog/2020/envoy/)\n"
+            ),
+        },
+    )
+    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
+    broken = {k[1] for k, ok in link_verdicts(settings).items() if ok is False}
+    assert broken == {"/blog/2020/envoy/"}
+
+
+def test_a_permalink_token_not_modelled_leaves_the_path_route(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        {
+            "hugo.toml": 'baseURL = "/"\n[permalinks]\n  blog = "/:weekday/:slug/"\n',
+            "content/blog/post.md": "---\ndate: 2020-12-03\ntitle: Post\n---\n# P\n",
+            "content/a.md": "# A\n\n[post](/blog/post/)\n",
+        },
+    )
+    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
+    assert link_verdicts(settings) == {("content/a.md", "/blog/post/"): True}

@@ -144,6 +144,8 @@ _RENDERS_OTHERWISE = re.compile(r"[&\\\[<_]")
 _OWN_ID = re.compile(
     r"[ \t]\{(?::[ \t]*)?(?:[^{}#]*[ \t])?#([A-Za-z0-9_][\w.:-]*)(?:[ \t][^{}]*)?\}$"
     r"|[ \t]\{/\*[ \t]*([A-Za-z0-9_][\w.:-]*)[ \t]*\*/\}$"
+    # Python-Markdown's attr_list also takes the id as a key: `{ id=navigation-path }`.
+    r"|[ \t]\{:?[ \t]*(?:[^{}=]*[ \t])?id=([\"']?)([A-Za-z0-9_][\w.:-]*)\3(?:[ \t][^{}]*)?[ \t]*\}$"
 )
 
 
@@ -433,7 +435,7 @@ def _top_headings(root: Node, lines: list[str], where: _Where) -> list[Heading]:
             title = " ".join(part.strip() for part in lines[start : end - 1]).strip()
         text = _text_of(node).strip() if _RENDERS_OTHERWISE.search(title) else None
         own = _OWN_ID.search(title) if title.endswith("}") else None
-        anchor = own.group(1) or own.group(2) if own else None
+        anchor = own.group(1) or own.group(2) or own.group(4) if own else None
         headings.append(Heading(level, title, start, end, None if text == title else text, anchor))
     return headings
 

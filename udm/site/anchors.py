@@ -40,12 +40,13 @@ def has_explicit_anchor(text: str, anchor: str) -> bool:
     return "{/*" in text and re.search(rf"\{{/\*[ \t]*{re.escape(anchor)}[ \t]*\*/\}}", text) is not None
 
 
-def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool]:
+def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool | re.Pattern[str]]:
     """Anchors of a page beyond its sections' GitHub ones (headings inside containers, definition
     terms where Hugo gives them ids, every heading's id where the site makes them its own way), and
     whether some heading's id cannot be known here: on a Hugo site a heading whose text is a
     shortcode (`## {{% heading "prerequisites" %}}`, Kubernetes' pages) renders to text only the
-    site's templates and translations know."""
+    site's templates and translations know. The second value may instead be a pattern: the
+    anchors it finds are unknown, the others checked."""
     try:
         doc = parse_document(text, page, shortcodes=site.shortcodes)
     except UdmError:
@@ -86,7 +87,36 @@ def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool]:
             found.add(slug if n == 0 else f"{slug}-{n}")
     elif attributes:
         found.update(slugify(t) for t in texts)
+    if site.generator == "mkdocs":
+        # Python-Markdown's toc makes ids its own way and numbers a repeat `_1`; its footnotes
+        # extension gives `fn:<label>` and `fnref:<label>`.
+        seen = {}
+        for t in texts + nested:
+            slug = python_markdown_slug(t)
+            n = seen.get(slug, 0)
+            seen[slug] = n + 1
+            found.add(slug if n == 0 else f"{slug}_{n}")
+        for label in _FOOTNOTE.findall(text):
+            found.update((f"fn:{label}", f"fnref:{label}"))
+        # Material's docs: a project hook turns `<!-- md:setting config.x -->` into ids such as
+        # `config.x` and `+type:abstract`, which no heading slug is (a slug holds no `.`, `:` or `+`).
+        if not unknown and "<!-- md:" in text:
+            return found, _HOOK_IDS
+    if site.generator == "vitepress" and "<!--@include:" in text:
+        unknown = True  # headings of another file, included (vitest's CLI page)
     return found, unknown
+
+
+_HOOK_IDS = re.compile(r"[.:+]")
+_FOOTNOTE = re.compile(r"^[ ]{0,3}\[\^([^\]\s]{1,100})\]:", re.M)
+
+
+def python_markdown_slug(text: str) -> str:
+    """A heading's id as Python-Markdown's toc makes it by default (MkDocs): accents taken off,
+    other non-ASCII and punctuation left out, each run of spaces and hyphens one hyphen."""
+    value = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    value = re.sub(r"[^\w\s-]", "", value).strip().lower()
+    return re.sub(r"[-\s]+", "-", value)
 
 
 # Sites that read an attribute list after a heading (Hugo's goldmark by default, MkDocs' attr_list,

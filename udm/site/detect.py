@@ -478,7 +478,28 @@ def _hugo(root: Path, path: Path, text: str) -> Site:
         heading_ids=heading_ids if heading_ids in ("github", "github-ascii", "blackfriday") else "github",
         shortcodes=_shortcode_kinds(shortcode_templates(here, _themes(data))),
         taxonomies=_taxonomies(data),
+        permalinks=_permalinks(data),
     )
+
+
+_KINDS = ("page", "section", "term", "taxonomy")
+
+
+def _permalinks(data: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """Hugo's `permalinks`: `{blog = "/:year/:slug/"}` (pages of a section) or, since Hugo 0.112,
+    `{page = {blog = ...}, section = {...}}`; as ("page:blog", pattern) pairs, at most 100."""
+    found = _dig(data, "permalinks")
+    out: dict[str, str] = {}
+    for key, value in list(found.items())[:100]:
+        if not isinstance(key, str):
+            continue
+        if isinstance(value, str) and key.lower() not in _KINDS:
+            out.setdefault(f"page:{key.lower()}", value.strip()[:500])
+        elif isinstance(value, dict) and key.lower() in ("page", "section"):
+            for section, pattern in list(value.items())[:100]:
+                if isinstance(section, str) and isinstance(pattern, str):
+                    out[f"{key.lower()}:{section.lower()}"] = pattern.strip()[:500]
+    return tuple(sorted(out.items()))
 
 
 def _taxonomies(data: dict[str, Any]) -> tuple[str, ...]:

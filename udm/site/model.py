@@ -84,6 +84,8 @@ class Site:
     rewrites: tuple[tuple[str, str], ...] = ()
     # Hugo: the taxonomies' plural names (their list and term pages are generated), lower-cased.
     taxonomies: tuple[str, ...] = ("tags", "categories")
+    # Hugo `permalinks`: ("page:<section>" or "section:<section>", pattern) per top-level section.
+    permalinks: tuple[tuple[str, str], ...] = ()
     # Link targets not checked (the `link_exclude` setting's glob patterns over the target as written).
     exclude: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
@@ -109,6 +111,7 @@ class Site:
                 self.rewrites,
                 self.exclude,
                 self.taxonomies,
+                self.permalinks,
             ],
             sort_keys=True,
         )

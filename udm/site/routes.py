@@ -65,6 +65,22 @@ _CODE_PAGE_SUFFIXES = (".js", ".jsx", ".ts", ".tsx", ".astro", ".html")
 _BLOG_PAGES = re.compile(r"^(?:|page/\d+|archive|tags(?:/[^/]+)?|authors(?:/[^/]+)?)/?$")
 # Front matter keys that move a page's route (Docusaurus slug/id, Hugo slug/url/aliases).
 _META_KEYS = ("slug", "id", "url", "aliases")
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+_PERMALINK_TOKEN = re.compile(r":([a-z]+)")
+_MONTHS = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
 
 
 # ----- routes --------------------------------------------------------------------------------------
@@ -75,6 +91,15 @@ def route_meta(front_matter: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if not isinstance(front_matter, Mapping):
         return None
     out: dict[str, Any] = {}
+    date = front_matter.get("date")
+    if date is not None:
+        # A dated page (a blog post) may be routed by a Hugo permalink (`/:year/:month/:slug/`).
+        day = _DAY.match(str(date))
+        title = front_matter.get("title")
+        if day:
+            out["date"] = day.group(0)
+        if isinstance(title, str) and title.strip():
+            out["title"] = title.strip()[:500]
     for key in _META_KEYS:
         value = front_matter.get(key)
         if key == "aliases" and isinstance(value, list):
@@ -188,10 +213,54 @@ class Routes:
         if gen == "hugo":
             if meta.get("url"):
                 return _join(str(meta["url"])).lower()
+            if self.site.permalinks:
+                routed = self._permalink(mount, parts, stem, meta)
+                if routed is not None:
+                    return routed
             if meta.get("slug") and stem.lower() not in INDEX_NAMES:
                 stem = str(meta["slug"])
             return _join(mount.prefix, *parts, "" if stem.lower() in INDEX_NAMES else stem).lower()
         return _join(mount.prefix, *parts, "" if stem.lower() in INDEX_NAMES else stem)
+
+    def _permalink(self, mount: Mount, parts: list[str], stem: str, meta: Mapping[str, Any]) -> str | None:
+        """A Hugo page's route by the site's `permalinks` for its top section, None when none applies
+        (or the pattern holds a token not modelled here)."""
+        content = [p for p in mount.content.split("/") if p] + parts
+        if not content:
+            return None
+        branch = stem.lower() == "_index"
+        kind = "section" if branch else "page"
+        pattern = dict(self.site.permalinks).get(f"{kind}:{content[0].lower()}")
+        if pattern is None:
+            return None
+        bundle = stem.lower() in INDEX_NAMES
+        base = (content[-1] if bundle else stem) if content else stem
+        dirs = content[:-1] if bundle else content
+        date = str(meta.get("date") or "0001-01-01")
+        slug = str(meta.get("slug") or "") or slugify(str(meta.get("title") or "")) or base
+        values = {
+            "year": date[0:4],
+            "month": date[5:7],
+            "day": date[8:10],
+            "monthname": _MONTHS[int(date[5:7]) - 1] if "01" <= date[5:7] <= "12" else "",
+            "slug": slug,
+            "title": slugify(str(meta.get("title") or "")) or base,
+            "filename": base,
+            "contentbasename": base,
+            "slugorfilename": str(meta.get("slug") or "") or base,
+            "slugorcontentbasename": str(meta.get("slug") or "") or base,
+            "section": content[0],
+            "sections": "/".join(dirs),
+        }
+        if any(m.group(1) not in values for m in _PERMALINK_TOKEN.finditer(pattern)):
+            return None
+        route = _PERMALINK_TOKEN.sub(lambda m: values[m.group(1)], pattern)
+        lang = (
+            mount.prefix[: len(mount.prefix) - len(mount.content)]
+            if mount.prefix.endswith(mount.content)
+            else ""
+        )
+        return _join(lang, route).lower()
 
     def _rewrite(self, rel: str) -> str:
         """A VitePress page's path after the first of the site's `rewrites` that matches it."""
@@ -544,6 +613,13 @@ class LinkResolver:
                     hit = self._absolute[url] = self._locate_absolute(url)
                 if hit.file is not None or hit.external:
                     return hit
+        if self.site.generator == "mdbook" and not any(
+            (joined == m.folder or joined.startswith(m.folder + "/")) if m.folder else inside
+            for m in self.site.mounts
+        ):
+            # Above the book: another book on the same host (the Rust books' `../std/...html`), not
+            # a file here to check.
+            return Located(None, None, external=True)
         # Out of the manual (and not a page of its site): broken for its readers.
         return Located(None, None)
 
@@ -670,6 +746,7 @@ def resolve_links(
     present = anchors_in(wanted) if wanted else set()
     # Pages with a heading whose id only the site's templates know: a missing anchor there is unknown.
     unknown: set[str] = set()
+    partly: dict[str, re.Pattern[str]] = {}  # pages where the anchors a pattern finds are unknown
     if text_of is not None:
         texts: dict[str, str | None] = {}
         nested: dict[str, set[str]] = {}
@@ -686,7 +763,9 @@ def resolve_links(
                 # Headings in block quotes and list items start no section but have ids; VitePress
                 # makes its anchors its own way.
                 nested[page], blind = page_anchors(resolver.site, page, text)
-                if blind:
+                if isinstance(blind, re.Pattern):
+                    partly[page] = blind
+                elif blind:
                     unknown.add(page)
             if anchor in nested[page]:
                 present.add((page, anchor))
@@ -699,5 +778,6 @@ def resolve_links(
         elif loc.fragment is None or loc.file not in pages or (loc.file, loc.fragment) in present:
             out.append((key, loc.file, loc.fragment, True))
         else:
-            out.append((key, loc.file, loc.fragment, None if loc.file in unknown else False))
+            hidden = loc.file in unknown or (loc.file in partly and partly[loc.file].search(loc.fragment))
+            out.append((key, loc.file, loc.fragment, None if hidden else False))
     return out

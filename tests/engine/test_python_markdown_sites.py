@@ -1,0 +1,85 @@
+"""Anchors and links the way MkDocs (Python-Markdown), VitePress includes and mdBook's neighbouring
+books make them (conventions found on mkdocs-material's, vitest's and the Rust book's docs, re-created
+here in fixtures written by the test)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from udm.config import load_settings
+from udm.markdown import parse_document
+from udm.site.anchors import python_markdown_slug
+
+from .conftest import link_verdicts
+from .conftest import write_tree as _write
+
+
+def test_python_markdown_slugs() -> None:
+    assert python_markdown_slug("Caret, Mark & Tilde") == "caret-mark-tilde"
+    assert python_markdown_slug("Sub- and superscripts") == "sub-and-superscripts"
+    assert python_markdown_slug("Café crème") == "cafe-creme"
+
+
+def test_an_attribute_list_id_key_names_the_anchor() -> None:
+    doc = parse_document(
+        '## Navigation path <small>x</small> { id=navigation-path }\n\n## C { .x id="c-id" }\n'
+    )
+    assert [s.anchor for s in doc.sections if s.level] == ["navigation-path", "c-id"]
+
+
+def test_mkdocs_anchors(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        {
+            "mkdocs.yml": "site_name: F\nmarkdown_extensions: [attr_list, footnotes, toc]\n",
+            "docs/guide.md": (
+                "# Guide\n\n## Caret, Mark & Tilde\n\n## Sub- and superscripts\n\n## Setup\n\n## Setup\n\n"
+                "## Breadcrumbs <small>nav</small> { id=crumbs }\n\nText.[^1]\n\n[^1]: A note.\n"
+            ),
+            "docs/material.md": "# Material\n\n## Options\n\n<!-- md:setting config.blog_dir -->\n\n## Usage\n",
+            "docs/index.md": (
+                "# Home\n\n[a](guide.md#caret-mark-tilde) [b](guide.md#sub-and-superscripts) [c](guide.md#crumbs)\n"
+                "[d](guide.md#fn:1) [e](guide.md#fnref:1) [f](guide.md#setup_1) [g](guide.md#nowhere)\n"
+                "[h](material.md#config.blog_dir) [i](material.md#usage) [j](material.md#advanced-settings)\n"
+            ),
+        },
+    )
+    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
+    verdicts = {t: ok for (f, t), ok in link_verdicts(settings).items() if f == "docs/index.md"}
+    assert {t for t, ok in verdicts.items() if ok is False} == {
+        "guide.md#nowhere",
+        "material.md#advanced-settings",
+    }
+    # A page whose ids a project hook writes: not known here.
+    assert verdicts["material.md#config.blog_dir"] is None
+
+
+def test_a_vitepress_include_leaves_the_page_anchors_unknown(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        {
+            ".vitepress/config.mts": "export default { title: 'F' }\n",
+            "cli.md": "# CLI\n\n<!--@include: ./cli-options.md-->\n",
+            "cli-options.md": "### watch\n",
+            "index.md": "# Home\n\n[w](/cli#watch) [x](/cli-options#nothing)\n",
+        },
+    )
+    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
+    verdicts = link_verdicts(settings)
+    assert verdicts[("index.md", "/cli#watch")] is None
+    assert verdicts[("index.md", "/cli-options#nothing")] is False
+
+
+def test_an_mdbook_link_above_the_book_is_another_books(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        {
+            "book.toml": '[book]\ntitle = "F"\n',
+            "src/SUMMARY.md": "- [Intro](intro.md)\n",
+            "src/intro.md": "# Intro\n\n[S](../std/string/struct.String.html) [bad](nope.md) [ok](intro.md)\n",
+        },
+    )
+    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
+    verdicts = link_verdicts(settings)
+    assert verdicts[("src/intro.md", "../std/string/struct.String.html")] is None
+    assert verdicts[("src/intro.md", "nope.md")] is False
