@@ -83,3 +83,23 @@ def test_an_mdbook_link_above_the_book_is_another_books(tmp_path: Path) -> None:
     verdicts = link_verdicts(settings)
     assert verdicts[("src/intro.md", "../std/string/struct.String.html")] is None
     assert verdicts[("src/intro.md", "nope.md")] is False
+
+
+def test_mintlify_anchor_ids(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        {
+            "docs.json": '{"name": "F", "theme": "mint", "navigation": {"pages": ["index", "guide"]}}\n',
+            "guide.mdx": (
+                "# Guide\n\n## Config.json options\n\n"
+                '<Accordion title="Deployment branch">x</Accordion>\n\n<Tab title="OAuth 2.0">x</Tab>\n'
+            ),
+            "index.mdx": (
+                "# Home\n\n[a](/guide#config-json-options) [b](/guide#deployment-branch) [c](/guide#oauth-2-0)\n"
+                "[d](/guide#missing)\n"
+            ),
+        },
+    )
+    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
+    broken = {t for (f, t), ok in link_verdicts(settings).items() if ok is False}
+    assert broken == {"/guide#missing"}

@@ -7,9 +7,11 @@ link whose anchor is no section's.
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 import unicodedata
 from collections import Counter
+from html import unescape
 from typing import TYPE_CHECKING
 
 from udm.errors import UdmError
@@ -102,12 +104,20 @@ def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool | re.
         # `config.x` and `+type:abstract`, which no heading slug is (a slug holds no `.`, `:` or `+`).
         if not unknown and "<!-- md:" in text:
             return found, _HOOK_IDS
+    if site.generator == "mintlify":
+        # Mintlify's anchor ids turn periods into hyphens (`## Config.json options` is
+        # `#config-json-options`); its accordions and tabs take an id too, by default their title's.
+        titles = [t for t, own in headings if own is None] + nested
+        if "<Accordion" in text or "<Tab" in text:
+            titles += [unescape(m.group(2)) for m in itertools.islice(_MINTLIFY_TITLES.finditer(text), 2000)]
+        found.update(slugify(t.replace(".", "-")) for t in titles)
     if site.generator == "vitepress" and "<!--@include:" in text:
         unknown = True  # headings of another file, included (vitest's CLI page)
     return found, unknown
 
 
 _HOOK_IDS = re.compile(r"[.:+]")
+_MINTLIFY_TITLES = re.compile(r"""<(?:Accordion|Tab)\b[^<>]{0,500}?\btitle=(["'])([^"'<>]{1,300})\1""")
 _FOOTNOTE = re.compile(r"^[ ]{0,3}\[\^([^\]\s]{1,100})\]:", re.M)
 
 
