@@ -372,7 +372,8 @@ def check_links(
     found = collect_links(settings) if links is None else links
     results: list[LinkResult] = []
     skip = tuple(settings.link_exclude)
-    ext = [lk for lk in found if lk.kind == "external" and not excluded(lk.target, skip)]
+    left_out = {lk.target for lk in found if lk.kind == "external" and excluded(lk.target, skip)}
+    ext = [lk for lk in found if lk.kind == "external" and lk.target not in left_out]
     verdicts: dict[str, _Verdict] = {}
     if external and ext:
         verdicts = asyncio.run(check_external([lk.target for lk in ext], settings, **options))
@@ -380,7 +381,7 @@ def check_links(
         if link.kind == "external":
             if not external:
                 continue
-            if excluded(link.target, skip):
+            if link.target in left_out:
                 v = _Verdict("skipped", reason="excluded by link_exclude")
             else:
                 v = verdicts[link.target]

@@ -29,7 +29,8 @@ __all__ = [
 # 10: problems.rule (parser fallbacks are reported apart from bad blocks); 11: section anchors from
 # the rendered heading text and a heading's own `{#id}` (rows of unchanged files differ: rebuilt);
 # 12: no link from a <style src> (Vue blocks in VitePress pages); 13: no link from a bound attribute
-# (Vue's :href) or from the code of a <script>/<style> element; 14: Hugo ref/relref shortcodes are links; 15: a dated page's title and date kept (Hugo permalinks)
+# (Vue's :href) or from the code of a <script>/<style> element; 14: Hugo ref/relref shortcodes are
+# links; 15: a dated page's title and date kept (Hugo permalinks)
 SCHEMA_VERSION = 15
 # ID definitions with their section's line range: the rows of the SQLite lookup mirror.
 DEFS_SQL = (

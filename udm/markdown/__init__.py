@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from udm.markdown.outline import slugify as slugify
     from udm.markdown.roles import block_ids as block_ids
     from udm.markdown.shortcodes import HugoRef as HugoRef
+    from udm.markdown.shortcodes import markdown_shortcodes_alone as markdown_shortcodes_alone
     from udm.markdown.shortcodes import parse_ref as parse_ref
     from udm.markdown.tree import MarkdownParseError as MarkdownParseError
     from udm.markdown.tree import markdown_tree as markdown_tree
@@ -44,6 +45,7 @@ _SURFACE = {
     "id_family": "ids",
     "id_matcher": "ids",
     "load_document": "document",
+    "markdown_shortcodes_alone": "shortcodes",
     "markdown_tree": "tree",
     "parse_document": "document",
     "parse_front_matter": "blockdata",
@@ -66,6 +68,7 @@ __all__ = [
     "id_family",
     "id_matcher",
     "load_document",
+    "markdown_shortcodes_alone",
     "markdown_tree",
     "parse_document",
     "parse_front_matter",

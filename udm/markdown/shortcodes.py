@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["HugoRef", "find_refs", "parse_ref"]
+__all__ = ["HugoRef", "find_refs", "markdown_shortcodes_alone", "opaque_shortcodes", "parse_ref"]
 
 # Where a ref starts (`{{<` or `{{%`, then `ref` or `relref`); the rest is read by `_args`.
 _START = re.compile(r"\{\{([<%])[ \t]*(?:rel)?ref(?=[ \t\r\n])")
@@ -74,6 +74,18 @@ def _args(text: str, pos: int, closer: str) -> tuple[HugoRef | None, int]:
     return None, -1
 
 
+def _ref_at(text: str, start: re.Match[str]) -> tuple[HugoRef | None, int]:
+    """The ref whose start `_START` matched, a fragment written right after it included, and its end."""
+    ref, end = _args(text, start.end(), ">}}" if start.group(1) == "<" else "%}}")
+    if ref is None:
+        return None, -1
+    path = ref.path
+    after = _FRAGMENT_AFTER.match(text, end)
+    if after is not None and "#" not in path:
+        path, end = path + after.group(), after.end()
+    return HugoRef(path, ref.lang, relative="relref" in start.group()), end
+
+
 def parse_ref(text: str) -> HugoRef | None:
     """The ref a whole shortcode text names (`{{< relref "a.md#b" lang="fr" >}}`, a fragment written
     after it too: `{{< ref "a.md" >}}#b`), else None."""
@@ -81,16 +93,8 @@ def parse_ref(text: str) -> HugoRef | None:
     m = _START.match(inner)
     if m is None:
         return None
-    ref, end = _args(inner, m.end(), ">}}" if m.group(1) == "<" else "%}}")
-    if ref is None:
-        return None
-    path = ref.path
-    if end != len(inner):
-        after = _FRAGMENT_AFTER.fullmatch(inner, end)
-        if after is None or "#" in path:
-            return None
-        path += after.group()
-    return HugoRef(path, ref.lang, relative="relref" in inner[: m.end()])
+    ref, end = _ref_at(inner, m)
+    return ref if end == len(inner) else None
 
 
 def find_refs(text: str) -> list[tuple[int, int, str]]:
@@ -102,12 +106,9 @@ def find_refs(text: str) -> list[tuple[int, int, str]]:
     ascii_text = text.isascii()
     chars = done = 0  # bytes counted on from the last ref, so the offsets cost one pass in all
     for m in _START.finditer(text):
-        ref, end = _args(text, m.end(), ">}}" if m.group(1) == "<" else "%}}")
+        ref, end = _ref_at(text, m)
         if ref is None:
             continue
-        after = _FRAGMENT_AFTER.match(text, end)
-        if after is not None and "#" not in ref.path:
-            end = after.end()
         start = m.start()
         if not ascii_text:
             done += len(text[chars:start].encode("utf-8"))
@@ -119,6 +120,21 @@ def find_refs(text: str) -> list[tuple[int, int, str]]:
 # A paired shortcode's opening (`{{< name args >}}`, `{{% name %}}`) and any closing (`{{< /name >}}`).
 _OPEN = re.compile(r"\{\{([<%])[ \t]*([A-Za-z0-9_][\w./-]{0,200})(?=[ \t\r\n>%])")
 _CLOSE = re.compile(r"\{\{([<%])[ \t]*/[ \t]*([A-Za-z0-9_][\w./-]{0,200})[ \t]*[>%]\}\}")
+
+
+# A `{{% name ... %}}` shortcode alone on its line (not a closing one, not a ref).
+_MARKDOWN_ALONE = re.compile(
+    r"^[ \t]{0,3}\{\{%[ \t]*(?!/|(?:rel)?ref[ \t])([\w./-]{1,200})[^\n]*%\}\}[ \t]*$", re.M
+)
+
+
+def markdown_shortcodes_alone(text: str) -> list[int]:
+    """The character offsets of the `{{% name %}}` shortcodes standing alone on a line and not paired
+    (no `{{% /name %}}` anywhere): Hugo renders what their templates write as Markdown."""
+    if "{{%" not in text:
+        return []
+    closed = {m.group(2) for m in _CLOSE.finditer(text)}
+    return [m.start() for m in _MARKDOWN_ALONE.finditer(text) if m.group(1) not in closed]
 
 
 def opaque_shortcodes(src: str, kinds: tuple[tuple[str, str], ...]) -> list[tuple[int, int, str]]:

@@ -15,7 +15,7 @@ from html import unescape
 from typing import TYPE_CHECKING
 
 from udm.errors import UdmError
-from udm.markdown import parse_document, slugify
+from udm.markdown import markdown_shortcodes_alone, parse_document, slugify
 from udm.site.model import Site
 
 if TYPE_CHECKING:
@@ -137,28 +137,18 @@ _ATTRIBUTE_SITES = ("hugo", "mkdocs", "vitepress")
 _ATTRIBUTES = re.compile(r"\{:?[ \t]*(?:\.|[A-Za-z_][\w-]*=)[^{}#]*\}")
 
 
-# A `{{% name ... %}}` shortcode alone on its line (not a closing one, not a ref).
-_MARKDOWN_SHORTCODE = re.compile(
-    r"^[ \t]{0,3}\{\{%[ \t]*(?!/|(?:rel)?ref[ \t])([\w./-]{1,200})[^\n]*%\}\}[ \t]*$", re.M
-)
-
-
-_CLOSING_SHORTCODE = re.compile(r"\{\{[<%][ \t]*/[ \t]*([\w./-]{1,200})[ \t]*[>%]\}\}")
-
-
 def _inserts_markdown(doc: Document) -> bool:
     """Whether a page holds a shortcode alone on a line outside code, not paired, whose output Hugo
     renders as Markdown: what it writes (another page's text, headings from front matter) is not in
     the file. In a fence its output is code (kind's `{{% readFile "x.yaml" %}}`)."""
-    text = doc.text
-    if "{{%" not in text:
+    offsets = markdown_shortcodes_alone(doc.text)
+    if not offsets:
         return False
-    closed = {m.group(1) for m in _CLOSING_SHORTCODE.finditer(text)}
     fences = [(b.start, b.end) for b in doc.blocks]
     line_at = doc.line_starts()
-    for m in _MARKDOWN_SHORTCODE.finditer(text):
-        line = bisect.bisect_right(line_at, m.start()) - 1
-        if m.group(1) not in closed and not any(a <= line <= b for a, b in fences):
+    for at in offsets:
+        line = bisect.bisect_right(line_at, at) - 1
+        if not any(a <= line <= b for a, b in fences):
             return True
     return False
 

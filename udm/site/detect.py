@@ -448,11 +448,11 @@ def _hugo(root: Path, path: Path, text: str) -> Site:
             contents.append((here / item["source"], sub, lang if isinstance(lang, str) else ""))
         elif target == "static" or target.startswith("static/"):
             statics.append(here / item["source"])
+    default_dir = str(_get(data, "contentDir") or "content")
     if not contents:
         # Multilingual sites may give each language its own content folder (`languages.en.contentDir`).
         languages = _dig(data, "languages")
-        default_dir = str(_get(data, "contentDir") or "content")
-        own = [(key, conf) for key, conf in languages.items() if isinstance(_get(conf, "contentDir"), str)]
+        own = any(isinstance(_get(conf, "contentDir"), str) for conf in languages.values())
         for key, conf in languages.items() if own else ():
             # YAML 1.1 reads Norwegian's `no:` as false.
             lang = "no" if key is False else key
@@ -461,7 +461,7 @@ def _hugo(root: Path, path: Path, text: str) -> Site:
             folder = folder if isinstance(folder, str) and folder.strip() else default_dir
             contents.append((here / folder, "", str(lang)))
     if not contents:
-        contents = [(here / str(_get(data, "contentDir") or "content"), "", "")]
+        contents = [(here / default_dir, "", "")]
     mounts: list[Mount] = []
     for folder, sub, lang in contents:
         mount = under(root, folder, sub, "docs", False)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import unquote
 
 from udm.markdown import HugoRef, parse_ref, slugify
@@ -130,6 +130,7 @@ class Routes:
         self._by_route: dict[str, str] | None = None
         self._redirects: list[tuple[list[str], str]] | None = None
         self._rewrites: list[tuple[re.Pattern[str], str]] | None = None
+        self._permalinks = dict(site.permalinks)
 
     def _meta(self, path: str) -> Mapping[str, Any]:
         found = self.meta.get(path)
@@ -162,12 +163,8 @@ class Routes:
 
     def page_route(self, path: str) -> str | None:
         """The route key of a page (no leading slash), or None when no mount publishes it."""
-        for mount in self.site.mounts:
-            if mount.folder and not path.startswith(mount.folder + "/"):
-                continue
-            rel = path[len(mount.folder) + 1 :] if mount.folder else path
-            return self._route(mount, rel, self._meta(path))
-        return None
+        found = _mount_of(self.site, path)
+        return None if found is None else self._route(found[0], found[1], self._meta(path))
 
     def _route(self, mount: Mount, rel: str, meta: Mapping[str, Any]) -> str:
         gen = self.site.generator
@@ -230,11 +227,11 @@ class Routes:
             return None
         branch = stem.lower() == "_index"
         kind = "section" if branch else "page"
-        pattern = dict(self.site.permalinks).get(f"{kind}:{content[0].lower()}")
+        pattern = self._permalinks.get(f"{kind}:{content[0].lower()}")
         if pattern is None:
             return None
         bundle = stem.lower() in INDEX_NAMES
-        base = (content[-1] if bundle else stem) if content else stem
+        base = content[-1] if bundle else stem
         dirs = content[:-1] if bundle else content
         date = str(meta.get("date") or "0001-01-01")
         slug = str(meta.get("slug") or "") or slugify(str(meta.get("title") or "")) or base
@@ -369,6 +366,15 @@ def _rewrite_pattern(source: str) -> re.Pattern[str] | None:
         return None
 
 
+def _mount_of(site: Site, path: str) -> tuple[Mount, str] | None:
+    """The first mount publishing the file `path`, and the path relative to the mount's folder."""
+    for mount in site.mounts:
+        if mount.folder and not path.startswith(mount.folder + "/"):
+            continue
+        return mount, path[len(mount.folder) + 1 :] if mount.folder else path
+    return None
+
+
 def _join(*parts: str) -> str:
     return "/".join(p.strip("/") for p in parts if p and p.strip("/"))
 
@@ -402,6 +408,16 @@ class Located:
     how: str = ""  # file, path, folder, route, redirect, static, anchor; "" when nothing was found
 
 
+class _RefTables(NamedTuple):
+    """A mount's pages as Hugo's `ref` finds them: by lower-cased content path (no page suffix, no
+    trailing index), by name (a ref without a slash may name the one page of that name anywhere),
+    and the content folders that hold pages (sections, with or without `_index.md`)."""
+
+    paths: dict[str, str]
+    names: dict[str, list[str]]
+    folders: set[str]
+
+
 @dataclass
 class LinkResolver:
     """Resolves link targets with the site's rules against a route table and the files on disk."""
@@ -413,11 +429,8 @@ class LinkResolver:
     _relative: dict[tuple[str, str], Located] = field(default_factory=dict)
     _absolute: dict[str, Located] = field(default_factory=dict)
     _has_pages: dict[str, bool] = field(default_factory=dict)
-    # Hugo `ref` lookups, built on the first ref: per mount folder, content path -> page and
-    # page name -> pages (a ref without a slash may name a page anywhere, when only one has that name).
-    _ref_paths: dict[str, dict[str, str]] = field(default_factory=dict)
-    _ref_names: dict[str, dict[str, list[str]]] = field(default_factory=dict)
-    _ref_folders: dict[str, set[str]] = field(default_factory=dict)
+    # Hugo `ref` lookups per mount, built on the first ref.
+    _refs: dict[Mount, _RefTables] = field(default_factory=dict)
 
     @property
     def site(self) -> Site:
@@ -439,7 +452,7 @@ class LinkResolver:
     def locate(self, source: str, target: str) -> Located:
         """Where the link `target` written in `source` lands (before any anchor check)."""
         text = target.strip()
-        if self.site.exclude and self.site.excluded(text):
+        if self.site.excluded(text):
             return Located(None, None, external=True, how="excluded")
         if text.startswith("{{"):
             ref = parse_ref(text)
@@ -521,17 +534,18 @@ class LinkResolver:
                 continue
             wanted = strip_page("" if normal == "." else normal).lower()
             for mount in mounts:
-                hit = self._ref_tables(mount)[0].get(wanted)
+                tables = self._ref_tables(mount)
+                hit = tables.paths.get(wanted)
                 if hit is None:
                     hit = self._ref_on_disk(mount, wanted)
-                if hit is None and wanted in self._ref_folders[mount.folder + "\0" + mount.content]:
+                if hit is None and wanted in tables.folders:
                     # A section without `_index.md`: Hugo makes its page (its anchors are not known).
                     hit = posixpath.join(mount.folder, wanted[len(mount.content) :].lstrip("/")) or "."
                 if hit is not None:
                     return Located(hit, frag, how="ref")
         name = strip_page(path).lower()
         if name and "/" not in path:
-            found = {p for mount in mounts for p in self._ref_tables(mount)[1].get(name, ())}
+            found = {p for mount in mounts for p in self._ref_tables(mount).names.get(name, ())}
             if len(found) == 1:
                 return Located(found.pop(), frag, how="ref")
         return Located(None, None)
@@ -544,27 +558,24 @@ class LinkResolver:
             key = key[len(mount.content) :].lstrip("/")
         base = posixpath.join(mount.folder, key) if mount.folder else key
         if key:
-            for name in [base + s for s in PAGE_SUFFIXES] + [
-                f"{base}/{i}{s}" for i in ("_index", "index") for s in PAGE_SUFFIXES
-            ]:
+            for name in _beside(base, indexes=("_index", "index")):
                 if self.exists(name):
                     return name
         return None
 
     def _content_mount(self, source: str) -> tuple[Mount, str] | None:
         """The mount publishing `source` and the page's content path within the site."""
-        for mount in self.site.mounts:
-            if mount.folder and not source.startswith(mount.folder + "/"):
-                continue
-            rel = source[len(mount.folder) + 1 :] if mount.folder else source
-            return mount, posixpath.join(mount.content, rel) if mount.content else rel
-        return None
+        found = _mount_of(self.site, source)
+        if found is None:
+            return None
+        mount, rel = found
+        return mount, posixpath.join(mount.content, rel) if mount.content else rel
 
-    def _ref_tables(self, mount: Mount) -> tuple[dict[str, str], dict[str, list[str]]]:
-        """A mount's pages by lower-cased content path (no page suffix, no trailing index) and by name."""
-        paths = self._ref_paths.get(mount.folder + "\0" + mount.content)
-        if paths is None:
-            paths = {}
+    def _ref_tables(self, mount: Mount) -> _RefTables:
+        """A mount's `_RefTables`, built once."""
+        tables = self._refs.get(mount)
+        if tables is None:
+            paths: dict[str, str] = {}
             names: dict[str, list[str]] = {}
             prefix = mount.folder + "/" if mount.folder else ""
             for page in sorted(self.routes.pages):
@@ -581,10 +592,8 @@ class LinkResolver:
                     if key in folders:
                         break
                     folders.add(key)
-            self._ref_folders[mount.folder + "\0" + mount.content] = folders
-            self._ref_paths[mount.folder + "\0" + mount.content] = paths
-            self._ref_names[mount.folder + "\0" + mount.content] = names
-        return paths, self._ref_names[mount.folder + "\0" + mount.content]
+            tables = self._refs[mount] = _RefTables(paths, names, folders)
+        return tables
 
     def _locate_relative(self, source: str, path: str) -> Located:
         joined = posixpath.normpath(posixpath.join(posixpath.dirname(source), path))
@@ -692,13 +701,13 @@ class LinkResolver:
         return Located(hit.file, None, hit.external, "redirect" if hit.file or hit.external else "")
 
 
-def _beside(path: str, code: bool = False) -> list[str]:
+def _beside(path: str, code: bool = False, indexes: tuple[str, ...] = ("index", "README")) -> list[str]:
     """The files a route under a folder outside the manual may be served from (`code`: also a
-    component or endpoint, as in a site's `src/pages`)."""
+    component or endpoint, as in a site's `src/pages`); `indexes`: a folder's own page names."""
     base = path.rstrip("/")
     suffixes = (*PAGE_SUFFIXES, *_CODE_PAGE_SUFFIXES) if code else PAGE_SUFFIXES
     names = [base + s for s in suffixes]
-    names += [f"{base}/{n}{s}" for n in ("index", "README") for s in suffixes]
+    names += [f"{base}/{n}{s}" for n in indexes for s in suffixes]
     return names
 
 

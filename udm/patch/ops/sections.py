@@ -59,9 +59,8 @@ def replace_section(ws: Workspace, doc: Document, sec: Section, op: P.ReplaceSec
     end = sec.own_end if op.own_only else sec.end
     fragment, _, _ = in_style(prepare_fragment(op.content, op.format), doc, sec)
     if op.with_heading:
-        if fragment and not parse_document(fragment, shortcodes=doc.shortcodes).sections:
-            raise PatchError("with_heading is true, so content must start with a heading")
-        if fragment and parse_document(fragment, shortcodes=doc.shortcodes).sections[0].start != 0:
+        sections = parse_document(fragment, shortcodes=doc.shortcodes).sections if fragment else None
+        if sections is not None and (not sections or sections[0].start != 0):
             raise PatchError("with_heading is true, so content must start with a heading")
         tail = lines[last_content(lines, sec.start, end) : end]
         return [*lines[: sec.start], *split_lines(fragment), *tail, *lines[end:]]
