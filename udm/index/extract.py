@@ -142,17 +142,20 @@ class ParseOptions:
     data_sections: tuple[str, ...] = ()
     max_file_bytes: int = 4_000_000
     shortcodes: tuple[tuple[str, str], ...] | None = None  # the site's (udm.site.Site.shortcodes)
+    autorefs: bool = False  # mkdocs-autorefs cross-references are links (udm.site.Site.autorefs)
 
 
 def parse_options(settings: Any) -> ParseOptions:
     """The parse options of these settings (and of the site that publishes the manual)."""
     from udm.site import settings_site
 
+    site = settings_site(settings)
     return ParseOptions(
         tuple(settings.id_patterns),
         tuple(settings.data_sections),
         int(settings.max_file_bytes),
-        settings_site(settings).shortcodes,
+        site.shortcodes,
+        bool(site.autorefs),
     )
 
 

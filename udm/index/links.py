@@ -90,6 +90,7 @@ class LinkSource:
     target_file: str | None = None
     fragment: str | None = None
     resolved: bool | None = None
+    form: str = ""  # how it is written (udm.markdown.Link.form)
 
 
 def collect_links(settings: Settings) -> list[LinkSource]:
@@ -98,11 +99,22 @@ def collect_links(settings: Settings) -> list[LinkSource]:
 
     rows = read_fresh(
         settings,
-        "SELECT file, line, text, target, kind, target_file, fragment, resolved FROM links ORDER BY file, line",
+        "SELECT file, line, text, target, kind, target_file, fragment, resolved, form FROM links "
+        "ORDER BY file, line",
     )
     return [
-        LinkSource(str(f), int(ln), str(t or ""), str(tg), str(k), tf, fr, None if res is None else bool(res))
-        for f, ln, t, tg, k, tf, fr, res in rows
+        LinkSource(
+            str(f),
+            int(ln),
+            str(t or ""),
+            str(tg),
+            str(k),
+            tf,
+            fr,
+            None if res is None else bool(res),
+            str(fm or ""),
+        )
+        for f, ln, t, tg, k, tf, fr, res, fm in rows
     ]
 
 
@@ -115,12 +127,20 @@ def _internal_verdict(settings: Settings, link: LinkSource) -> LinkResult:
         if link.target_file is not None and link.fragment is not None:
             why = f"#{link.fragment} is not known: {link.target_file} has headings only its site's templates render"
             return LinkResult(**base, status="skipped", reason=why)
+        if link.form == "autoref":
+            why = (
+                f"cross-reference {link.target} names no heading or anchor of the site: it may name an API "
+                "object (mkdocstrings) or another site's inventory entry, which are not checked"
+            )
+            return LinkResult(**base, status="skipped", reason=why)
         # The target reads as a URL although the link's kind says otherwise (a redirect to a URL).
         return LinkResult(**base, status="skipped", reason="not a file of the manual")
     if link.resolved:
         return LinkResult(**base, status="ok")
     if link.target_file is not None:
         reason = f"no heading with anchor #{link.fragment} in {link.target_file}"
+    elif link.form == "autoref":
+        reason = f"no heading or anchor #{display_target(link.file, link.target)} on the site"
     else:
         reason = f"no such file {display_target(link.file, link.target)}"
     return LinkResult(**base, status="broken", reason=reason)

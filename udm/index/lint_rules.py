@@ -239,13 +239,20 @@ def _task_dependencies(con: duckdb.DuckDBPyConnection) -> Iterator[Finding]:
 
 def _broken_links(con: duckdb.DuckDBPyConnection) -> Iterator[Finding]:
     """broken-anchor and broken-link: the verdicts the index stored (udm.index.resolve, the site's rules)."""
-    for file, line, target, target_file, fragment in con.execute(
-        "SELECT file, line, target, target_file, fragment FROM links "
+    for file, line, target, target_file, fragment, form in con.execute(
+        "SELECT file, line, target, target_file, fragment, form FROM links "
         "WHERE kind <> 'external' AND resolved = false ORDER BY file, line"
     ).fetchall():
         if target_file is not None:
             where = file if target_file == file else target_file
             yield _finding(file, line, "broken-anchor", f"no heading with anchor #{fragment} in {where}")
+        elif form == "autoref":
+            yield _finding(
+                file,
+                line,
+                "broken-link",
+                f"cross-reference {target}: no heading or anchor #{display_target(file, target)} on the site",
+            )
         elif not target.startswith(("/", "{{")) and outside_root(display_target(file, target)):
             yield _finding(file, line, "broken-link", f"link target {target} is outside the UDM root")
         else:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,7 +70,8 @@ def resolve_index_links(
     without it both are read from the tables, already loaded. `anchor_cache` keeps the anchors of
     the files read here for the next small refresh.
     """
-    stored = _stored_rows(con, changed, moved, own=fresh is None)
+    crossing = bool(routes.site.autorefs)
+    stored = _stored_rows(con, changed, moved, own=fresh is None, crossing=crossing)
     new_links = fresh.links if fresh is not None else []
     rows: list[tuple[Any, str, str]] = [
         (("new", i), r["file"], r["target"]) for i, r in enumerate(new_links) if r["kind"] != "external"
@@ -85,6 +87,7 @@ def resolve_index_links(
         rows,
         _anchor_lookup(con, in_memory, cache),
         _page_reader(root),
+        _holders(con, in_memory, routes.site.autorefs == "headings") if crossing else None,
     )
     updates = []
     for key, target_file, fragment, ok in verdicts:
@@ -110,15 +113,23 @@ def _member(column: str, files: list[str]) -> tuple[str, Any]:
 
 
 def _stored_rows(
-    con: duckdb.DuckDBPyConnection, changed: list[str] | None, moved: bool, *, own: bool
+    con: duckdb.DuckDBPyConnection,
+    changed: list[str] | None,
+    moved: bool,
+    *,
+    own: bool,
+    crossing: bool = False,
 ) -> list[tuple[Any, ...]]:
-    """The stored link rows to resolve: all, or those about the changed files (`own`: and theirs)."""
+    """The stored link rows to resolve: all, or those about the changed files (`own`: and theirs).
+    `crossing`: the site's mkdocs-autorefs cross-references too (any page's anchors may be theirs)."""
     if changed is None:
         return con.execute(_STORED).fetchall()
     in_changed, param = _member("file", changed)
     into, _ = _member("target_file", changed)
     if moved:
         into = f"({into} OR resolved IS NOT true)"
+    if crossing:
+        into = f"({into} OR form = 'autoref')"
     where = f"({in_changed} OR {into})" if own else f"NOT {in_changed} AND {into}"
     return con.execute(f"{_STORED} AND {where}", [param]).fetchall()
 
@@ -165,6 +176,50 @@ def _present_pairs(con: duckdb.DuckDBPyConnection, pairs: set[tuple[str, str]]) 
             [list(files), list(anchors)],
         ).fetchall()
     )
+
+
+# Past this many identifiers no page text is searched for Markdown anchors (`[](){#id}`): one scan
+# of the sections' text answers them all, but its pattern grows with them.
+_TEXT_SEARCH_IDS = 500
+_ANCHOR_ID = re.compile(r"[\w.:-]{1,200}")
+
+
+def _holders(
+    con: duckdb.DuckDBPyConnection, in_memory: dict[str, set[str]], explicit: bool
+) -> Callable[[set[str]], dict[str, set[str]]]:
+    """`pages_with(identifiers)` for `resolve_links`: the pages whose heading anchors hold each
+    identifier (the stored sections, and the changed files' anchors in memory); with `explicit`, also
+    the pages whose text writes `#identifier` (an attribute list's or Markdown anchor's id, confirmed
+    on the page's text), the changed files always among them."""
+
+    def pages_with(ids: set[str]) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {}
+        wanted = sorted(ids)
+        for anchor, file in con.execute(
+            "SELECT DISTINCT anchor, file FROM sections WHERE list_contains(?::VARCHAR[], anchor)", [wanted]
+        ).fetchall():
+            if file not in in_memory:
+                out.setdefault(anchor, set()).add(file)
+        for file, anchors in in_memory.items():
+            for ident in ids & anchors:
+                out.setdefault(ident, set()).add(file)
+        # An id an attribute list can give is a run of word characters, `.`, `:` and `-`.
+        left = [i for i in wanted if i not in out and _ANCHOR_ID.fullmatch(i)]
+        if explicit and left:
+            for ident in left:
+                out.setdefault(ident, set()).update(in_memory)
+            if len(left) <= _TEXT_SEARCH_IDS:
+                pattern = "#(?:" + "|".join(re.escape(i) for i in left) + ")"
+                for file, content in con.execute(
+                    "SELECT DISTINCT file, content FROM sections WHERE regexp_matches(content, ?)", [pattern]
+                ).fetchall():
+                    if file not in in_memory:
+                        for ident in left:
+                            if f"#{ident}" in content:
+                                out[ident].add(file)
+        return out
+
+    return pages_with
 
 
 def _write_verdicts(con: duckdb.DuckDBPyConnection, verdicts: list[tuple[Any, ...]]) -> None:

@@ -289,6 +289,7 @@ def parse_document(
     *,
     data_sections: Sequence[str] = (),
     shortcodes: tuple[tuple[str, str], ...] | None = None,
+    autorefs: bool = False,
 ) -> Document:
     """Parse Markdown text; bad blocks become `errors`, never exceptions (but MarkdownParseError for
     the rare file the parser fails on with every rule set, see udm.markdown.tree).
@@ -296,7 +297,8 @@ def parse_document(
     The parse finds headings, their tree and anchors, the fenced blocks and the links (one
     CommonMark/GFM parse, `udm.markdown.scanner`); `.mdx` paths parse as MDX. `data_sections`: heading
     patterns whose YAML/JSON fences are data (see `fence_role`). `shortcodes`: a Hugo site's paired
-    shortcodes whose inner text is no Markdown (`udm.site.Site.shortcodes`). Data blocks are parsed
+    shortcodes whose inner text is no Markdown (`udm.site.Site.shortcodes`). `autorefs`: a reference no
+    definition defines is a mkdocs-autorefs cross-reference (`udm.site.Site.autorefs`). Data blocks are parsed
     on first use of their `data`/`error`; the IDs they define, when `sections` or `id_defs` are
     first used, by a grammar-checked scan of flat blocks or by parsing the others.
     """
@@ -308,7 +310,9 @@ def parse_document(
     first = fm_range[1] if fm_range else 0
 
     try:
-        parsed = _parse_markdown(seen, first, mdx=path.lower().endswith(".mdx"), shortcodes=shortcodes)
+        parsed = _parse_markdown(
+            seen, first, mdx=path.lower().endswith(".mdx"), shortcodes=shortcodes, autorefs=autorefs
+        )
     except MarkdownParseError as exc:
         where = f"{path}:{exc.line}" if path else f"line {exc.line}"
         raise MarkdownParseError(f"{where}: {exc}", exc.line) from None

@@ -77,7 +77,9 @@ class Link:
     form says how it is written: 'inline' `[t](x)`, 'reference' `[t][r]` / `[t][]` / `[t]`,
     'autolink' `<https://x>`, 'bare' (a GFM extended autolink: `www.x.org`, `https://x`),
     'image' `![alt](x)`, 'html' (href/src of an HTML tag), 'jsx' (href/src of an MDX/JSX tag),
-    'ref' (a Hugo `{{< ref "x" >}}` or `relref` shortcode; its target is the shortcode as written).
+    'ref' (a Hugo `{{< ref "x" >}}` or `relref` shortcode; its target is the shortcode as written),
+    'autoref' (a mkdocs-autorefs cross-reference: `[t][id]` no definition defines, target `[id]`; or
+    `[t][]`, target `[t][]`).
     """
 
     line: int

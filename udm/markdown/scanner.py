@@ -327,13 +327,15 @@ def parse_markdown(
     *,
     mdx: bool = False,
     shortcodes: tuple[tuple[str, str], ...] | None = None,
+    autorefs: bool = False,
 ) -> Parsed:
     """Headings (top level only), fences (any depth), links and MDX blocks of a file's lines.
 
     `first` is the first line after the front matter (the lines before it are blanked). `shortcodes`:
     the Hugo paired shortcodes whose inner text is no Markdown (`Site.shortcodes`): blanked like MDX
     blocks, the HTML links of a "raw" one kept; given (even empty) on a Hugo site only, where its
-    `ref`/`relref` shortcodes are links too (elsewhere `{{< ref "x" >}}` is plain text).
+    `ref`/`relref` shortcodes are links too (elsewhere `{{< ref "x" >}}` is plain text). `autorefs`: a
+    MkDocs site with mkdocs-autorefs, where a reference no definition defines is a cross-reference.
     """
     src, same = _normalise(lines, first)
     # html: (byte offset, target, form) of the href and src of what was blanked (JSX, raw shortcodes)
@@ -358,6 +360,10 @@ def parse_markdown(
             # The ref is the link; an HTML attribute or `<...>` destination holding it is the same one.
             links = [link for link in links if not (link.target.startswith("{{") and parse_ref(link.target))]
             links += [RawLink(line_of(at), text, raw, "ref", at) for at, text, raw in refs]
+    if autorefs and not mdx:
+        links += [
+            RawLink(line_of(at), text, target, "autoref", at) for at, text, target in _autorefs(root, src)
+        ]
     links.sort(key=lambda link: link.offset)
     return Parsed(headings, fences, links, opaque, tree.note())
 
@@ -366,26 +372,43 @@ def parse_markdown(
 _CODE_NODES = frozenset({"code_inline", "code_block", "fence"})
 
 
+# Nodes whose source is no Markdown text: an autorefs cross-reference is not looked for there (a
+# link's own brackets are a link already).
+_NOT_TEXT = _CODE_NODES | {"html_block", "html_inline", "link", "image", "autolink", "definition"}
+
+
+class _Spans:
+    """The source spans (bytes) of the nodes of some kinds: is a byte offset inside one?"""
+
+    def __init__(self, root: Node, names: frozenset[str]) -> None:
+        spans: list[tuple[int, int]] = []
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            if node.name in names:
+                if node.srcmap is not None:
+                    spans.append(node.srcmap)
+                continue
+            stack.extend(node.children)
+        spans.sort()
+        self.spans = spans
+        self.starts = [s for s, _ in spans]
+
+    def inside(self, byte: int) -> bool:
+        """Whether `byte` lies in one of the spans (they do not overlap: no node of a kind is searched)."""
+        i = bisect.bisect_right(self.starts, byte) - 1
+        return i >= 0 and self.spans[i][0] <= byte < self.spans[i][1]
+
+
 def _hugo_refs(root: Node, src: str) -> list[tuple[int, str, str]]:
     """(byte offset, link text, shortcode) of the Hugo `ref`/`relref` shortcodes outside code."""
     found = find_refs(src)
     if not found:
         return []
-    code: list[tuple[int, int]] = []
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node.name in _CODE_NODES:
-            if node.srcmap is not None:
-                code.append(node.srcmap)
-            continue
-        stack.extend(node.children)
-    code.sort()
-    starts = [s for s, _ in code]
+    code = _Spans(root, _CODE_NODES)
     out: list[tuple[int, str, str]] = []
     for n, (char, byte, raw) in enumerate(found):
-        i = bisect.bisect_right(starts, byte) - 1
-        if i >= 0 and code[i][0] <= byte < code[i][1]:
+        if code.inside(byte):
             continue
         # The text is a nicety: past a few thousand refs on one page it is left out (time stays linear).
         out.append((byte, _bracket_text(src, char) if n < _MAX_TEXTS else "", raw))
@@ -393,26 +416,80 @@ def _hugo_refs(root: Node, src: str) -> list[tuple[int, str, str]]:
 
 
 _MAX_TEXTS = 2000
+# How far a bracket is looked for (a link text or a cross-reference's title and label).
+_BRACKET_REACH = 300
 
 
-def _bracket_text(src: str, start: int) -> str:
-    """The text of the `[text](` written just before a ref at character `start`, "" when there is none."""
-    before = src[max(0, start - 300) : start].rstrip(" \t<")
-    if not before.endswith("]("):
-        return ""
-    # The `[` that opens it: brackets are counted with the C searches, not char by char.
-    depth, pos = 1, len(before) - 2
-    while pos > 0:
-        opening, closing = before.rfind("[", 0, pos), before.rfind("]", 0, pos)
+def _opening(src: str, close: int) -> int:
+    """The index of the `[` that the `]` at `close` closes (brackets nest), -1 when there is none within
+    reach. Brackets are counted with the C searches, not char by char."""
+    low = max(0, close - _BRACKET_REACH)
+    depth, pos = 1, close
+    while pos > low:
+        opening, closing = src.rfind("[", low, pos), src.rfind("]", low, pos)
         if opening < 0:
-            return ""
+            return -1
         if closing > opening:
             depth, pos = depth + 1, closing
             continue
         depth, pos = depth - 1, opening
         if depth == 0:
-            return " ".join(before[opening + 1 : -2].split())
-    return ""
+            return opening
+    return -1
+
+
+def _bracket_text(src: str, start: int) -> str:
+    """The text of the `[text](` written just before a ref at character `start`, "" when there is none."""
+    before = src[max(0, start - _BRACKET_REACH) : start].rstrip(" \t<")
+    if not before.endswith("]("):
+        return ""
+    opening = _opening(before, len(before) - 2)
+    return " ".join(before[opening + 1 : -2].split()) if opening >= 0 else ""
+
+
+# Where a reference's text ends and its label starts (Python-Markdown allows one space between).
+_LABEL_START = re.compile(r"\][ \t\n]?\[")
+
+
+def _autorefs(root: Node, src: str) -> list[tuple[int, str, str]]:
+    """(byte offset, title, target) of the mkdocs-autorefs cross-references: `[title][identifier]` and
+    `[title][]` whose label no reference definition defines (the parser left them as text), outside
+    code, HTML and links, not images. The target is the label as written, `[identifier]`, or the whole
+    `[title][]` of a collapsed one (its title is the identifier, or the title's slug)."""
+    if "][" not in src and "] [" not in src and "]\n[" not in src:
+        return []
+    skip = _Spans(root, _NOT_TEXT)
+    ascii_text = src.isascii()
+    chars = done = 0  # bytes counted on from the last hit: the offsets cost one pass in all
+    taken = last = -1
+    out: list[tuple[int, str, str]] = []
+    for m in _LABEL_START.finditer(src):
+        close = m.start()
+        if close < taken:
+            continue
+        end = src.find("]", m.end(), m.end() + _BRACKET_REACH)
+        if end < 0:
+            continue
+        label = src[m.end() : end]
+        if "[" in label or "\n" in label or (label and not label.strip()):
+            continue
+        opening = _opening(src, close)
+        # An image's (`![alt][x]`) or an escaped bracket; one inside an earlier hit is not looked at.
+        if opening <= last or (opening > 0 and src[opening - 1] in "!\\"):
+            continue
+        title = src[opening + 1 : close]
+        if not title.strip():
+            continue
+        if not ascii_text:
+            done += len(src[chars:opening].encode("utf-8"))
+            chars = opening
+        byte = opening if ascii_text else done
+        if skip.inside(byte):
+            continue
+        text = " ".join(title.split())
+        out.append((byte, text, f"[{label}]" if label else f"[{text}][]"))
+        taken, last = end + 1, opening
+    return out
 
 
 def _top_headings(root: Node, lines: list[str], where: _Where) -> list[Heading]:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from udm.site.model import excluded as excluded
     from udm.site.routes import LinkResolver as LinkResolver
     from udm.site.routes import Routes as Routes
+    from udm.site.routes import autoref_ids as autoref_ids
     from udm.site.routes import display_target as display_target
     from udm.site.routes import resolve_links as resolve_links
     from udm.site.routes import route_meta as route_meta
@@ -29,6 +30,7 @@ _SURFACE = {
     "PAGE_SUFFIXES": "detect",
     "Routes": "routes",
     "Site": "detect",
+    "autoref_ids": "routes",
     "display_target": "routes",
     "excluded": "model",
     "resolve_links": "routes",

@@ -283,7 +283,24 @@ def _mkdocs(root: Path, here: Path, text: str) -> Site:
                 if isinstance(old, str) and isinstance(new, str):
                     dest = new if SCHEME.match(new) else "/" + strip_page(new)
                     redirects.append(("/" + strip_page(old), dest))
-    return _one_folder(root, docs_dir, redirects, data.get("site_url"))
+    site = _one_folder(root, docs_dir, redirects, data.get("site_url"))
+    return replace(site, autorefs=_autorefs_mode(data.get("plugins")))
+
+
+def _autorefs_mode(plugins: Any) -> str:
+    """How mkdocs-autorefs cross-references resolve on this MkDocs site: "objects" with mkdocstrings
+    (which turns autorefs on; an identifier may name an API object or another site's inventory entry),
+    "headings" with autorefs alone (only the site's heading and Markdown anchors), "" without it."""
+    # A list of names and one-key mappings, or one mapping of names to options (both MkDocs' forms).
+    names: set[str] = {k for k in plugins if isinstance(k, str)} if isinstance(plugins, dict) else set()
+    for plugin in plugins if isinstance(plugins, list) else []:
+        if isinstance(plugin, str):
+            names.add(plugin)
+        elif isinstance(plugin, dict):
+            names.update(k for k in plugin if isinstance(k, str))
+    if "mkdocstrings" in names:
+        return "objects"
+    return "headings" if "autorefs" in names else ""
 
 
 def _mdbook(root: Path, here: Path, text: str) -> Site:

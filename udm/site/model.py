@@ -88,6 +88,10 @@ class Site:
     permalinks: tuple[tuple[str, str], ...] = ()
     # Link targets not checked (the `link_exclude` setting's glob patterns over the target as written).
     exclude: tuple[str, ...] = ()
+    # MkDocs with mkdocs-autorefs: "headings" (a `[title][id]` no definition defines names a heading or
+    # Markdown anchor of any page), "objects" (mkdocstrings too: it may name an API object or another
+    # site's inventory entry, so one the site's anchors do not hold is unknown), "" (no autorefs).
+    autorefs: str = ""
     problems: tuple[str, ...] = ()
 
     def excluded(self, target: str) -> bool:
@@ -112,6 +116,7 @@ class Site:
                 self.exclude,
                 self.taxonomies,
                 self.permalinks,
+                self.autorefs,
             ],
             sort_keys=True,
         )
@@ -125,6 +130,7 @@ class Site:
             "mounts": [{"folder": m.folder, "prefix": "/" + m.prefix, "kind": m.kind} for m in self.mounts],
             "base_path": self.base_path,
             "redirects": len(self.redirects),
+            **({"autorefs": self.autorefs} if self.autorefs else {}),
             "problems": list(self.problems),
         }
 

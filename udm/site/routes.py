@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 from urllib.parse import unquote
 
 from udm.markdown import HugoRef, parse_ref, slugify
-from udm.site.anchors import has_explicit_anchor, page_anchors, vitepress_slug
+from udm.site.anchors import has_explicit_anchor, page_anchors, python_markdown_slug, vitepress_slug
 from udm.site.detect import (
     GENERATORS,
     INDEX_NAMES,
@@ -458,6 +458,9 @@ class LinkResolver:
             ref = parse_ref(text)
             if ref is not None:
                 return self._locate_ref(source, ref)
+        if self.site.autorefs and autoref_ids(text):
+            # Any page's anchor: `resolve_links` looks the identifiers up across the site.
+            return Located(None, None, how="autoref")
         if SCHEME.match(text) or text.startswith("//") or "{{" in text or "{%" in text:
             # A URL, or a template placeholder (Hugo shortcodes, Jinja) only the generator can fill in.
             return Located(None, None, external=True)
@@ -716,11 +719,33 @@ def _is_index(path: str) -> bool:
     return any(name == n + s for n in INDEX_NAMES for s in PAGE_SUFFIXES)
 
 
+def autoref_ids(target: str) -> tuple[str, ...]:
+    """The identifiers a mkdocs-autorefs cross-reference is looked up by, in order, from its target as
+    the parse records it (`[identifier]`, or `[title][]`: the title, then its slug; a title that is one
+    code span, its code only); () for a target of another shape."""
+    if not (target.startswith("[") and target.endswith("]")) or len(target) < 3:
+        return ()
+    if not target.endswith("][]"):
+        label = target[1:-1]
+        return (label,) if "[" not in label and "]" not in label else ()
+    title = target[1:-3]
+    if not title:
+        return ()
+    if len(title) > 2 and title[0] == "`" and title[-1] == "`" and "`" not in title[1:-1]:
+        return (title[1:-1],)
+    slug = python_markdown_slug(title)
+    return (title, slug) if slug and slug != title else (title,)
+
+
 def display_target(source: str, target: str) -> str:
-    """The file a broken link names, as the manual sees it (for messages); a Hugo ref, the page it names."""
+    """The file a broken link names, as the manual sees it (for messages); a Hugo ref, the page it
+    names; a mkdocs-autorefs cross-reference, its identifier."""
     ref = parse_ref(target) if target.startswith("{{") else None
     if ref is not None:
         return ref.path.partition("#")[0].strip()
+    ids = autoref_ids(target) if target.startswith("[") else ()
+    if ids:
+        return ids[0]
     path = unquote(target.partition("#")[0].split("?", 1)[0])
     return (
         path if path.startswith("/") else posixpath.normpath(posixpath.join(posixpath.dirname(source), path))
@@ -736,6 +761,7 @@ def resolve_links(
     rows: Iterable[Row],
     anchors_in: Callable[[set[tuple[str, str]]], set[tuple[str, str]]],
     text_of: Callable[[str], str | None] | None = None,
+    pages_with: Callable[[set[str]], dict[str, set[str]]] | None = None,
 ) -> list[Verdict]:
     """Every row's target file, fragment and verdict: True resolves, False is broken, None external
     (or an anchor of a page whose heading ids cannot all be known: see `page_anchors`).
@@ -744,7 +770,10 @@ def resolve_links(
     is one of that page's heading anchors or an anchor the page names itself (`has_explicit_anchor`).
     `anchors_in(pairs)` answers which (page, heading anchor) pairs exist; it is called once, so
     callers can answer in one query. `text_of(page)` gives a page's text for the pairs left over.
+    `pages_with(identifiers)`: the pages that may hold each as an anchor (a heading's, or written in
+    their text), for mkdocs-autorefs cross-references; without it they are unknown.
     """
+    rows = list(rows)
     located = [(key, resolver.locate(source, target)) for key, source, target in rows]
     pages = resolver.routes.pages
     wanted = {
@@ -752,6 +781,22 @@ def resolve_links(
         for _, loc in located
         if loc.file is not None and loc.fragment is not None and loc.file in pages
     }
+    # mkdocs-autorefs: each cross-reference's identifiers and the pages that may hold them.
+    crossing = {
+        key: autoref_ids(target)
+        for (key, _, target), (_, loc) in zip(rows, located, strict=True)
+        if loc.how == "autoref"
+    }
+    holders: dict[str, set[str]] = {}
+    if crossing and pages_with is not None:
+        holders = pages_with({i for ids in crossing.values() for i in ids})
+        wanted |= {
+            (page, i)
+            for ids in crossing.values()
+            for i in ids
+            for page in holders.get(i, ())
+            if page in pages
+        }
     present = anchors_in(wanted) if wanted else set()
     # Pages with a heading whose id only the site's templates know: a missing anchor there is unknown.
     unknown: set[str] = set()
@@ -780,7 +825,11 @@ def resolve_links(
                 present.add((page, anchor))
     out: list[Verdict] = []
     for key, loc in located:
-        if loc.external:
+        if loc.how == "autoref":
+            out.append(
+                _cross_reference(key, crossing[key], holders, present, resolver.site.autorefs, pages_with)
+            )
+        elif loc.external:
             out.append((key, None, None, True if loc.how == "redirect" else None))
         elif loc.file is None:
             out.append((key, None, loc.fragment, False))
@@ -790,3 +839,22 @@ def resolve_links(
             hidden = loc.file in unknown or (loc.file in partly and partly[loc.file].search(loc.fragment))
             out.append((key, loc.file, loc.fragment, None if hidden else False))
     return out
+
+
+def _cross_reference(
+    key: Any,
+    ids: tuple[str, ...],
+    holders: dict[str, set[str]],
+    present: set[tuple[str, str]],
+    mode: str,
+    pages_with: Callable[[set[str]], dict[str, set[str]]] | None,
+) -> Verdict:
+    """A mkdocs-autorefs cross-reference's verdict: the first identifier that is an anchor of some page
+    (of several pages, the first by path: autorefs picks one of them); else broken where only the
+    site's anchors can be meant (autorefs alone), unknown where mkdocstrings may know it (an API
+    object, another site's inventory) or where nothing could look."""
+    for ident in ids:
+        found = sorted(page for page in holders.get(ident, ()) if (page, ident) in present)
+        if found:
+            return (key, found[0], ident, True)
+    return (key, None, ids[0], False if mode == "headings" and pages_with is not None else None)
