@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -178,10 +178,24 @@ def _present_pairs(con: duckdb.DuckDBPyConnection, pairs: set[tuple[str, str]]) 
     )
 
 
-# Past this many identifiers no page text is searched for Markdown anchors (`[](){#id}`): one scan
-# of the sections' text answers them all, but its pattern grows with them.
-_TEXT_SEARCH_IDS = 500
 _ANCHOR_ID = re.compile(r"[\w.:-]{1,200}")
+# One scan of the sections' text looks for this many characters of identifiers at once (RE2 compiles
+# an alternation of them; a much longer one runs out of its memory budget).
+_PATTERN_CHARS = 8_000
+
+
+def _chunks(ids: list[str]) -> Iterator[list[str]]:
+    """The identifiers in runs whose alternation stays under `_PATTERN_CHARS`."""
+    part: list[str] = []
+    size = 0
+    for ident in ids:
+        if part and size + len(ident) > _PATTERN_CHARS:
+            yield part
+            part, size = [], 0
+        part.append(ident)
+        size += len(ident) + 1
+    if part:
+        yield part
 
 
 def _holders(
@@ -208,13 +222,13 @@ def _holders(
         if explicit and left:
             for ident in left:
                 out.setdefault(ident, set()).update(in_memory)
-            if len(left) <= _TEXT_SEARCH_IDS:
-                pattern = "#(?:" + "|".join(re.escape(i) for i in left) + ")"
+            for part in _chunks(left):
+                pattern = "#(?:" + "|".join(re.escape(i) for i in part) + ")"
                 for file, content in con.execute(
                     "SELECT DISTINCT file, content FROM sections WHERE regexp_matches(content, ?)", [pattern]
                 ).fetchall():
                     if file not in in_memory:
-                        for ident in left:
+                        for ident in part:
                             if f"#{ident}" in content:
                                 out[ident].add(file)
         return out
