@@ -142,7 +142,13 @@ class ParseOptions:
     data_sections: tuple[str, ...] = ()
     max_file_bytes: int = 4_000_000
     shortcodes: tuple[tuple[str, str], ...] | None = None  # the site's (udm.site.Site.shortcodes)
-    autorefs: bool = False  # mkdocs-autorefs cross-references are links (udm.site.Site.autorefs)
+    # The folders whose pages hold mkdocs-autorefs cross-references (the MkDocs site's docs_dir, "" the
+    # root), none where the site has no autorefs (udm.site.Site.autorefs); see `crossing_in`.
+    autorefs: tuple[str, ...] = ()
+
+    def crossing_in(self, rel: str) -> bool:
+        """Whether the page `rel` is one of the site's, where cross-references are links."""
+        return any(not f or rel.startswith(f + "/") for f in self.autorefs)
 
 
 def parse_options(settings: Any) -> ParseOptions:
@@ -155,7 +161,7 @@ def parse_options(settings: Any) -> ParseOptions:
         tuple(settings.data_sections),
         int(settings.max_file_bytes),
         site.shortcodes,
-        bool(site.autorefs),
+        tuple(m.folder for m in site.mounts) if site.autorefs else (),
     )
 
 

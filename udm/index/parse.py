@@ -176,7 +176,7 @@ def parse_page(rel: str, page: PageRead, options: ParseOptions) -> tuple[Documen
             options.id_patterns,
             data_sections=options.data_sections,
             shortcodes=options.shortcodes,
-            autorefs=options.autorefs,
+            autorefs=options.crossing_in(rel),
         )
         return doc, page
     except MarkdownParseError as exc:

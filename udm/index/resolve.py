@@ -87,7 +87,7 @@ def resolve_index_links(
         rows,
         _anchor_lookup(con, in_memory, cache),
         _page_reader(root),
-        _holders(con, in_memory, routes.site.autorefs == "headings") if crossing else None,
+        _holders(con, in_memory, _page_reader(root), routes) if crossing else None,
     )
     updates = []
     for key, target_file, fragment, ok in verdicts:
@@ -179,6 +179,9 @@ def _present_pairs(con: duckdb.DuckDBPyConnection, pairs: set[tuple[str, str]]) 
 
 
 _ANCHOR_ID = re.compile(r"[\w.:-]{1,200}")
+# Where a page names an id itself: `{#id}`, `[](){#id}`, `{ #id }`, `id="id"`, `name='id'` (the same
+# pattern for RE2 in DuckDB and for Python's re).
+_NAMED = r"(?:#|\b(?:id|name)=[\"']?)"
 # One scan of the sections' text looks for this many characters of identifiers at once (RE2 compiles
 # an alternation of them; a much longer one runs out of its memory budget).
 _PATTERN_CHARS = 8_000
@@ -199,12 +202,18 @@ def _chunks(ids: list[str]) -> Iterator[list[str]]:
 
 
 def _holders(
-    con: duckdb.DuckDBPyConnection, in_memory: dict[str, set[str]], explicit: bool
+    con: duckdb.DuckDBPyConnection,
+    in_memory: dict[str, set[str]],
+    text_of: Callable[[str], str | None],
+    routes: Routes,
 ) -> Callable[[set[str]], dict[str, set[str]]]:
-    """`pages_with(identifiers)` for `resolve_links`: the pages whose heading anchors hold each
-    identifier (the stored sections, and the changed files' anchors in memory); with `explicit`, also
-    the pages whose text writes `#identifier` (an attribute list's or Markdown anchor's id, confirmed
-    on the page's text), the changed files always among them."""
+    """`pages_with(identifiers)` for `resolve_links`: the site's pages whose heading anchors hold each
+    identifier (the stored sections, and the changed files' anchors in memory); where the site has
+    autorefs alone, also the pages whose text names it as an id (`#id` of an attribute list or
+    Markdown anchor, `id=`/`name=` of a tag: confirmed on the page's text), looked for the same way
+    in the stored sections and in the changed files, so a small refresh agrees with a full build."""
+    explicit = routes.site.autorefs == "headings"
+    on_site = routes.page_route
 
     def pages_with(ids: set[str]) -> dict[str, set[str]]:
         out: dict[str, set[str]] = {}
@@ -217,21 +226,29 @@ def _holders(
         for file, anchors in in_memory.items():
             for ident in ids & anchors:
                 out.setdefault(ident, set()).add(file)
-        # An id an attribute list can give is a run of word characters, `.`, `:` and `-`.
+        # An id an attribute list or a tag can give is a run of word characters, `.`, `:` and `-`.
         left = [i for i in wanted if i not in out and _ANCHOR_ID.fullmatch(i)]
         if explicit and left:
-            for ident in left:
-                out.setdefault(ident, set()).update(in_memory)
             for part in _chunks(left):
-                pattern = "#(?:" + "|".join(re.escape(i) for i in part) + ")"
-                for file, content in con.execute(
-                    "SELECT DISTINCT file, content FROM sections WHERE regexp_matches(content, ?)", [pattern]
-                ).fetchall():
-                    if file not in in_memory:
-                        for ident in part:
-                            if f"#{ident}" in content:
-                                out[ident].add(file)
-        return out
+                pattern = _NAMED + "(?:" + "|".join(re.escape(i) for i in part) + ")"
+                found = [
+                    (file, content)
+                    for file, content in con.execute(
+                        "SELECT DISTINCT file, content FROM sections WHERE regexp_matches(content, ?)",
+                        [pattern],
+                    ).fetchall()
+                    if file not in in_memory  # their stored rows are about to be replaced
+                ]
+                named = re.compile(pattern)
+                for file in in_memory:
+                    text = text_of(file)
+                    if text is not None and named.search(text):
+                        found.append((file, text))
+                for file, content in found:
+                    for ident in part:
+                        if ident in content:
+                            out.setdefault(ident, set()).add(file)
+        return {i: {p for p in pages if on_site(p) is not None} for i, pages in out.items()}
 
     return pages_with
 

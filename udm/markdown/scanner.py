@@ -416,16 +416,21 @@ def _hugo_refs(root: Node, src: str) -> list[tuple[int, str, str]]:
 
 
 _MAX_TEXTS = 2000
-# How far a bracket is looked for (a link text or a cross-reference's title and label).
+# How far a bracket is looked for (a link text or a cross-reference's title and label), and how many
+# brackets are stepped over on the way.
 _BRACKET_REACH = 300
+_BRACKET_STEPS = 24
 
 
 def _opening(src: str, close: int) -> int:
     """The index of the `[` that the `]` at `close` closes (brackets nest), -1 when there is none within
-    reach. Brackets are counted with the C searches, not char by char."""
+    reach, nor within a few bracket pairs (Python-Markdown's link text nests six deep; crafted runs of
+    brackets cost a bounded search each). Brackets are counted with the C searches, not char by char."""
     low = max(0, close - _BRACKET_REACH)
     depth, pos = 1, close
-    while pos > low:
+    for _ in range(_BRACKET_STEPS):
+        if pos <= low:
+            break
         opening, closing = src.rfind("[", low, pos), src.rfind("]", low, pos)
         if opening < 0:
             return -1
@@ -454,9 +459,10 @@ _LABEL_START = re.compile(r"\][ \t\n]?\[")
 def _autorefs(root: Node, src: str) -> list[tuple[int, str, str]]:
     """(byte offset, title, target) of the mkdocs-autorefs cross-references: `[title][identifier]` and
     `[title][]` whose label no reference definition defines (the parser left them as text), outside
-    code, HTML and links, not images. The target is the label as written, `[identifier]`, or the whole
-    `[title][]` of a collapsed one (its title is the identifier, or the title's slug)."""
-    if "][" not in src and "] [" not in src and "]\n[" not in src:
+    code, HTML and links, not images, footnotes or task boxes. The target is the label as written,
+    `[identifier]`, or the whole `[title][]` of a collapsed one (its title is the identifier, or the
+    title's slug)."""
+    if _LABEL_START.search(src) is None:
         return []
     skip = _Spans(root, _NOT_TEXT)
     ascii_text = src.isascii()
@@ -465,31 +471,60 @@ def _autorefs(root: Node, src: str) -> list[tuple[int, str, str]]:
     out: list[tuple[int, str, str]] = []
     for m in _LABEL_START.finditer(src):
         close = m.start()
-        if close < taken:
+        if close < taken or _escaped(src, close):
             continue
         end = src.find("]", m.end(), m.end() + _BRACKET_REACH)
         if end < 0:
             continue
         label = src[m.end() : end]
-        if "[" in label or "\n" in label or (label and not label.strip()):
+        # A footnote (`[^1]`, matched before references), a code span (a placeholder autorefs skips).
+        if (
+            "[" in label
+            or "\n" in label
+            or "`" in label
+            or label.startswith("^")
+            or (label and not label.strip())
+        ):
             continue
         opening = _opening(src, close)
         # An image's (`![alt][x]`) or an escaped bracket; one inside an earlier hit is not looked at.
         if opening <= last or (opening > 0 and src[opening - 1] in "!\\"):
             continue
         title = src[opening + 1 : close]
-        if not title.strip():
+        if not title.strip() or title.startswith("^") or _task_box(src, opening, title):
             continue
         if not ascii_text:
             done += len(src[chars:opening].encode("utf-8"))
             chars = opening
         byte = opening if ascii_text else done
-        if skip.inside(byte):
+        # Inside code or HTML, or a link already: `[a] [b]` with `b` defined links `[b]` alone.
+        label_byte = m.end() - 1 if ascii_text else byte + len(src[opening : m.end() - 1].encode("utf-8"))
+        if skip.inside(byte) or skip.inside(label_byte):
             continue
         text = " ".join(title.split())
         out.append((byte, text, f"[{label}]" if label else f"[{text}][]"))
         taken, last = end + 1, opening
     return out
+
+
+def _escaped(src: str, at: int) -> bool:
+    """Whether the character at `at` is escaped (an odd run of backslashes before it)."""
+    n = 0
+    while at - n > 0 and src[at - n - 1] == "\\" and n < 64:
+        n += 1
+    return n % 2 == 1
+
+
+# A list item's start: a task box right after it (`- [x] `) is a checkbox, no link text.
+_ITEM_START = re.compile(r"[ \t]*(?:>[ \t]*)*(?:[-*+]|\d{1,9}[.)])[ \t]+")
+
+
+def _task_box(src: str, opening: int, title: str) -> bool:
+    """Whether `[title]` at `opening` is a GFM task box (`[x]`, `[X]`, `[ ]` first in a list item)."""
+    if title not in ("x", "X", " "):
+        return False
+    line_start = src.rfind("\n", 0, opening) + 1
+    return _ITEM_START.fullmatch(src, line_start, opening) is not None
 
 
 def _top_headings(root: Node, lines: list[str], where: _Where) -> list[Heading]:
