@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 from tasks.base import ToolContext, always_approve
 from udm.config import Settings, load_settings
 from udm.index import UdmIndex, UdmQuery
+from udm.markdown import parse_document
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
@@ -21,6 +23,16 @@ def write_tree(root: Path, files: dict[str, str]) -> None:
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
+
+
+def parse_seconds(text: str, *, autorefs: bool = False, runs: int = 3) -> float:
+    """The best of `runs` wall times of a parse of `text` with its links (for linear-time tests)."""
+    best = float("inf")
+    for _ in range(runs):
+        started = time.perf_counter()
+        parse_document(text, "x.md", autorefs=autorefs).links  # noqa: B018
+        best = min(best, time.perf_counter() - started)
+    return best
 
 
 def link_verdicts(settings: Settings) -> dict[tuple[str, str], bool | None]:

@@ -10,7 +10,6 @@ pymdownx.tasklist extensions, as MkDocs Material sites use them) plus mkdocs-aut
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +20,10 @@ from udm.index import UdmIndex
 from udm.markdown import parse_document
 from udm.site import settings_site
 
+from ..engine.conftest import link_verdicts, parse_seconds
+from ..engine.conftest import write_tree as _write
+
 _ROWS = "SELECT file, line, target, form, target_file, fragment, resolved FROM links ORDER BY ALL"
-
-
-def _write(root: Path, files: dict[str, str]) -> None:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
 
 
 def _site(root: Path, files: dict[str, str], plugins: str = "  - autorefs\n") -> Settings:
@@ -47,10 +42,6 @@ def _rows(settings: Settings, *, full: bool = False) -> list[tuple[Any, ...]]:
             return con.execute(_ROWS).fetchall()
     finally:
         index.close()
-
-
-def _verdicts(settings: Settings) -> dict[tuple[str, str], bool | None]:
-    return {(f, t): ok for f, _, t, _, _, _, ok in _rows(settings)}
 
 
 def _autorefs(text: str, path: str = "docs/x.md") -> list[tuple[int, str, str]]:
@@ -93,7 +84,7 @@ def test_a_spaced_reference_whose_label_is_defined_is_not_a_cross_reference() ->
 def test_a_spaced_defined_reference_is_not_reported_broken(tmp_path: Path) -> None:
     """Same as above, seen through the index: the defined reference `[a] [b]` becomes a broken link."""
     settings = _site(tmp_path, {"docs/index.md": "# Home\n\n[a] [b]\n\n[b]: https://example.org\n"})
-    assert ("docs/index.md", "[b]") not in _verdicts(settings)
+    assert ("docs/index.md", "[b]") not in link_verdicts(settings)
 
 
 def test_an_escaped_closing_bracket_ends_no_title() -> None:
@@ -127,17 +118,8 @@ def test_crafted_label_runs_do_not_make_the_parse_hundreds_of_times_slower() -> 
     """`][y]` repeated: each label's opening bracket is searched for across the whole 300-character
     reach (~200 Python iterations per 4 characters): 100 KB takes ~2 s instead of ~0.03 s, a 4 MB page
     (max_file_bytes) about a minute and a half. Linear, but a hostile page stalls every full build."""
-
-    def cost(text: str, autorefs: bool) -> float:
-        best = float("inf")
-        for _ in range(2):
-            started = time.perf_counter()
-            parse_document(text, "x.md", autorefs=autorefs).links  # noqa: B018
-            best = min(best, time.perf_counter() - started)
-        return best
-
     text = "][y]" * 25_000
-    plain, crossing = cost(text, False), cost(text, True)
+    plain, crossing = parse_seconds(text, runs=2), parse_seconds(text, autorefs=True, runs=2)
     assert crossing < 10 * plain + 0.5, (plain, crossing)
 
 
@@ -163,7 +145,7 @@ def test_holds_offsets_and_skipped_regions(text: str, expected: list[tuple[int, 
 # holds: an MDX page on an autorefs site records no cross-reference.
 def test_holds_mdx_pages_have_no_cross_references(tmp_path: Path) -> None:
     settings = _site(tmp_path, {"docs/index.md": "# H\n\n[a][b]\n", "docs/x.mdx": "# X\n\n[c][d]\n"})
-    assert ("docs/x.mdx", "[d]") not in _verdicts(settings)
+    assert ("docs/x.mdx", "[d]") not in link_verdicts(settings)
 
 
 # --- What resolves --------------------------------------------------------------------------------
@@ -188,7 +170,7 @@ def test_an_anchor_shown_in_code_or_a_comment_does_not_resolve(tmp_path: Path, h
     renders no id, yet `[x][shown-anchor]` resolves to that page (the regex scan of section text and
     `has_explicit_anchor` do not skip code); autorefs would warn it is not found."""
     settings = _site(tmp_path, {"docs/index.md": "# Home\n\n[x][shown-anchor]\n", "docs/syntax.md": holder})
-    assert _verdicts(settings)[("docs/index.md", "[shown-anchor]")] is False
+    assert link_verdicts(settings)[("docs/index.md", "[shown-anchor]")] is False
 
 
 @pytest.mark.parametrize(
@@ -220,7 +202,7 @@ def test_pages_outside_docs_dir_are_no_part_of_the_site(tmp_path: Path) -> None:
             "README.md": "# Read me\n\nIndex m[i][j] or see [x][foo].\n",
         },
     )
-    verdicts = _verdicts(settings)
+    verdicts = link_verdicts(settings)
     assert not [key for key in verdicts if key[0] == "README.md"], verdicts
 
 
@@ -230,7 +212,7 @@ def test_a_heading_outside_docs_dir_is_no_target(tmp_path: Path) -> None:
     settings = _site(
         tmp_path, {"docs/index.md": "# H\n\n[x][only-readme]\n", "README.md": "# R\n\n## Only readme\n"}
     )
-    assert _verdicts(settings)[("docs/index.md", "[only-readme]")] is False
+    assert link_verdicts(settings)[("docs/index.md", "[only-readme]")] is False
 
 
 # holds: small refreshes (delete, edit, rename, add, move pages; plugin on/off/mode; a definition
@@ -292,7 +274,7 @@ def test_holds_many_distinct_identifiers(tmp_path: Path) -> None:
             "docs/holder.md": "# Holder\n\n" + "\n\n".join(f"[](){{#{i}}}" for i in ids[::2]) + "\n",
         },
     )
-    verdicts = _verdicts(settings)
+    verdicts = link_verdicts(settings)
     wrong = [i for n, i in enumerate(ids) if verdicts.get(("docs/index.md", f"[{i}]")) is not (n % 2 == 0)]
     assert wrong == []
 
@@ -307,7 +289,7 @@ def test_holds_metacharacter_identifiers(tmp_path: Path) -> None:
             "docs/o.md": "# O\n\n## ab\n\nxyz #ab #x\n",
         },
     )
-    verdicts = _verdicts(settings)
+    verdicts = link_verdicts(settings)
     assert [verdicts.get(("docs/index.md", f"[{label}]")) for label in labels] == [False] * len(labels)
 
 
@@ -336,7 +318,7 @@ def test_holds_odd_plugin_shapes(tmp_path: Path, plugins: str, mode: str) -> Non
     _write(tmp_path, {"mkdocs.yml": "site_name: F\n" + plugins, "docs/index.md": "# H\n\n[a][b]\n"})
     settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
     assert settings_site(settings).autorefs == mode
-    verdicts = _verdicts(settings)
+    verdicts = link_verdicts(settings)
     assert (("docs/index.md", "[b]") in verdicts) == bool(mode)
 
 
@@ -353,4 +335,4 @@ def test_holds_odd_plugin_shapes(tmp_path: Path, plugins: str, mode: str) -> Non
 def test_holds_no_site_no_cross_references(tmp_path: Path, files: dict[str, str]) -> None:
     _write(tmp_path, files)
     settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
-    assert _verdicts(settings) == {}
+    assert link_verdicts(settings) == {}

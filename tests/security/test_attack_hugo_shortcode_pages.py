@@ -13,14 +13,9 @@ from udm.index.lint_rules import lint
 from udm.markdown import parse_document
 from udm.patch import apply_patch, parse_patch
 
+from ..engine.conftest import write_tree as _write
+
 KINDS = (("code", "code"), ("highlight", "code"), ("raw", "raw"))
-
-
-def _write(root: Path, files: dict[str, str]) -> None:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
 
 
 def test_a_long_line_in_a_highlighted_shortcode_does_not_make_the_page_unreadable() -> None:

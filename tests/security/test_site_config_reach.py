@@ -15,12 +15,7 @@ from udm.site.jsconfig import _consts, _js_string
 from udm.site.routes import detect_site
 
 from ..engine.conftest import link_verdicts
-
-
-def _write(root: Path, files: dict[str, str]) -> None:
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
+from ..engine.conftest import write_tree as _write
 
 
 @pytest.fixture

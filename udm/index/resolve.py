@@ -82,12 +82,13 @@ def resolve_index_links(
     cache = {} if anchor_cache is None else anchor_cache
     for path in changed or ():
         cache.pop(path, None)
+    read_page = _page_reader(root)
     verdicts = resolve_links(
         LinkResolver(routes, _file_exists(root), _folder_exists(root)),
         rows,
         _anchor_lookup(con, in_memory, cache),
-        _page_reader(root),
-        _holders(con, in_memory, _page_reader(root), routes) if crossing else None,
+        read_page,
+        _holders(con, in_memory, read_page, routes) if crossing else None,
     )
     updates = []
     for key, target_file, fragment, ok in verdicts:
