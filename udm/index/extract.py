@@ -14,6 +14,7 @@ from urllib.parse import unquote
 
 from udm.index.datarows import Facts, data_rows, is_config_file, json_safe, tool_section_rows
 from udm.markdown import Document
+from udm.site import on_pages
 
 __all__ = [
     "TABLE_COLUMNS",
@@ -142,13 +143,19 @@ class ParseOptions:
     data_sections: tuple[str, ...] = ()
     max_file_bytes: int = 4_000_000
     shortcodes: tuple[tuple[str, str], ...] | None = None  # the site's (udm.site.Site.shortcodes)
-    # The folders whose pages hold mkdocs-autorefs cross-references (the MkDocs site's docs_dir, "" the
-    # root), none where the site has no autorefs (udm.site.Site.autorefs); see `crossing_in`.
-    autorefs: tuple[str, ...] = ()
+    # The folders of the site's pages (a MkDocs site's docs_dir, "" the root): Python-Markdown's
+    # dialect below holds there only, not in a README beside them.
+    pages: tuple[str, ...] = ()
+    autorefs: bool = False  # mkdocs-autorefs cross-references are links (udm.site.Site.autorefs)
+    indented: tuple[str, ...] = ()  # indented blocks' markers (udm.site.Site.indented)
 
     def crossing_in(self, rel: str) -> bool:
         """Whether the page `rel` is one of the site's, where cross-references are links."""
-        return any(not f or rel.startswith(f + "/") for f in self.autorefs)
+        return self.autorefs and on_pages(self.pages, rel)
+
+    def indented_in(self, rel: str) -> tuple[str, ...]:
+        """The markers of the indented blocks whose bodies are Markdown on the page `rel`."""
+        return self.indented if self.indented and on_pages(self.pages, rel) else ()
 
 
 def parse_options(settings: Any) -> ParseOptions:
@@ -161,7 +168,9 @@ def parse_options(settings: Any) -> ParseOptions:
         tuple(settings.data_sections),
         int(settings.max_file_bytes),
         site.shortcodes,
-        tuple(m.folder for m in site.mounts) if site.autorefs else (),
+        tuple(m.folder for m in site.mounts),
+        bool(site.autorefs),
+        site.indented,
     )
 
 

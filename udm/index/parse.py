@@ -177,6 +177,7 @@ def parse_page(rel: str, page: PageRead, options: ParseOptions) -> tuple[Documen
             data_sections=options.data_sections,
             shortcodes=options.shortcodes,
             autorefs=options.crossing_in(rel),
+            indented=options.indented_in(rel),
         )
         return doc, page
     except MarkdownParseError as exc:

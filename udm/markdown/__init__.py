@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from udm.markdown.document import parse_document as parse_document
     from udm.markdown.ids import id_family as id_family
     from udm.markdown.ids import id_matcher as id_matcher
+    from udm.markdown.indented import INDENTED_BLOCKS as INDENTED_BLOCKS
     from udm.markdown.lines import split_lines as split_lines
     from udm.markdown.lookups import find_block as find_block
     from udm.markdown.lookups import find_section as find_section
@@ -36,6 +37,7 @@ _SURFACE = {
     "Block": "model",
     "Document": "document",
     "HugoRef": "shortcodes",
+    "INDENTED_BLOCKS": "indented",
     "MarkdownParseError": "tree",
     "Section": "model",
     "block_ids": "roles",
@@ -56,6 +58,7 @@ _SURFACE = {
 }
 
 __all__ = [
+    "INDENTED_BLOCKS",
     "Block",
     "Document",
     "HugoRef",

@@ -68,6 +68,7 @@ class Document:
         "content_hash",
         "front_matter",
         "front_matter_range",
+        "indented",
         "lines",
         "notes",
         "parser",
@@ -111,6 +112,8 @@ class Document:
         self._starts: list[int] | None = None
         # The Hugo shortcodes that hold no Markdown, as the parse was told (its later parses use them too).
         self.shortcodes: tuple[tuple[str, str], ...] | None = None
+        # The markers of a MkDocs site's indented blocks whose bodies are Markdown, as the parse was told.
+        self.indented: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         return f"Document(path={self.path!r}, parser={self.parser!r})"
@@ -228,7 +231,10 @@ class Document:
         """The rendered text of the headings inside block quotes and list items (no sections, yet ids)."""
         try:
             return nested_heading_texts(
-                *self._parsed_lines(), mdx=self.path.lower().endswith(".mdx"), shortcodes=self.shortcodes
+                *self._parsed_lines(),
+                mdx=self.path.lower().endswith(".mdx"),
+                shortcodes=self.shortcodes,
+                indented=self.indented,
             )
         except MarkdownParseError:
             return []
@@ -236,7 +242,10 @@ class Document:
     def definition_terms(self) -> list[str]:
         """The rendered text of the definition-list terms (Hugo gives them ids; no sections)."""
         return definition_term_texts(
-            *self._parsed_lines(), mdx=self.path.lower().endswith(".mdx"), shortcodes=self.shortcodes
+            *self._parsed_lines(),
+            mdx=self.path.lower().endswith(".mdx"),
+            shortcodes=self.shortcodes,
+            indented=self.indented,
         )
 
     def _parsed_lines(self) -> tuple[list[str], int]:
@@ -290,6 +299,7 @@ def parse_document(
     data_sections: Sequence[str] = (),
     shortcodes: tuple[tuple[str, str], ...] | None = None,
     autorefs: bool = False,
+    indented: tuple[str, ...] = (),
 ) -> Document:
     """Parse Markdown text; bad blocks become `errors`, never exceptions (but MarkdownParseError for
     the rare file the parser fails on with every rule set, see udm.markdown.tree).
@@ -298,7 +308,9 @@ def parse_document(
     CommonMark/GFM parse, `udm.markdown.scanner`); `.mdx` paths parse as MDX. `data_sections`: heading
     patterns whose YAML/JSON fences are data (see `fence_role`). `shortcodes`: a Hugo site's paired
     shortcodes whose inner text is no Markdown (`udm.site.Site.shortcodes`). `autorefs`: a reference no
-    definition defines is a mkdocs-autorefs cross-reference (`udm.site.Site.autorefs`). Data blocks are parsed
+    definition defines is a mkdocs-autorefs cross-reference (`udm.site.Site.autorefs`). `indented`: the
+    markers of a MkDocs site's indented blocks, whose bodies are Markdown (`udm.site.Site.indented`).
+    Data blocks are parsed
     on first use of their `data`/`error`; the IDs they define, when `sections` or `id_defs` are
     first used, by a grammar-checked scan of flat blocks or by parsing the others.
     """
@@ -311,7 +323,12 @@ def parse_document(
 
     try:
         parsed = _parse_markdown(
-            seen, first, mdx=path.lower().endswith(".mdx"), shortcodes=shortcodes, autorefs=autorefs
+            seen,
+            first,
+            mdx=path.lower().endswith(".mdx"),
+            shortcodes=shortcodes,
+            autorefs=autorefs,
+            indented=indented,
         )
     except MarkdownParseError as exc:
         where = f"{path}:{exc.line}" if path else f"line {exc.line}"
@@ -332,6 +349,7 @@ def parse_document(
         parser=PARSER_NAME,
     )
     doc.shortcodes = shortcodes
+    doc.indented = indented
     doc._outline = build_outline(parsed, len(lines), path, matcher, first, fm_error, tuple(data_sections))
     if parsed.note:
         doc.notes.append(f"{path}:1: {parsed.note}")

@@ -27,6 +27,7 @@ from typing import Any
 from markdown_it_pyrs import Node
 from mdurl import decode as _url_decode
 
+from udm.markdown.indented import unindent
 from udm.markdown.lines import split_lines
 from udm.markdown.mdx import Opaque, attr_links, blank_spans
 from udm.markdown.mdx import mask_mdx as _mask_mdx
@@ -253,13 +254,14 @@ def nested_heading_texts(
     *,
     mdx: bool = False,
     shortcodes: tuple[tuple[str, str], ...] | None = None,
+    indented: tuple[str, ...] = (),
 ) -> list[str]:
     """The rendered text of every heading inside a block quote, list item or other container.
 
     They start no section, yet GitHub and the generators give them ids too (`> #### custom_dir`).
     A parse of its own: link checks ask for it only on a page whose anchor is no section's.
     """
-    src = _source(lines, first, mdx, shortcodes)
+    src = _source(lines, first, mdx, shortcodes, indented)
     top = [node for node in parse_tree(src, mdx).root.children if node.name not in _HEADINGS]
     return _texts_below(top, _HEADINGS)
 
@@ -270,10 +272,11 @@ def definition_term_texts(
     *,
     mdx: bool = False,
     shortcodes: tuple[tuple[str, str], ...] | None = None,
+    indented: tuple[str, ...] = (),
 ) -> list[str]:
     """The rendered text of every definition-list term (`Term` on the line before `: definition`),
     to which Hugo gives an id with `autoDefinitionTermID`; [] when the page has none or will not parse."""
-    src = _source(lines, first, mdx, shortcodes)
+    src = _source(lines, first, mdx, shortcodes, indented)
     if "\n:" not in src and "\n :" not in src and "\n  :" not in src:
         return []
     root = deflist_tree(src, mdx)
@@ -284,20 +287,31 @@ _HEADINGS = frozenset({"heading", "lheading"})
 
 
 def _source(
-    lines: list[str], first: int, mdx: bool, shortcodes: tuple[tuple[str, str], ...] | None = None
+    lines: list[str],
+    first: int,
+    mdx: bool,
+    shortcodes: tuple[tuple[str, str], ...] | None = None,
+    indented: tuple[str, ...] = (),
 ) -> str:
     """The text the parser sees of a file's lines (as `parse_markdown` makes it, without its flag)."""
     src, _ = _normalise(lines, first)
-    return _masked(src, first, mdx, shortcodes)[0]
+    return _masked(src, first, mdx, shortcodes, indented)[0]
 
 
 def _masked(
-    src: str, first: int, mdx: bool, shortcodes: tuple[tuple[str, str], ...] | None
+    src: str,
+    first: int,
+    mdx: bool,
+    shortcodes: tuple[tuple[str, str], ...] | None,
+    indented: tuple[str, ...] = (),
 ) -> tuple[str, list[Opaque], list[tuple[int, str, str]]]:
     """The text with what is no Markdown blanked (MDX's ESM and JSX; a Hugo site's code and raw
-    paired shortcodes), its MDX blocks, and the href/src links found in what was blanked."""
+    paired shortcodes) and a MkDocs site's indented block bodies as block quotes, its MDX blocks, and
+    the href/src links found in what was blanked."""
     if mdx:
         return _mask_mdx(src, first)
+    if indented:
+        src = unindent(src, indented)
     html: list[tuple[int, str, str]] = []
     inner = opaque_shortcodes(src, shortcodes) if shortcodes else []
     if inner:
@@ -328,6 +342,7 @@ def parse_markdown(
     mdx: bool = False,
     shortcodes: tuple[tuple[str, str], ...] | None = None,
     autorefs: bool = False,
+    indented: tuple[str, ...] = (),
 ) -> Parsed:
     """Headings (top level only), fences (any depth), links and MDX blocks of a file's lines.
 
@@ -336,10 +351,12 @@ def parse_markdown(
     blocks, the HTML links of a "raw" one kept; given (even empty) on a Hugo site only, where its
     `ref`/`relref` shortcodes are links too (elsewhere `{{< ref "x" >}}` is plain text). `autorefs`: a
     MkDocs site with mkdocs-autorefs, where a reference no definition defines is a cross-reference.
+    `indented`: the markers of a MkDocs site's indented blocks (`!!!` admonitions, `???` details, `===`
+    tabs; `udm.markdown.indented`), whose bodies are Markdown, not indented code.
     """
     src, same = _normalise(lines, first)
     # html: (byte offset, target, form) of the href and src of what was blanked (JSX, raw shortcodes)
-    masked, opaque, html = _masked(src, first, mdx, shortcodes)
+    masked, opaque, html = _masked(src, first, mdx, shortcodes, indented)
     same = same and masked is src
     src = masked
     where = _Where(src, lines if same else split_lines(src))

@@ -17,7 +17,7 @@ from udm.datalimits import check_text
 from udm.errors import DocumentError, PatchError, UdmError
 from udm.markdown import Document, parse_front_matter, slugify
 from udm.patch.splice import edit_form, line_opcodes
-from udm.patch.workspace import Workspace, cached_parse
+from udm.patch.workspace import Workspace
 from udm.site import (
     NUMBER_PREFIX,
     PAGE_SUFFIXES,
@@ -157,11 +157,7 @@ class _Resolver:
         """The parsed Markdown file (None when absent or not Markdown)."""
         if rel not in self._docs:
             text = self.text(rel) if rel.lower().endswith(PAGE_SUFFIXES) else None
-            self._docs[rel] = (
-                cached_parse(text, rel, self.ws.id_patterns, self.ws.data_sections, self.ws.shortcodes)
-                if text is not None
-                else None
-            )
+            self._docs[rel] = self.ws.parse(text, rel) if text is not None else None
         return self._docs[rel]
 
     def route_meta(self, rel: str) -> dict[str, Any] | None:
@@ -453,7 +449,7 @@ def _check_others(
         linked = any(n in text for n in names) and in_link.search(text) is not None
         if not hits and not linked and not lost_hits:
             continue
-        doc = cached_parse(text, rel, ws.id_patterns, ws.data_sections, ws.shortcodes)
+        doc = ws.parse(text, rel)
         defined = {d.id: d.line for d in doc.id_defs}
         for ident in hits:
             if ident in defined:

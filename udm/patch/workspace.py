@@ -10,19 +10,24 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from udm.errors import DocumentError, InvalidPathError, PathOutsideError, TargetNotFoundError
 from udm.index import MARKDOWN_SUFFIXES as PAGE_SUFFIXES
 from udm.markdown import Document, parse_document
 from udm.patch.splice import disk_form, edit_form, sha256_text
 
+if TYPE_CHECKING:
+    from udm.site import Site
+
 __all__ = ["MARKDOWN_SUFFIXES", "Workspace", "cached_parse", "check_relpath"]
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 
 
-_CacheKey = tuple[str, str, tuple[str, ...] | None, tuple[str, ...], tuple[tuple[str, str], ...] | None]
+_CacheKey = tuple[
+    str, str, tuple[str, ...] | None, tuple[str, ...], tuple[tuple[str, str], ...] | None, tuple[str, ...]
+]
 _CACHE: OrderedDict[_CacheKey, Document] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
 _CACHE_SIZE = 64
@@ -34,16 +39,19 @@ def cached_parse(
     id_patterns: list[str] | None = None,
     data_sections: tuple[str, ...] = (),
     shortcodes: tuple[tuple[str, str], ...] | None = None,
+    indented: tuple[str, ...] = (),
 ) -> Document:
     """parse_document, remembered for the last few texts: a plan and its commit parse the same files."""
     ids = tuple(id_patterns) if id_patterns is not None else None
-    key = (path, sha256_text(text), ids, data_sections, shortcodes)
+    key = (path, sha256_text(text), ids, data_sections, shortcodes, indented)
     with _CACHE_LOCK:
         doc = _CACHE.get(key)
         if doc is not None:
             _CACHE.move_to_end(key)
             return doc
-    doc = parse_document(text, path, id_patterns, data_sections=data_sections, shortcodes=shortcodes)
+    doc = parse_document(
+        text, path, id_patterns, data_sections=data_sections, shortcodes=shortcodes, indented=indented
+    )
     with _CACHE_LOCK:
         _CACHE[key] = doc
         while len(_CACHE) > _CACHE_SIZE:
@@ -78,11 +86,12 @@ class Workspace:
     # Folders no patch may touch even when they lie inside the root (the engine's state, #17.3).
     protected: tuple[Path, ...] = ()
     # The manual's settings that decide how a page parses, as the index parses it: which suffixes are
-    # Markdown pages (.mdx among them), which sections hold data blocks and which Hugo shortcodes
-    # hold no Markdown (the site's).
+    # Markdown pages (.mdx among them), which sections hold data blocks, which Hugo shortcodes
+    # hold no Markdown (the site's) and, on a MkDocs site, which indented blocks hold Markdown.
     markdown_suffixes: tuple[str, ...] = PAGE_SUFFIXES
     data_sections: tuple[str, ...] = ()
     shortcodes: tuple[tuple[str, str], ...] | None = None
+    site: Site | None = None
     _sandbox: Any = None
 
     def __post_init__(self) -> None:
@@ -180,9 +189,14 @@ class Workspace:
         text = self.text(rel)
         cached = self._docs.get(rel)
         if cached is None or cached[0] is not text:
-            cached = (text, cached_parse(text, rel, self.id_patterns, self.data_sections, self.shortcodes))
+            cached = (text, self.parse(text, rel))
             self._docs[rel] = cached
         return cached[1]
+
+    def parse(self, text: str, rel: str) -> Document:
+        """A text of the file `rel` parsed as the index parses that page (cached per text)."""
+        indented = self.site.indented_in(rel) if self.site is not None else ()
+        return cached_parse(text, rel, self.id_patterns, self.data_sections, self.shortcodes, indented)
 
     def changed(self) -> dict[str, tuple[str | None, str | None]]:
         """Files whose text differs from disk: path -> (before, after)."""

@@ -110,13 +110,15 @@ def writer_or_reader(settings: Settings, dry_run: bool) -> Iterator[None]:
 
 def manual_workspace(settings: Settings) -> Workspace:
     """The manual as a patch sees it: its ID patterns, protected state, page suffixes and data sections."""
+    site = settings_site(settings)
     return Workspace(
         settings.udm_root,
         list(settings.id_patterns),
         protected=tuple(settings.protected_paths()),
         markdown_suffixes=tuple(s.lower() for s in settings.markdown_suffixes),
         data_sections=tuple(settings.data_sections),
-        shortcodes=settings_site(settings).shortcodes,
+        shortcodes=site.shortcodes,
+        site=site,
     )
 
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from udm.site.detect import settings_site as settings_site
     from udm.site.detect import site_for as site_for
     from udm.site.model import excluded as excluded
+    from udm.site.model import on_pages as on_pages
     from udm.site.routes import LinkResolver as LinkResolver
     from udm.site.routes import Routes as Routes
     from udm.site.routes import autoref_ids as autoref_ids
@@ -33,6 +34,7 @@ _SURFACE = {
     "autoref_ids": "routes",
     "display_target": "routes",
     "excluded": "model",
+    "on_pages": "model",
     "resolve_links": "routes",
     "route_meta": "routes",
     "settings_site": "detect",
@@ -47,6 +49,7 @@ __all__ = [
     "Site",
     "display_target",
     "excluded",
+    "on_pages",
     "resolve_links",
     "route_meta",
     "settings_site",

@@ -32,12 +32,17 @@ __all__ = [
 
 def has_explicit_anchor(text: str, anchor: str) -> bool:
     """Whether the page names `anchor` itself: an HTML `id`/`name` attribute, a `{#anchor}` heading
-    attribute (Docusaurus, MkDocs attr_list, Hugo, Pandoc, VitePress) or an MDX comment after a heading,
+    attribute (Docusaurus, MkDocs attr_list, Hugo, Pandoc, VitePress), an attribute list holding it
+    among others (`{ .sh #anchor }`) or an MDX comment after a heading,
     `{/*anchor*/}` (react.dev's heading ids). GitHub-style heading anchors are not checked here."""
     if anchor not in text:
         return False
     forms = (f'id="{anchor}"', f"id='{anchor}'", f'name="{anchor}"', f"name='{anchor}'", f"{{#{anchor}}}")
     if any(form in text for form in forms):
+        return True
+    # An attribute list naming it among other attributes: `{ .sh #anchor }` on a fence (superfences,
+    # Pandoc), `{: #anchor .note }` on a paragraph (MkDocs attr_list).
+    if "{" in text and re.search(rf"\{{[^{{}}\n]*[{{:\s]#{re.escape(anchor)}(?=[\s}}])[^{{}}\n]*\}}", text):
         return True
     return "{/*" in text and re.search(rf"\{{/\*[ \t]*{re.escape(anchor)}[ \t]*\*/\}}", text) is not None
 
@@ -50,7 +55,7 @@ def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool | re.
     site's templates and translations know. The second value may instead be a pattern: the
     anchors it finds are unknown, the others checked."""
     try:
-        doc = parse_document(text, page, shortcodes=site.shortcodes)
+        doc = parse_document(text, page, shortcodes=site.shortcodes, indented=site.indented_in(page))
     except UdmError:
         return set(), False
     nested = doc.nested_heading_texts()

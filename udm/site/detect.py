@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from udm.datalimits import check_text
+from udm.markdown import INDENTED_BLOCKS
 from udm.site.jsconfig import docs_versions_file, docusaurus, starlight, tsconfig_file, vitepress
 from udm.site.model import (
     GENERATORS,
@@ -284,20 +285,28 @@ def _mkdocs(root: Path, here: Path, text: str) -> Site:
                     dest = new if SCHEME.match(new) else "/" + strip_page(new)
                     redirects.append(("/" + strip_page(old), dest))
     site = _one_folder(root, docs_dir, redirects, data.get("site_url"))
-    return replace(site, autorefs=_autorefs_mode(data.get("plugins")))
+    extensions = _named(data.get("markdown_extensions"))
+    indented = tuple(sorted({mark for name, mark in INDENTED_BLOCKS.items() if name in extensions}))
+    return replace(site, autorefs=_autorefs_mode(data.get("plugins")), indented=indented)
+
+
+def _named(entries: Any) -> set[str]:
+    """The names of MkDocs plugins or Markdown extensions, in either of MkDocs' forms: a list of names
+    and one-key mappings, or one mapping of names to options."""
+    names: set[str] = {k for k in entries if isinstance(k, str)} if isinstance(entries, dict) else set()
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, str):
+            names.add(entry)
+        elif isinstance(entry, dict):
+            names.update(k for k in entry if isinstance(k, str))
+    return names
 
 
 def _autorefs_mode(plugins: Any) -> str:
     """How mkdocs-autorefs cross-references resolve on this MkDocs site: "objects" with mkdocstrings
     (which turns autorefs on; an identifier may name an API object or another site's inventory entry),
     "headings" with autorefs alone (only the site's heading and Markdown anchors), "" without it."""
-    # A list of names and one-key mappings, or one mapping of names to options (both MkDocs' forms).
-    names: set[str] = {k for k in plugins if isinstance(k, str)} if isinstance(plugins, dict) else set()
-    for plugin in plugins if isinstance(plugins, list) else []:
-        if isinstance(plugin, str):
-            names.add(plugin)
-        elif isinstance(plugin, dict):
-            names.update(k for k in plugin if isinstance(k, str))
+    names = _named(plugins)
     if "mkdocstrings" in names:
         return "objects"
     return "headings" if "autorefs" in names else ""

@@ -35,7 +35,7 @@ __all__ = [
 
 # Raised whenever udm.site.routes resolves some link otherwise (a new rule, a new anchor form): an index
 # built under other rules then resolves every link anew, though no file and no config changed.
-RULES_VERSION = 5
+RULES_VERSION = 6
 GENERATORS = ("none", "docusaurus", "mintlify", "mkdocs", "mdbook", "hugo", "starlight", "vitepress")
 PAGE_SUFFIXES = (".md", ".mdx", ".markdown")
 # Suffixes a route may carry that name the same page (mdBook and MkDocs without directory URLs write .html).
@@ -92,11 +92,18 @@ class Site:
     # Markdown anchor of any page), "objects" (mkdocstrings too: it may name an API object or another
     # site's inventory entry, so one the site's anchors do not hold is unknown), "" (no autorefs).
     autorefs: str = ""
+    # MkDocs: the markers of Python-Markdown's indented blocks its extensions turn on ("!!!" admonition,
+    # "???" pymdownx.details, "===" pymdownx.tabbed), whose bodies are Markdown (udm.markdown.indented).
+    indented: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
 
     def excluded(self, target: str) -> bool:
         """Whether the `link_exclude` setting says not to check this target."""
         return bool(self.exclude) and excluded(target, self.exclude)
+
+    def indented_in(self, page: str) -> tuple[str, ...]:
+        """The markers of the indented blocks whose bodies are Markdown on `page` (one of the site's)."""
+        return self.indented if self.indented and on_pages(tuple(m.folder for m in self.mounts), page) else ()
 
     def fingerprint(self) -> str:
         """A short hash of everything that changes how links resolve."""
@@ -117,6 +124,7 @@ class Site:
                 self.taxonomies,
                 self.permalinks,
                 self.autorefs,
+                self.indented,
             ],
             sort_keys=True,
         )
@@ -131,6 +139,7 @@ class Site:
             "base_path": self.base_path,
             "redirects": len(self.redirects),
             **({"autorefs": self.autorefs} if self.autorefs else {}),
+            **({"indented_blocks": list(self.indented)} if self.indented else {}),
             "problems": list(self.problems),
         }
 
@@ -166,6 +175,11 @@ def under(root: Path, folder: Path, prefix: str, kind: str, strip_numbers: bool)
         return Mount("", "/".join(p for p in [prefix, *parts] if p), kind)
     # Published beside the manual (its blog when the manual is docs/): routes there are checked on disk.
     return Mount(os.path.relpath(folder_s, root_s).replace(os.sep, "/"), prefix, kind)
+
+
+def on_pages(folders: tuple[str, ...], rel: str) -> bool:
+    """Whether the file `rel` (relative to the manual root) lies in one of the site's page folders."""
+    return any(not f or rel.startswith(f + "/") for f in folders)
 
 
 def within(path: str | Path, folder: str | Path) -> bool:

@@ -168,9 +168,7 @@ def move_section(ws: Workspace, op: P.MoveSection, expect: ExpectCheck) -> str:
     if op.level is not None and op.level != sec.level:
         moved = relevel(moved, op.level, doc.shortcodes)
     rest = "".join([*lines[: sec.start], *lines[sec.end :]])
-    rest_doc = parse_document(
-        rest, doc.path, ws.id_patterns, data_sections=ws.data_sections, shortcodes=ws.shortcodes
-    )
+    rest_doc = ws.parse(rest, doc.path)
     dest = find_section_hinted(rest_doc, op.to)
     at = dest.start if op.position == "before" else dest.end
     ws.put(op.file, "".join(insert(list(rest_doc.lines), at, ensure_newline(moved))))
