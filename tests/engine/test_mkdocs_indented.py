@@ -240,3 +240,69 @@ def test_crafted_nesting_and_openers_cost_little() -> None:
     fence = "```md\n!!! note\n\n    [shown](x.md)\n```\n"
     doc = parse_document(fence, "docs/p.md", indented=ALL)
     assert doc.blocks[0].text == "!!! note\n\n    [shown](x.md)\n"
+
+
+TABS = (
+    "# Tabs\n\n## Anchor links\n\n"
+    '=== "First tab"\n\n    a\n\n=== "... or me"\n\n    b\n\n'
+    '```md\n=== "Shown"\n```\n\n'
+    '## Other {#custom}\n\n=== "Third"\n\n    c\n\n'
+    "[1](#anchor-links-first-tab) [2](#anchor-links--or-me) [3](#anchor-links-shown) [4](#first-tab)\n"
+    "[5](#custom-third) [6](#third)\n"
+)
+
+
+def _tabbed_site(tmp_path: Path, options: str) -> Settings:
+    _write(
+        tmp_path,
+        {
+            "mkdocs.yml": "site_name: S\nmarkdown_extensions:\n  - attr_list\n  - toc\n"
+            f"  - pymdownx.tabbed:\n      alternate_style: true\n{options}",
+            "docs/tabs.md": TABS,
+        },
+    )
+    return load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
+
+
+SLUGIFY = (
+    "      slugify: !!python/object/apply:pymdownx.slugs.slugify\n        kwds:\n          case: lower\n"
+)
+
+
+def test_tab_ids_follow_the_slugify_option(tmp_path: Path) -> None:
+    combined = link_verdicts(_tabbed_site(tmp_path / "c", SLUGIFY + "      combine_header_slug: true\n"))
+    assert {t: ok for (_, t), ok in combined.items()} == {
+        "#anchor-links-first-tab": True,
+        "#anchor-links--or-me": True,  # the title's slug starts with its separator
+        "#anchor-links-shown": False,  # a tab shown in a fence is an example
+        "#first-tab": False,
+        "#custom-third": True,  # the heading's own id
+        "#third": False,
+    }
+    alone = link_verdicts(_tabbed_site(tmp_path / "s", SLUGIFY))
+    assert alone[("docs/tabs.md", "#first-tab")] is True and alone[("docs/tabs.md", "#third")] is True
+    numbered = link_verdicts(_tabbed_site(tmp_path / "n", ""))
+    assert numbered[("docs/tabs.md", "#first-tab")] is False
+
+
+def test_tab_ids_are_the_ones_pymdownx_makes() -> None:
+    from pymdownx.slugs import slugify
+
+    from udm.site import Site
+    from udm.site.anchors import page_anchors
+
+    html = markdown.markdown(
+        TABS,
+        extensions=["attr_list", "toc", "pymdownx.superfences", "pymdownx.tabbed"],
+        extension_configs={
+            "pymdownx.tabbed": {
+                "alternate_style": True,
+                "slugify": slugify(case="lower"),
+                "combine_header_slug": True,
+            }
+        },
+    )
+    made = set(re.findall(r'<input[^>]* id="([^"]+)"', html))
+    assert len(made) == 3
+    site = Site(generator="mkdocs", indented=("===",), tab_ids="combined")
+    assert made <= page_anchors(site, "tabs.md", TABS)[0]

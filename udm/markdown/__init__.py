@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from udm.markdown.ids import id_family as id_family
     from udm.markdown.ids import id_matcher as id_matcher
     from udm.markdown.indented import INDENTED_BLOCKS as INDENTED_BLOCKS
+    from udm.markdown.indented import TAB_TITLE as TAB_TITLE
     from udm.markdown.lines import split_lines as split_lines
     from udm.markdown.lookups import find_block as find_block
     from udm.markdown.lookups import find_section as find_section
@@ -39,6 +40,7 @@ _SURFACE = {
     "HugoRef": "shortcodes",
     "INDENTED_BLOCKS": "indented",
     "MarkdownParseError": "tree",
+    "TAB_TITLE": "indented",
     "Section": "model",
     "block_ids": "roles",
     "definition_line": "definitions",
@@ -59,6 +61,7 @@ _SURFACE = {
 
 __all__ = [
     "INDENTED_BLOCKS",
+    "TAB_TITLE",
     "Block",
     "Document",
     "HugoRef",

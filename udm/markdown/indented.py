@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["INDENTED_BLOCKS", "MAX_DEPTH", "unindent"]
+__all__ = ["INDENTED_BLOCKS", "MAX_DEPTH", "TAB_TITLE", "unindent"]
 
 # The extensions (as `markdown_extensions` names them) and the marker each opens its blocks with.
 INDENTED_BLOCKS = {
@@ -29,6 +29,8 @@ _OPENERS = {
     "???": r'\?{3}\+? ?(?:(?:[\w\-]+(?: +[\w\-]+)*?)?(?: +"[^\n]*")|[\w\-]+(?: +[\w\-]+)*?)',
     "===": r'={3}(?:\+|\+!|!\+|!)? +"[^\n]*"',
 }
+# A pymdownx.tabbed tab's opening line: group 1 is its title.
+TAB_TITLE = re.compile(r'[ \t]*={3}(?:\+|\+!|!\+|!)? +"(.*)" *')
 _TAB = 4  # Python-Markdown's tab_length: a body sits this many columns deeper than its marker
 # Blocks nested deeper than this are left as CommonMark reads them (indented code): each level copies
 # its body once more, so crafted nesting costs a bounded multiple of the page, and no recursion limit.

@@ -15,7 +15,7 @@ from html import unescape
 from typing import TYPE_CHECKING
 
 from udm.errors import UdmError
-from udm.markdown import markdown_shortcodes_alone, parse_document, slugify
+from udm.markdown import TAB_TITLE, markdown_shortcodes_alone, parse_document, slugify
 from udm.site.model import Site
 
 if TYPE_CHECKING:
@@ -105,6 +105,8 @@ def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool | re.
             found.add(slug if n == 0 else f"{slug}_{n}")
         for label in _FOOTNOTE.findall(text):
             found.update((f"fn:{label}", f"fnref:{label}"))
+        if site.tab_ids and "===" in text:
+            found |= _tab_ids(doc, site.tab_ids)
         # Material's docs: a project hook turns `<!-- md:setting config.x -->` into ids such as
         # `config.x` and `+type:abstract`, which no heading slug is (a slug holds no `.`, `:` or `+`).
         if not unknown and "<!-- md:" in text:
@@ -121,6 +123,35 @@ def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool | re.
     return found, unknown
 
 
+def _tab_ids(doc: Document, how: str) -> set[str]:
+    """The ids pymdownx.tabbed gives a page's tabs with its `slugify` option: the title's slug (its case
+    kept and lowered, since the slugify's own options are Python the config loader does not run),
+    after the id of the heading above and the separator `-` when `how` is "combined" (a title starting
+    with a non-word character, `... or me`, makes `--`). Tabs in fences are examples."""
+    fences = [(b.start, b.end) for b in doc.blocks]
+    heads = [
+        (sec.start, own or python_markdown_slug(_strip_attributes(text)))
+        for sec, (text, own) in zip(doc.sections, doc.heading_texts(), strict=False)
+    ]
+    found: set[str] = set()
+    for k, line in enumerate(doc.lines):
+        m = TAB_TITLE.fullmatch(line.rstrip("\r\n")) if "===" in line else None
+        if m is None:
+            continue
+        f = bisect.bisect_right(fences, (k, len(doc.lines))) - 1
+        if f >= 0 and fences[f][0] <= k < fences[f][1]:
+            continue
+        # pymdownx.slugs: NFC, tags dropped, trimmed, then only word characters, hyphens and spaces.
+        title = _TAGS.sub("", unicodedata.normalize("NFC", m.group(1))).strip()
+        slug = _NOT_SLUG.sub("", title).replace(" ", "-")
+        h = bisect.bisect_right(heads, (k, "")) - 1
+        prefix = f"{heads[h][1]}-" if how == "combined" and h >= 0 else ""
+        found.update((prefix + slug, prefix + slug.lower()))
+    return found
+
+
+_TAGS = re.compile(r"</?[^>]*>")
+_NOT_SLUG = re.compile(r"[^\w\- ]")
 _HOOK_IDS = re.compile(r"[.:+]")
 _MINTLIFY_TITLES = re.compile(r"""<(?:Accordion|Tab)\b[^<>]{0,500}?\btitle=(["'])([^"'<>]{1,300})\1""")
 _FOOTNOTE = re.compile(r"^[ ]{0,3}\[\^([^\]\s]{1,100})\]:", re.M)

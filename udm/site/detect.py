@@ -285,9 +285,22 @@ def _mkdocs(root: Path, here: Path, text: str) -> Site:
                     dest = new if SCHEME.match(new) else "/" + strip_page(new)
                     redirects.append(("/" + strip_page(old), dest))
     site = _one_folder(root, docs_dir, redirects, data.get("site_url"))
-    extensions = _named(data.get("markdown_extensions"))
+    listed = data.get("markdown_extensions")
+    extensions = _named(listed)
     indented = tuple(sorted({mark for name, mark in INDENTED_BLOCKS.items() if name in extensions}))
-    return replace(site, autorefs=_autorefs_mode(data.get("plugins")), indented=indented)
+    tabbed = _options(listed, "pymdownx.tabbed")
+    # The slugify option is a Python callable; the lenient loader reads its tag as null, but the key stays.
+    tab_ids = ("combined" if tabbed.get("combine_header_slug") else "slug") if "slugify" in tabbed else ""
+    return replace(site, autorefs=_autorefs_mode(data.get("plugins")), indented=indented, tab_ids=tab_ids)
+
+
+def _options(entries: Any, name: str) -> dict[str, Any]:
+    """The options a MkDocs plugin or Markdown extension is given ({} when none, or not listed)."""
+    found = entries.get(name) if isinstance(entries, dict) else None
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, dict) and name in entry:
+            found = entry[name]
+    return found if isinstance(found, dict) else {}
 
 
 def _named(entries: Any) -> set[str]:

@@ -95,6 +95,9 @@ class Site:
     # MkDocs: the markers of Python-Markdown's indented blocks its extensions turn on ("!!!" admonition,
     # "???" pymdownx.details, "===" pymdownx.tabbed), whose bodies are Markdown (udm.markdown.indented).
     indented: tuple[str, ...] = ()
+    # MkDocs with pymdownx.tabbed's `slugify` option: each tab's id is its title's slug ("slug"), after
+    # the heading's id and `-` with `combine_header_slug` ("combined"); "" where tabs have numbered ids.
+    tab_ids: str = ""
     problems: tuple[str, ...] = ()
 
     def excluded(self, target: str) -> bool:
@@ -125,6 +128,7 @@ class Site:
                 self.permalinks,
                 self.autorefs,
                 self.indented,
+                self.tab_ids,
             ],
             sort_keys=True,
         )
