@@ -211,6 +211,27 @@ def test_explicit_anchors() -> None:
     assert not has_explicit_anchor(text, "setup") and not has_explicit_anchor(text, "mac")
 
 
+def test_an_anchor_shown_as_an_example_is_none() -> None:
+    from udm.site.routes import has_explicit_anchor
+
+    shown = {
+        "fence": '```html\n<a id="x"></a>\n```\n',
+        "tilde fence in a list": "- item\n\n  ~~~md\n  ## T {#x}\n  ~~~\n",
+        "code span": 'Write `<a name="x">` so.\n',
+        "comment": "<!-- {#x} -->\n",
+    }
+    for name, text in shown.items():
+        assert not has_explicit_anchor(text, "x"), name
+    written = {
+        "a fence's attribute list": "``` { .sh #x }\nmake\n```\n",
+        "indented JSX in MDX": '<Tabs>\n    <h2 id="x">T</h2>\n</Tabs>\n',
+        "after a code span": '`code` then <a id="x"></a>\n',
+        "non-ASCII before it": '`é` ```x``` <span id="x">é</span>\n',
+    }
+    for name, text in written.items():
+        assert has_explicit_anchor(text, "x"), name
+
+
 def test_mdx_comment_heading_ids(tmp_path: Path) -> None:
     # react.dev writes each heading's id as an MDX comment after it; its build makes that the anchor.
     manual = tmp_path / "content"

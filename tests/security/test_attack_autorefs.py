@@ -160,15 +160,10 @@ def test_holds_mdx_pages_have_no_cross_references(tmp_path: Path) -> None:
     ],
     ids=["fence", "code-span", "html-comment"],
 )
-@pytest.mark.xfail(
-    strict=True,
-    reason="not fixed: has_explicit_anchor reads the page's text without skipping code or comments, "
-    "for every link's fragment alike (a lenient verdict, never a false finding)",
-)
 def test_an_anchor_shown_in_code_or_a_comment_does_not_resolve(tmp_path: Path, holder: str) -> None:
     """An attr-list/Markdown anchor written inside a fenced block, a code span or an HTML comment
-    renders no id, yet `[x][shown-anchor]` resolves to that page (the regex scan of section text and
-    `has_explicit_anchor` do not skip code); autorefs would warn it is not found."""
+    renders no id: the section text's scan finds the page, `has_explicit_anchor` reads it without
+    its code and comments, and `[x][shown-anchor]` is broken, as autorefs warns."""
     settings = _site(tmp_path, {"docs/index.md": "# Home\n\n[x][shown-anchor]\n", "docs/syntax.md": holder})
     assert link_verdicts(settings)[("docs/index.md", "[shown-anchor]")] is False
 

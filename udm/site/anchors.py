@@ -15,7 +15,7 @@ from html import unescape
 from typing import TYPE_CHECKING
 
 from udm.errors import UdmError
-from udm.markdown import TAB_TITLE, markdown_shortcodes_alone, parse_document, slugify
+from udm.markdown import TAB_TITLE, markdown_shortcodes_alone, markdown_tree, parse_document, slugify
 from udm.site.model import Site
 
 if TYPE_CHECKING:
@@ -35,8 +35,14 @@ def has_explicit_anchor(text: str, anchor: str) -> bool:
     attribute (Docusaurus, MkDocs attr_list, Hugo, Pandoc, VitePress), an attribute list holding it
     among others (`{ .sh #anchor }`) or an MDX comment after a heading,
     `{/*anchor*/}` (react.dev's heading ids). GitHub-style heading anchors are not checked here."""
-    if anchor not in text:
+    if anchor not in text or not _names(text, anchor):
         return False
+    # Shown, not written: an id in a code span, a fence's content or an HTML comment is an example.
+    return _names(_without_code(text), anchor)
+
+
+def _names(text: str, anchor: str) -> bool:
+    """Whether the text holds one of the forms that name `anchor` (see `has_explicit_anchor`)."""
     forms = (f'id="{anchor}"', f"id='{anchor}'", f'name="{anchor}"', f"name='{anchor}'", f"{{#{anchor}}}")
     if any(form in text for form in forms):
         return True
@@ -45,6 +51,34 @@ def has_explicit_anchor(text: str, anchor: str) -> bool:
     if "{" in text and re.search(rf"\{{[^{{}}\n]*[{{:\s]#{re.escape(anchor)}(?=[\s}}])[^{{}}\n]*\}}", text):
         return True
     return "{/*" in text and re.search(rf"\{{/\*[ \t]*{re.escape(anchor)}[ \t]*\*/\}}", text) is not None
+
+
+_COMMENT = re.compile(r"<!--.*?-->", re.S)
+
+
+def _without_code(text: str) -> str:
+    """The page's text with HTML comments, code spans and fences' content blanked (a fence's opening
+    line stays: its attribute list gives the block an id). Indented code stays: in MDX, whose JSX is
+    often indented, it is no code. The text as it is when the parser fails on it."""
+    text = _COMMENT.sub(" ", text)
+    try:
+        root = markdown_tree(text)
+    except UdmError:
+        return text
+    data = bytearray(text.encode("utf-8"))
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        span = node.srcmap
+        if node.name in ("fence", "code_inline") and span is not None:
+            start, end = span
+            if node.name == "fence":
+                newline = data.find(b"\n", start, end)
+                start = end if newline < 0 else newline
+            data[start:end] = b" " * (end - start)
+        else:
+            stack.extend(node.children)
+    return data.decode("utf-8", "replace")
 
 
 def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool | re.Pattern[str]]:
