@@ -275,6 +275,58 @@ def _mkdocs(root: Path, here: Path, text: str) -> Site:
     data = _LenientLoader.load(text) or {}
     if not isinstance(data, dict):
         raise ValueError("mkdocs.yml is not a mapping")
+    data, problems = _inherit(root, here, data)
+    site = _mkdocs_site(root, here, data)
+    return replace(site, problems=site.problems + problems)
+
+
+_MAX_INHERIT = 8
+
+
+def _inherit(root: Path, here: Path, data: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """mkdocs.yml with the configs its `INHERIT` names merged below it, as MkDocs merges them (the
+    parent's mappings key by key, anything else the child's), and what could not be read. Each path
+    is relative to the config naming it and must stay in the site's repository."""
+    limit = _boundary(root, here, None).resolve()
+    chain, seen, problems = [data], set(), []
+    folder = here
+    while isinstance(chain[-1].get("INHERIT"), str):
+        named = chain[-1]["INHERIT"]
+        parent = (folder / named).resolve()
+        if len(chain) > _MAX_INHERIT or parent in seen:
+            problems.append(f"INHERIT {named}: a chain longer than {_MAX_INHERIT} or a loop, not followed")
+            break
+        if not parent.is_relative_to(limit) or not parent.is_file():
+            where = "outside the site's repository" if not parent.is_relative_to(limit) else "no such file"
+            problems.append(f"INHERIT {named}: {where}, not read")
+            break
+        seen.add(parent)
+        text = _read_config(parent)
+        check_text(text, "yaml", what="an inherited MkDocs config")
+        loaded = _LenientLoader.load(text) or {}
+        if not isinstance(loaded, dict):
+            problems.append(f"INHERIT {named}: not a mapping, not read")
+            break
+        chain.append(loaded)
+        folder = parent.parent
+    merged: dict[str, Any] = {}
+    for config in reversed(chain):
+        merged = _merged(merged, config)
+    merged.pop("INHERIT", None)
+    return merged, tuple(problems)
+
+
+def _merged(parent: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
+    """`child` over `parent`: mappings merged key by key, lists and values replaced (mergedeep's
+    default, which MkDocs uses for INHERIT)."""
+    out = dict(parent)
+    for key, value in child.items():
+        below = out.get(key)
+        out[key] = _merged(below, value) if isinstance(below, dict) and isinstance(value, dict) else value
+    return out
+
+
+def _mkdocs_site(root: Path, here: Path, data: dict[str, Any]) -> Site:
     docs_dir = here / str(data.get("docs_dir") or "docs")
     redirects: list[tuple[str, str]] = []
     for plugin in data.get("plugins") or []:

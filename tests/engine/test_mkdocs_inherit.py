@@ -1,0 +1,73 @@
+"""mkdocs.yml's `INHERIT`: a config (a translation's, fastapi's docs/<lang>/mkdocs.yml) takes its
+parent's settings, merged as MkDocs merges them; what it names must stay in the repository."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from udm.config import load_settings
+from udm.site import Site, settings_site
+
+from .conftest import write_tree as _write
+
+PARENT = (
+    "site_name: Base\nmarkdown_extensions:\n  - admonition\n  - pymdownx.tabbed\n"
+    "plugins:\n  - search\n  - autorefs\n"
+    "theme:\n  name: material\n  features: [a, b]\n"
+)
+
+
+def _site(tmp_path: Path, files: dict[str, str], root: str = "docs/es") -> Site:
+    (tmp_path / ".git").mkdir(parents=True, exist_ok=True)
+    _write(tmp_path, files)
+    where = tmp_path / root
+    return settings_site(load_settings(cwd=where, root=where, state_dir=tmp_path / ".st"))
+
+
+def test_a_translation_takes_its_parents_settings(tmp_path: Path) -> None:
+    site = _site(
+        tmp_path,
+        {
+            "docs/en/mkdocs.yml": PARENT,
+            "docs/es/mkdocs.yml": "INHERIT: ../en/mkdocs.yml\nsite_name: Base (es)\ndocs_dir: pages\n",
+            "docs/es/pages/index.md": "# Hola\n",
+        },
+    )
+    assert site.generator == "mkdocs" and site.problems == ()
+    assert site.indented == ("!!!", "===") and site.autorefs == "headings"
+    # docs_dir is the child's, relative to the child's own folder.
+    assert [m.folder for m in site.mounts] == ["pages"]
+
+
+def test_a_child_list_replaces_the_parents_and_chains_are_followed(tmp_path: Path) -> None:
+    site = _site(
+        tmp_path,
+        {
+            "base.yml": PARENT,
+            "docs/en/mkdocs.yml": "INHERIT: ../../base.yml\nplugins:\n  - search\n",
+            "docs/es/mkdocs.yml": "INHERIT: ../en/mkdocs.yml\n",
+        },
+    )
+    assert site.autorefs == ""  # the middle config's plugin list replaced the base's
+    assert site.indented == ("!!!", "===")  # the base's extensions, two levels up
+
+
+def test_what_inherit_names_must_be_a_readable_config_in_the_repository(tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere" / "mkdocs.yml"
+    outside.parent.mkdir()
+    outside.write_text(PARENT)
+    repo = tmp_path / "repo"
+    cases = {
+        "../../../../elsewhere/mkdocs.yml": "outside the site's repository, not read",
+        "../en/missing.yml": "no such file, not read",
+        "../es/mkdocs.yml": "a loop, not followed",
+        "../en/list.yml": "not a mapping, not read",
+    }
+    for n, (named, problem) in enumerate(cases.items()):
+        site = _site(
+            repo / str(n),
+            {"docs/en/list.yml": "- a\n- b\n", "docs/es/mkdocs.yml": f"INHERIT: {named}\nsite_name: X\n"},
+        )
+        assert site.generator == "mkdocs"
+        assert site.indented == () and site.autorefs == "", named
+        assert any(problem in p for p in site.problems), (named, site.problems)
