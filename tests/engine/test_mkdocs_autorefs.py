@@ -178,3 +178,67 @@ def test_crafted_brackets_parse_in_time_linear_in_their_length() -> None:
         large = parse_seconds(unit * (80_000 // len(unit)), autorefs=True)
         # Four times the text, at most about four times the time (the bracket search is bounded).
         assert large < 8 * small + 0.05, (unit[:20], small, large)
+
+
+# --- The patch validator -------------------------------------------------------------------------
+
+
+def _patched(settings: Settings, *ops: dict[str, object]) -> tuple[str, str]:
+    from udm.patch import apply_patch, parse_patch
+
+    res = apply_patch(parse_patch({"description": "t", "operations": list(ops)}), settings)
+    return res.status, res.error or ""
+
+
+def _xref_site(tmp_path: Path, plugins: str, other: str = "# Other\n") -> Settings:
+    _write(
+        tmp_path,
+        {
+            "mkdocs.yml": f"site_name: X\nplugins:\n{plugins}",
+            "docs/guide.md": "# Guide\n\n## Hello, world!\n\nText.\n\n## Setup\n\nMore.\n",
+            "docs/other.md": other,
+            "docs/index.md": "# Home\n\n[hi][hello-world] and [Setup][]\n",
+        },
+    )
+    return load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
+
+
+RENAME = {"op": "replace_text", "file": "docs/guide.md", "old": "## Hello, world!", "new": "## Greetings"}
+
+
+def test_a_patch_that_breaks_a_cross_reference_is_refused(tmp_path: Path) -> None:
+    settings = _xref_site(tmp_path, "  - autorefs\n")
+    status, error = _patched(settings, RENAME)
+    assert status == "invalid"
+    assert (
+        "docs/index.md: link to [hello-world] would break (no heading or anchor #hello-world on the site)"
+        in error
+    )
+    # The collapsed form names the title's slug: removing that heading is refused too.
+    status, error = _patched(settings, {"op": "delete_section", "file": "docs/guide.md", "section": "Setup"})
+    assert status == "invalid" and "link to [Setup][]" in error
+    status, error = _patched(settings, {"op": "delete_file", "file": "docs/guide.md"})
+    assert status == "invalid" and "[hello-world]" in error
+
+
+def test_a_cross_reference_another_page_still_holds_lets_the_patch_through(tmp_path: Path) -> None:
+    settings = _xref_site(tmp_path, "  - autorefs\n", other="# Other\n\nA [](){#hello-world} anchor.\n")
+    status, error = _patched(settings, RENAME)
+    assert status == "committed", error
+
+
+def test_a_cross_reference_the_patch_writes_must_resolve_where_only_anchors_can_be_meant(
+    tmp_path: Path,
+) -> None:
+    write = {
+        "op": "append_to_section",
+        "file": "docs/other.md",
+        "section": "Other",
+        "content": "See [it][nowhere] and [hi][hello-world].",
+    }
+    status, error = _patched(_xref_site(tmp_path / "a", "  - autorefs\n"), write)
+    assert status == "invalid" and "link to [nowhere] would break" in error
+    assert "[hello-world]" not in error
+    # With mkdocstrings the identifier may be an API object's: unknown, so not refused.
+    status, error = _patched(_xref_site(tmp_path / "m", "  - mkdocstrings\n"), write)
+    assert status == "committed", error

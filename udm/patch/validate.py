@@ -6,6 +6,7 @@ import bisect
 import json
 import posixpath
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Iterator
 from collections.abc import Set as AbstractSet
@@ -24,6 +25,7 @@ from udm.site import (
     LinkResolver,
     Routes,
     Site,
+    autoref_ids,
     display_target,
     resolve_links,
     route_meta,
@@ -110,6 +112,7 @@ class _Resolver:
         # One walk of a 38,000-file manual costs ~1.4 s: the two sides and the scan share it.
         self._listing = listing
         self._docs: dict[str, Document | None] = {}
+        self._holders: dict[str, set[str]] = {}
         meta_of = self.route_meta if site.generator in ("docusaurus", "hugo", "starlight") else None
         self.routes = Routes(site, _Pages(self), meta_of=meta_of)
         self.links = LinkResolver(self.routes, self.exists, self.is_folder)
@@ -184,9 +187,12 @@ class _Resolver:
             return found
 
         out: dict[str, tuple[bool, str]] = {}
-        for target, file, fragment, ok in resolve_links(self.links, rows, anchors_in, self.text):
+        holders = self.pages_with if self.routes.site.autorefs else None
+        for target, file, fragment, ok in resolve_links(self.links, rows, anchors_in, self.text, holders):
             if ok is False:
-                if file is None:
+                if target.startswith("[") and autoref_ids(target):
+                    why = f"no heading or anchor #{fragment} on the site"
+                elif file is None:
                     why = f"{display_target(doc.path, target)} does not exist"
                 else:
                     why = (
@@ -198,6 +204,38 @@ class _Resolver:
             else:
                 out.setdefault(target, (True, ""))
         return out
+
+    def pages_with(self, ids: set[str]) -> dict[str, set[str]]:
+        """The site's pages that may hold each identifier as an anchor, for mkdocs-autorefs
+        cross-references: those whose text holds its words (a heading's slug is made of them),
+        confirmed by `resolve_links`. One read of the pages for each new batch of identifiers."""
+        todo = {i: _words(i) for i in ids if i not in self._holders}
+        if todo:
+            for ident in todo:
+                self._holders[ident] = set()
+            for rel in sorted(set(self.listing()) | set(self.ws.current)):
+                if not rel.lower().endswith(PAGE_SUFFIXES) or self.routes.page_route(rel) is None:
+                    continue
+                text = self.text(rel)
+                if not text:
+                    continue
+                folded = _folded(text)
+                for ident, words in todo.items():
+                    if all(w in folded for w in words):
+                        self._holders[ident].add(rel)
+        return {i: self._holders[i] for i in ids if self._holders.get(i)}
+
+
+def _folded(text: str) -> str:
+    """Text as a heading slug sees it: lower case, accents taken off (`Café` holds `cafe`)."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    return text.lower()
+
+
+def _words(ident: str) -> list[str]:
+    """The runs of letters and digits an anchor is made of (the whole identifier when it has none)."""
+    return re.findall(r"[a-z0-9]+", _folded(ident)) or [ident.lower()]
 
 
 def _newly_broken(
@@ -276,8 +314,10 @@ def validate_workspace(
     for path in lost_files:
         old = before_r.doc(path)
         found.lost_names.update(_names(path, old))
+        if old is not None and site.crossing_in(path):
+            found.lost_anchors |= _anchors(old)
     lost_ids = found.old_defined - found.new_defined
-    if found.new_ids or found.lost_names or lost_ids:
+    if found.new_ids or found.lost_names or lost_ids or found.lost_anchors:
         found.breaks += _check_others(
             ws,
             changed,
@@ -287,6 +327,7 @@ def validate_workspace(
             set() if revert else found.lost_names,
             before_r,
             after_r,
+            set() if revert else found.lost_anchors,
         )
     hard, breaks = found.hard, found.breaks
     if hard or (breaks and not override):
@@ -301,6 +342,8 @@ class _Findings:
     hard: list[str] = field(default_factory=list)  # refuse the patch even with an override
     breaks: list[str] = field(default_factory=list)  # links, anchors and IDs: an override may apply them
     lost_names: set[str] = field(default_factory=set)  # names by which links reach what is gone or moved
+    # Heading anchors the site's pages lose, where mkdocs-autorefs cross-references may name them.
+    lost_anchors: set[str] = field(default_factory=set)
     new_ids: dict[str, str] = field(default_factory=dict)  # ID defined anew -> the file that defines it
     old_defined: set[str] = field(default_factory=set)
     new_defined: set[str] = field(default_factory=set)
@@ -340,11 +383,11 @@ def _check_file(
     if not revert:
         old_links = before_r.verdicts(old_doc) if old_doc else {}
         found.breaks += _newly_broken(path, old_links, after_r.verdicts(new_doc))
-    if old_doc and (
-        _anchors(old_doc) - _anchors(new_doc)
-        or route_meta(old_doc.front_matter) != route_meta(new_doc.front_matter)
-    ):
+    lost = _anchors(old_doc) - _anchors(new_doc) if old_doc else set()
+    if old_doc and (lost or route_meta(old_doc.front_matter) != route_meta(new_doc.front_matter)):
         found.lost_names.update(_names(path, old_doc))
+    if lost and before_r.routes.site.crossing_in(path):
+        found.lost_anchors |= lost
     if old_doc is None and _shadows(path, before_r, after_r):
         # A new page takes a route something else served (Starlight's default-locale fallback, a
         # redirect, a slug): the links that landed there now land here, and must still resolve.
@@ -430,11 +473,14 @@ def _check_others(
     names: set[str],
     before_r: _Resolver,
     after_r: _Resolver,
+    anchors: set[str] | None = None,
 ) -> list[str]:
-    """Scan the rest of the manual: duplicates of new IDs, references to removed ones, links into what is gone."""
+    """Scan the rest of the manual: duplicates of new IDs, references to removed ones, links into what
+    is gone, and cross-references (`[t][anchor]`, `[Title][]`) to anchors the site's pages lost."""
     problems: list[str] = []
     still_defined: set[str] = set()
     in_link = _in_link(names)
+    labels = [f"[{a}]" for a in anchors or ()]
     for rel in before_r.listing():
         if rel in changed:
             continue
@@ -447,6 +493,12 @@ def _check_others(
         hits = [i for i in new_ids if i in text]
         lost_hits = [i for i in lost_ids if i in text]
         linked = any(n in text for n in names) and in_link.search(text) is not None
+        linked = linked or (
+            bool(labels)
+            and "][" in text
+            and ("][]" in text or any(label in text for label in labels))
+            and before_r.routes.site.crossing_in(rel)
+        )
         if not hits and not linked and not lost_hits:
             continue
         doc = ws.parse(text, rel)

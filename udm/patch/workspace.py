@@ -26,7 +26,13 @@ MARKDOWN_SUFFIXES = (".md", ".markdown")
 
 
 _CacheKey = tuple[
-    str, str, tuple[str, ...] | None, tuple[str, ...], tuple[tuple[str, str], ...] | None, tuple[str, ...]
+    str,
+    str,
+    tuple[str, ...] | None,
+    tuple[str, ...],
+    tuple[tuple[str, str], ...] | None,
+    tuple[str, ...],
+    bool,
 ]
 _CACHE: OrderedDict[_CacheKey, Document] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
@@ -40,17 +46,24 @@ def cached_parse(
     data_sections: tuple[str, ...] = (),
     shortcodes: tuple[tuple[str, str], ...] | None = None,
     indented: tuple[str, ...] = (),
+    autorefs: bool = False,
 ) -> Document:
     """parse_document, remembered for the last few texts: a plan and its commit parse the same files."""
     ids = tuple(id_patterns) if id_patterns is not None else None
-    key = (path, sha256_text(text), ids, data_sections, shortcodes, indented)
+    key = (path, sha256_text(text), ids, data_sections, shortcodes, indented, autorefs)
     with _CACHE_LOCK:
         doc = _CACHE.get(key)
         if doc is not None:
             _CACHE.move_to_end(key)
             return doc
     doc = parse_document(
-        text, path, id_patterns, data_sections=data_sections, shortcodes=shortcodes, indented=indented
+        text,
+        path,
+        id_patterns,
+        data_sections=data_sections,
+        shortcodes=shortcodes,
+        indented=indented,
+        autorefs=autorefs,
     )
     with _CACHE_LOCK:
         _CACHE[key] = doc
@@ -195,8 +208,11 @@ class Workspace:
 
     def parse(self, text: str, rel: str) -> Document:
         """A text of the file `rel` parsed as the index parses that page (cached per text)."""
-        indented = self.site.indented_in(rel) if self.site is not None else ()
-        return cached_parse(text, rel, self.id_patterns, self.data_sections, self.shortcodes, indented)
+        site = self.site
+        indented, crossing = (site.indented_in(rel), site.crossing_in(rel)) if site else ((), False)
+        return cached_parse(
+            text, rel, self.id_patterns, self.data_sections, self.shortcodes, indented, crossing
+        )
 
     def changed(self) -> dict[str, tuple[str | None, str | None]]:
         """Files whose text differs from disk: path -> (before, after)."""

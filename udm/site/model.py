@@ -104,6 +104,10 @@ class Site:
         """Whether the `link_exclude` setting says not to check this target."""
         return bool(self.exclude) and excluded(target, self.exclude)
 
+    def crossing_in(self, page: str) -> bool:
+        """Whether mkdocs-autorefs cross-references are links on `page` (one of the site's pages)."""
+        return bool(self.autorefs) and on_pages(tuple(m.folder for m in self.mounts), page)
+
     def indented_in(self, page: str) -> tuple[str, ...]:
         """The markers of the indented blocks whose bodies are Markdown on `page` (one of the site's)."""
         return self.indented if self.indented and on_pages(tuple(m.folder for m in self.mounts), page) else ()
