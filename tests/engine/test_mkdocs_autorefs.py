@@ -242,3 +242,15 @@ def test_a_cross_reference_the_patch_writes_must_resolve_where_only_anchors_can_
     # With mkdocstrings the identifier may be an API object's: unknown, so not refused.
     status, error = _patched(_xref_site(tmp_path / "m", "  - mkdocstrings\n"), write)
     assert status == "committed", error
+
+
+def test_written_cross_references_keep_their_brackets(tmp_path: Path) -> None:
+    # mdformat-gfm escapes `[x]` at a paragraph's start (a task box to it): `\[x\][hello-world]` is
+    # the same to CommonMark, but autorefs would pair `[hello-world] [y]` instead.
+    settings = _xref_site(tmp_path, "  - autorefs\n")
+    content = "[x][hello-world] and [Setup][]"
+    status, error = _patched(
+        settings, {"op": "append_to_section", "file": "docs/other.md", "section": "Other", "content": content}
+    )
+    assert status == "committed", error
+    assert content in (tmp_path / "docs" / "other.md").read_text(encoding="utf-8")

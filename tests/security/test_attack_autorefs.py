@@ -10,6 +10,7 @@ pymdownx.tasklist extensions, as MkDocs Material sites use them) plus mkdocs-aut
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -331,3 +332,38 @@ def test_holds_no_site_no_cross_references(tmp_path: Path, files: dict[str, str]
     _write(tmp_path, files)
     settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
     assert link_verdicts(settings) == {}
+
+
+# --- The patch validator --------------------------------------------------------------------------
+
+
+def _patch(settings: Settings, content: str) -> tuple[str, str]:
+    from udm.patch import apply_patch, parse_patch
+
+    op = {"op": "append_to_section", "file": "docs/index.md", "section": "Home", "content": content}
+    res = apply_patch(parse_patch({"description": "t", "operations": [op]}), settings)
+    return res.status, res.error or ""
+
+
+def test_the_validator_finds_anchors_whose_slug_drops_punctuation_and_accents(tmp_path: Path) -> None:
+    settings = _site(
+        tmp_path,
+        {
+            "docs/index.md": "# Home\n",
+            "docs/other.md": '# Other\n\n## Don\'t panic\n\n## Café au lait\n\n<a id="pkg.Model"></a>\n',
+        },
+    )
+    status, error = _patch(settings, "[a][dont-panic] [b][cafe-au-lait] [c][pkg.Model]")
+    assert status == "committed", error
+
+
+def test_thousands_of_written_cross_references_cost_one_pass(tmp_path: Path) -> None:
+    pages = {f"docs/p{n}.md": f"# Page {n}\n\n## Topic {n}\n\nText about topic {n}.\n" for n in range(200)}
+    settings = _site(tmp_path, {"docs/index.md": "# Home\n", **pages})
+    refs = " ".join(f"[x][topic-{n}] [y][nowhere-{n}]" for n in range(10_000))
+    start = time.perf_counter()
+    status, error = _patch(settings, refs)
+    elapsed = time.perf_counter() - start
+    assert status == "invalid" and "link to [nowhere-0] would break" in error
+    assert "[topic-199]" not in error  # each resolves to its page
+    assert elapsed < 20, elapsed

@@ -281,7 +281,11 @@ def format_markdown_fragment(text: str) -> str:
     if not text.strip():
         return ""
     formatted = mdformat.text(text, extensions={"gfm", "frontmatter"})
-    if not _same_meaning(text, formatted):
+    # An escape mdformat adds to a bracket (`[x][id]` at a paragraph's start, read like a task box,
+    # becomes `\[x\][id]`) changes nothing to CommonMark, but a MkDocs site with autorefs reads
+    # `[x][id]` as a cross-reference, and the escaped one pairs its brackets otherwise.
+    added_escapes = formatted.count("\\[") + formatted.count("\\]") > text.count("\\[") + text.count("\\]")
+    if added_escapes or not _same_meaning(text, formatted):
         # mdformat-gfm escapes a paragraph that starts like a task box (`[x](a.md)` becomes the text
         # `\[x\](a.md)`), and mdformat drops a reference definition the fragment itself never uses,
         # though the rest of the page may. Formatting is a nicety; losing a link is not.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import itertools
 import json
 import posixpath
 import re
@@ -113,6 +114,8 @@ class _Resolver:
         self._listing = listing
         self._docs: dict[str, Document | None] = {}
         self._holders: dict[str, set[str]] = {}
+        self._texts: dict[str, str | None] = {}
+        self._word_pages: dict[str, set[str]] | None = None  # word -> the site's pages holding it
         meta_of = self.route_meta if site.generator in ("docusaurus", "hugo", "starlight") else None
         self.routes = Routes(site, _Pages(self), meta_of=meta_of)
         self.links = LinkResolver(self.routes, self.exists, self.is_folder)
@@ -125,7 +128,9 @@ class _Resolver:
         return cached[0]
 
     def text(self, rel: str) -> str | None:
-        """The file's text before or after the patch (None when absent)."""
+        """The file's text before or after the patch (None when absent), read once per validation."""
+        if rel in self._texts:
+            return self._texts[rel]
         # Edit form: a byte-order mark would hide a first heading, and JSON parsers refuse it.
         if rel in self.ws.current:
             text = self.ws.current[rel] if self.after else self.ws.original[rel]
@@ -133,13 +138,14 @@ class _Resolver:
             try:
                 text = self.ws.read(rel)
             except UdmError:
-                return None
-        return None if text is None else edit_form(text)
+                text = None
+        self._texts[rel] = None if text is None else edit_form(text)
+        return self._texts[rel]
 
     def exists(self, rel: str) -> bool:
         """Whether the file exists before or after the patch."""
         if rel in self.ws.current:
-            return self.text(rel) is not None
+            return (self.ws.current[rel] if self.after else self.ws.original[rel]) is not None
         if rel.startswith("../"):
             # A page or file the site publishes beside the manual (udm.site.routes): only its existence counts.
             return (self.ws.root / rel).is_file()
@@ -208,34 +214,40 @@ class _Resolver:
     def pages_with(self, ids: set[str]) -> dict[str, set[str]]:
         """The site's pages that may hold each identifier as an anchor, for mkdocs-autorefs
         cross-references: those whose text holds its words (a heading's slug is made of them),
-        confirmed by `resolve_links`. One read of the pages for each new batch of identifiers."""
-        todo = {i: _words(i) for i in ids if i not in self._holders}
+        confirmed by `resolve_links`. The pages are read once, into an index of their words, so a
+        patch writing thousands of cross-references costs one pass."""
+        todo = [i for i in ids if i not in self._holders]
         if todo:
+            if self._word_pages is None:
+                self._word_pages = {}
+                for rel in sorted(set(self.listing()) | set(self.ws.current)):
+                    if not rel.lower().endswith(PAGE_SUFFIXES) or self.routes.page_route(rel) is None:
+                        continue
+                    text = self.text(rel)
+                    for word in set(itertools.chain(*_words(text))) if text else ():
+                        self._word_pages.setdefault(word, set()).add(rel)
+            index = self._word_pages
             for ident in todo:
-                self._holders[ident] = set()
-            for rel in sorted(set(self.listing()) | set(self.ws.current)):
-                if not rel.lower().endswith(PAGE_SUFFIXES) or self.routes.page_route(rel) is None:
-                    continue
-                text = self.text(rel)
-                if not text:
-                    continue
-                folded = _folded(text)
-                for ident, words in todo.items():
-                    if all(w in folded for w in words):
-                        self._holders[ident].add(rel)
+                found: set[str] = set()
+                for words in _words(ident):
+                    found |= set.intersection(*(index.get(w, set()) for w in words))
+                self._holders[ident] = found
         return {i: self._holders[i] for i in ids if self._holders.get(i)}
 
 
-def _folded(text: str) -> str:
-    """Text as a heading slug sees it: lower case, accents taken off (`Café` holds `cafe`)."""
+_RUN = re.compile(r"[a-z0-9]+")
+_NOT_SLUG = re.compile(r"[^\w\s-]")
+
+
+def _words(text: str) -> tuple[list[str], list[str]]:
+    """The runs of letters and digits of a text as a heading slug sees it (lower case, accents taken
+    off: `Café` holds `cafe`), split at punctuation, and with punctuation dropped as the slug drops it
+    (`don't` holds `dont`); the whole text for a text without any."""
     if not text.isascii():
         text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
-    return text.lower()
-
-
-def _words(ident: str) -> list[str]:
-    """The runs of letters and digits an anchor is made of (the whole identifier when it has none)."""
-    return re.findall(r"[a-z0-9]+", _folded(ident)) or [ident.lower()]
+    text = text.lower()
+    raw, joined = _RUN.findall(text), _RUN.findall(_NOT_SLUG.sub("", text))
+    return (raw or [text], joined or [text])
 
 
 def _newly_broken(

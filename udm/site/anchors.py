@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "blackfriday_slug",
+    "explicit_anchors",
     "github_ascii_slug",
     "has_explicit_anchor",
     "page_anchors",
@@ -31,26 +32,44 @@ __all__ = [
 
 
 def has_explicit_anchor(text: str, anchor: str) -> bool:
-    """Whether the page names `anchor` itself: an HTML `id`/`name` attribute, a `{#anchor}` heading
+    """Whether the page names `anchor` itself (see `explicit_anchors`)."""
+    return anchor in text and anchor in explicit_anchors(text)
+
+
+def explicit_anchors(text: str) -> set[str]:
+    """The anchors a page names itself: an HTML `id`/`name` attribute, a `{#anchor}` heading
     attribute (Docusaurus, MkDocs attr_list, Hugo, Pandoc, VitePress), an attribute list holding it
-    among others (`{ .sh #anchor }`) or an MDX comment after a heading,
-    `{/*anchor*/}` (react.dev's heading ids). GitHub-style heading anchors are not checked here."""
-    if anchor not in text or not _names(text, anchor):
-        return False
-    # Shown, not written: an id in a code span, a fence's content or an HTML comment is an example.
-    return _names(_without_code(text), anchor)
+    among others (`{ .sh #anchor }`) or an MDX comment after a heading, `{/*anchor*/}` (react.dev's
+    heading ids); not those it only shows, in a code span, a fence's content or an HTML comment.
+    GitHub-style heading anchors are not among them. One pass over the text, so a page asked for
+    thousands of anchors is read once."""
+    if not _named(text):
+        return set()
+    return _named(_without_code(text))
 
 
-def _names(text: str, anchor: str) -> bool:
-    """Whether the text holds one of the forms that name `anchor` (see `has_explicit_anchor`)."""
-    forms = (f'id="{anchor}"', f"id='{anchor}'", f'name="{anchor}"', f"name='{anchor}'", f"{{#{anchor}}}")
-    if any(form in text for form in forms):
-        return True
-    # An attribute list naming it among other attributes: `{ .sh #anchor }` on a fence (superfences,
-    # Pandoc), `{: #anchor .note }` on a paragraph (MkDocs attr_list).
-    if "{" in text and re.search(rf"\{{[^{{}}\n]*[{{:\s]#{re.escape(anchor)}(?=[\s}}])[^{{}}\n]*\}}", text):
-        return True
-    return "{/*" in text and re.search(rf"\{{/\*[ \t]*{re.escape(anchor)}[ \t]*\*/\}}", text) is not None
+# `id="x"`, `name='x'` (anywhere in a tag), `{#x}`, `{/*x*/}` and an attribute list `{...}` (its
+# `#x` members are read below).
+_NAMING = re.compile(
+    r"""(?:id|name)=(?:"([^"\n]*)"|'([^'\n]*)')|\{#([^}\n]*)\}|\{/\*[ \t]*(\S*?)[ \t]*\*/\}|\{([^{}\n]*)\}"""
+)
+# Inside an attribute list: `#id` after its opening brace, a colon or a blank, up to a blank or its end.
+_MEMBER = re.compile(r"(?:^|(?<=[:\s]))#([^\s{}]+)")
+
+
+def _named(text: str) -> set[str]:
+    """The anchors the naming forms of the text hold (code and comments not told apart)."""
+    if "id=" not in text and "name=" not in text and "{" not in text:
+        return set()
+    out: set[str] = set()
+    for m in _NAMING.finditer(text):
+        double, single, attribute, comment, inner = m.groups()
+        if inner is not None:
+            out.update(_MEMBER.findall(inner))
+        else:
+            out.add(next(g for g in (double, single, attribute, comment) if g is not None))
+    out.discard("")
+    return out
 
 
 _COMMENT = re.compile(r"<!--.*?-->", re.S)

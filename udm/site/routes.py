@@ -23,7 +23,13 @@ from typing import Any, NamedTuple
 from urllib.parse import unquote
 
 from udm.markdown import HugoRef, parse_ref, slugify
-from udm.site.anchors import has_explicit_anchor, page_anchors, python_markdown_slug, vitepress_slug
+from udm.site.anchors import (
+    explicit_anchors,
+    has_explicit_anchor,
+    page_anchors,
+    python_markdown_slug,
+    vitepress_slug,
+)
 from udm.site.detect import (
     GENERATORS,
     INDEX_NAMES,
@@ -804,13 +810,16 @@ def resolve_links(
     if text_of is not None:
         texts: dict[str, str | None] = {}
         nested: dict[str, set[str]] = {}
+        named: dict[str, set[str]] = {}  # each page's own ids, read once however many are asked for
         for page, anchor in sorted(wanted - present):
             if page not in texts:
                 texts[page] = text_of(page)
             text = texts[page]
             if text is None:
                 continue
-            if has_explicit_anchor(text, anchor):
+            if page not in named:
+                named[page] = explicit_anchors(text)
+            if anchor in named[page]:
                 present.add((page, anchor))
                 continue
             if page not in nested:
