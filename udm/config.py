@@ -311,6 +311,13 @@ class Settings(BaseSettings):
         "mint.json, mkdocs.yml, book.toml, hugo.toml, a Starlight astro.config.* or .vitepress/config.* "
         "at or above the root) | none | docusaurus | mintlify | mkdocs | mdbook | hugo | starlight | vitepress.",
     )
+    site_config: str | None = Field(
+        default=None,
+        description="The site generator's config file, when it is not found by its usual name (a "
+        "`mkdocs build --config-file mkdocs-online.yml` site): a path relative to the project root, or "
+        "absolute. Its generator is `site_generator`, else told by its name (mkdocs*.yml, "
+        "docusaurus.config.*, docs.json, book.toml, hugo.*, ...).",
+    )
     site_base_path: str | None = Field(
         default=None, description="The path the site is served under (e.g. /docs); default from its config."
     )

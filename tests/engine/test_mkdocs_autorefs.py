@@ -254,3 +254,28 @@ def test_written_cross_references_keep_their_brackets(tmp_path: Path) -> None:
     )
     assert status == "committed", error
     assert content in (tmp_path / "docs" / "other.md").read_text(encoding="utf-8")
+
+
+def test_an_object_page_holds_its_members_anchors_unknown(tmp_path: Path) -> None:
+    # mkdocstrings renders `::: pkg.Model` with the id `pkg.Model`; its members' and its docstring
+    # headings' ids (`pkg.Model.dump`, `pkg.Model--usage`) only the Python code tells.
+    _write(
+        tmp_path,
+        {
+            "mkdocs.yml": "site_name: A\nplugins:\n  - mkdocstrings\n",
+            "docs/api.md": "# API\n\n::: pkg.Model\n    options:\n      members: true\n",
+            "docs/index.md": (
+                "# Home\n\n[a](api.md#pkg.Model) [b](api.md#pkg.Model.dump) [c](api.md#pkg.Model--usage)\n"
+                "[d](api.md#pkg.Modeller) [e](api.md#other)\n"
+            ),
+        },
+    )
+    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
+    home = _home(link_verdicts(settings))
+    assert home == {
+        "api.md#pkg.Model": True,
+        "api.md#pkg.Model.dump": None,
+        "api.md#pkg.Model--usage": None,
+        "api.md#pkg.Modeller": False,
+        "api.md#other": False,
+    }

@@ -71,3 +71,35 @@ def test_what_inherit_names_must_be_a_readable_config_in_the_repository(tmp_path
         assert site.generator == "mkdocs"
         assert site.indented == () and site.autorefs == "", named
         assert any(problem in p for p in site.problems), (named, site.problems)
+
+
+def test_a_config_of_another_name_is_named_by_a_setting(tmp_path: Path) -> None:
+    # Textual's docs build with `mkdocs build --config-file mkdocs-online.yml`, which INHERITs the rest.
+    (tmp_path / ".git").mkdir()
+    _write(
+        tmp_path,
+        {
+            "mkdocs-common.yml": PARENT,
+            "mkdocs-online.yml": "INHERIT: mkdocs-common.yml\nsite_url: https://x.example/\n",
+            "docs/index.md": "# Home\n",
+        },
+    )
+    docs = tmp_path / "docs"
+
+    def site(**fields: str) -> Site:
+        return settings_site(load_settings(cwd=tmp_path, root=docs, state_dir=tmp_path / ".st", **fields))
+
+    assert site().generator == "none"  # no mkdocs.yml: nothing to detect
+    named = site(site_config="mkdocs-online.yml")
+    assert named.generator == "mkdocs" and named.indented == ("!!!", "===")
+    assert named.config_file == str(tmp_path / "mkdocs-online.yml")
+    assert [m.folder for m in named.mounts] == [""]  # docs_dir: docs, the manual itself
+    # Editing the parent config is noticed: the site is read again.
+    (tmp_path / "mkdocs-common.yml").write_text(PARENT.replace("  - admonition\n", ""))
+    assert site(site_config="mkdocs-online.yml").indented == ("===",)
+    # A name that tells no generator, or no file, is a problem of the site, not an error.
+    (tmp_path / "site.yml").write_text(PARENT)
+    assert "set site_generator" in site(site_config="site.yml").problems[0]
+    assert site(site_config="site.yml", site_generator="mkdocs").indented == ("!!!", "===")
+    missing = site(site_config="nowhere/mkdocs.yml")
+    assert missing.generator == "mkdocs" and "names no file" in missing.problems[0]

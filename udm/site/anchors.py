@@ -160,10 +160,21 @@ def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool | re.
             found.update((f"fn:{label}", f"fnref:{label}"))
         if site.tab_ids and "===" in text:
             found |= _tab_ids(doc, site.tab_ids)
+        blind: list[str] = []
         # Material's docs: a project hook turns `<!-- md:setting config.x -->` into ids such as
         # `config.x` and `+type:abstract`, which no heading slug is (a slug holds no `.`, `:` or `+`).
-        if not unknown and "<!-- md:" in text:
-            return found, _HOOK_IDS
+        if "<!-- md:" in text:
+            blind.append(_HOOK_IDS.pattern)
+        # mkdocstrings: `::: pkg.mod.Object` renders the object with the id `pkg.mod.Object`; its
+        # members (`pkg.mod.Object.method`) and its docstring's headings (`pkg.mod.Object--usage`)
+        # take ids only the Python code tells.
+        objects = _DIRECTIVE.findall(text) if site.autorefs == "objects" and ":::" in text else []
+        if objects:
+            found.update(objects)
+            names = "|".join(re.escape(o) for o in sorted(set(objects))[:2000])
+            blind.append(rf"^(?:{names})(?:\.|--)")
+        if not unknown and blind:
+            return found, re.compile("|".join(f"(?:{b})" for b in blind))
     if site.generator == "mintlify":
         # Mintlify's anchor ids turn periods into hyphens (`## Config.json options` is
         # `#config-json-options`); its accordions and tabs take an id too, by default their title's.
@@ -206,6 +217,7 @@ def _tab_ids(doc: Document, how: str) -> set[str]:
 _TAGS = re.compile(r"</?[^>]*>")
 _NOT_SLUG = re.compile(r"[^\w\- ]")
 _HOOK_IDS = re.compile(r"[.:+]")
+_DIRECTIVE = re.compile(r"^[ \t]*::: *([\w.:-]{1,300})[ \t]*$", re.M)
 _MINTLIFY_TITLES = re.compile(r"""<(?:Accordion|Tab)\b[^<>]{0,500}?\btitle=(["'])([^"'<>]{1,300})\1""")
 _FOOTNOTE = re.compile(r"^[ ]{0,3}\[\^([^\]\s]{1,100})\]:", re.M)
 

@@ -166,15 +166,21 @@ def _one_folder(root: Path, folder: Path, redirects: list[tuple[str, str]], site
 
 
 def detect_site(
-    root: Path, generator: str = "auto", base_path: str | None = None, stop: Path | None = None
+    root: Path,
+    generator: str = "auto",
+    base_path: str | None = None,
+    stop: Path | None = None,
+    config: Path | None = None,
 ) -> Site:
     """The site conventions of the manual at `root`: detected from a config file unless `generator` says.
 
-    The config file is looked for in `root` and the folders above it, up to a repository root, `stop`
-    (the project root) or six levels.
+    The config file is `config` when given, else looked for in `root` and the folders above it, up to a
+    repository root, `stop` (the project root) or six levels.
     """
     if generator not in ("auto", *GENERATORS):
         raise ValueError(f"site generator {generator!r}: expected auto or one of {', '.join(GENERATORS)}")
+    if config is not None and generator != "none":
+        return _named_config(root, generator, base_path, stop, config)
     found = _find_config(root, stop) if generator != "none" else None
     if generator not in ("auto", "none") and (found is None or found[1] != generator):
         # Named in the settings but no config file of it: its conventions from the root, defaults.
@@ -199,6 +205,42 @@ def detect_site(
     if base_path is not None:
         site = replace(site, base_path=path_of_url(base_path))
     return site
+
+
+def _named_config(root: Path, generator: str, base_path: str | None, stop: Path | None, config: Path) -> Site:
+    """The site of a config file the settings name (`site_config`): its generator the setting's, or
+    told by its name; a file that is missing or whose generator cannot be told is a problem."""
+    gen = generator if generator != "auto" else _generator_of(config.name)
+    if gen is None:
+        problem = f"{config}: cannot tell the site generator from its name; set site_generator"
+        return Site(problems=(problem,))
+    if not config.is_file():
+        return Site(generator=gen, problems=(f"{config}: site_config names no file",))
+    site = detect_site(root, gen, base_path, stop)  # the generator's defaults, if reading fails
+    try:
+        text = _read_config(config)
+        suffix = config.suffix.lower()
+        if suffix in (".json", ".yml", ".yaml"):
+            check_text(text, "json" if suffix == ".json" else "yaml", what="the site config")
+        site = _hugo(root, config, text) if gen == "hugo" else _READERS[gen](root, config.parent, text)
+    except Exception as exc:  # each reader (JSON, YAML, TOML, JS) has its own error types
+        return replace(site, problems=(f"{config}: cannot read the site config: {exc}",))
+    site = replace(site, generator=gen, config_file=str(config))
+    site = _within(site, root, _boundary(root, config.parent, stop))
+    return replace(site, base_path=path_of_url(base_path)) if base_path is not None else site
+
+
+def _generator_of(name: str) -> str | None:
+    """The generator a config file's name says (`mkdocs-online.yml` is MkDocs'), None when it says none."""
+    lower = name.lower()
+    for known, gen in _CONFIG_FILES:
+        if "/" not in known and lower == known and not known.startswith("config."):
+            return gen
+    if lower.startswith("mkdocs") and lower.endswith((".yml", ".yaml")):
+        return "mkdocs"
+    if lower.startswith("docusaurus.config."):
+        return "docusaurus"
+    return None
 
 
 def _boundary(root: Path, config_dir: Path, stop: Path | None) -> Path:
@@ -635,15 +677,22 @@ _READERS: dict[str, Callable[[Path, Path, str], Site]] = {
     "none": _plain,
 }
 
-_SITE_CACHE: dict[tuple[str, str, str | None, str | None], tuple[tuple[Any, ...], Site]] = {}
+_SITE_CACHE: dict[tuple[str, str, str | None, str | None, str], tuple[tuple[Any, ...], Site]] = {}
 
 
 def site_for(
-    root: Path, generator: str = "auto", base_path: str | None = None, stop: Path | None = None
+    root: Path,
+    generator: str = "auto",
+    base_path: str | None = None,
+    stop: Path | None = None,
+    config: Path | None = None,
 ) -> Site:
     """`detect_site`, cached while the config file found (and its stat) stays the same."""
-    key = (str(root), generator, base_path, None if stop is None else str(stop))
-    found = _find_config(root, stop) if generator != "none" else None
+    key = (str(root), generator, base_path, None if stop is None else str(stop), str(config))
+    if config is not None and generator != "none":
+        found: tuple[Path, str] | None = (config, generator if generator != "auto" else "")
+    else:
+        found = _find_config(root, stop) if generator != "none" else None
     stamp: tuple[Any, ...] = ()
     if found is not None:
         for path in _config_files(*found):
@@ -655,7 +704,7 @@ def site_for(
     hit = _SITE_CACHE.get(key)
     if hit is not None and hit[0] == stamp:
         return hit[1]
-    site = detect_site(root, generator, base_path, stop)
+    site = detect_site(root, generator, base_path, stop, config)
     _SITE_CACHE[key] = (stamp, site)
     return site
 
@@ -680,7 +729,28 @@ def _config_files(path: Path, generator: str) -> list[Path]:
             except OSError:
                 pass
         return [path, *templates]
+    if generator == "mkdocs" or path.name.lower().startswith("mkdocs"):
+        return _inherit_chain(path)
     return [path]
+
+
+_INHERIT_LINE = re.compile(r"""^INHERIT:[ \t]*["']?([^"'#\n]+?)["']?[ \t]*(?:#.*)?$""", re.M)
+
+
+def _inherit_chain(path: Path) -> list[Path]:
+    """A mkdocs.yml and the configs its `INHERIT` lines name, as far as they are files (their stat
+    decides when the site is read again)."""
+    chain = [path]
+    while len(chain) <= _MAX_INHERIT:
+        try:
+            m = _INHERIT_LINE.search(_read_config(chain[-1]))
+        except (OSError, ValueError):
+            break
+        parent = (chain[-1].parent / m.group(1)).resolve() if m else None
+        if parent is None or parent in chain or not parent.is_file():
+            break
+        chain.append(parent)
+    return chain
 
 
 def settings_site(settings: Settings) -> Site:
@@ -689,7 +759,11 @@ def settings_site(settings: Settings) -> Site:
     root = settings.udm_root
     project = Path(settings.project_root)
     stop = project if root != project and root.is_relative_to(project) else None
-    site = site_for(root, settings.site_generator, settings.site_base_path, stop)
+    config = None
+    if settings.site_config:
+        named = Path(settings.site_config).expanduser()
+        config = named if named.is_absolute() else project / named
+    site = site_for(root, settings.site_generator, settings.site_base_path, stop, config)
     exclude = tuple(settings.link_exclude)
     return replace(site, exclude=exclude) if exclude else site
 

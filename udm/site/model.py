@@ -35,7 +35,7 @@ __all__ = [
 
 # Raised whenever udm.site.routes resolves some link otherwise (a new rule, a new anchor form): an index
 # built under other rules then resolves every link anew, though no file and no config changed.
-RULES_VERSION = 7
+RULES_VERSION = 8
 GENERATORS = ("none", "docusaurus", "mintlify", "mkdocs", "mdbook", "hugo", "starlight", "vitepress")
 PAGE_SUFFIXES = (".md", ".mdx", ".markdown")
 # Suffixes a route may carry that name the same page (mdBook and MkDocs without directory URLs write .html).
