@@ -279,3 +279,33 @@ def test_an_object_page_holds_its_members_anchors_unknown(tmp_path: Path) -> Non
         "api.md#pkg.Modeller": False,
         "api.md#other": False,
     }
+
+
+def test_the_validator_and_the_index_agree_on_ids_a_page_names_or_numbers(tmp_path: Path) -> None:
+    site = "site_name: X\nplugins:\n  - autorefs\nmarkdown_extensions:\n  - admonition\n"
+    _write(
+        tmp_path,
+        {
+            "mkdocs.yml": site,
+            "docs/guide.md": (
+                "# Guide\n\n## Setup\n\nA.\n\n## Setup\n\nB.\n\n!!! note\n    ## In a note\n\n    C.\n\n"
+                "An [](){#own-id} anchor and ## 安装 below.\n\n## 安装\n"
+            ),
+            "docs/index.md": "# Home\n\n[a][setup_1] [b][in-a-note] [c][own-id] [d][安装]\n",
+        },
+    )
+    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
+    assert set(_home(link_verdicts(settings)).values()) == {True}
+    # The validator lets the same cross-references be written, and refuses the patch that removes
+    # an id one of them names, though it is no heading.
+    write = {
+        "op": "append_to_section",
+        "file": "docs/index.md",
+        "section": "Home",
+        "content": "[a][setup_1] [b][in-a-note] [c][own-id] [d][安装]",
+    }
+    status, error = _patched(settings, write)
+    assert status == "committed", error
+    drop = {"op": "replace_text", "file": "docs/guide.md", "old": "[](){#own-id} ", "new": ""}
+    status, error = _patched(settings, drop)
+    assert status == "invalid" and "link to [own-id] would break" in error

@@ -58,6 +58,9 @@ FIXTURES = {
     "tab-indented body": "!!! note\n\n\tTabbed [a](a.md).\n",
     "body ends where the indent ends": "!!! note\n\n    [a](a.md)\n\n[b](b.md)\n\n    [code](c.md)\n",
     "reference link defined in the body": "!!! note\n\n    See [a][x].\n\n    [x]: a.md\n",
+    "a marker indented by less than four opens no block": (
+        "  !!! note\n\n      [a](a.md)\n\n !!! note\n         Text [t](t.md)\n"
+    ),
 }
 
 
@@ -247,6 +250,9 @@ TABS = (
     '=== "First tab"\n\n    a\n\n=== "... or me"\n\n    b\n\n'
     '```md\n=== "Shown"\n```\n\n'
     '## Other {#custom}\n\n=== "Third"\n\n    c\n\n'
+    # A repeated heading and repeated tab titles are numbered; a title's markup is not its text.
+    "## Anchor links\n\n"
+    '=== "pip"\n\n    p\n\n=== "_Rich_ `Docs` A &amp; B"\n\n    r\n\n=== "pip"\n\n    again\n\n'
     "[1](#anchor-links-first-tab) [2](#anchor-links--or-me) [3](#anchor-links-shown) [4](#first-tab)\n"
     "[5](#custom-third) [6](#third)\n"
 )
@@ -303,6 +309,7 @@ def test_tab_ids_are_the_ones_pymdownx_makes() -> None:
         },
     )
     made = set(re.findall(r'<input[^>]* id="([^"]+)"', html))
-    assert len(made) == 3
+    # Rendered titles, numbered repeats of tabs and of the heading above them.
+    assert {"anchor-links_1-pip", "anchor-links_1-pip_1", "anchor-links_1-rich-docs-a--b"} <= made
     site = Site(generator="mkdocs", indented=("===",), tab_ids="combined")
     assert made <= page_anchors(site, "tabs.md", TABS)[0]

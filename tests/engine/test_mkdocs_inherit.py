@@ -103,3 +103,33 @@ def test_a_config_of_another_name_is_named_by_a_setting(tmp_path: Path) -> None:
     assert site(site_config="site.yml", site_generator="mkdocs").indented == ("!!!", "===")
     missing = site(site_config="nowhere/mkdocs.yml")
     assert missing.generator == "mkdocs" and "names no file" in missing.problems[0]
+
+
+def test_an_inherited_config_that_cannot_be_read_or_merged_leaves_the_child(tmp_path: Path) -> None:
+    import time
+
+    bad = _site(
+        tmp_path / "bad",
+        {
+            "docs/en/mkdocs.yml": "markdown_extensions: [admonition\n",
+            "docs/es/mkdocs.yml": "INHERIT: ../en/mkdocs.yml\nmarkdown_extensions:\n  - pymdownx.tabbed\n",
+        },
+    )
+    assert bad.indented == ("===",) and "cannot read it" in bad.problems[0]
+    # Aliases that make two small configs a huge tree to merge: bounded, and the child is kept.
+    laughs = "a: &a {x: 1, y: 1}\n" + "".join(
+        f"{chr(98 + k)}: &{chr(98 + k)} {{p: *{chr(97 + k)}, q: *{chr(97 + k)}, r: *{chr(97 + k)}}}\n"
+        for k in range(12)
+    )
+    start = time.perf_counter()
+    big = _site(
+        tmp_path / "big",
+        {
+            "docs/en/mkdocs.yml": laughs,
+            "docs/es/mkdocs.yml": "INHERIT: ../en/mkdocs.yml\n"
+            + laughs
+            + "markdown_extensions: [admonition]\n",
+        },
+    )
+    assert time.perf_counter() - start < 3
+    assert big.indented == ("!!!",) and "keys to merge" in big.problems[0]

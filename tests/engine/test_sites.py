@@ -363,3 +363,13 @@ def test_hugo_definition_terms_have_ids_when_its_config_says(tmp_path: Path) -> 
         config.read_text().replace("autoDefinitionTermID = true", "autoDefinitionTermID = false")
     )
     assert link_verdicts(settings)[("content/about.md", "#publishdir")] is False
+
+
+def test_own_ids_read_as_the_generators_read_them() -> None:
+    from udm.site import explicit_anchors
+
+    # `{#sec .cls}` gives the id `sec` (attr_list); a `<!--` shown in code starts no comment.
+    assert explicit_anchors("## Head {#sec .cls}\n") == {"sec"}
+    text = 'Write `<!--` to open one.\n\n<a id="real"></a>\n\n```mermaid\nA --> B\n```\n'
+    assert explicit_anchors(text) == {"real"}
+    assert explicit_anchors("<!-- <a id='gone'></a> -->\n<a id='kept'></a>\n") == {"kept"}

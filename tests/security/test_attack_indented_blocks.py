@@ -86,3 +86,13 @@ def test_many_blocks_cost_linear_time() -> None:
 def test_an_unclosed_fence_hides_the_rest_as_commonmark_does() -> None:
     text = "```\n!!! note\n\n    [a](a.md)\n"
     assert parse_document(text, "docs/p.md", indented=ALL).links == []
+
+
+def test_crafted_id_forms_are_read_in_linear_time() -> None:
+    from udm.site import explicit_anchors
+
+    for unit in ("{#", "{/*", "<!--", 'id="', "{ #", "`<!--` "):
+        text = unit * 20_000 + '\n<a id="end"></a>\n'
+        start = time.perf_counter()
+        explicit_anchors(text)
+        assert time.perf_counter() - start < 2, unit

@@ -202,6 +202,13 @@ def _chunks(ids: list[str]) -> Iterator[list[str]]:
         yield part
 
 
+_REPEAT = re.compile(r"_\d+$")
+# A heading line behind a container's marks or indentation (RE2 and Python's re read it alike).
+_NESTED_HEADING = r"(?m)^(?:[ \t]*>[ \t>]*|[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+|[ \t]{2,})#{1,6}[ \t]"
+# Beyond this many (page, identifier) candidates the nested headings are not looked into.
+_MAX_NESTED_PAIRS = 20_000
+
+
 def _holders(
     con: duckdb.DuckDBPyConnection,
     in_memory: dict[str, set[str]],
@@ -227,8 +234,26 @@ def _holders(
         for file, anchors in in_memory.items():
             for ident in ids & anchors:
                 out.setdefault(ident, set()).add(file)
+        # A repeated heading's id ends in `_1` (Python-Markdown's toc): the pages holding the first
+        # are candidates, which `resolve_links` confirms with the page's own numbering.
+        repeats = {
+            ident: _REPEAT.sub("", ident) for ident in wanted if ident not in out and _REPEAT.search(ident)
+        }
+        if repeats:
+            for anchor, file in con.execute(
+                "SELECT DISTINCT anchor, file FROM sections WHERE list_contains(?::VARCHAR[], anchor)",
+                [sorted(set(repeats.values()))],
+            ).fetchall():
+                for ident, base in repeats.items():
+                    if base == anchor and file not in in_memory:
+                        out.setdefault(ident, set()).add(file)
+            for file, anchors in in_memory.items():
+                for ident, base in repeats.items():
+                    if base in anchors:
+                        out.setdefault(ident, set()).add(file)
         # An id an attribute list or a tag can give is a run of word characters, `.`, `:` and `-`.
         left = [i for i in wanted if i not in out and _ANCHOR_ID.fullmatch(i)]
+        headless = list(left)  # no section's anchor: a page may still hold it in a nested heading
         if explicit and left:
             for part in _chunks(left):
                 pattern = _NAMED + "(?:" + "|".join(re.escape(i) for i in part) + ")"
@@ -249,6 +274,22 @@ def _holders(
                     for ident in part:
                         if ident in content:
                             out.setdefault(ident, set()).add(file)
+        if explicit and headless:
+            # A heading inside a block quote, a list item or an admonition starts no section, yet has
+            # an id: the pages holding such headings are candidates, confirmed by `resolve_links`.
+            nested = [
+                file
+                for (file,) in con.execute(
+                    "SELECT DISTINCT file FROM sections WHERE regexp_matches(content, ?)", [_NESTED_HEADING]
+                ).fetchall()
+                if file not in in_memory
+            ]
+            nested += [
+                f for f in in_memory if (t := text_of(f)) is not None and re.search(_NESTED_HEADING, t)
+            ]
+            if len(nested) * len(headless) <= _MAX_NESTED_PAIRS:
+                for ident in headless:
+                    out.setdefault(ident, set()).update(nested)
         return {i: {p for p in pages if on_site(p) is not None} for i, pages in out.items()}
 
     return pages_with

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from udm.markdown.model import Section as Section
     from udm.markdown.outline import slugify as slugify
     from udm.markdown.roles import block_ids as block_ids
+    from udm.markdown.scanner import inline_text as inline_text
     from udm.markdown.shortcodes import HugoRef as HugoRef
     from udm.markdown.shortcodes import markdown_shortcodes_alone as markdown_shortcodes_alone
     from udm.markdown.shortcodes import parse_ref as parse_ref
@@ -48,6 +49,7 @@ _SURFACE = {
     "find_section": "lookups",
     "id_family": "ids",
     "id_matcher": "ids",
+    "inline_text": "scanner",
     "load_document": "document",
     "markdown_shortcodes_alone": "shortcodes",
     "markdown_tree": "tree",
@@ -73,6 +75,7 @@ __all__ = [
     "find_section",
     "id_family",
     "id_matcher",
+    "inline_text",
     "load_document",
     "markdown_shortcodes_alone",
     "markdown_tree",

@@ -101,7 +101,9 @@ def _rewrite(lines: list[str], opener: re.Pattern[str], markers: tuple[str, ...]
             continue
         head = opener.fullmatch(line) if any(mark in line for mark in markers) else None
         out.append(line)
-        if head is None:
+        # Python-Markdown opens a block at its container's first column: a list item's content sits
+        # four columns in, so a marker indented by anything but a multiple of four opens none.
+        if head is None or _columns(head.group(1)) % _TAB:
             continue
         indent = _columns(head.group(1)) + _TAB
         last = i - 1  # the body's last line (blank lines after it are not its)

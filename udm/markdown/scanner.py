@@ -43,6 +43,7 @@ __all__ = [
     "Parsed",
     "RawLink",
     "atx_title",
+    "inline_text",
     "parse_markdown",
 ]
 
@@ -164,6 +165,12 @@ def _text_of(node: Node) -> str:
         elif child.children:
             stack.extend(reversed(child.children))
     return "".join(parts)
+
+
+def inline_text(markdown: str) -> str:
+    """The plain text a line of Markdown renders to (markup, tags and link targets left out, entities
+    decoded), as a slug is made from it."""
+    return _text_of(parse_tree(markdown if markdown.endswith("\n") else markdown + "\n").root).strip()
 
 
 def _normalise(lines: list[str], first: int) -> tuple[str, bool]:

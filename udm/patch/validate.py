@@ -28,6 +28,8 @@ from udm.site import (
     Site,
     autoref_ids,
     display_target,
+    explicit_anchors,
+    page_anchors,
     resolve_links,
     route_meta,
     site_for,
@@ -73,6 +75,12 @@ def _block_errors(doc: Document) -> Counter[str]:
 
 def _anchors(doc: Document) -> set[str]:
     return {s.anchor for s in doc.sections}
+
+
+def _page_ids(site: Site, doc: Document) -> set[str]:
+    """Every anchor a page has: its sections', the ids it names itself and those the site makes (a
+    heading in a block, a repeat's `_1`), which a cross-reference may name."""
+    return _anchors(doc) | explicit_anchors(doc.text) | page_anchors(site, doc.path, doc.text)[0]
 
 
 class _Pages(AbstractSet[str]):
@@ -217,6 +225,7 @@ class _Resolver:
         confirmed by `resolve_links`. The pages are read once, into an index of their words, so a
         patch writing thousands of cross-references costs one pass."""
         todo = [i for i in ids if i not in self._holders]
+        # A repeated heading's id ends in `_1` (Python-Markdown's toc): its words are the first's.
         if todo:
             if self._word_pages is None:
                 self._word_pages = {}
@@ -229,25 +238,30 @@ class _Resolver:
             index = self._word_pages
             for ident in todo:
                 found: set[str] = set()
-                for words in _words(ident):
+                base = _REPEAT.sub("", ident)
+                for words in {*_words(ident), *_words(base)}:
                     found |= set.intersection(*(index.get(w, set()) for w in words))
                 self._holders[ident] = found
         return {i: self._holders[i] for i in ids if self._holders.get(i)}
 
 
 _RUN = re.compile(r"[a-z0-9]+")
+_WORD = re.compile(r"\w+")
 _NOT_SLUG = re.compile(r"[^\w\s-]")
+_REPEAT = re.compile(r"_\d+$")
 
 
-def _words(text: str) -> tuple[list[str], list[str]]:
-    """The runs of letters and digits of a text as a heading slug sees it (lower case, accents taken
-    off: `Café` holds `cafe`), split at punctuation, and with punctuation dropped as the slug drops it
-    (`don't` holds `dont`); the whole text for a text without any."""
-    if not text.isascii():
-        text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
-    text = text.lower()
-    raw, joined = _RUN.findall(text), _RUN.findall(_NOT_SLUG.sub("", text))
-    return (raw or [text], joined or [text])
+def _words(text: str) -> tuple[tuple[str, ...], ...]:
+    """The runs of letters and digits of a text as a heading slug may see it: lower case with accents
+    taken off (`Café` holds `cafe`), split at punctuation or with it dropped as the slug drops it
+    (`don't` holds `dont`), and as Unicode words (a slugify that keeps `安装`); the whole text for a
+    text without any."""
+    lower = text.lower()
+    folded = lower
+    if not lower.isascii():
+        folded = unicodedata.normalize("NFKD", lower).encode("ascii", "ignore").decode("ascii")
+    runs = (_RUN.findall(folded), _RUN.findall(_NOT_SLUG.sub("", folded)), _WORD.findall(lower))
+    return tuple(tuple(found) or (lower,) for found in runs)
 
 
 def _newly_broken(
@@ -327,7 +341,7 @@ def validate_workspace(
         old = before_r.doc(path)
         found.lost_names.update(_names(path, old))
         if old is not None and site.crossing_in(path):
-            found.lost_anchors |= _anchors(old)
+            found.lost_anchors |= _page_ids(site, old)
     lost_ids = found.old_defined - found.new_defined
     if found.new_ids or found.lost_names or lost_ids or found.lost_anchors:
         found.breaks += _check_others(
@@ -398,8 +412,9 @@ def _check_file(
     lost = _anchors(old_doc) - _anchors(new_doc) if old_doc else set()
     if old_doc and (lost or route_meta(old_doc.front_matter) != route_meta(new_doc.front_matter)):
         found.lost_names.update(_names(path, old_doc))
-    if lost and before_r.routes.site.crossing_in(path):
-        found.lost_anchors |= lost
+    site = before_r.routes.site
+    if old_doc and site.crossing_in(path):
+        found.lost_anchors |= _page_ids(site, old_doc) - _page_ids(site, new_doc)
     if old_doc is None and _shadows(path, before_r, after_r):
         # A new page takes a route something else served (Starlight's default-locale fallback, a
         # redirect, a slug): the links that landed there now land here, and must still resolve.

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 from udm._lazy import load_surface_name
 
 if TYPE_CHECKING:
+    from udm.site.anchors import explicit_anchors as explicit_anchors
+    from udm.site.anchors import page_anchors as page_anchors
     from udm.site.detect import NUMBER_PREFIX as NUMBER_PREFIX
     from udm.site.detect import PAGE_SUFFIXES as PAGE_SUFFIXES
     from udm.site.detect import Site as Site
@@ -34,6 +36,8 @@ _SURFACE = {
     "autoref_ids": "routes",
     "display_target": "routes",
     "excluded": "model",
+    "explicit_anchors": "anchors",
+    "page_anchors": "anchors",
     "on_pages": "model",
     "resolve_links": "routes",
     "route_meta": "routes",
@@ -49,7 +53,9 @@ __all__ = [
     "Site",
     "display_target",
     "excluded",
+    "explicit_anchors",
     "on_pages",
+    "page_anchors",
     "resolve_links",
     "route_meta",
     "settings_site",

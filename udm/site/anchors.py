@@ -15,7 +15,14 @@ from html import unescape
 from typing import TYPE_CHECKING
 
 from udm.errors import UdmError
-from udm.markdown import TAB_TITLE, markdown_shortcodes_alone, markdown_tree, parse_document, slugify
+from udm.markdown import (
+    TAB_TITLE,
+    inline_text,
+    markdown_shortcodes_alone,
+    markdown_tree,
+    parse_document,
+    slugify,
+)
 from udm.site.model import Site
 
 if TYPE_CHECKING:
@@ -50,8 +57,11 @@ def explicit_anchors(text: str) -> set[str]:
 
 # `id="x"`, `name='x'` (anywhere in a tag), `{#x}`, `{/*x*/}` and an attribute list `{...}` (its
 # `#x` members are read below).
+# Each alternative stops at a brace, a blank or 300 characters, so crafted runs of `{#`, `{/*` or
+# `id="` cost a bounded scan each.
 _NAMING = re.compile(
-    r"""(?:id|name)=(?:"([^"\n]*)"|'([^'\n]*)')|\{#([^}\n]*)\}|\{/\*[ \t]*(\S*?)[ \t]*\*/\}|\{([^{}\n]*)\}"""
+    r"""(?:id|name)=(?:"([^"\n<>]{0,300})"|'([^'\n<>]{0,300})')|\{#([^{}\s]{0,300})\}"""
+    r"""|\{/\*[ \t]*([^{}\s*]{0,300})[ \t]*\*/\}|\{([^{}\n]*)\}"""
 )
 # Inside an attribute list: `#id` after its opening brace, a colon or a blank, up to a blank or its end.
 _MEMBER = re.compile(r"(?:^|(?<=[:\s]))#([^\s{}]+)")
@@ -72,18 +82,32 @@ def _named(text: str) -> set[str]:
     return out
 
 
-_COMMENT = re.compile(r"<!--.*?-->", re.S)
+def _without_comments(text: str) -> str:
+    """The text with each HTML comment (`<!--` to the next `-->`, or to the end) left out; found with
+    the substring search, so crafted unclosed comments cost one pass."""
+    parts: list[str] = []
+    pos = 0
+    while True:
+        start = text.find("<!--", pos)
+        if start < 0:
+            parts.append(text[pos:])
+            return " ".join(parts)
+        parts.append(text[pos:start])
+        end = text.find("-->", start + 4)
+        if end < 0:
+            return " ".join(parts)
+        pos = end + 3
 
 
 def _without_code(text: str) -> str:
-    """The page's text with HTML comments, code spans and fences' content blanked (a fence's opening
-    line stays: its attribute list gives the block an id). Indented code stays: in MDX, whose JSX is
-    often indented, it is no code. The text as it is when the parser fails on it."""
-    text = _COMMENT.sub(" ", text)
+    """The page's text with code spans, fences' content and then HTML comments blanked (a fence's
+    opening line stays: its attribute list gives the block an id; a `<!--` shown in code starts no
+    comment). Indented code stays: in MDX, whose JSX is often indented, it is no code. Only the
+    comments are left out when the parser fails on the text."""
     try:
         root = markdown_tree(text)
     except UdmError:
-        return text
+        return _without_comments(text)
     data = bytearray(text.encode("utf-8"))
     stack = [root]
     while stack:
@@ -97,7 +121,7 @@ def _without_code(text: str) -> str:
             data[start:end] = b" " * (end - start)
         else:
             stack.extend(node.children)
-    return data.decode("utf-8", "replace")
+    return _without_comments(data.decode("utf-8", "replace"))
 
 
 def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool | re.Pattern[str]]:
@@ -191,12 +215,15 @@ def _tab_ids(doc: Document, how: str) -> set[str]:
     """The ids pymdownx.tabbed gives a page's tabs with its `slugify` option: the title's slug (its case
     kept and lowered, since the slugify's own options are Python the config loader does not run),
     after the id of the heading above and the separator `-` when `how` is "combined" (a title starting
-    with a non-word character, `... or me`, makes `--`). Tabs in fences are examples."""
+    with a non-word character, `... or me`, makes `--`). The title is the text it renders to, and an id
+    already given (a heading's, an earlier tab's) gets `_1`, `_2`, ... as toc's `unique` numbers it.
+    Tabs in fences are examples; a heading inside the same block as the tabs is not looked at."""
     fences = [(b.start, b.end) for b in doc.blocks]
-    heads = [
-        (sec.start, own or python_markdown_slug(_strip_attributes(text)))
-        for sec, (text, own) in zip(doc.sections, doc.heading_texts(), strict=False)
-    ]
+    used: Counter[str] = Counter()
+    heads = []
+    for sec, (text, own) in zip(doc.sections, doc.heading_texts(), strict=False):
+        hid = _unique(own or python_markdown_slug(_strip_attributes(text)), used)
+        heads.append((sec.start, hid))
     found: set[str] = set()
     for k, line in enumerate(doc.lines):
         m = TAB_TITLE.fullmatch(line.rstrip("\r\n")) if "===" in line else None
@@ -206,12 +233,19 @@ def _tab_ids(doc: Document, how: str) -> set[str]:
         if f >= 0 and fences[f][0] <= k < fences[f][1]:
             continue
         # pymdownx.slugs: NFC, tags dropped, trimmed, then only word characters, hyphens and spaces.
-        title = _TAGS.sub("", unicodedata.normalize("NFC", m.group(1))).strip()
-        slug = _NOT_SLUG.sub("", title).replace(" ", "-")
+        title = unicodedata.normalize("NFC", inline_text(m.group(1)))
+        slug = _NOT_SLUG.sub("", _TAGS.sub("", title).strip()).replace(" ", "-")
         h = bisect.bisect_right(heads, (k, "")) - 1
         prefix = f"{heads[h][1]}-" if how == "combined" and h >= 0 else ""
-        found.update((prefix + slug, prefix + slug.lower()))
+        found.update(_unique(variant, used) for variant in {prefix + slug, prefix + slug.lower()})
     return found
+
+
+def _unique(slug: str, used: Counter[str]) -> str:
+    """`slug`, or `slug_1`, `slug_2`, ... when it was given before on the page (toc's `unique`)."""
+    n = used[slug]
+    used[slug] += 1
+    return slug if n == 0 else f"{slug}_{n}"
 
 
 _TAGS = re.compile(r"</?[^>]*>")

@@ -343,28 +343,48 @@ def _inherit(root: Path, here: Path, data: dict[str, Any]) -> tuple[dict[str, An
             problems.append(f"INHERIT {named}: {where}, not read")
             break
         seen.add(parent)
-        text = _read_config(parent)
-        check_text(text, "yaml", what="an inherited MkDocs config")
-        loaded = _LenientLoader.load(text) or {}
+        try:
+            text = _read_config(parent)
+            check_text(text, "yaml", what="an inherited MkDocs config")
+            loaded = _LenientLoader.load(text) or {}
+        except Exception as exc:  # the reader's and YAML's own errors: the child is read alone
+            problems.append(f"INHERIT {named}: cannot read it: {exc}")
+            break
         if not isinstance(loaded, dict):
             problems.append(f"INHERIT {named}: not a mapping, not read")
             break
         chain.append(loaded)
         folder = parent.parent
     merged: dict[str, Any] = {}
+    budget = [_MAX_MERGE]
     for config in reversed(chain):
-        merged = _merged(merged, config)
+        try:
+            merged = _merged(merged, config, budget)
+        except ValueError as exc:
+            problems.append(f"INHERIT: {exc}; the configs above it are left out")
+            merged = dict(data)
+            break
     merged.pop("INHERIT", None)
     return merged, tuple(problems)
 
 
-def _merged(parent: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
+# Keys a merge may visit: YAML aliases can make a small config a huge tree to walk.
+_MAX_MERGE = 20_000
+
+
+def _merged(parent: dict[str, Any], child: dict[str, Any], budget: list[int]) -> dict[str, Any]:
     """`child` over `parent`: mappings merged key by key, lists and values replaced (mergedeep's
-    default, which MkDocs uses for INHERIT)."""
+    default, which MkDocs uses for INHERIT); ValueError past the budget of keys."""
     out = dict(parent)
     for key, value in child.items():
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise ValueError(f"more than {_MAX_MERGE} keys to merge")
         below = out.get(key)
-        out[key] = _merged(below, value) if isinstance(below, dict) and isinstance(value, dict) else value
+        if isinstance(below, dict) and isinstance(value, dict):
+            out[key] = _merged(below, value, budget)
+        else:
+            out[key] = value
     return out
 
 
