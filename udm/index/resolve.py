@@ -17,7 +17,7 @@ from typing import Any
 
 import duckdb
 
-from udm.site import LinkResolver, Routes, Site, resolve_links
+from udm.site import LinkResolver, Routes, Site, repeated_from, resolve_links
 
 __all__ = ["FreshRows", "resolve_index_links", "routes_from"]
 
@@ -202,7 +202,6 @@ def _chunks(ids: list[str]) -> Iterator[list[str]]:
         yield part
 
 
-_REPEAT = re.compile(r"_\d+$")
 # A heading line behind a container's marks or indentation (RE2 and Python's re read it alike).
 _NESTED_HEADING = r"(?m)^(?:[ \t]*>[ \t>]*|[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+|[ \t]{2,})#{1,6}[ \t]"
 # Beyond this many (page, identifier) candidates the nested headings are not looked into.
@@ -236,9 +235,7 @@ def _holders(
                 out.setdefault(ident, set()).add(file)
         # A repeated heading's id ends in `_1` (Python-Markdown's toc): the pages holding the first
         # are candidates, which `resolve_links` confirms with the page's own numbering.
-        repeats = {
-            ident: _REPEAT.sub("", ident) for ident in wanted if ident not in out and _REPEAT.search(ident)
-        }
+        repeats = {ident: base for ident in wanted if ident not in out and (base := repeated_from(ident))}
         if repeats:
             for anchor, file in con.execute(
                 "SELECT DISTINCT anchor, file FROM sections WHERE list_contains(?::VARCHAR[], anchor)",

@@ -30,6 +30,7 @@ from udm.site import (
     display_target,
     explicit_anchors,
     page_anchors,
+    repeated_from,
     resolve_links,
     route_meta,
     site_for,
@@ -238,8 +239,8 @@ class _Resolver:
             index = self._word_pages
             for ident in todo:
                 found: set[str] = set()
-                base = _REPEAT.sub("", ident)
-                for words in {*_words(ident), *_words(base)}:
+                base = repeated_from(ident)
+                for words in {*_words(ident), *(_words(base) if base else ())}:
                     found |= set.intersection(*(index.get(w, set()) for w in words))
                 self._holders[ident] = found
         return {i: self._holders[i] for i in ids if self._holders.get(i)}
@@ -248,7 +249,6 @@ class _Resolver:
 _RUN = re.compile(r"[a-z0-9]+")
 _WORD = re.compile(r"\w+")
 _NOT_SLUG = re.compile(r"[^\w\s-]")
-_REPEAT = re.compile(r"_\d+$")
 
 
 def _words(text: str) -> tuple[tuple[str, ...], ...]:

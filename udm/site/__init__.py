@@ -13,6 +13,7 @@ from udm._lazy import load_surface_name
 if TYPE_CHECKING:
     from udm.site.anchors import explicit_anchors as explicit_anchors
     from udm.site.anchors import page_anchors as page_anchors
+    from udm.site.anchors import repeated_from as repeated_from
     from udm.site.detect import NUMBER_PREFIX as NUMBER_PREFIX
     from udm.site.detect import PAGE_SUFFIXES as PAGE_SUFFIXES
     from udm.site.detect import Site as Site
@@ -38,6 +39,7 @@ _SURFACE = {
     "excluded": "model",
     "explicit_anchors": "anchors",
     "page_anchors": "anchors",
+    "repeated_from": "anchors",
     "on_pages": "model",
     "resolve_links": "routes",
     "route_meta": "routes",
@@ -56,6 +58,7 @@ __all__ = [
     "explicit_anchors",
     "on_pages",
     "page_anchors",
+    "repeated_from",
     "resolve_links",
     "route_meta",
     "settings_site",

@@ -34,6 +34,7 @@ __all__ = [
     "github_ascii_slug",
     "has_explicit_anchor",
     "page_anchors",
+    "repeated_from",
     "vitepress_slug",
 ]
 
@@ -174,12 +175,8 @@ def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool | re.
     if site.generator == "mkdocs":
         # Python-Markdown's toc makes ids its own way and numbers a repeat `_1`; its footnotes
         # extension gives `fn:<label>` and `fnref:<label>`.
-        seen = {}
-        for t in texts + nested:
-            slug = python_markdown_slug(t)
-            n = seen.get(slug, 0)
-            seen[slug] = n + 1
-            found.add(slug if n == 0 else f"{slug}_{n}")
+        used: Counter[str] = Counter()
+        found.update(_unique(python_markdown_slug(t), used) for t in texts + nested)
         for label in _FOOTNOTE.findall(text):
             found.update((f"fn:{label}", f"fnref:{label}"))
         if site.tab_ids and "===" in text:
@@ -239,6 +236,15 @@ def _tab_ids(doc: Document, how: str) -> set[str]:
         prefix = f"{heads[h][1]}-" if how == "combined" and h >= 0 else ""
         found.update(_unique(variant, used) for variant in {prefix + slug, prefix + slug.lower()})
     return found
+
+
+def repeated_from(anchor: str) -> str | None:
+    """The id a repeat's id was numbered from (`setup_1` -> `setup`: Python-Markdown's toc), or None."""
+    m = _REPEAT.search(anchor)
+    return anchor[: m.start()] if m and m.start() > 0 else None
+
+
+_REPEAT = re.compile(r"_\d+$")
 
 
 def _unique(slug: str, used: Counter[str]) -> str:
