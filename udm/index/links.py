@@ -38,7 +38,7 @@ from udm.net import (
     split_url,
     url_port,
 )
-from udm.site import display_target, excluded
+from udm.site import display_target, excluded, no_holder
 
 __all__ = [
     "LinkReport",
@@ -140,7 +140,7 @@ def _internal_verdict(settings: Settings, link: LinkSource) -> LinkResult:
     if link.target_file is not None:
         reason = f"no heading with anchor #{link.fragment} in {link.target_file}"
     elif link.form == "autoref":
-        reason = f"no heading or anchor #{display_target(link.file, link.target)} on the site"
+        reason = no_holder(display_target(link.file, link.target))
     else:
         reason = f"no such file {display_target(link.file, link.target)}"
     return LinkResult(**base, status="broken", reason=reason)

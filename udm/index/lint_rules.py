@@ -23,7 +23,7 @@ from udm.config import Settings
 from udm.index.extract import outside_root
 from udm.index.query import Definition, UdmQuery, definition_places, get_query
 from udm.markdown import id_family, id_matcher
-from udm.site import display_target
+from udm.site import display_target, no_holder
 
 __all__ = ["RULES", "Finding", "LintConfig", "apply_config", "exit_code", "find_cycles", "lint"]
 
@@ -251,7 +251,7 @@ def _broken_links(con: duckdb.DuckDBPyConnection) -> Iterator[Finding]:
                 file,
                 line,
                 "broken-link",
-                f"cross-reference {target}: no heading or anchor #{display_target(file, target)} on the site",
+                f"cross-reference {target}: {no_holder(display_target(file, target))}",
             )
         elif not target.startswith(("/", "{{")) and outside_root(display_target(file, target)):
             yield _finding(file, line, "broken-link", f"link target {target} is outside the UDM root")

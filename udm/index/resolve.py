@@ -222,32 +222,31 @@ def _holders(
     explicit = routes.site.autorefs == "headings"
     on_site = routes.page_route
 
-    def pages_with(ids: set[str]) -> dict[str, set[str]]:
+    def sectioned(names: set[str]) -> dict[str, set[str]]:
+        """The pages whose section anchors hold each name: stored rows, or the changed files' in memory."""
         out: dict[str, set[str]] = {}
-        wanted = sorted(ids)
         for anchor, file in con.execute(
-            "SELECT DISTINCT anchor, file FROM sections WHERE list_contains(?::VARCHAR[], anchor)", [wanted]
+            "SELECT DISTINCT anchor, file FROM sections WHERE list_contains(?::VARCHAR[], anchor)",
+            [sorted(names)],
         ).fetchall():
             if file not in in_memory:
                 out.setdefault(anchor, set()).add(file)
         for file, anchors in in_memory.items():
-            for ident in ids & anchors:
-                out.setdefault(ident, set()).add(file)
+            for name in names & anchors:
+                out.setdefault(name, set()).add(file)
+        return out
+
+    def pages_with(ids: set[str]) -> dict[str, set[str]]:
+        wanted = sorted(ids)
+        out = sectioned(ids)
         # A repeated heading's id ends in `_1` (Python-Markdown's toc): the pages holding the first
         # are candidates, which `resolve_links` confirms with the page's own numbering.
         repeats = {ident: base for ident in wanted if ident not in out and (base := repeated_from(ident))}
         if repeats:
-            for anchor, file in con.execute(
-                "SELECT DISTINCT anchor, file FROM sections WHERE list_contains(?::VARCHAR[], anchor)",
-                [sorted(set(repeats.values()))],
-            ).fetchall():
-                for ident, base in repeats.items():
-                    if base == anchor and file not in in_memory:
-                        out.setdefault(ident, set()).add(file)
-            for file, anchors in in_memory.items():
-                for ident, base in repeats.items():
-                    if base in anchors:
-                        out.setdefault(ident, set()).add(file)
+            firsts = sectioned(set(repeats.values()))
+            for ident, base in repeats.items():
+                if base in firsts:
+                    out.setdefault(ident, set()).update(firsts[base])
         # An id an attribute list or a tag can give is a run of word characters, `.`, `:` and `-`.
         left = [i for i in wanted if i not in out and _ANCHOR_ID.fullmatch(i)]
         headless = list(left)  # no section's anchor: a page may still hold it in a nested heading

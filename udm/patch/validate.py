@@ -29,6 +29,7 @@ from udm.site import (
     autoref_ids,
     display_target,
     explicit_anchors,
+    no_holder,
     page_anchors,
     repeated_from,
     resolve_links,
@@ -142,7 +143,7 @@ class _Resolver:
             return self._texts[rel]
         # Edit form: a byte-order mark would hide a first heading, and JSON parsers refuse it.
         if rel in self.ws.current:
-            text = self.ws.current[rel] if self.after else self.ws.original[rel]
+            text = self._changed(rel)
         else:
             try:
                 text = self.ws.read(rel)
@@ -151,10 +152,14 @@ class _Resolver:
         self._texts[rel] = None if text is None else edit_form(text)
         return self._texts[rel]
 
+    def _changed(self, rel: str) -> str | None:
+        """A file the patch touches, as it is on this side (None when absent there)."""
+        return self.ws.current[rel] if self.after else self.ws.original[rel]
+
     def exists(self, rel: str) -> bool:
         """Whether the file exists before or after the patch."""
         if rel in self.ws.current:
-            return (self.ws.current[rel] if self.after else self.ws.original[rel]) is not None
+            return self._changed(rel) is not None
         if rel.startswith("../"):
             # A page or file the site publishes beside the manual (udm.site.routes): only its existence counts.
             return (self.ws.root / rel).is_file()
@@ -206,7 +211,7 @@ class _Resolver:
         for target, file, fragment, ok in resolve_links(self.links, rows, anchors_in, self.text, holders):
             if ok is False:
                 if target.startswith("[") and autoref_ids(target):
-                    why = f"no heading or anchor #{fragment} on the site"
+                    why = no_holder(str(fragment))
                 elif file is None:
                     why = f"{display_target(doc.path, target)} does not exist"
                 else:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from udm.site.routes import Routes as Routes
     from udm.site.routes import autoref_ids as autoref_ids
     from udm.site.routes import display_target as display_target
+    from udm.site.routes import no_holder as no_holder
     from udm.site.routes import resolve_links as resolve_links
     from udm.site.routes import route_meta as route_meta
 
@@ -36,6 +37,7 @@ _SURFACE = {
     "Site": "detect",
     "autoref_ids": "routes",
     "display_target": "routes",
+    "no_holder": "routes",
     "excluded": "model",
     "explicit_anchors": "anchors",
     "page_anchors": "anchors",
@@ -56,6 +58,7 @@ __all__ = [
     "display_target",
     "excluded",
     "explicit_anchors",
+    "no_holder",
     "on_pages",
     "page_anchors",
     "repeated_from",

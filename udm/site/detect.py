@@ -189,13 +189,7 @@ def detect_site(
     if found is not None:
         path, gen = found
         try:
-            text = _read_config(path) if path.is_file() else ""
-            suffix = path.suffix.lower()
-            if suffix in (".json", ".yml", ".yaml"):
-                # Measured before any parser recurses into it: a file of the manual is untrusted input.
-                check_text(text, "json" if suffix == ".json" else "yaml", what="the site config")
-            # Hugo's reader needs the file itself: its suffix says the format, its folder may be config/_default.
-            site = _hugo(root, path, text) if gen == "hugo" else _READERS[gen](root, path.parent, text)
+            site = _read_site(root, path, gen)
         except Exception as exc:  # each reader (JSON, YAML, TOML, JS) has its own error types
             site = Site(generator=gen, problems=(f"{path}: cannot read the site config: {exc}",))
         is_file = path.is_file()
@@ -207,6 +201,18 @@ def detect_site(
     return site
 
 
+def _read_site(root: Path, path: Path, gen: str) -> Site:
+    """The site a generator's config file describes (its defaults when there is no such file); raises
+    what the file's reader raises."""
+    text = _read_config(path) if path.is_file() else ""
+    suffix = path.suffix.lower()
+    if suffix in (".json", ".yml", ".yaml"):
+        # Measured before any parser recurses into it: a file of the manual is untrusted input.
+        check_text(text, "json" if suffix == ".json" else "yaml", what="the site config")
+    # Hugo's reader needs the file itself: its suffix says the format, its folder may be config/_default.
+    return _hugo(root, path, text) if gen == "hugo" else _READERS[gen](root, path.parent, text)
+
+
 def _named_config(root: Path, generator: str, base_path: str | None, stop: Path | None, config: Path) -> Site:
     """The site of a config file the settings name (`site_config`): its generator the setting's, or
     told by its name; a file that is missing or whose generator cannot be told is a problem."""
@@ -216,15 +222,12 @@ def _named_config(root: Path, generator: str, base_path: str | None, stop: Path 
         return Site(problems=(problem,))
     if not config.is_file():
         return Site(generator=gen, problems=(f"{config}: site_config names no file",))
-    site = detect_site(root, gen, base_path, stop)  # the generator's defaults, if reading fails
     try:
-        text = _read_config(config)
-        suffix = config.suffix.lower()
-        if suffix in (".json", ".yml", ".yaml"):
-            check_text(text, "json" if suffix == ".json" else "yaml", what="the site config")
-        site = _hugo(root, config, text) if gen == "hugo" else _READERS[gen](root, config.parent, text)
+        site = _read_site(root, config, gen)
     except Exception as exc:  # each reader (JSON, YAML, TOML, JS) has its own error types
-        return replace(site, problems=(f"{config}: cannot read the site config: {exc}",))
+        # The generator's defaults, as for a generator named without a config file.
+        defaults = detect_site(root, gen, base_path, stop)
+        return replace(defaults, problems=(f"{config}: cannot read the site config: {exc}",))
     site = replace(site, generator=gen, config_file=str(config))
     site = _within(site, root, _boundary(root, config.parent, stop))
     return replace(site, base_path=path_of_url(base_path)) if base_path is not None else site

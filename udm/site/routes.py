@@ -56,6 +56,7 @@ __all__ = [
     "detect_site",
     "display_target",
     "has_explicit_anchor",
+    "no_holder",
     "resolve_links",
     "route_meta",
     "settings_site",
@@ -741,6 +742,11 @@ def autoref_ids(target: str) -> tuple[str, ...]:
         return (title[1:-1],)
     slug = python_markdown_slug(title)
     return (title, slug) if slug and slug != title else (title,)
+
+
+def no_holder(ident: str) -> str:
+    """Why a cross-reference is broken (lint, `udm links` and the patch validator say it alike)."""
+    return f"no heading or anchor #{ident} on the site"
 
 
 def display_target(source: str, target: str) -> str:
