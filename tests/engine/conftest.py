@@ -25,6 +25,12 @@ def write_tree(root: Path, files: dict[str, str]) -> None:
         path.write_text(text, encoding="utf-8")
 
 
+def site_settings(root: Path, files: dict[str, str]) -> Settings:
+    """The settings of a manual at `root` holding `files` (written first), its state folder inside it."""
+    write_tree(root, files)
+    return load_settings(cwd=root, root=root, state_dir=root / ".udm-state")
+
+
 def parse_seconds(text: str, *, autorefs: bool = False, runs: int = 3) -> float:
     """The best of `runs` wall times of a parse of `text` with its links (for linear-time tests)."""
     best = float("inf")

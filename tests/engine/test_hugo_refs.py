@@ -17,7 +17,7 @@ from udm.markdown import parse_document
 from udm.markdown.shortcodes import HugoRef, find_refs, parse_ref
 from udm.site.routes import detect_site
 
-from .conftest import link_verdicts
+from .conftest import link_verdicts, site_settings
 from .conftest import write_tree as _write
 
 
@@ -113,8 +113,7 @@ SITE = {
 
 
 def test_refs_resolve_as_hugo_finds_pages(tmp_path: Path) -> None:
-    _write(tmp_path, SITE)
-    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
+    settings = site_settings(tmp_path, SITE)
     verdicts = {key: ok for key, ok in link_verdicts(settings).items() if "{{" in key[1]}
     broken = sorted(key for key, ok in verdicts.items() if ok is False)
     assert broken == [
@@ -132,8 +131,7 @@ def test_lint_and_links_name_the_missing_page(tmp_path: Path) -> None:
     from udm.index.links import check_links
     from udm.index.lint_rules import lint
 
-    _write(tmp_path, SITE)
-    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
+    settings = site_settings(tmp_path, SITE)
     messages = {(f.file, f.rule, f.message) for f in lint(settings) if f.rule.startswith("broken")}
     assert (
         "content/docs/_index.md",
@@ -180,7 +178,7 @@ def test_refs_follow_the_language(tmp_path: Path) -> None:
 
 def test_module_mounts_give_content_paths(tmp_path: Path) -> None:
     # `source = "docs"`, `target = "content/docs"`: a ref names /docs/... whatever folder holds it.
-    _write(
+    settings = site_settings(
         tmp_path,
         {
             "hugo.toml": (
@@ -192,7 +190,6 @@ def test_module_mounts_give_content_paths(tmp_path: Path) -> None:
             "site/_index.md": '# Home\n\n[intro]({{< ref "/docs/intro.md" >}}) [gone]({{< ref "/intro" >}})\n',
         },
     )
-    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
     verdicts = link_verdicts(settings)
     assert verdicts == {
         ("docs/intro.md", '{{< ref "/" >}}'): True,
@@ -205,8 +202,7 @@ def test_module_mounts_give_content_paths(tmp_path: Path) -> None:
 def test_a_patch_that_removes_a_refd_page_is_refused(tmp_path: Path) -> None:
     from udm.patch import apply_patch, parse_patch
 
-    _write(tmp_path, SITE)
-    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
+    settings = site_settings(tmp_path, SITE)
     patch = parse_patch(
         {"description": "tidy", "operations": [{"op": "delete_file", "file": "content/docs/guide/deep.md"}]}
     )
@@ -255,7 +251,7 @@ def test_hugo_lookup_details(tmp_path: Path) -> None:
 
 
 def test_an_unknown_language_finds_nothing(tmp_path: Path) -> None:
-    _write(
+    settings = site_settings(
         tmp_path,
         {
             "config.yaml": "baseURL: /\nlanguages:\n  en:\n    contentDir: content/en\n  'no':\n    contentDir: content/no\n",
@@ -263,13 +259,13 @@ def test_an_unknown_language_finds_nothing(tmp_path: Path) -> None:
             "content/no/b.md": "# B\n",
         },
     )
-    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
     verdicts = link_verdicts(settings)
     assert verdicts[("content/en/a.md", '{{< ref path="/a" lang="de" >}}')] is False
     assert verdicts[("content/en/a.md", '{{< ref path="/b" lang="no" >}}')] is True
 
 
 def test_ref_syntax_outside_a_hugo_site_is_text(tmp_path: Path) -> None:
-    _write(tmp_path, {"index.md": '# Docs\n\nHugo pages write {{< ref "install.md" >}} to link a page.\n'})
-    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
+    settings = site_settings(
+        tmp_path, {"index.md": '# Docs\n\nHugo pages write {{< ref "install.md" >}} to link a page.\n'}
+    )
     assert link_verdicts(settings) == {}

@@ -15,7 +15,6 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from udm.config import load_settings
 from udm.index import UdmIndex
 from udm.index.lint_rules import lint
 from udm.markdown import parse_document
@@ -23,7 +22,7 @@ from udm.markdown.shortcodes import opaque_shortcodes
 from udm.patch import apply_patch, parse_patch
 from udm.site.routes import detect_site
 
-from .conftest import link_verdicts
+from .conftest import link_verdicts, site_settings
 from .conftest import write_tree as _write
 
 KINDS = (("code", "code"), ("highlight", "code"), ("raw", "raw"))
@@ -129,7 +128,7 @@ def test_many_unclosed_shortcodes_read_in_linear_time() -> None:
 
 
 def test_lint_sees_no_heading_in_code(tmp_path: Path) -> None:
-    _write(
+    settings = site_settings(
         tmp_path,
         {
             **TEMPLATES,
@@ -139,7 +138,6 @@ def test_lint_sees_no_heading_in_code(tmp_path: Path) -> None:
             ),
         },
     )
-    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
     found = {(f.rule, f.line) for f in lint(settings)}
     assert ("heading-skip", 6) not in found
     assert ("broken-anchor", 10) in found  # the code's comment makes no anchor
@@ -147,8 +145,9 @@ def test_lint_sees_no_heading_in_code(tmp_path: Path) -> None:
 
 
 def test_a_template_change_reparses_the_pages(tmp_path: Path) -> None:
-    _write(tmp_path, {**TEMPLATES, "content/a.md": "# A\n\n{{< raw >}}\n## Inside\n{{< /raw >}}\n"})
-    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
+    settings = site_settings(
+        tmp_path, {**TEMPLATES, "content/a.md": "# A\n\n{{< raw >}}\n## Inside\n{{< /raw >}}\n"}
+    )
 
     def titles() -> list[str]:
         index = UdmIndex(settings)
@@ -170,8 +169,7 @@ def test_a_template_change_reparses_the_pages(tmp_path: Path) -> None:
 
 def test_a_patch_sees_the_sections_the_index_sees(tmp_path: Path) -> None:
     page = "# Tool\n\n## Usage\n\n{{< highlight bash >}}\n# install\nmake\n{{< /highlight >}}\n\n## Next\n\nDone.\n"
-    _write(tmp_path, {**TEMPLATES, "content/tool.md": page})
-    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
+    settings = site_settings(tmp_path, {**TEMPLATES, "content/tool.md": page})
     patch = parse_patch(
         {
             "description": "note",
@@ -207,7 +205,7 @@ def test_a_theme_outside_the_site_is_not_read(tmp_path: Path) -> None:
 def test_anchors_a_shortcode_renders_are_unknown_not_broken(tmp_path: Path) -> None:
     from udm.index.links import check_links
 
-    _write(
+    settings = site_settings(
         tmp_path,
         {
             **TEMPLATES,
@@ -217,7 +215,6 @@ def test_anchors_a_shortcode_renders_are_unknown_not_broken(tmp_path: Path) -> N
             "content/tabs.md": "# Tabs\n\n[missing](#nowhere)\n\n{{% tab %}}\nText.\n{{% /tab %}}\n",
         },
     )
-    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
     verdicts = link_verdicts(settings)
     assert verdicts[("content/store.md", "#scope")] is None
     assert verdicts[("content/ingress.md", "#setting-up")] is False  # the fence's output is code
@@ -229,7 +226,7 @@ def test_anchors_a_shortcode_renders_are_unknown_not_broken(tmp_path: Path) -> N
 
 def test_terms_and_headings_share_numbered_ids(tmp_path: Path) -> None:
     # Hugo's deployment page: the term `targets` is #targets, the heading after it #targets-1.
-    _write(
+    settings = site_settings(
         tmp_path,
         {
             "hugo.toml": 'baseURL = "/"\n[markup.goldmark.parser]\nautoDefinitionTermID = true\n',
@@ -239,7 +236,6 @@ def test_terms_and_headings_share_numbered_ids(tmp_path: Path) -> None:
             ),
         },
     )
-    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
     verdicts = link_verdicts(settings)
     assert verdicts[("content/deploy.md", "#targets-1")] is True
     assert verdicts[("content/deploy.md", "#targets")] is True

@@ -17,7 +17,7 @@ from udm.config import load_settings
 from udm.site.anchors import blackfriday_slug, github_ascii_slug
 from udm.site.routes import detect_site
 
-from .conftest import link_verdicts
+from .conftest import link_verdicts, site_settings
 from .conftest import write_tree as _write
 
 # A Docsy-style multilingual site: each language has its own content folder; English at the root.
@@ -275,7 +275,7 @@ def test_a_language_without_a_folder_has_the_sites_and_no_is_norwegian(tmp_path:
 
 def test_pages_hugo_makes_without_a_content_file(tmp_path: Path) -> None:
     # flux's home page is no Markdown file; docsy.dev links its tag pages and feeds.
-    _write(
+    settings = site_settings(
         tmp_path,
         {
             "hugo.toml": 'baseURL = "/"\n[taxonomies]\n  tag = "tags"\n  topic = "topics"\n',
@@ -287,7 +287,6 @@ def test_pages_hugo_makes_without_a_content_file(tmp_path: Path) -> None:
             ),
         },
     )
-    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
     broken = {k[1] for k, ok in link_verdicts(settings).items() if ok is False}
     # A nested folder without `_index.md` makes no page; `categories` is not a taxonomy of this site.
     assert broken == {"/docs/deep/", "/nothing/", "/categories/x/"}
@@ -303,7 +302,7 @@ def test_pages_hugo_makes_without_a_content_file(tmp_path: Path) -> None:
     ],
 )
 def test_permalinks_route_dated_posts(tmp_path: Path, config: str) -> None:
-    _write(
+    settings = site_settings(
         tmp_path,
         {
             "hugo.toml": config,
@@ -317,13 +316,12 @@ def test_permalinks_route_dated_posts(tmp_path: Path, config: str) -> None:
             ),
         },
     )
-    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
     broken = {k[1] for k, ok in link_verdicts(settings).items() if ok is False}
     assert broken == {"/blog/2020/envoy/"}
 
 
 def test_a_permalink_token_not_modelled_leaves_the_path_route(tmp_path: Path) -> None:
-    _write(
+    settings = site_settings(
         tmp_path,
         {
             "hugo.toml": 'baseURL = "/"\n[permalinks]\n  blog = "/:weekday/:slug/"\n',
@@ -331,5 +329,4 @@ def test_a_permalink_token_not_modelled_leaves_the_path_route(tmp_path: Path) ->
             "content/a.md": "# A\n\n[post](/blog/post/)\n",
         },
     )
-    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
     assert link_verdicts(settings) == {("content/a.md", "/blog/post/"): True}

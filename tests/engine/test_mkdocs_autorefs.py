@@ -11,13 +11,12 @@ from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from udm.config import Settings, load_settings
+from udm.config import Settings
 from udm.index import UdmIndex
 from udm.markdown import parse_document
 from udm.site import autoref_ids, settings_site
 
-from .conftest import link_verdicts, parse_seconds
-from .conftest import write_tree as _write
+from .conftest import link_verdicts, parse_seconds, site_settings
 
 _PAGES = {
     "docs/guide.md": (
@@ -36,8 +35,7 @@ _PAGES = {
 
 
 def _site(tmp_path: Path, plugins: str) -> Settings:
-    _write(tmp_path, {"mkdocs.yml": f"site_name: F\nplugins:\n{plugins}", **_PAGES})
-    return load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
+    return site_settings(tmp_path, {"mkdocs.yml": f"site_name: F\nplugins:\n{plugins}", **_PAGES})
 
 
 def _home(verdicts: dict[tuple[str, str], bool | None]) -> dict[str, bool | None]:
@@ -191,7 +189,7 @@ def _patched(settings: Settings, *ops: dict[str, object]) -> tuple[str, str]:
 
 
 def _xref_site(tmp_path: Path, plugins: str, other: str = "# Other\n") -> Settings:
-    _write(
+    return site_settings(
         tmp_path,
         {
             "mkdocs.yml": f"site_name: X\nplugins:\n{plugins}",
@@ -200,7 +198,6 @@ def _xref_site(tmp_path: Path, plugins: str, other: str = "# Other\n") -> Settin
             "docs/index.md": "# Home\n\n[hi][hello-world] and [Setup][]\n",
         },
     )
-    return load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
 
 
 RENAME = {"op": "replace_text", "file": "docs/guide.md", "old": "## Hello, world!", "new": "## Greetings"}
@@ -259,7 +256,7 @@ def test_written_cross_references_keep_their_brackets(tmp_path: Path) -> None:
 def test_an_object_page_holds_its_members_anchors_unknown(tmp_path: Path) -> None:
     # mkdocstrings renders `::: pkg.Model` with the id `pkg.Model`; its members' and its docstring
     # headings' ids (`pkg.Model.dump`, `pkg.Model--usage`) only the Python code tells.
-    _write(
+    settings = site_settings(
         tmp_path,
         {
             "mkdocs.yml": "site_name: A\nplugins:\n  - mkdocstrings\n",
@@ -270,7 +267,6 @@ def test_an_object_page_holds_its_members_anchors_unknown(tmp_path: Path) -> Non
             ),
         },
     )
-    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
     home = _home(link_verdicts(settings))
     assert home == {
         "api.md#pkg.Model": True,
@@ -283,7 +279,7 @@ def test_an_object_page_holds_its_members_anchors_unknown(tmp_path: Path) -> Non
 
 def test_the_validator_and_the_index_agree_on_ids_a_page_names_or_numbers(tmp_path: Path) -> None:
     site = "site_name: X\nplugins:\n  - autorefs\nmarkdown_extensions:\n  - admonition\n"
-    _write(
+    settings = site_settings(
         tmp_path,
         {
             "mkdocs.yml": site,
@@ -294,7 +290,6 @@ def test_the_validator_and_the_index_agree_on_ids_a_page_names_or_numbers(tmp_pa
             "docs/index.md": "# Home\n\n[a][setup_1] [b][in-a-note] [c][own-id] [d][安装]\n",
         },
     )
-    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
     assert set(_home(link_verdicts(settings)).values()) == {True}
     # The validator lets the same cross-references be written, and refuses the patch that removes
     # an id one of them names, though it is no heading.

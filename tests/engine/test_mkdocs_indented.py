@@ -14,14 +14,13 @@ from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from udm.config import Settings, load_settings
+from udm.config import Settings
 from udm.markdown import parse_document
 from udm.markdown.indented import MAX_DEPTH, unindent
 from udm.patch import apply_patch, parse_patch
 from udm.site import settings_site
 
-from .conftest import link_verdicts
-from .conftest import write_tree as _write
+from .conftest import link_verdicts, site_settings
 
 ALL = ("!!!", "===", "???")
 _EXTENSIONS = ["admonition", "pymdownx.details", "pymdownx.tabbed", "pymdownx.superfences"]
@@ -127,7 +126,7 @@ def test_any_nesting_agrees_with_python_markdown(lines: list[str]) -> None:
 
 
 def _site(tmp_path: Path, extensions: str) -> Settings:
-    _write(
+    return site_settings(
         tmp_path,
         {
             "mkdocs.yml": f"site_name: S\nmarkdown_extensions:\n{extensions}",
@@ -147,7 +146,6 @@ def _site(tmp_path: Path, extensions: str) -> Settings:
             "README.md": "# Readme\n\n!!! note\n\n    [not a link](nowhere.md)\n",
         },
     )
-    return load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
 
 
 EXTENSIONS = "  - admonition\n  - pymdownx.details\n  - pymdownx.tabbed:\n      alternate_style: true\n"
@@ -259,7 +257,7 @@ TABS = (
 
 
 def _tabbed_site(tmp_path: Path, options: str) -> Settings:
-    _write(
+    return site_settings(
         tmp_path,
         {
             "mkdocs.yml": "site_name: S\nmarkdown_extensions:\n  - attr_list\n  - toc\n"
@@ -267,7 +265,6 @@ def _tabbed_site(tmp_path: Path, options: str) -> Settings:
             "docs/tabs.md": TABS,
         },
     )
-    return load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
 
 
 SLUGIFY = (

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from udm.config import load_settings
 from udm.markdown import parse_document
 from udm.site.anchors import python_markdown_slug
 
-from .conftest import link_verdicts
-from .conftest import write_tree as _write
+from .conftest import link_verdicts, site_settings
 
 
 def test_python_markdown_slugs() -> None:
@@ -28,7 +26,7 @@ def test_an_attribute_list_id_key_names_the_anchor() -> None:
 
 
 def test_mkdocs_anchors(tmp_path: Path) -> None:
-    _write(
+    settings = site_settings(
         tmp_path,
         {
             "mkdocs.yml": "site_name: F\nmarkdown_extensions: [attr_list, footnotes, toc]\n",
@@ -44,7 +42,6 @@ def test_mkdocs_anchors(tmp_path: Path) -> None:
             ),
         },
     )
-    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
     verdicts = {t: ok for (f, t), ok in link_verdicts(settings).items() if f == "docs/index.md"}
     assert {t for t, ok in verdicts.items() if ok is False} == {
         "guide.md#nowhere",
@@ -55,7 +52,7 @@ def test_mkdocs_anchors(tmp_path: Path) -> None:
 
 
 def test_a_vitepress_include_leaves_the_page_anchors_unknown(tmp_path: Path) -> None:
-    _write(
+    settings = site_settings(
         tmp_path,
         {
             ".vitepress/config.mts": "export default { title: 'F' }\n",
@@ -64,14 +61,13 @@ def test_a_vitepress_include_leaves_the_page_anchors_unknown(tmp_path: Path) -> 
             "index.md": "# Home\n\n[w](/cli#watch) [x](/cli-options#nothing)\n",
         },
     )
-    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
     verdicts = link_verdicts(settings)
     assert verdicts[("index.md", "/cli#watch")] is None
     assert verdicts[("index.md", "/cli-options#nothing")] is False
 
 
 def test_an_mdbook_link_above_the_book_is_another_books(tmp_path: Path) -> None:
-    _write(
+    settings = site_settings(
         tmp_path,
         {
             "book.toml": '[book]\ntitle = "F"\n',
@@ -79,14 +75,13 @@ def test_an_mdbook_link_above_the_book_is_another_books(tmp_path: Path) -> None:
             "src/intro.md": "# Intro\n\n[S](../std/string/struct.String.html) [bad](nope.md) [ok](intro.md)\n",
         },
     )
-    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
     verdicts = link_verdicts(settings)
     assert verdicts[("src/intro.md", "../std/string/struct.String.html")] is None
     assert verdicts[("src/intro.md", "nope.md")] is False
 
 
 def test_mintlify_anchor_ids(tmp_path: Path) -> None:
-    _write(
+    settings = site_settings(
         tmp_path,
         {
             "docs.json": '{"name": "F", "theme": "mint", "navigation": {"pages": ["index", "guide"]}}\n',
@@ -100,6 +95,5 @@ def test_mintlify_anchor_ids(tmp_path: Path) -> None:
             ),
         },
     )
-    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
     broken = {t for (f, t), ok in link_verdicts(settings).items() if ok is False}
     assert broken == {"/guide#missing"}

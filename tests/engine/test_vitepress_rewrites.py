@@ -13,7 +13,7 @@ import pytest
 from udm.config import load_settings
 from udm.site.routes import Routes, detect_site
 
-from .conftest import link_verdicts
+from .conftest import link_verdicts, site_settings
 from .conftest import write_tree as _write
 
 I18N = {
@@ -47,7 +47,7 @@ def test_i18n_rewrites_serve_english_from_the_root(tmp_path: Path) -> None:
 
 
 def test_package_docs_rewritten_out_of_their_folders(tmp_path: Path) -> None:
-    _write(
+    settings = site_settings(
         tmp_path,
         {
             ".vitepress/config.js": (
@@ -60,7 +60,6 @@ def test_package_docs_rewritten_out_of_their_folders(tmp_path: Path) -> None:
             "old/intro.md": "# Intro\n\n[alpha](./alpha/)\n",
         },
     )
-    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
     broken = {key for key, ok in link_verdicts(settings).items() if ok is False}
     assert broken == {("packages/alpha/src/alpha-docs.md", "/gamma/")}
 

@@ -16,20 +16,19 @@ from typing import Any
 
 import pytest
 
-from udm.config import Settings, load_settings
+from udm.config import Settings
 from udm.index import UdmIndex
 from udm.markdown import parse_document
 from udm.site import settings_site
 
-from ..engine.conftest import link_verdicts, parse_seconds
+from ..engine.conftest import link_verdicts, parse_seconds, site_settings
 from ..engine.conftest import write_tree as _write
 
 _ROWS = "SELECT file, line, target, form, target_file, fragment, resolved FROM links ORDER BY ALL"
 
 
 def _site(root: Path, files: dict[str, str], plugins: str = "  - autorefs\n") -> Settings:
-    _write(root, {"mkdocs.yml": f"site_name: F\nplugins:\n{plugins}", **files})
-    return load_settings(cwd=root, root=root, state_dir=root / ".udm-state")
+    return site_settings(root, {"mkdocs.yml": f"site_name: F\nplugins:\n{plugins}", **files})
 
 
 def _rows(settings: Settings, *, full: bool = False) -> list[tuple[Any, ...]]:
@@ -311,8 +310,9 @@ def test_holds_metacharacter_identifiers(tmp_path: Path) -> None:
     ],
 )
 def test_holds_odd_plugin_shapes(tmp_path: Path, plugins: str, mode: str) -> None:
-    _write(tmp_path, {"mkdocs.yml": "site_name: F\n" + plugins, "docs/index.md": "# H\n\n[a][b]\n"})
-    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
+    settings = site_settings(
+        tmp_path, {"mkdocs.yml": "site_name: F\n" + plugins, "docs/index.md": "# H\n\n[a][b]\n"}
+    )
     assert settings_site(settings).autorefs == mode
     verdicts = link_verdicts(settings)
     assert (("docs/index.md", "[b]") in verdicts) == bool(mode)
@@ -329,8 +329,7 @@ def test_holds_odd_plugin_shapes(tmp_path: Path, plugins: str, mode: str) -> Non
     ids=["plain", "hugo", "mkdocs-without-plugin"],
 )
 def test_holds_no_site_no_cross_references(tmp_path: Path, files: dict[str, str]) -> None:
-    _write(tmp_path, files)
-    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
+    settings = site_settings(tmp_path, files)
     assert link_verdicts(settings) == {}
 
 

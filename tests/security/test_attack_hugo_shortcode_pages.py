@@ -13,6 +13,7 @@ from udm.index.lint_rules import lint
 from udm.markdown import parse_document
 from udm.patch import apply_patch, parse_patch
 
+from ..engine.conftest import site_settings
 from ..engine.conftest import write_tree as _write
 
 KINDS = (("code", "code"), ("highlight", "code"), ("raw", "raw"))
@@ -61,7 +62,7 @@ def test_moving_a_section_to_a_new_level_leaves_its_highlighted_code_alone(tmp_p
     highlighted block is taken for a heading and rewritten to `## install the deps`. The patch commits
     and silently changes the code sample (the validator, which parses with the kinds, sees no heading
     change)."""
-    _write(
+    settings = site_settings(
         tmp_path,
         {
             "hugo.toml": 'baseURL = "https://fixture.example/"\n',
@@ -72,7 +73,6 @@ def test_moving_a_section_to_a_new_level_leaves_its_highlighted_code_alone(tmp_p
             ),
         },
     )
-    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".udm-state")
     patch = parse_patch(
         {
             "description": "Build becomes a subsection of Usage",
