@@ -6,8 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from udm.markdown import parse_document
-from udm.site.anchors import python_markdown_slug
+from udm.site.anchors import mintlify_slug, python_markdown_slug
 
 from .conftest import link_verdicts, site_settings
 
@@ -97,3 +101,59 @@ def test_mintlify_anchor_ids(tmp_path: Path) -> None:
     )
     broken = {t for (f, t), ok in link_verdicts(settings).items() if ok is False}
     assert broken == {"/guide#missing"}
+
+
+@pytest.mark.parametrize(
+    ("heading", "anchor"),
+    [
+        ("Getting started", "getting-started"),
+        ("Config.json options", "config-json-options"),
+        ("What's new", "what\u2019s-new"),
+        ("Rate limits (per minute)", "rate-limits-per-minute"),
+        ("Read/write access", "read/write-access"),
+        ("Fees & billing", "fees-&-billing"),
+        ("OAuth", "oauth"),
+        ("Example: connect the server", "example:-connect-the-server"),
+    ],
+)
+def test_mintlify_slug_follows_mintlifys_documented_rules(heading: str, anchor: str) -> None:
+    assert mintlify_slug(heading) == anchor
+
+
+@given(st.text(max_size=80))
+def test_mintlify_slug_is_settled_and_holds_no_whitespace_periods_or_parentheses(text: str) -> None:
+    slug = mintlify_slug(text)
+    assert mintlify_slug(slug) == slug
+    assert not any(c.isspace() for c in slug) and not set(".()'") & set(slug)
+
+
+def test_mintlify_ids_of_headings_components_and_partials(tmp_path: Path) -> None:
+    settings = site_settings(
+        tmp_path,
+        {
+            "docs.json": '{"name": "F", "theme": "mint", "navigation": {"pages": ["index", "ref"]}}\n',
+            "ref.mdx": (
+                "# Reference\n\n## What's new\n\n## Read/write access\n\n## Example: connect\n\n"
+                "## Overview\n\n## Overview\n\n## Split configuration with `$ref`\n\n"
+                '<Update label="March 2026">x</Update>\n\n<Tab title="Ignored" id="custom-tab">x</Tab>\n\n'
+                '<Step title="One" id="step-one">x</Step>\n\n'
+                '<ResponseField name="thumbnails.background" type="string">x</ResponseField>\n\n'
+                '<ParamField path="user_id" type="string">x</ParamField>\n'
+            ),
+            "with-partial.mdx": "import Setup from '/snippets/setup.mdx';\n\n# With a partial\n\n<Setup />\n",
+            "imports-only.mdx": "import Setup from '/snippets/setup.mdx';\n\n# Imports only\n",
+            "snippets/setup.mdx": "## Setup steps\n",
+            "index.mdx": (
+                "# Home\n\n[a](/ref#what’s-new) [b](/ref#read/write-access) [c](/ref#example:-connect)\n"
+                "[d](/ref#overview-2) [e](/ref#split-configuration-with-$ref) [f](/ref#march-2026)\n"
+                "[g](/ref#custom-tab) [h](/ref#step-one) [i](/ref#param-thumbnails-background)\n"
+                "[j](/ref#param-user_id) [k](/ref#whats-new) [l](/ref#missing)\n"
+                "[m](/with-partial#setup-steps) [n](/imports-only#setup-steps)\n"
+            ),
+        },
+    )
+    verdicts = {t: ok for (f, t), ok in link_verdicts(settings).items() if f == "index.mdx"}
+    assert {t for t, ok in verdicts.items() if ok is False} == {"/ref#missing", "/imports-only#setup-steps"}
+    # A rendered partial's headings are the page's, but only the partial knows them: unknown, not broken.
+    assert verdicts["/with-partial#setup-steps"] is None
+    assert sum(ok is True for ok in verdicts.values()) == 11

@@ -139,8 +139,9 @@ def _closer(markup: str) -> re.Pattern[str]:
     return pat
 
 
-# Marks after which a heading's source and its rendered text may differ in what a slug keeps.
-_RENDERS_OTHERWISE = re.compile(r"[&\\\[<_]")
+# Marks after which a heading's source and its rendered text may differ in what a slug keeps (a
+# code span's backticks and emphasis marks are no text: Mintlify's ids keep most punctuation).
+_RENDERS_OTHERWISE = re.compile(r"[&\\\[<_`*]")
 # A heading's own id at its end: an attribute list holding `#id` (Docusaurus, VitePress, MkDocs
 # attr_list, Hugo, Pandoc) or react.dev's MDX comment `{/*id*/}`.
 _OWN_ID = re.compile(

@@ -33,6 +33,7 @@ __all__ = [
     "explicit_anchors",
     "github_ascii_slug",
     "has_explicit_anchor",
+    "mintlify_slug",
     "page_anchors",
     "repeated_from",
     "vitepress_slug",
@@ -197,14 +198,25 @@ def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool | re.
         if not unknown and blind:
             return found, re.compile("|".join(f"(?:{b})" for b in blind))
     if site.generator == "mintlify":
-        # Mintlify's anchor ids turn periods into hyphens (`## Config.json options` is
-        # `#config-json-options`); its accordions and tabs take an id too, by default their title's.
+        # Mintlify makes ids its own way (`mintlify_slug`) and numbers a repeat -2, -3 across the page,
+        # headings inside components too; its accordions and tabs take an id, by default their title's.
+        # The GitHub forms stay accepted (with periods as hyphens), as Mintlify's rule is documented,
+        # not published as code.
         titles = [t for t, own in headings if own is None] + nested
-        if "<Accordion" in text or "<Tab" in text:
-            titles += [unescape(m.group(2)) for m in itertools.islice(_MINTLIFY_TITLES.finditer(text), 2000)]
-        found.update(slugify(t.replace(".", "-")) for t in titles)
+        counted: dict[str, int] = {}
+        for t in titles:
+            slug = mintlify_slug(t)
+            n = counted.get(slug, 0)
+            counted[slug] = n + 1
+            found.add(slug if n == 0 else f"{slug}-{n + 1}")
+        named, ids = _mintlify_components(text)
+        found.update(ids)
+        found.update(mintlify_slug(t) for t in named)
+        found.update(slugify(t.replace(".", "-")) for t in titles + named)
     if site.generator == "vitepress" and "<!--@include:" in text:
         unknown = True  # headings of another file, included (vitest's CLI page)
+    if page.lower().endswith(".mdx") and _renders_partial(text):
+        unknown = True  # an imported Markdown file rendered in the page: its headings are the page's
     return found, unknown
 
 
@@ -255,10 +267,18 @@ def _unique(slug: str, used: Counter[str]) -> str:
 
 
 _TAGS = re.compile(r"</?[^>]*>")
+_WHITESPACE = re.compile(r"\s")
 _NOT_SLUG = re.compile(r"[^\w\- ]")
 _HOOK_IDS = re.compile(r"[.:+]")
 _DIRECTIVE = re.compile(r"^[ \t]*::: *([\w.:-]{1,300})[ \t]*$", re.M)
-_MINTLIFY_TITLES = re.compile(r"""<(?:Accordion|Tab)\b[^<>]{0,500}?\btitle=(["'])([^"'<>]{1,300})\1""")
+# Mintlify components that take an id: accordions and tabs (`id`, else their title), steps (`id`),
+# changelog updates (their label) and API fields (`param-` and the field's name: `name="a.b"` is
+# `#param-a-b`).
+_MINTLIFY_TAG = re.compile(r"<(Accordion|Tab|Step|Update|ResponseField|ParamField)\b([^<>]{0,1000})>")
+_ATTRIBUTE = re.compile(r"""\b([A-Za-z]+)=(?:"([^"<>]{0,300})"|'([^'<>]{0,300})')""")
+_FIELD_NAMES = ("name", "path", "query", "body", "header")
+# `import Setup from '/snippets/setup.mdx'` and then `<Setup />`: MDX renders that file in the page.
+_IMPORT_PARTIAL = re.compile(r"""^import\s+([A-Za-z_$][\w$]*)\s+from\s+['"][^'"]+\.mdx?['"]""", re.M)
 _FOOTNOTE = re.compile(r"^[ ]{0,3}\[\^([^\]\s]{1,100})\]:", re.M)
 
 
@@ -276,6 +296,39 @@ _ATTRIBUTE_SITES = ("hugo", "mkdocs", "vitepress")
 # Tried on the last `{...}` of the text only, and read one way (a class is `.` then anything but
 # braces and `#`), so a long heading is read in linear time.
 _ATTRIBUTES = re.compile(r"\{:?[ \t]*(?:\.|[A-Za-z_][\w-]*=)[^{}#]*\}")
+
+
+def _mintlify_components(text: str) -> tuple[list[str], set[str]]:
+    """The titles and labels of a Mintlify page's components whose ids derive from them, and the ids
+    its components name outright (an `id`, an API field's `param-` id)."""
+    titles: list[str] = []
+    ids: set[str] = set()
+    if "<" not in text:
+        return titles, ids
+    for m in itertools.islice(_MINTLIFY_TAG.finditer(text), 5000):
+        attrs = {
+            a.group(1): unescape(a.group(2) or a.group(3) or "") for a in _ATTRIBUTE.finditer(m.group(2))
+        }
+        tag = m.group(1)
+        if attrs.get("id"):
+            ids.add(attrs["id"])
+        if tag in ("Accordion", "Tab") and not attrs.get("id") and attrs.get("title"):
+            titles.append(attrs["title"])
+        elif tag == "Update" and attrs.get("label"):
+            titles.append(attrs["label"])
+        elif tag in ("ResponseField", "ParamField"):
+            field = next((attrs[k] for k in _FIELD_NAMES if attrs.get(k)), "")
+            if field:
+                ids.update({"param-" + field.replace(".", "-"), "param-" + mintlify_slug(field)})
+    return titles, ids
+
+
+def _renders_partial(text: str) -> bool:
+    """Whether an MDX page imports a Markdown file and renders it (`<Setup />`), as Mintlify snippets
+    and Docusaurus partials are: the file's headings get ids in the page."""
+    if "import" not in text:
+        return False
+    return any(f"<{m.group(1)}" in text for m in _IMPORT_PARTIAL.finditer(text))
 
 
 def _inserts_markdown(doc: Document) -> bool:
@@ -302,6 +355,14 @@ def _strip_attributes(text: str) -> str:
     if start < 0 or not _ATTRIBUTES.fullmatch(text, start):
         return text
     return text[:start].rstrip(" \t")
+
+
+def mintlify_slug(text: str) -> str:
+    """A heading's id as Mintlify documents making it: lower case, whitespace to hyphens, periods to
+    hyphens, parentheses dropped, a straight apostrophe as `’`; other characters (`/`, `&`, `:`,
+    `_`) kept (`Fees & billing` is `fees-&-billing`, `What's new` is `what’s-new`)."""
+    lowered = text.strip().lower().replace("'", "\u2019").replace(".", "-")
+    return _WHITESPACE.sub("-", lowered.replace("(", "").replace(")", ""))
 
 
 def blackfriday_slug(text: str) -> str:

@@ -213,11 +213,16 @@ def docusaurus(root: Path, here: Path, text: str) -> Site:
                 redirects += [(f, to) for f in froms if to]
                 k = end
             k += 1
+    try:
+        inside: str | None = root.resolve().relative_to(here.resolve()).as_posix()
+    except ValueError:
+        inside = None
     return Site(
         mounts=tuple(m for m in mounts if m is not None),
         base_path=path_of_url(_js_string(text, "baseUrl", consts)),
         redirects=tuple(redirects),
         static=static_folders(root, [here / "static"]),
+        root_in_site=None if inside is None else "" if inside == "." else inside,
     )
 
 

@@ -35,7 +35,7 @@ __all__ = [
 
 # Raised whenever udm.site.routes resolves some link otherwise (a new rule, a new anchor form): an index
 # built under other rules then resolves every link anew, though no file and no config changed.
-RULES_VERSION = 8
+RULES_VERSION = 9
 GENERATORS = ("none", "docusaurus", "mintlify", "mkdocs", "mdbook", "hugo", "starlight", "vitepress")
 PAGE_SUFFIXES = (".md", ".mdx", ".markdown")
 # Suffixes a route may carry that name the same page (mdBook and MkDocs without directory URLs write .html).
@@ -98,6 +98,9 @@ class Site:
     # MkDocs with pymdownx.tabbed's `slugify` option: each tab's id is its title's slug ("slug"), after
     # the heading's id and `-` with `combine_header_slug` ("combined"); "" where tabs have numbered ids.
     tab_ids: str = ""
+    # Docusaurus: the manual root's path from the site's folder ("" when they are one; None when the
+    # root is not inside it). `/x.md` and `@site/x.md` links are looked for from the site's folder.
+    root_in_site: str | None = None
     problems: tuple[str, ...] = ()
 
     def excluded(self, target: str) -> bool:
@@ -133,6 +136,7 @@ class Site:
                 self.autorefs,
                 self.indented,
                 self.tab_ids,
+                self.root_in_site,
             ],
             sort_keys=True,
         )

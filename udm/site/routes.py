@@ -65,6 +65,7 @@ __all__ = [
 ]
 
 _BLOG_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})-(.+)$")
+_BLOG_ROUTE = re.compile(r"^(\d{4})/(\d{2})/(\d{2})/([^/]+)/?$")
 _MAX_REDIRECT_HOPS = 10
 # What a site's `src/pages` serves besides Markdown: React pages (Docusaurus), Astro pages and endpoints.
 _CODE_PAGE_SUFFIXES = (".js", ".jsx", ".ts", ".tsx", ".astro", ".html")
@@ -492,6 +493,11 @@ class LinkResolver:
                     else Located(None, None)
                 )
                 return found if frag is None else Located(found.file, frag, found.external, found.how)
+        if self.site.root_in_site is not None and path.lower().endswith((".md", ".mdx")):
+            # Docusaurus resolves a link to a Markdown file by the file, whatever folder it is in.
+            page = self._docusaurus_file(source, path)
+            if page is not None:
+                return Located(page, frag, how="file")
         if path.startswith("/"):
             hit = self._absolute.get(path)
             if hit is None:
@@ -505,6 +511,51 @@ class LinkResolver:
                 hit = self._locate_relative(source, path)
                 self._relative[key if hit.how in ("file", "path", "folder") else (source, path)] = hit
         return hit if frag is None else Located(hit.file, frag, hit.external, hit.how)
+
+    def _docusaurus_file(self, source: str, path: str) -> str | None:
+        """The page a Docusaurus link to a Markdown file names, as its remark plugin finds it; None when
+        it finds none. `./x.md` and `../x.md` are from the page's folder; `/x.md` from the content
+        folder of the page's docs (or blog), then from the site's folder; a bare `x.md` from the page's
+        folder, then those two; `@site/x.md` from the site's folder. The file must be a page of the
+        same content (a doc links to a doc), whichever folder of it the link was found from."""
+        own = _mount_of(self.site, source)
+        inside = self.site.root_in_site
+        if own is None or inside is None:
+            return None
+        mount = own[0]
+        here = posixpath.dirname(source)
+        tries: list[str] = []
+        if path.startswith("@site/"):
+            tries.append(self._from_site(path[len("@site/") :], inside))
+        elif path.startswith("/"):
+            tries += [
+                posixpath.join(mount.folder, path.lstrip("/")),
+                self._from_site(path.lstrip("/"), inside),
+            ]
+        elif path.startswith(("./", "../")):
+            tries.append(posixpath.join(here, path))
+        else:
+            tries += [
+                posixpath.join(here, path),
+                posixpath.join(mount.folder, path),
+                self._from_site(path, inside),
+            ]
+        for candidate in tries:
+            rel = posixpath.normpath(candidate) if candidate else ""
+            if not rel or rel == ".." or rel.startswith(("../", "/")) or rel not in self.routes.pages:
+                continue
+            found = _mount_of(self.site, rel)
+            if found is not None and found[0].kind == mount.kind:
+                return rel
+        return None
+
+    @staticmethod
+    def _from_site(path: str, inside: str) -> str:
+        """`path` (from the site's folder) from the manual root; "" when it is not under the root."""
+        normal = posixpath.normpath(path)
+        if not inside:
+            return normal
+        return normal[len(inside) + 1 :] if normal.startswith(inside + "/") else ""
 
     def _locate_ref(self, source: str, ref: HugoRef) -> Located:
         """Where a Hugo `ref`/`relref` lands: a page by its content path, as Hugo's page lookup finds it.
@@ -660,11 +711,21 @@ class LinkResolver:
                 continue
             inner = rel[len(mount.prefix) :].lstrip("/")
             candidate = posixpath.join(mount.folder, inner) if mount.folder else inner
-            if candidate and (candidate in self.routes.pages or self.exists(candidate)):
+            # Docusaurus serves no Markdown file as it is: a link to one is a page's or nothing.
+            raw_page = self.site.root_in_site is not None and candidate.lower().endswith((".md", ".mdx"))
+            if candidate and not raw_page and (candidate in self.routes.pages or self.exists(candidate)):
                 return Located(candidate, None, how="static")
             if mount.kind == "blog" and _BLOG_PAGES.match(inner) and self.folder_has_pages(mount.folder):
                 # The pages Docusaurus makes for a blog: its list, tags, archive, authors, pagination.
                 return Located(mount.folder or ".", None, how="generated")
+            dated = _BLOG_ROUTE.match(inner) if mount.kind == "blog" else None
+            if dated:
+                # A post the index does not hold, at the route its file's date makes
+                # (`2026-04-02-name.md` or `2026-04-02-name/index.md` is /blog/2026/04/02/name).
+                stem = posixpath.join(mount.folder, "-".join(dated.groups()))
+                for name in _beside(stem, indexes=("index",)):
+                    if name not in self.routes.pages and self.exists(name):
+                        return Located(name, None, how="outside")
             if candidate or mount.folder:
                 # A page the index does not hold (beside the manual, or a file it skipped): it only has
                 # to exist; its route is its path (no front matter is read). A site's own pages may

@@ -1,0 +1,127 @@
+"""Docusaurus links to Markdown files (`x.md`, `/x.md`, `@site/x.md`) resolve as its remark plugin
+resolves them, and a dated blog post beside the manual is found at its route. Conventions found on the
+Home Assistant developer docs, re-created here in fixtures written by the test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
+
+from udm.site import LinkResolver, Routes
+from udm.site.routes import detect_site
+
+from .conftest import link_verdicts, site_settings, write_tree
+
+CONFIG = "module.exports = {title: 'S', baseUrl: '/', presets: [['classic', {docs: {}, blog: {}}]]};\n"
+
+PAGES = {
+    "docusaurus.config.js": CONFIG,
+    "docs/auth_api.md": "# Auth\n\n## Making requests\n",
+    "docs/api/rest.md": "# REST\n\n## Get config\n",
+    "docs/api/native/setup.md": "# Setup\n",
+    "docs/api/native/sending.md": "# Sending\n\n## Encryption\n",
+    "docs/guide/auth_api.md": "# A page of the same name in the guide\n",
+    "blog/2024-03-01-launch.md": "# Launch\n",
+    "blog/2024-04-02-bundle/index.md": "# Bundle\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("source", "target", "lands"),
+    [
+        # A bare path: the page's folder first, then the docs folder, then the site's folder.
+        ("docs/api/native/setup.md", "auth_api.md", "docs/auth_api.md"),
+        ("docs/api/native/setup.md", "sending.md#encryption", "docs/api/native/sending.md"),
+        ("docs/guide/auth_api.md", "auth_api.md", "docs/guide/auth_api.md"),
+        ("docs/api/native/setup.md", "api/rest.md", "docs/api/rest.md"),
+        ("docs/api/native/setup.md", "docs/api/rest.md", "docs/api/rest.md"),
+        # From the root: the docs folder, then the site's folder.
+        ("docs/api/native/setup.md", "/api/rest.md#get-config", "docs/api/rest.md"),
+        ("docs/api/native/setup.md", "/docs/auth_api.md", "docs/auth_api.md"),
+        ("docs/api/native/setup.md", "@site/docs/api/rest.md", "docs/api/rest.md"),
+        # ./ and ../ are from the page's folder only.
+        ("docs/api/native/setup.md", "./auth_api.md", None),
+        ("docs/api/native/setup.md", "../rest.md", "docs/api/rest.md"),
+        ("docs/api/native/setup.md", "../../auth_api.md", "docs/auth_api.md"),
+        # A blog post is no doc: a doc's link to its file does not resolve.
+        ("docs/api/native/setup.md", "/blog/2024-03-01-launch.md", None),
+        ("docs/api/native/setup.md", "missing.md", None),
+    ],
+)
+def test_markdown_file_links_resolve_as_docusaurus_does(
+    tmp_path: Path, source: str, target: str, lands: str | None
+) -> None:
+    write_tree(tmp_path, PAGES)
+    site = detect_site(tmp_path, stop=tmp_path)
+    assert site.root_in_site == ""
+    pages = [p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.md")]
+    resolver = LinkResolver(Routes(site, pages), lambda rel: (tmp_path / rel).is_file())
+    assert resolver.locate(source, target).file == lands
+
+
+def test_a_manual_rooted_at_the_docs_folder_resolves_file_links_and_blog_routes(tmp_path: Path) -> None:
+    write_tree(tmp_path, PAGES)
+    settings = site_settings(
+        tmp_path / "docs",
+        {
+            "api/native/links.md": (
+                "# Links\n\n[a](auth_api.md) [b](/api/rest.md#get-config) [c](/auth_api.md#making-requests)\n"
+                "[d](@site/docs/api/native/sending.md#encryption) [e](/api/rest.md#nope) [f](nothing.md)\n"
+                "[g](/blog/2024/03/01/launch) [h](/blog/2024/04/02/bundle) [i](/blog/2024/05/05/unwritten)\n"
+            ),
+        },
+    )
+    verdicts = {t: ok for (f, t), ok in link_verdicts(settings).items() if f == "api/native/links.md"}
+    assert verdicts == {
+        "auth_api.md": True,
+        "/api/rest.md#get-config": True,
+        "/auth_api.md#making-requests": True,
+        "@site/docs/api/native/sending.md#encryption": True,
+        "/api/rest.md#nope": False,
+        "nothing.md": False,
+        "/blog/2024/03/01/launch": True,
+        "/blog/2024/04/02/bundle": True,
+        "/blog/2024/05/05/unwritten": False,
+    }
+
+
+def test_lint_reports_the_missing_anchor_of_a_file_link_at_the_right_page(tmp_path: Path) -> None:
+    from udm.index import lint
+
+    write_tree(tmp_path, PAGES)
+    settings = site_settings(tmp_path, {"docs/x.md": "# X\n\n[a](/api/rest.md#nope)\n"})
+    findings = [(f.file, f.rule, f.message) for f in lint(settings) if f.file == "docs/x.md"]
+    assert findings == [("docs/x.md", "broken-anchor", "no heading with anchor #nope in docs/api/rest.md")]
+
+
+@hsettings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    target=st.one_of(
+        st.text(alphabet="./@site-_abcdx%", max_size=40).map(lambda t: t + ".md"),
+        st.sampled_from(
+            [
+                "@site/../../etc/passwd.md",
+                "/../../../etc/hosts.md",
+                "../../../../outside.md",
+                "@site/" + "../" * 50 + "x.md",
+                "/" + "a/" * 500 + "x.md",
+                "%2e%2e/%2e%2e/outside.md",
+            ]
+        ),
+    )
+)
+def test_a_file_link_never_lands_outside_the_manuals_pages(tmp_path: Path, target: str) -> None:
+    """Hostile targets: whatever the link says, it lands on a file of the site or nowhere."""
+    root = tmp_path / "site"
+    if not root.exists():
+        write_tree(root, PAGES)
+        write_tree(tmp_path, {"outside.md": "# Out\n", "site/../x.md": "# X\n"})
+    site = detect_site(root / "docs", stop=tmp_path)
+    pages = [p.relative_to(root / "docs").as_posix() for p in (root / "docs").rglob("*.md")]
+    resolver = LinkResolver(Routes(site, pages), lambda rel: (root / "docs" / rel).is_file())
+    found = resolver.locate("api/native/setup.md", target)
+    assert found.file is None or (root / "docs" / found.file).resolve().is_relative_to(root)
