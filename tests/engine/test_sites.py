@@ -210,6 +210,17 @@ def test_explicit_anchors() -> None:
     assert not has_explicit_anchor(text, "setup") and not has_explicit_anchor(text, "mac")
 
 
+def test_an_attributes_character_references_are_decoded() -> None:
+    from udm.site.routes import explicit_anchors, has_explicit_anchor
+
+    # typedoc's HTML in MCP's schema pages: `id="result-&#x5F;meta"` is the anchor #result-_meta.
+    text = '<div id="result-&#x5F;meta">x</div> <a name=\'a&amp;b\'></a> <p id="&#58;x&colon;">y</p>\n'
+    assert explicit_anchors(text) == {"result-_meta", "a&b", ":x:"}
+    assert has_explicit_anchor(text, "result-_meta") and not has_explicit_anchor(text, "result-&#x5F;meta")
+    # An id written as `{#...}` is no HTML attribute: its text is the anchor as it stands.
+    assert explicit_anchors("## T {#a&amp;b}\n") == {"a&amp;b"}
+
+
 def test_an_anchor_shown_as_an_example_is_none() -> None:
     from udm.site.routes import has_explicit_anchor
 

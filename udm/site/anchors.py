@@ -42,7 +42,7 @@ __all__ = [
 
 def has_explicit_anchor(text: str, anchor: str) -> bool:
     """Whether the page names `anchor` itself (see `explicit_anchors`)."""
-    return anchor in text and anchor in explicit_anchors(text)
+    return (anchor in text or "&" in text) and anchor in explicit_anchors(text)
 
 
 def explicit_anchors(text: str) -> set[str]:
@@ -78,8 +78,13 @@ def _named(text: str) -> set[str]:
         double, single, attribute, comment, inner = m.groups()
         if inner is not None:
             out.update(_MEMBER.findall(inner))
+        elif double is not None or single is not None:
+            value = double if double is not None else single
+            # An attribute's value has its character references decoded, in HTML as in JSX:
+            # typedoc writes `id="result-&#x5F;meta"` for `#result-_meta` (MCP's schema pages).
+            out.add(unescape(value) if "&" in value else value)
         else:
-            out.add(next(g for g in (double, single, attribute, comment) if g is not None))
+            out.add(attribute if attribute is not None else comment)
     out.discard("")
     return out
 
