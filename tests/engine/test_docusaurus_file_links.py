@@ -57,7 +57,7 @@ def test_markdown_file_links_resolve_as_docusaurus_does(
 ) -> None:
     write_tree(tmp_path, PAGES)
     site = detect_site(tmp_path, stop=tmp_path)
-    assert site.root_in_site == ""
+    assert site.site_folder == ("", "")
     pages = [p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.md")]
     resolver = LinkResolver(Routes(site, pages), lambda rel: (tmp_path / rel).is_file())
     assert resolver.locate(source, target).file == lands
@@ -86,6 +86,36 @@ def test_a_manual_rooted_at_the_docs_folder_resolves_file_links_and_blog_routes(
         "/blog/2024/03/01/launch": True,
         "/blog/2024/04/02/bundle": True,
         "/blog/2024/05/05/unwritten": False,
+    }
+
+
+def test_docs_beside_the_site_folder_resolve_file_links(tmp_path: Path) -> None:
+    """Redux's layout: the config in `website/`, the docs in `../docs`, the manual root the docs."""
+    write_tree(
+        tmp_path,
+        {
+            "website/docusaurus.config.js": (
+                "module.exports = {title: 'R', baseUrl: '/', presets: [['classic', {docs: {path: '../docs'}}]]};\n"
+            ),
+        },
+    )
+    settings = site_settings(
+        tmp_path / "docs",
+        {
+            "api/Store.md": "# Store\n\n## dispatch(action)\n",
+            "faq/Glossary.md": (
+                "# Glossary\n\n[a](api/Store.md#dispatchaction) [b](/api/Store.md) [c](@site/../docs/api/Store.md)\n"
+                "[d](./api/Store.md) [e](api/Nope.md)\n"
+            ),
+        },
+    )
+    verdicts = {t: ok for (f, t), ok in link_verdicts(settings).items() if f == "faq/Glossary.md"}
+    assert verdicts == {
+        "api/Store.md#dispatchaction": True,
+        "/api/Store.md": True,
+        "@site/../docs/api/Store.md": True,
+        "./api/Store.md": False,
+        "api/Nope.md": False,
     }
 
 

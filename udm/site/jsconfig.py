@@ -213,16 +213,15 @@ def docusaurus(root: Path, here: Path, text: str) -> Site:
                 redirects += [(f, to) for f in froms if to]
                 k = end
             k += 1
-    try:
-        inside: str | None = root.resolve().relative_to(here.resolve()).as_posix()
-    except ValueError:
-        inside = None
+    site_dir, root_in_site = (
+        Path(os.path.relpath(a.resolve(), b.resolve())).as_posix() for a, b in ((here, root), (root, here))
+    )
     return Site(
         mounts=tuple(m for m in mounts if m is not None),
         base_path=path_of_url(_js_string(text, "baseUrl", consts)),
         redirects=tuple(redirects),
         static=static_folders(root, [here / "static"]),
-        root_in_site=None if inside is None else "" if inside == "." else inside,
+        site_folder=("" if site_dir == "." else site_dir, "" if root_in_site == "." else root_in_site),
     )
 
 

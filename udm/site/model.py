@@ -98,9 +98,10 @@ class Site:
     # MkDocs with pymdownx.tabbed's `slugify` option: each tab's id is its title's slug ("slug"), after
     # the heading's id and `-` with `combine_header_slug` ("combined"); "" where tabs have numbered ids.
     tab_ids: str = ""
-    # Docusaurus: the manual root's path from the site's folder ("" when they are one; None when the
-    # root is not inside it). `/x.md` and `@site/x.md` links are looked for from the site's folder.
-    root_in_site: str | None = None
+    # Docusaurus: the site's folder from the manual root and the root from the site's folder ("" when
+    # they are one; `..` where one is above the other); None elsewhere. `/x.md` and `@site/x.md`
+    # links are looked for from the site's folder.
+    site_folder: tuple[str, str] | None = None
     problems: tuple[str, ...] = ()
 
     def excluded(self, target: str) -> bool:
@@ -136,7 +137,7 @@ class Site:
                 self.autorefs,
                 self.indented,
                 self.tab_ids,
-                self.root_in_site,
+                self.site_folder,
             ],
             sort_keys=True,
         )

@@ -383,6 +383,19 @@ def _mount_of(site: Site, path: str) -> tuple[Mount, str] | None:
     return None
 
 
+def _from_site(path: str, folder: tuple[str, str]) -> str:
+    """`path`, written from a site's folder, from the manual root (`folder`: the site's folder from the
+    root and the root from the site's folder); "" when it is not under the root."""
+    site_dir, root_in_site = folder
+    joined = posixpath.normpath(posixpath.join(site_dir, path))
+    if joined != ".." and not joined.startswith("../"):
+        return joined
+    normal = posixpath.normpath(path)
+    if root_in_site and normal.startswith(root_in_site + "/"):
+        return normal[len(root_in_site) + 1 :]
+    return ""
+
+
 def _join(*parts: str) -> str:
     return "/".join(p.strip("/") for p in parts if p and p.strip("/"))
 
@@ -493,7 +506,7 @@ class LinkResolver:
                     else Located(None, None)
                 )
                 return found if frag is None else Located(found.file, frag, found.external, found.how)
-        if self.site.root_in_site is not None and path.lower().endswith((".md", ".mdx")):
+        if self.site.site_folder is not None and path.lower().endswith((".md", ".mdx")):
             # Docusaurus resolves a link to a Markdown file by the file, whatever folder it is in.
             page = self._docusaurus_file(source, path)
             if page is not None:
@@ -519,18 +532,18 @@ class LinkResolver:
         folder, then those two; `@site/x.md` from the site's folder. The file must be a page of the
         same content (a doc links to a doc), whichever folder of it the link was found from."""
         own = _mount_of(self.site, source)
-        inside = self.site.root_in_site
-        if own is None or inside is None:
+        folder = self.site.site_folder
+        if own is None or folder is None:
             return None
         mount = own[0]
         here = posixpath.dirname(source)
         tries: list[str] = []
         if path.startswith("@site/"):
-            tries.append(self._from_site(path[len("@site/") :], inside))
+            tries.append(_from_site(path[len("@site/") :], folder))
         elif path.startswith("/"):
             tries += [
                 posixpath.join(mount.folder, path.lstrip("/")),
-                self._from_site(path.lstrip("/"), inside),
+                _from_site(path.lstrip("/"), folder),
             ]
         elif path.startswith(("./", "../")):
             tries.append(posixpath.join(here, path))
@@ -538,7 +551,7 @@ class LinkResolver:
             tries += [
                 posixpath.join(here, path),
                 posixpath.join(mount.folder, path),
-                self._from_site(path, inside),
+                _from_site(path, folder),
             ]
         for candidate in tries:
             rel = posixpath.normpath(candidate) if candidate else ""
@@ -548,14 +561,6 @@ class LinkResolver:
             if found is not None and found[0].kind == mount.kind:
                 return rel
         return None
-
-    @staticmethod
-    def _from_site(path: str, inside: str) -> str:
-        """`path` (from the site's folder) from the manual root; "" when it is not under the root."""
-        normal = posixpath.normpath(path)
-        if not inside:
-            return normal
-        return normal[len(inside) + 1 :] if normal.startswith(inside + "/") else ""
 
     def _locate_ref(self, source: str, ref: HugoRef) -> Located:
         """Where a Hugo `ref`/`relref` lands: a page by its content path, as Hugo's page lookup finds it.
@@ -712,7 +717,7 @@ class LinkResolver:
             inner = rel[len(mount.prefix) :].lstrip("/")
             candidate = posixpath.join(mount.folder, inner) if mount.folder else inner
             # Docusaurus serves no Markdown file as it is: a link to one is a page's or nothing.
-            raw_page = self.site.root_in_site is not None and candidate.lower().endswith((".md", ".mdx"))
+            raw_page = self.site.site_folder is not None and candidate.lower().endswith((".md", ".mdx"))
             if candidate and not raw_page and (candidate in self.routes.pages or self.exists(candidate)):
                 return Located(candidate, None, how="static")
             if mount.kind == "blog" and _BLOG_PAGES.match(inner) and self.folder_has_pages(mount.folder):
