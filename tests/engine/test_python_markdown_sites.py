@@ -70,6 +70,28 @@ def test_a_vitepress_include_leaves_the_page_anchors_unknown(tmp_path: Path) -> 
     assert verdicts[("index.md", "/cli-options#nothing")] is False
 
 
+def test_a_vitepress_page_rendering_a_vue_component_has_unknown_anchors(tmp_path: Path) -> None:
+    """Vue's docs: the API index is `<ApiIndex />`; an inline component (`<MoonPhase />`) renders no
+    headings, so that page's missing anchors stay broken."""
+    settings = site_settings(
+        tmp_path,
+        {
+            ".vitepress/config.mts": "export default { title: 'F' }\n",
+            "api.md": "<script setup>\nimport ApiIndex from './ApiIndex.vue'\n</script>\n\n<ApiIndex />\n",
+            "moon.md": (
+                "<script setup>\nimport MoonPhase from './MoonPhase.vue'\n</script>\n\n# Moon\n\n"
+                "The phase of the moon <MoonPhase />\n"
+            ),
+            "plain.md": "# Plain\n\n<Badge text='x' />\n",
+            "index.md": "# Home\n\n[a](/api#composition-api) [b](/moon#how-it-works) [c](/plain#nope)\n",
+        },
+    )
+    verdicts = link_verdicts(settings)
+    assert verdicts[("index.md", "/api#composition-api")] is None
+    assert verdicts[("index.md", "/moon#how-it-works")] is False
+    assert verdicts[("index.md", "/plain#nope")] is False  # a component, but none imported from a .vue file
+
+
 def test_an_mdbook_link_above_the_book_is_another_books(tmp_path: Path) -> None:
     settings = site_settings(
         tmp_path,

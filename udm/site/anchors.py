@@ -218,8 +218,10 @@ def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool | re.
         found.update(ids)
         found.update(mintlify_slug(t) for t in named)
         found.update(slugify(t.replace(".", "-")) for t in titles + named)
-    if site.generator == "vitepress" and "<!--@include:" in text:
-        unknown = True  # headings of another file, included (vitest's CLI page)
+    if site.generator == "vitepress" and ("<!--@include:" in text or _renders_vue_component(text)):
+        # Headings of another file, included (vitest's CLI page), or a Vue component's, whose ids only
+        # its code tells (Vue's docs: the API index and the examples are components on their page).
+        unknown = True
     if page.lower().endswith(".mdx") and _renders_partial(text):
         unknown = True  # an imported Markdown file rendered in the page: its headings are the page's
     return found, unknown
@@ -282,6 +284,9 @@ _DIRECTIVE = re.compile(r"^[ \t]*::: *([\w.:-]{1,300})[ \t]*$", re.M)
 _MINTLIFY_TAG = re.compile(r"<(Accordion|Tab|Step|Update|ResponseField|ParamField)\b([^<>]{0,1000})>")
 _ATTRIBUTE = re.compile(r"""\b([A-Za-z]+)=(?:"([^"<>]{0,300})"|'([^'<>]{0,300})')""")
 _FIELD_NAMES = ("name", "path", "query", "body", "header")
+# A component (PascalCase, as Vue and MDX write one) alone on its line, where it may render a block
+# with headings (one inside a paragraph, `<MoonPhase />` in vitest's docs, renders inline).
+_COMPONENT_TAG = re.compile(r"^[ \t]*<[A-Z][A-Za-z0-9]*(?:[ \t][^<>\n]{0,500})?/?>[ \t]*$", re.M)
 # `import Setup from '/snippets/setup.mdx'` and then `<Setup />`: MDX renders that file in the page.
 _IMPORT_PARTIAL = re.compile(r"""^import\s+([A-Za-z_$][\w$]*)\s+from\s+['"][^'"]+\.mdx?['"]""", re.M)
 _FOOTNOTE = re.compile(r"^[ ]{0,3}\[\^([^\]\s]{1,100})\]:", re.M)
@@ -326,6 +331,12 @@ def _mintlify_components(text: str) -> tuple[list[str], set[str]]:
             if field:
                 ids.update({"param-" + field.replace(".", "-"), "param-" + mintlify_slug(field)})
     return titles, ids
+
+
+def _renders_vue_component(text: str) -> bool:
+    """Whether a VitePress page imports a Vue single-file component (in its `<script>`) and renders a
+    component alone on a line (`<ApiIndex />`)."""
+    return "<script" in text and ".vue" in text and _COMPONENT_TAG.search(text) is not None
 
 
 def _renders_partial(text: str) -> bool:
