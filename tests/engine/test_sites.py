@@ -19,7 +19,7 @@ from udm.index import lint
 from udm.site import LinkResolver, Routes, resolve_links
 from udm.site.routes import detect_site
 
-from .conftest import link_verdicts
+from .conftest import link_verdicts, site_settings
 
 SITES = Path(__file__).parent / "fixtures" / "sites"
 
@@ -208,6 +208,29 @@ def test_explicit_anchors() -> None:
     assert has_explicit_anchor(text, "mac-os") and has_explicit_anchor(text, "setup-x")
     assert has_explicit_anchor(text, "old")
     assert not has_explicit_anchor(text, "setup") and not has_explicit_anchor(text, "mac")
+
+
+def test_a_text_fragment_is_no_anchor(tmp_path: Path) -> None:
+    """Argo CD's docs link `argocd-cm-yaml.md#:~:text=timeout.reconciliation:` (a browser's text
+    fragment): the page must exist; an element id before `:~:` is still checked."""
+    settings = site_settings(
+        tmp_path,
+        {
+            "cm.md": "# CM\n\n## Setup\n\ntimeout.reconciliation: 180s\n",
+            "index.md": (
+                "# Home\n\n[a](cm.md#:~:text=timeout.reconciliation:) [b](cm.md#setup:~:text=x)\n"
+                "[c](cm.md#nope:~:text=x) [d](gone.md#:~:text=x) [e](#:~:text=Home)\n"
+            ),
+        },
+    )
+    verdicts = {t: ok for (f, t), ok in link_verdicts(settings).items() if f == "index.md"}
+    assert verdicts == {
+        "cm.md#:~:text=timeout.reconciliation:": True,
+        "cm.md#setup:~:text=x": True,
+        "cm.md#nope:~:text=x": False,
+        "gone.md#:~:text=x": False,
+        "#:~:text=Home": True,
+    }
 
 
 def test_an_attributes_character_references_are_decoded() -> None:

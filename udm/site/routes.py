@@ -486,6 +486,10 @@ class LinkResolver:
             # A URL, or a template placeholder (Hugo shortcodes, Jinja) only the generator can fill in.
             return Located(None, None, external=True)
         path, _, fragment = text.partition("#")
+        if ":~:" in fragment:
+            # A text fragment (`#:~:text=timeout`, `#setup:~:text=x`) is the browser's, no anchor: the
+            # element id is what stands before it, if anything.
+            fragment = fragment.partition(":~:")[0]
         # unquote() costs more than the rest of a lookup: most targets hold no escape.
         frag = (unquote(fragment) if "%" in fragment else fragment) or None
         if "?" in path:
