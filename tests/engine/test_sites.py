@@ -210,6 +210,30 @@ def test_explicit_anchors() -> None:
     assert not has_explicit_anchor(text, "setup") and not has_explicit_anchor(text, "mac")
 
 
+def test_a_manual_read_on_github_matches_anchors_whatever_their_case(tmp_path: Path) -> None:
+    """Kubernetes' community repository links `#Responsibilities-and-privileges`: GitHub's page script
+    finds it; a generator's site leaves the match to the browser, which minds the case."""
+    files = {
+        "b.md": '# B\n\n## Responsibilities and privileges\n\n<a id="Old-Name"></a>\n',
+        "index.md": (
+            "# Home\n\n[a](b.md#Responsibilities-and-privileges) [b](b.md#old-name) [c](b.md#OLD-NAME)\n"
+            "[d](b.md#Nope) [e](#HOME)\n"
+        ),
+    }
+    on_github = site_settings(tmp_path / "plain", files)
+    verdicts = {t: ok for (f, t), ok in link_verdicts(on_github).items() if f == "index.md"}
+    assert {t for t, ok in verdicts.items() if ok is not True} == {"b.md#Nope"}
+    on_a_site = site_settings(tmp_path / "site", {**files, "mkdocs.yml": "site_name: S\ndocs_dir: .\n"})
+    verdicts = {t: ok for (f, t), ok in link_verdicts(on_a_site).items() if f == "index.md"}
+    assert {t for t, ok in verdicts.items() if ok is not True} == {
+        "b.md#Responsibilities-and-privileges",
+        "b.md#old-name",
+        "b.md#OLD-NAME",
+        "b.md#Nope",
+        "#HOME",
+    }
+
+
 def test_a_text_fragment_is_no_anchor(tmp_path: Path) -> None:
     """Argo CD's docs link `argocd-cm-yaml.md#:~:text=timeout.reconciliation:` (a browser's text
     fragment): the page must exist; an element id before `:~:` is still checked."""

@@ -879,6 +879,11 @@ def resolve_links(
             for page in holders.get(i, ())
             if page in pages
         }
+    # A manual read on GitHub: its page script finds `#Setup` for `## Setup`, whatever the case
+    # (markdownlint's MD051 `ignore_case`); a generator's site leaves it to the browser, which does not.
+    fold = resolver.site.generator == "none"
+    if fold:
+        wanted |= {(page, anchor.lower()) for page, anchor in wanted if anchor != anchor.lower()}
     present = anchors_in(wanted) if wanted else set()
     # Pages with a heading whose id only the site's templates know: a missing anchor there is unknown.
     unknown: set[str] = set()
@@ -895,6 +900,8 @@ def resolve_links(
                 continue
             if page not in named:
                 named[page] = explicit_anchors(text)
+                if fold:
+                    named[page] |= {a.lower() for a in named[page]}
             if anchor in named[page]:
                 present.add((page, anchor))
                 continue
@@ -918,7 +925,12 @@ def resolve_links(
             out.append((key, None, None, True if loc.how == "redirect" else None))
         elif loc.file is None:
             out.append((key, None, loc.fragment, False))
-        elif loc.fragment is None or loc.file not in pages or (loc.file, loc.fragment) in present:
+        elif (
+            loc.fragment is None
+            or loc.file not in pages
+            or (loc.file, loc.fragment) in present
+            or (fold and (loc.file, loc.fragment.lower()) in present)
+        ):
             out.append((key, loc.file, loc.fragment, True))
         else:
             hidden = loc.file in unknown or (loc.file in partly and partly[loc.file].search(loc.fragment))
