@@ -17,7 +17,7 @@ from udm.index import lint
 from udm.site import LinkResolver, Routes
 from udm.site.routes import detect_site
 
-from .conftest import link_verdicts
+from .conftest import link_verdicts, write_tree
 
 SITES = Path(__file__).parent / "fixtures" / "sites"
 
@@ -341,3 +341,27 @@ def test_starlight_locales_imported_from_a_json_file(tmp_path: Path) -> None:
         "export default { integrations: [starlight({ title: 'T', locales })] };\n"
     )
     assert detect_site(docs, stop=tmp_path).redirects == ()
+
+
+def test_quoted_keys_are_read_as_keys(tmp_path: Path) -> None:
+    """pnpm's config quotes its keys (`"docs": {"path": "./docs", "routeBasePath": "/"}`)."""
+    write_tree(
+        tmp_path,
+        {
+            "docusaurus.config.ts": (
+                'export default {\n  "baseUrl": "/",\n  "presets": [["classic", {\n    "docs": {\n'
+                '      "path": "./manual",\n      \'routeBasePath\': "/",\n    },\n'
+                '    "blog": { "path": "news", "routeBasePath": "updates" },\n  }]],\n};\n'
+            ),
+            "manual/settings.md": "# Settings\n\n## Store\n",
+            "news/2024-01-02-hello.md": "# Hello\n\n[s](/settings#store) [old](/docs/settings)\n",
+        },
+    )
+    site = detect_site(tmp_path, stop=tmp_path)
+    assert {(m.folder, m.prefix) for m in site.mounts if m.kind != "pages"} == {
+        ("manual", ""),
+        ("news", "updates"),
+    }
+    verdicts = link_verdicts(load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".st"))
+    assert verdicts[("news/2024-01-02-hello.md", "/settings#store")] is True
+    assert verdicts[("news/2024-01-02-hello.md", "/docs/settings")] is False

@@ -31,9 +31,9 @@ _MAX_BLOCK_TRIES = 3
 
 def _js_block(text: str, key: str) -> str | None:
     """The `{...}` or `[...]` value of the first `key:` in JavaScript source (strings and comments skipped)."""
-    found = re.finditer(rf"(?<![\w$.]){re.escape(key)}\s*:\s*([\[{{])", text)
+    found = re.finditer(rf"(?<![\w$.])(['\"]?){re.escape(key)}\1\s*:\s*([\[{{])", text)
     for match in itertools.islice(found, _MAX_BLOCK_TRIES):
-        start = match.start(1)
+        start = match.start(2)
         end = _balanced(text, start)
         if end is not None:
             return text[start : end + 1]
@@ -135,15 +135,17 @@ def _js_string(text: str, key: str, consts: dict[str, str] | None = None) -> str
     """The string value of the first `key:`: a literal, a template or a constant of `consts`."""
     # A string's characters are `\\x` or one that is neither the quote nor a backslash: read one way
     # only, so an unclosed string of backslashes is not tried in every split (exponential).
+    # A key may be quoted (`"routeBasePath": "/"`, pnpm's config), as JavaScript allows.
     match = re.search(
-        rf"(?<![\w$.]){re.escape(key)}\s*:\s*(?:(['\"`])((?:\\.|(?!\1)[^\\\n])*)\1|([A-Za-z_$][\w$]*)\s*[,}}\n])",
+        rf"(?<![\w$.])(['\"]?){re.escape(key)}\1\s*:\s*"
+        rf"(?:(['\"`])((?:\\.|(?!\2)[^\\\n])*)\2|([A-Za-z_$][\w$]*)\s*[,}}\n])",
         text,
     )
     if match is None:
         return None
-    if match.group(3) is not None:
-        return (consts or {}).get(match.group(3))
-    return _template(match.group(2), consts or {}) if match.group(1) == "`" else match.group(2)
+    if match.group(4) is not None:
+        return (consts or {}).get(match.group(4))
+    return _template(match.group(3), consts or {}) if match.group(2) == "`" else match.group(3)
 
 
 # `const NAME = '...'` (or let/var) at the start of a line: the constants a config builds values from.
