@@ -13,7 +13,7 @@ import pytest
 from udm.config import load_settings
 from udm.site.routes import detect_site
 
-from .conftest import link_verdicts
+from .conftest import link_verdicts, write_tree
 
 LINKS = {
     "/docs/intro": "the last version (2.0)",
@@ -164,3 +164,45 @@ def test_doc_ids_are_unique_per_folder_not_across_the_manual(tmp_path: Path) -> 
     assert dups == [("docs/api/b.md", "COMP-001"), ("docs/guides/setup.md", "setup")]
     plain = settings.model_copy(update={"site_generator": "none"})
     assert len([f for f in lint(plain) if f.rule == "duplicate-id"]) == 4
+
+
+def test_further_docs_plugin_instances_are_mounted_with_their_versions(tmp_path: Path) -> None:
+    """React Native's site: `['content-docs', {id: 'architecture', path, routeBasePath}]` in `plugins`
+    publishes another docs folder; an instance's versions are `<id>_versions.json`."""
+    write_tree(
+        tmp_path,
+        {
+            "docusaurus.config.ts": (
+                "export default {\n  baseUrl: '/',\n  presets: [['classic', {docs: {path: 'docs'}}]],\n"
+                "  plugins: [\n    ['content-docs', {id: 'architecture', path: 'architecture',"
+                " routeBasePath: '/architecture'}],\n"
+                "    ['@docusaurus/plugin-content-docs', {id: 'community', path: 'community',"
+                " routeBasePath: 'community', ...common}],\n"
+                "    ['@docusaurus/plugin-pwa', {debug: true, path: 'nothing'}],\n  ],\n};\n"
+            ),
+            "community_versions.json": '["1.0"]\n',
+            "docs/intro.md": (
+                "# Intro\n\n[a](/architecture/overview#layers) [b](/community/next/support) [c](/community/support)\n"
+                "[d](/architecture/missing) [e](/community/1.0/support)\n"
+            ),
+            "architecture/overview.md": "# Overview\n\n## Layers\n",
+            "community/support.md": "# Support (next)\n",
+            "community_versioned_docs/version-1.0/support.md": "# Support\n",
+        },
+    )
+    site = detect_site(tmp_path, stop=tmp_path)
+    assert {(m.folder, m.prefix) for m in site.mounts if m.kind == "docs"} == {
+        ("docs", "docs"),
+        ("architecture", "architecture"),
+        ("community", "community/next"),
+        ("community_versioned_docs/version-1.0", "community"),
+    }
+    verdicts = link_verdicts(load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".st"))
+    found = {t: ok for (f, t), ok in verdicts.items() if f == "docs/intro.md"}
+    assert found == {
+        "/architecture/overview#layers": True,
+        "/community/next/support": True,
+        "/community/support": True,
+        "/architecture/missing": False,
+        "/community/1.0/support": False,
+    }

@@ -288,7 +288,9 @@ _FIELD_NAMES = ("name", "path", "query", "body", "header")
 # with headings (one inside a paragraph, `<MoonPhase />` in vitest's docs, renders inline).
 _COMPONENT_TAG = re.compile(r"^[ \t]*<[A-Z][A-Za-z0-9]*(?:[ \t][^<>\n]{0,500})?/?>[ \t]*$", re.M)
 # `import Setup from '/snippets/setup.mdx'` and then `<Setup />`: MDX renders that file in the page.
-_IMPORT_PARTIAL = re.compile(r"""^import[ \t]+([A-Za-z_$][\w$]{0,100})[ \t]+from[ \t]+['"][^'"\n]{1,300}\.mdx?['"]""", re.M)
+_IMPORT_PARTIAL = re.compile(
+    r"""^import[ \t]+([A-Za-z_$][\w$]{0,100})[ \t]+from[ \t]+['"][^'"\n]{1,300}\.mdx?['"]""", re.M
+)
 _FOOTNOTE = re.compile(r"^[ ]{0,3}\[\^([^\]\s]{1,100})\]:", re.M)
 
 

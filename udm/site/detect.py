@@ -735,7 +735,9 @@ def site_for(
 def _config_files(path: Path, generator: str) -> list[Path]:
     """The files a site's conventions are read from: its config, and what the config reads beside it."""
     if generator == "docusaurus":
-        return [path, docs_versions_file(path.parent)]
+        # Each docs plugin instance's released versions too (`<id>_versions.json`).
+        instances = sorted(path.parent.glob("*_versions.json"))[:50]
+        return [path, docs_versions_file(path.parent), *instances]
     if generator == "starlight":
         return [path, tsconfig_file(path.parent)]
     if generator == "hugo":

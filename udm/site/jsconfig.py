@@ -195,6 +195,7 @@ def docusaurus(root: Path, here: Path, text: str) -> Site:
     blog_base = (_js_string(blog, "routeBasePath", consts) or "blog").strip("/")
     mounts = [
         *_docs_versions(root, here, docs, own, docs_path, route_base, consts),
+        *_docs_instances(root, here, text, consts),
         under(root, here / "src" / "pages", "", "pages", False),
         under(root, here / (_js_string(blog, "path") or "blog"), blog_base, "blog", False),
     ]
@@ -247,14 +248,15 @@ def _json_file(path: Path, what: str, *, jsonc: bool = False) -> Any:
         return None
 
 
-def docs_versions_file(here: Path) -> Path:
-    """Docusaurus' list of released docs versions, beside its config."""
-    return here / "versions.json"
+def docs_versions_file(here: Path, instance: str = "") -> Path:
+    """Docusaurus' list of released docs versions, beside its config (`<id>_versions.json` for a
+    docs plugin instance other than the default)."""
+    return here / f"{instance}versions.json"
 
 
-def _released_versions(here: Path) -> list[str]:
+def _released_versions(here: Path, instance: str = "") -> list[str]:
     """The versions in versions.json, newest first ([] when there is none or it cannot be read)."""
-    data = _json_file(docs_versions_file(here), "versions.json")
+    data = _json_file(docs_versions_file(here, instance), f"{instance}versions.json")
     if not isinstance(data, list):
         return []
     names = [v for v in data if isinstance(v, str) and v.strip() and "/" not in v and ".." not in v]
@@ -262,16 +264,24 @@ def _released_versions(here: Path) -> list[str]:
 
 
 def _docs_versions(
-    root: Path, here: Path, docs: str, own: str, docs_path: str, route_base: str, consts: dict[str, str]
+    root: Path,
+    here: Path,
+    docs: str,
+    own: str,
+    docs_path: str,
+    route_base: str,
+    consts: dict[str, str],
+    instance: str = "",
 ) -> list[Mount | None]:
     """The docs mounts: the current docs and each released version (`versioned_docs/version-<v>`);
-    `docs` is the docs options block, `own` its own level (`_own_level`).
+    `docs` is the docs options block, `own` its own level (`_own_level`); `instance` is `<id>_` for
+    a docs plugin instance other than the default (`<id>_versions.json`, `<id>_versioned_docs/`).
 
     With released versions, the last one (`lastVersion`, else the newest) is served at the route
     base and the others under `<base>/<version>`; the current docs under `<base>/next` unless they are
     the last version or `versions.current.path` says where.
     """
-    versions = _released_versions(here)
+    versions = _released_versions(here, instance)
     last = _js_string(own, "lastVersion", consts) or (versions[0] if versions else "current")
     current = _own_level(_js_block(_js_block(docs, "versions") or "", "current") or "")
     current_path = _js_string(current, "path", consts)
@@ -279,10 +289,39 @@ def _docs_versions(
         current_path = "" if last == "current" else "next"
     mounts = [under(root, here / docs_path, _route(route_base, current_path), "docs", True)]
     for version in versions:
-        folder = here / "versioned_docs" / f"version-{version}"
+        folder = here / f"{instance}versioned_docs" / f"version-{version}"
         mounts.append(
             under(root, folder, _route(route_base, "" if version == last else version), "docs", True)
         )
+    return mounts
+
+
+# How many further docs plugin instances a config is read for.
+_MAX_INSTANCES = 50
+# The docs plugin's name (in full, or the shorthand `content-docs`) and then its options, in one
+# `[name, {...}]` entry of `plugins`.
+_DOCS_PLUGIN = re.compile(r"""['"`](?:@docusaurus/plugin-|docusaurus-plugin-)?content-docs['"`]\s*,\s*\{""")
+
+
+def _docs_instances(root: Path, here: Path, text: str, consts: dict[str, str]) -> list[Mount | None]:
+    """The mounts of each further docs plugin instance, `['@docusaurus/plugin-content-docs', {id, path,
+    routeBasePath}]` in `plugins` (React Native's architecture and contributing docs), with its own
+    released versions (`<id>_versions.json`)."""
+    mounts: list[Mount | None] = []
+    for match in itertools.islice(_DOCS_PLUGIN.finditer(text), _MAX_INSTANCES):
+        start = match.end() - 1
+        end = _balanced(text, start)
+        if end is None:
+            continue
+        block = text[start : end + 1]
+        own = _own_level(block)
+        ident = _js_string(own, "id", consts)
+        if not ident or ident == "default" or "/" in ident or ".." in ident:
+            continue  # the default instance is the preset's; an id is part of file names
+        path = _js_string(own, "path", consts) or "docs"
+        base = _js_string(own, "routeBasePath", consts)
+        base = "docs" if base is None else base.strip("/")
+        mounts += _docs_versions(root, here, block, own, path, base, consts, f"{ident}_")
     return mounts
 
 
