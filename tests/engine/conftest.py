@@ -53,6 +53,11 @@ def link_verdicts(settings: Settings) -> dict[tuple[str, str], bool | None]:
     return {(f, t): r for f, t, r in rows}
 
 
+def page_verdicts(settings: Settings, page: str) -> dict[str, bool | None]:
+    """Each link target of one page and whether it resolved (see `link_verdicts`)."""
+    return {target: ok for (file, target), ok in link_verdicts(settings).items() if file == page}
+
+
 @pytest.fixture
 def query(settings: Settings) -> Iterator[UdmQuery]:
     """A query object over the sample UDM workspace (closed afterwards)."""

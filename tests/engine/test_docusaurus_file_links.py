@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from udm.site import LinkResolver, Routes
 from udm.site.routes import detect_site
 
-from .conftest import link_verdicts, site_settings, write_tree
+from .conftest import page_verdicts, site_settings, write_tree
 
 CONFIG = "module.exports = {title: 'S', baseUrl: '/', presets: [['classic', {docs: {}, blog: {}}]]};\n"
 
@@ -75,7 +75,7 @@ def test_a_manual_rooted_at_the_docs_folder_resolves_file_links_and_blog_routes(
             ),
         },
     )
-    verdicts = {t: ok for (f, t), ok in link_verdicts(settings).items() if f == "api/native/links.md"}
+    verdicts = page_verdicts(settings, "api/native/links.md")
     assert verdicts == {
         "auth_api.md": True,
         "/api/rest.md#get-config": True,
@@ -109,7 +109,7 @@ def test_docs_beside_the_site_folder_resolve_file_links(tmp_path: Path) -> None:
             ),
         },
     )
-    verdicts = {t: ok for (f, t), ok in link_verdicts(settings).items() if f == "faq/Glossary.md"}
+    verdicts = page_verdicts(settings, "faq/Glossary.md")
     assert verdicts == {
         "api/Store.md#dispatchaction": True,
         "/api/Store.md": True,

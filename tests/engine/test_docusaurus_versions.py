@@ -13,7 +13,7 @@ import pytest
 from udm.config import load_settings
 from udm.site.routes import detect_site
 
-from .conftest import link_verdicts, write_tree
+from .conftest import link_verdicts, page_verdicts, write_tree
 
 LINKS = {
     "/docs/intro": "the last version (2.0)",
@@ -137,7 +137,7 @@ def test_a_relative_link_climbs_through_the_base_path(tmp_path: Path) -> None:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
     settings = load_settings(cwd=tmp_path, root=tmp_path / "docs", state_dir=tmp_path / ".st")
-    verdicts = {t: ok for (f, t), ok in link_verdicts(settings).items() if f == "api/text.md"}
+    verdicts = page_verdicts(settings, "api/text.md")
     assert verdicts["../../docs/theming/colors"] is True
     assert verdicts["../theming/colors"] is True
     assert verdicts["../../docs/theming/nope"] is False
@@ -197,8 +197,9 @@ def test_further_docs_plugin_instances_are_mounted_with_their_versions(tmp_path:
         ("community", "community/next"),
         ("community_versioned_docs/version-1.0", "community"),
     }
-    verdicts = link_verdicts(load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".st"))
-    found = {t: ok for (f, t), ok in verdicts.items() if f == "docs/intro.md"}
+    found = page_verdicts(
+        load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".st"), "docs/intro.md"
+    )
     assert found == {
         "/architecture/overview#layers": True,
         "/community/next/support": True,

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from udm.markdown import parse_document
 from udm.site.anchors import mintlify_slug, python_markdown_slug
 
-from .conftest import link_verdicts, site_settings
+from .conftest import link_verdicts, page_verdicts, site_settings
 
 
 def test_python_markdown_slugs() -> None:
@@ -46,7 +46,7 @@ def test_mkdocs_anchors(tmp_path: Path) -> None:
             ),
         },
     )
-    verdicts = {t: ok for (f, t), ok in link_verdicts(settings).items() if f == "docs/index.md"}
+    verdicts = page_verdicts(settings, "docs/index.md")
     assert {t for t, ok in verdicts.items() if ok is False} == {
         "guide.md#nowhere",
         "material.md#advanced-settings",
@@ -174,7 +174,7 @@ def test_mintlify_ids_of_headings_components_and_partials(tmp_path: Path) -> Non
             ),
         },
     )
-    verdicts = {t: ok for (f, t), ok in link_verdicts(settings).items() if f == "index.mdx"}
+    verdicts = page_verdicts(settings, "index.mdx")
     assert {t for t, ok in verdicts.items() if ok is False} == {"/ref#missing", "/imports-only#setup-steps"}
     # A rendered partial's headings are the page's, but only the partial knows them: unknown, not broken.
     assert verdicts["/with-partial#setup-steps"] is None

@@ -19,7 +19,7 @@ from udm.index import lint
 from udm.site import LinkResolver, Routes, resolve_links
 from udm.site.routes import detect_site
 
-from .conftest import link_verdicts, site_settings
+from .conftest import link_verdicts, page_verdicts, site_settings
 
 SITES = Path(__file__).parent / "fixtures" / "sites"
 
@@ -221,10 +221,10 @@ def test_a_manual_read_on_github_matches_anchors_whatever_their_case(tmp_path: P
         ),
     }
     on_github = site_settings(tmp_path / "plain", files)
-    verdicts = {t: ok for (f, t), ok in link_verdicts(on_github).items() if f == "index.md"}
+    verdicts = page_verdicts(on_github, "index.md")
     assert {t for t, ok in verdicts.items() if ok is not True} == {"b.md#Nope"}
     on_a_site = site_settings(tmp_path / "site", {**files, "mkdocs.yml": "site_name: S\ndocs_dir: .\n"})
-    verdicts = {t: ok for (f, t), ok in link_verdicts(on_a_site).items() if f == "index.md"}
+    verdicts = page_verdicts(on_a_site, "index.md")
     assert {t for t, ok in verdicts.items() if ok is not True} == {
         "b.md#Responsibilities-and-privileges",
         "b.md#old-name",
@@ -247,7 +247,7 @@ def test_a_text_fragment_is_no_anchor(tmp_path: Path) -> None:
             ),
         },
     )
-    verdicts = {t: ok for (f, t), ok in link_verdicts(settings).items() if f == "index.md"}
+    verdicts = page_verdicts(settings, "index.md")
     assert verdicts == {
         "cm.md#:~:text=timeout.reconciliation:": True,
         "cm.md#setup:~:text=x": True,

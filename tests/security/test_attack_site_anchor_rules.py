@@ -18,7 +18,7 @@ from udm.site import LinkResolver, Routes
 from udm.site.anchors import explicit_anchors, mintlify_slug, page_anchors
 from udm.site.model import Site
 
-from ..engine.conftest import link_verdicts, site_settings
+from ..engine.conftest import page_verdicts, site_settings
 
 MINTLIFY = Site(generator="mintlify")
 VITEPRESS = Site(generator="vitepress")
@@ -91,5 +91,5 @@ def test_an_id_that_decodes_to_markup_is_only_an_anchor(tmp_path: Path) -> None:
             "index.md": "# Home\n\n[a](b.md#%3Cscript%3Ex) [b](b.md#&lt;script&gt;x) [c](b.md#&amp;lt;script)\n",
         },
     )
-    verdicts = {t: ok for (f, t), ok in link_verdicts(settings).items() if f == "index.md"}
+    verdicts = page_verdicts(settings, "index.md")
     assert verdicts == {"b.md#<script>x": True, "b.md#&lt;script": False}

@@ -169,13 +169,8 @@ def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool | re.
     attributes = site.generator in _ATTRIBUTE_SITES
     texts = [_strip_attributes(t) if attributes else t for t, own in headings if own is None]
     if own_rule is not None:
-        seen: dict[str, int] = {}
-        for t in texts + nested:
-            # Both number a repeated id as GitHub does: -1, -2, ...
-            slug = own_rule(t)
-            n = seen.get(slug, 0)
-            seen[slug] = n + 1
-            found.add(slug if n == 0 else f"{slug}-{n}")
+        # Both number a repeated id as GitHub does: -1, -2, ...
+        found.update(_numbered([own_rule(t) for t in texts + nested], first=1))
     elif attributes:
         found.update(slugify(t) for t in texts)
     if site.generator == "mkdocs":
@@ -208,12 +203,7 @@ def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool | re.
         # The GitHub forms stay accepted (with periods as hyphens), as Mintlify's rule is documented,
         # not published as code.
         titles = [t for t, own in headings if own is None] + nested
-        counted: dict[str, int] = {}
-        for t in titles:
-            slug = mintlify_slug(t)
-            n = counted.get(slug, 0)
-            counted[slug] = n + 1
-            found.add(slug if n == 0 else f"{slug}-{n + 1}")
+        found.update(_numbered([mintlify_slug(t) for t in titles], first=2))
         named, ids = _mintlify_components(text)
         found.update(ids)
         found.update(mintlify_slug(t) for t in named)
@@ -264,6 +254,18 @@ def repeated_from(anchor: str) -> str | None:
 
 
 _REPEAT = re.compile(r"_\d+$")
+
+
+def _numbered(slugs: list[str], first: int) -> list[str]:
+    """The ids of headings with these slugs, in page order: a repeat numbered `-<first>`, then on
+    (GitHub and Hugo from -1, Mintlify from -2)."""
+    seen: Counter[str] = Counter()
+    out = []
+    for slug in slugs:
+        n = seen[slug]
+        seen[slug] += 1
+        out.append(slug if n == 0 else f"{slug}-{n + first - 1}")
+    return out
 
 
 def _unique(slug: str, used: Counter[str]) -> str:
