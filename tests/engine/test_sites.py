@@ -19,7 +19,7 @@ from udm.index import lint
 from udm.site import LinkResolver, Routes, resolve_links
 from udm.site.routes import detect_site
 
-from .conftest import link_verdicts, page_verdicts, site_settings
+from .conftest import link_verdicts, page_verdicts, site_settings, write_tree
 
 SITES = Path(__file__).parent / "fixtures" / "sites"
 
@@ -232,6 +232,43 @@ def test_a_manual_read_on_github_matches_anchors_whatever_their_case(tmp_path: P
         "b.md#Nope",
         "#HOME",
     }
+
+
+def test_a_manual_read_on_github_links_to_the_rest_of_its_repository(tmp_path: Path) -> None:
+    """Electron's docs/ link `../../shell/x/README.md` and `../../DEPS`: GitHub shows every file of the
+    repository, so a file above the manual but in it lands; one beyond it is out of reach."""
+    (tmp_path / "outside.txt").write_text("x\n")
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    write_tree(repo, {"DEPS": "deps\n", "shell/api/README.md": "# Shell\n", "src/app.ts": "x\n"})
+    settings = site_settings(
+        repo / "docs",
+        {
+            "api/page.md": (
+                "# Page\n\n[a](../../DEPS) [b](../../shell/api/README.md) [c](../../src) [d](../../missing.gn)\n"
+                "[e](../../../outside.txt) [f](../../../../../../etc/passwd)\n"
+            ),
+        },
+    )
+    assert detect_site(repo / "docs").repository == ".."
+    verdicts = page_verdicts(settings, "api/page.md")
+    assert verdicts == {
+        "../../DEPS": True,
+        "../../shell/api/README.md": True,
+        "../../src": True,
+        "../../missing.gn": False,
+        "../../../outside.txt": False,
+        "../../../../../../etc/passwd": False,
+    }
+    messages = {f.message for f in lint(settings) if f.file == "api/page.md"}
+    assert messages == {
+        "link target ../../missing.gn does not exist in the repository",
+        "link target ../../../outside.txt is outside the UDM root",
+        "link target ../../../../../../etc/passwd is outside the UDM root",
+    }
+    # A generator's site publishes only its pages: the same link is broken there.
+    write_tree(repo / "docs", {"mkdocs.yml": "site_name: S\ndocs_dir: .\n"})
+    assert page_verdicts(site_settings(repo / "docs", {}), "api/page.md")["../../DEPS"] is False
 
 
 def test_a_text_fragment_is_no_anchor(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from udm.config import Settings
 from udm.index.extract import outside_root
 from udm.index.query import Definition, UdmQuery, definition_places, get_query
 from udm.markdown import id_family, id_matcher
-from udm.site import display_target, no_holder
+from udm.site import Site, display_target, no_holder
 
 __all__ = ["RULES", "Finding", "LintConfig", "apply_config", "exit_code", "find_cycles", "lint"]
 
@@ -169,8 +169,10 @@ def _all_findings(settings: Settings, query: UdmQuery | None = None) -> list[Fin
             # A front matter `id:` there is the doc's id, unless it is of one of the ID families.
             return not matcher.findall(ident)
 
+    site = q.index.site()
     with q.index.connect() as con:
         findings.extend(_duplicate_ids(con, doc_ids))
+        findings.extend(_broken_links(con, site))
         for check in _CHECKS:
             findings.extend(check(con))
     findings.sort(key=lambda f: (f.file, f.line, f.rule))
@@ -237,8 +239,10 @@ def _task_dependencies(con: duckdb.DuckDBPyConnection) -> Iterator[Finding]:
         yield _finding(file, line, "dependency-cycle", f"dependency cycle: {' -> '.join(path)}")
 
 
-def _broken_links(con: duckdb.DuckDBPyConnection) -> Iterator[Finding]:
-    """broken-anchor and broken-link: the verdicts the index stored (udm.index.resolve, the site's rules)."""
+def _broken_links(con: duckdb.DuckDBPyConnection, site: Site) -> Iterator[Finding]:
+    """broken-anchor and broken-link: the verdicts the index stored (udm.index.resolve, the site's rules).
+    A target above a manual read on GitHub but in its repository is a file that does not exist, not
+    one out of reach."""
     for file, line, target, target_file, fragment, form in con.execute(
         "SELECT file, line, target, target_file, fragment, form FROM links "
         "WHERE kind <> 'external' AND resolved = false ORDER BY file, line"
@@ -253,8 +257,13 @@ def _broken_links(con: duckdb.DuckDBPyConnection) -> Iterator[Finding]:
                 "broken-link",
                 f"cross-reference {target}: {no_holder(display_target(file, target))}",
             )
-        elif not target.startswith(("/", "{{")) and outside_root(display_target(file, target)):
-            yield _finding(file, line, "broken-link", f"link target {target} is outside the UDM root")
+        elif not target.startswith(("/", "{{")) and outside_root(shown := display_target(file, target)):
+            if site.in_repository(shown):
+                yield _finding(
+                    file, line, "broken-link", f"link target {target} does not exist in the repository"
+                )
+            else:
+                yield _finding(file, line, "broken-link", f"link target {target} is outside the UDM root")
         else:
             yield _finding(file, line, "broken-link", f"link target {target} does not exist")
 
@@ -291,7 +300,6 @@ def _heading_skips(con: duckdb.DuckDBPyConnection) -> Iterator[Finding]:
 _CHECKS: tuple[Callable[[duckdb.DuckDBPyConnection], Iterator[Finding]], ...] = (
     _undefined_ids,
     _task_dependencies,
-    _broken_links,
     _bad_files,
     _heading_skips,
 )

@@ -198,7 +198,22 @@ def detect_site(
             site = _within(site, root, _boundary(root, path.parent, stop))
     if base_path is not None:
         site = replace(site, base_path=path_of_url(base_path))
+    if site.generator == "none":
+        site = replace(site, repository=_repository_above(root))
     return site
+
+
+def _repository_above(root: Path) -> str:
+    """The git repository holding a manual read on GitHub, from the manual's root (`..` for a manual in
+    `docs/`); "" when the manual is the repository's root or no repository holds it."""
+    here = root.resolve()
+    for depth in range(64):
+        if (here / ".git").exists():
+            return "/".join([".."] * depth)
+        if here.parent == here:
+            break
+        here = here.parent
+    return ""
 
 
 def _read_site(root: Path, path: Path, gen: str) -> Site:

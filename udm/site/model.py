@@ -102,11 +102,22 @@ class Site:
     # they are one; `..` where one is above the other); None elsewhere. `/x.md` and `@site/x.md`
     # links are looked for from the site's folder.
     site_folder: tuple[str, str] | None = None
+    # With no generator: the git repository holding the manual, from the manual root (`..` for a manual
+    # in `docs/`; "" when the manual is its root or none holds it). GitHub shows a relative link to any
+    # file of the repository, so one above the manual may still land on a file.
+    repository: str = ""
     problems: tuple[str, ...] = ()
 
     def excluded(self, target: str) -> bool:
         """Whether the `link_exclude` setting says not to check this target."""
         return bool(self.exclude) and excluded(target, self.exclude)
+
+    def in_repository(self, rel: str) -> bool:
+        """Whether `rel` (normalised, from the manual root; above it) names a path of the repository
+        holding a manual read on GitHub (`repository`): it climbs no higher than the repository."""
+        if not self.repository or rel.startswith("/"):
+            return False
+        return rel.count("../") + (rel == "..") <= self.repository.count("..")
 
     def crossing_in(self, page: str) -> bool:
         """Whether mkdocs-autorefs cross-references are links on `page` (one of the site's pages)."""
@@ -138,6 +149,7 @@ class Site:
                 self.indented,
                 self.tab_ids,
                 self.site_folder,
+                self.repository,
             ],
             sort_keys=True,
         )

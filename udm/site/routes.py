@@ -692,6 +692,13 @@ class LinkResolver:
                     hit = self._absolute[url] = self._locate_absolute(url)
                 if hit.file is not None or hit.external:
                     return hit
+        # A manual read on GitHub: a file (or folder) of its repository above the manual is shown there.
+        if (
+            not inside
+            and self.site.in_repository(joined)
+            and (self.exists(joined) or (self.is_folder is not None and self.is_folder(joined)))
+        ):
+            return Located(joined, None, how="repository")
         if self.site.generator == "mdbook" and not any(
             (joined == m.folder or joined.startswith(m.folder + "/")) if m.folder else inside
             for m in self.site.mounts
