@@ -17,7 +17,7 @@ from udm.index import lint
 from udm.site import LinkResolver, Routes
 from udm.site.routes import detect_site
 
-from .conftest import link_verdicts, write_tree
+from .conftest import link_verdicts, page_verdicts, write_tree
 
 SITES = Path(__file__).parent / "fixtures" / "sites"
 
@@ -341,6 +341,31 @@ def test_starlight_locales_imported_from_a_json_file(tmp_path: Path) -> None:
         "export default { integrations: [starlight({ title: 'T', locales })] };\n"
     )
     assert detect_site(docs, stop=tmp_path).redirects == ()
+
+
+def test_starlight_locales_from_a_constant_of_the_config(tmp_path: Path) -> None:
+    """Starlight's own docs: `export const locales = {root: {...}, de: {...}}` and `starlight({ locales })`:
+    an untranslated page is served at `/de/...` with the root locale's content."""
+    write_tree(
+        tmp_path,
+        {
+            "astro.config.mjs": (
+                "import starlight from '@astrojs/starlight';\n"
+                "export const locales = {\n  root: { label: 'English', lang: 'en' },\n"
+                "  de: { label: 'Deutsch', lang: 'de' },\n  'zh-cn': { label: 'Chinese', lang: 'zh-CN' },\n};\n"
+                "export default { integrations: [starlight({ title: 'T', locales, sidebar: [] })] };\n"
+            ),
+            "src/content/docs/guides/css.mdx": "# CSS\n\n## Theming\n",
+            "src/content/docs/de/index.mdx": "# Start\n\n[a](/de/guides/css/#theming) [b](/de/guides/nope/)\n",
+        },
+    )
+    site = detect_site(tmp_path, stop=tmp_path)
+    assert site.redirects == (("/de/:slug*", "/:slug*"), ("/zh-cn/:slug*", "/:slug*"))
+    verdicts = page_verdicts(
+        load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".st"),
+        "src/content/docs/de/index.mdx",
+    )
+    assert verdicts == {"/de/guides/css/#theming": True, "/de/guides/nope/": False}
 
 
 def test_quoted_keys_are_read_as_keys(tmp_path: Path) -> None:

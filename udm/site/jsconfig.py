@@ -386,7 +386,7 @@ def starlight(root: Path, here: Path, text: str) -> Site:
     if block is not None and block.startswith("{"):
         locales = _js_keys(block)
     elif imported is not None:
-        locales = imported  # `import locales from './locales.json'` (tauri's docs)
+        locales = imported  # a constant, or `import locales from './locales.json'` (tauri's docs)
     else:
         # `locales: localesConfig` (imported): the locale folders of the content say which there are.
         try:
@@ -424,13 +424,20 @@ def starlight(root: Path, here: Path, text: str) -> Site:
 
 
 def _imported_locales(text: str, options: str, here: Path) -> list[str] | None:
-    """The keys of the JSON file the `locales` option is imported from (`import locales from
-    './locales.json'`, `locales` or `locales: name`), when it is one beside the config; else None."""
+    """The keys of the object the `locales` option names (`locales` or `locales: name`): a constant of
+    the config (`const locales = {...}`), or the JSON file it is imported from (`import locales from
+    './locales.json'`) when that is one beside the config; else None."""
     # No two `\s*` side by side: a run of spaces is read one way (it took seconds for 40,000).
     used = re.search(r"(?<![\w$.])locales\s*(?::\s*([A-Za-z_$][\w$]*)\s*)?[,}\n]", options)
     if used is None:
         return None
     name = used.group(1) or "locales"
+    # `export const locales = {root: {...}, de: {...}}` in the config itself (Starlight's own docs).
+    const = re.search(rf"(?:const|let|var)\s+{re.escape(name)}\s*=\s*\{{", text)
+    if const is not None:
+        end = _balanced(text, const.end() - 1)
+        if end is not None:
+            return _js_keys(text[const.end() - 1 : end + 1])[:_MAX_LOCALES]
     source = re.search(rf"import\s+{re.escape(name)}\s+from\s+['\"](\.{{1,2}}/[^'\"\n]+\.json)['\"]", text)
     if source is None:
         return None
