@@ -15,6 +15,7 @@ import asyncio
 import email.utils
 import json
 import os
+import posixpath
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from pydantic import BaseModel, Field
 
 from udm.config import Settings
 from udm.errors import BlockedAddressError, InvalidURLError
+from udm.index.extract import outside_root
 from udm.net import (
     AllowList,
     OriginPoolTransport,
@@ -38,7 +40,7 @@ from udm.net import (
     split_url,
     url_port,
 )
-from udm.site import display_target, excluded, no_holder
+from udm.site import display_target, excluded, no_holder, settings_site
 
 __all__ = [
     "LinkReport",
@@ -132,6 +134,10 @@ def _internal_verdict(settings: Settings, link: LinkSource) -> LinkResult:
                 f"cross-reference {link.target} names no heading or anchor of the site: it may name an API "
                 "object (mkdocstrings) or another site's inventory entry, which are not checked"
             )
+            return LinkResult(**base, status="skipped", reason=why)
+        shown = display_target(link.file, link.target)
+        if not outside_root(shown) and settings_site(settings).build_output(posixpath.normpath(shown)):
+            why = f"{shown} is ignored by the repository's .gitignore: a file the build writes, not checked"
             return LinkResult(**base, status="skipped", reason=why)
         # The target reads as a URL although the link's kind says otherwise (a redirect to a URL).
         return LinkResult(**base, status="skipped", reason="not a file of the manual")

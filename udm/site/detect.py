@@ -198,22 +198,54 @@ def detect_site(
             site = _within(site, root, _boundary(root, path.parent, stop))
     if base_path is not None:
         site = replace(site, base_path=path_of_url(base_path))
-    if site.generator == "none":
-        site = replace(site, repository=_repository_above(root))
-    return site
+    ignores = ignore_files(root)
+    if site.generator == "none" and ignores:
+        # The repository's root, from the manual's: the `.gitignore` files run from it down to the root.
+        site = replace(site, repository="/".join([".."] * (len(ignores) - 1)))
+    return replace(site, ignores=_ignores(root, ignores))
 
 
-def _repository_above(root: Path) -> str:
-    """The git repository holding a manual read on GitHub, from the manual's root (`..` for a manual in
-    `docs/`); "" when the manual is the repository's root or no repository holds it."""
+# A `.gitignore` is read up to this size and this many patterns (it is a file of the repository).
+_MAX_IGNORE_BYTES = 256 << 10
+_MAX_IGNORE_LINES = 5000
+
+
+def ignore_files(root: Path) -> list[Path]:
+    """The `.gitignore` files that apply to the manual at `root`: the repository root's down to the
+    manual root's ([] when no git repository holds the manual)."""
     here = root.resolve()
-    for depth in range(64):
+    chain = []
+    for _ in range(64):
+        chain.append(here / ".gitignore")
         if (here / ".git").exists():
-            return "/".join([".."] * depth)
+            return list(reversed(chain))
         if here.parent == here:
             break
         here = here.parent
-    return ""
+    return []
+
+
+def _ignores(root: Path, files: list[Path]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Each applying `.gitignore` (`files`, from `ignore_files`) as (the manual root's path from its
+    folder, its pattern lines)."""
+    out = []
+    resolved = root.resolve()
+    for path in files:
+        try:
+            raw = read_head(path, _MAX_IGNORE_BYTES)
+        except OSError:
+            continue  # absent (most folders have none) or unreadable
+        if len(raw) > _MAX_IGNORE_BYTES:
+            raw = raw[: raw.rfind(b"\n") + 1]  # whole lines only
+        lines = tuple(
+            line
+            for line in raw.decode("utf-8", "replace").splitlines()[:_MAX_IGNORE_LINES]
+            if line.strip() and not line.startswith("#")
+        )
+        if lines:
+            prefix = resolved.relative_to(path.parent).as_posix()
+            out.append(("" if prefix == "." else prefix, lines))
+    return tuple(out)
 
 
 def _read_site(root: Path, path: Path, gen: str) -> Site:
@@ -725,20 +757,21 @@ def site_for(
     stop: Path | None = None,
     config: Path | None = None,
 ) -> Site:
-    """`detect_site`, cached while the config file found (and its stat) stays the same."""
+    """`detect_site`, cached while the config file found and the repository's `.gitignore` files (and
+    their stats) stay the same."""
     key = (str(root), generator, base_path, None if stop is None else str(stop), str(config))
     if config is not None and generator != "none":
         found: tuple[Path, str] | None = (config, generator if generator != "auto" else "")
     else:
         found = _find_config(root, stop) if generator != "none" else None
     stamp: tuple[Any, ...] = ()
-    if found is not None:
-        for path in _config_files(*found):
-            try:
-                st = path.stat()
-                stamp += (str(path), st.st_size, st.st_mtime_ns)
-            except OSError:
-                stamp += (str(path),)
+    # The repository's `.gitignore` files say which missing files a build writes.
+    for path in [*(_config_files(*found) if found is not None else []), *ignore_files(root)]:
+        try:
+            st = path.stat()
+            stamp += (str(path), st.st_size, st.st_mtime_ns)
+        except OSError:
+            stamp += (str(path),)
     hit = _SITE_CACHE.get(key)
     if hit is not None and hit[0] == stamp:
         return hit[1]

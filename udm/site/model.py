@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from udm.site.gitignore import ignored
+
 __all__ = [
     "GENERATORS",
     "INDEX_NAMES",
@@ -106,6 +108,10 @@ class Site:
     # in `docs/`; "" when the manual is its root or none holds it). GitHub shows a relative link to any
     # file of the repository, so one above the manual may still land on a file.
     repository: str = ""
+    # The `.gitignore` files of the repository that apply to the manual (its root's and those above it,
+    # up to the repository's): (the manual root's path from the file's folder, its lines). A link to a
+    # file one ignores names what a build writes (uv's and ruff's generated reference pages).
+    ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     problems: tuple[str, ...] = ()
 
     def excluded(self, target: str) -> bool:
@@ -118,6 +124,11 @@ class Site:
         if not self.repository or rel.startswith("/"):
             return False
         return rel.count("../") + (rel == "..") <= self.repository.count("..")
+
+    def build_output(self, rel: str) -> bool:
+        """Whether a `.gitignore` of the repository ignores `rel` (a normalised path inside the manual):
+        a file the build writes, not one the repository holds."""
+        return ignored(self.ignores, rel)
 
     def crossing_in(self, page: str) -> bool:
         """Whether mkdocs-autorefs cross-references are links on `page` (one of the site's pages)."""
@@ -150,6 +161,7 @@ class Site:
                 self.tab_ids,
                 self.site_folder,
                 self.repository,
+                self.ignores,
             ],
             sort_keys=True,
         )

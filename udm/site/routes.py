@@ -699,6 +699,10 @@ class LinkResolver:
             and (self.exists(joined) or (self.is_folder is not None and self.is_folder(joined)))
         ):
             return Located(joined, None, how="repository")
+        if inside and self.site.ignores and self.site.build_output(joined):
+            # A file the repository ignores is one its build writes (uv's and ruff's generated reference
+            # pages): not there to check, so not known to be broken.
+            return Located(None, None, external=True, how="generated")
         if self.site.generator == "mdbook" and not any(
             (joined == m.folder or joined.startswith(m.folder + "/")) if m.folder else inside
             for m in self.site.mounts

@@ -1,0 +1,131 @@
+"""A link to a file the repository's `.gitignore` ignores names a page the build writes (uv's
+`reference/settings.md`, ruff's `rules/`): not there to check, so unknown rather than broken.
+Conventions found on astral-sh/uv and astral-sh/ruff, re-created here in fixtures written by the test."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from udm.index import lint
+from udm.index.links import check_links
+from udm.site.gitignore import ignored
+
+from .conftest import page_verdicts, site_settings, write_tree
+
+LINKS = (
+    "# Guide\n\n[a](../reference/cli.md#uv) [b](../rules/line-too-long.md) [c](../rules/keep.md)\n"
+    "[d](../missing.md) [e](../reference/kept.md)\n"
+)
+
+
+def _repository(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    write_tree(
+        repo,
+        {
+            # The repository's own (uv's) and the manual's (ruff's), each relative to its folder.
+            ".gitignore": "# generated\n/docs/reference/cli.md\n*.pyc\n",
+            # `/rules/*` ignores the files, so `!` can take one back (of an ignored folder, git
+            # takes back nothing: see test_gitignore_matching).
+            "docs/.gitignore": "/rules/*\n!/rules/keep.md\n",
+            "docs/reference/kept.md": "# Kept\n",
+        },
+    )
+    return repo
+
+
+def test_links_to_ignored_files_are_unknown(tmp_path: Path) -> None:
+    repo = _repository(tmp_path)
+    settings = site_settings(repo / "docs", {"guide/index.md": LINKS})
+    assert page_verdicts(settings, "guide/index.md") == {
+        "../reference/cli.md#uv": None,
+        "../rules/line-too-long.md": None,
+        "../rules/keep.md": False,  # un-ignored again by `!`: a file the repository should hold
+        "../missing.md": False,
+        "../reference/kept.md": True,
+    }
+    assert {f.message for f in lint(settings) if f.file == "guide/index.md"} == {
+        "link target ../rules/keep.md does not exist",
+        "link target ../missing.md does not exist",
+    }
+    reasons = {
+        r.target: r.reason for r in check_links(settings, external=False).results if r.status == "skipped"
+    }
+    assert reasons == {
+        "../reference/cli.md#uv": (
+            "reference/cli.md is ignored by the repository's .gitignore: a file the build writes, not checked"
+        ),
+        "../rules/line-too-long.md": (
+            "rules/line-too-long.md is ignored by the repository's .gitignore: a file the build writes, "
+            "not checked"
+        ),
+    }
+
+
+def test_a_changed_gitignore_is_read_at_the_next_refresh(tmp_path: Path) -> None:
+    repo = _repository(tmp_path)
+    settings = site_settings(repo / "docs", {"guide/index.md": LINKS})
+    assert page_verdicts(settings, "guide/index.md")["../missing.md"] is False
+    (repo / ".gitignore").write_text("/docs/reference/cli.md\n/docs/missing.md\n")
+    assert page_verdicts(settings, "guide/index.md")["../missing.md"] is None
+
+
+def test_without_a_repository_nothing_is_ignored(tmp_path: Path) -> None:
+    write_tree(tmp_path / "plain", {".gitignore": "/reference/\n"})
+    settings = site_settings(tmp_path / "plain", {"guide/index.md": "# G\n\n[a](../reference/cli.md)\n"})
+    assert page_verdicts(settings, "guide/index.md") == {"../reference/cli.md": False}
+
+
+@pytest.mark.parametrize(
+    ("lines", "path", "expected"),
+    [
+        (("/docs/reference/cli.md",), "docs/reference/cli.md", True),
+        (("/docs/reference/cli.md",), "other/docs/reference/cli.md", False),
+        (("*.pyc",), "a/b/c.pyc", True),
+        (("build/",), "a/build/x.md", True),
+        (("build/",), "a/build", False),  # a file named build: the pattern is for folders
+        (
+            ("/rules/", "!/rules/keep.md"),
+            "rules/keep.md",
+            True,
+        ),  # git takes nothing back from an ignored folder
+        (("/rules/*", "!/rules/keep.md"), "rules/keep.md", False),
+        (("/rules/*", "!/rules/keep.md"), "rules/other.md", True),
+        (("**/gen/**",), "a/b/gen/c/d.md", True),
+        (("a/**/b.md",), "a/b.md", True),
+        (("a/**/b.md",), "a/x/y/b.md", True),
+        (("a/**/b.md",), "x/a/b.md", False),
+        (("doc[0-9].md",), "doc7.md", True),
+        (("doc[!0-9].md",), "doc7.md", False),
+        (("\\#hash.md",), "#hash.md", True),
+        (("# comment", "", "   "), "comment", False),
+        (("*.md", "!README.md"), "README.md", False),
+        (("a?c.md",), "abc.md", True),
+        (("a?c.md",), "a/c.md", False),
+        (("[unclosed",), "[unclosed", False),
+    ],
+)
+def test_gitignore_matching(lines: tuple[str, ...], path: str, expected: bool) -> None:
+    """Checked against `git check-ignore` on the same files (git 2.39)."""
+    assert ignored((("", lines),), path) is expected
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "*a*a*a*a*a*a*a*a*a*a*a*b",
+        "**/a/**/a/**/a/**/a/**/a/**/a/**/b",
+        "[a]*[a]*[a]*[a]*[a]*[a]*[a]*[a]*[a]*[a]*[a]*b",
+    ],
+)
+def test_a_crafted_pattern_costs_time_bounded_by_its_size(pattern: str) -> None:
+    """A regex translation of these backtracks for seconds on a forty-character name (pathspec: 22 s)."""
+    names = ["a" * 200, "/".join(["a"] * 100) + "/c"]
+    started = time.perf_counter()
+    for name in names:
+        assert ignored((("", (pattern,)),), name) is False
+    assert time.perf_counter() - started < 1.0
