@@ -129,3 +129,13 @@ def test_a_crafted_pattern_costs_time_bounded_by_its_size(pattern: str) -> None:
     for name in names:
         assert ignored((("", (pattern,)),), name) is False
     assert time.perf_counter() - started < 1.0
+
+
+def test_a_manual_in_an_ignored_folder_takes_nothing_from_the_gitignore(tmp_path: Path) -> None:
+    """A scratch copy inside a repository (`/scratch/**` ignored): the repository holds none of its
+    files, so a missing one is broken, not a build's output."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    write_tree(repo, {".gitignore": "/scratch/**\n"})
+    settings = site_settings(repo / "scratch" / "manual", {"index.md": "# I\n\n[a](gone.md)\n"})
+    assert page_verdicts(settings, "index.md") == {"gone.md": False}

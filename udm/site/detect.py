@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from udm.datalimits import check_text
 from udm.markdown import INDENTED_BLOCKS
+from udm.site.gitignore import manual_ignored
 from udm.site.jsconfig import docs_versions_file, docusaurus, starlight, tsconfig_file, vitepress
 from udm.site.model import (
     GENERATORS,
@@ -245,7 +246,8 @@ def _ignores(root: Path, files: list[Path]) -> tuple[tuple[str, tuple[str, ...]]
         if lines:
             prefix = resolved.relative_to(path.parent).as_posix()
             out.append(("" if prefix == "." else prefix, lines))
-    return tuple(out)
+    found = tuple(out)
+    return () if manual_ignored(found) else found
 
 
 def _read_site(root: Path, path: Path, gen: str) -> Site:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-__all__ = ["IgnoreRules", "ignored"]
+__all__ = ["IgnoreRules", "ignored", "manual_ignored"]
 
 # A pattern longer than this, or a path of more segments, is not a file name a build writes.
 _MAX_PATTERN = 1024
@@ -211,4 +211,15 @@ def ignored(files: tuple[tuple[str, tuple[str, ...]], ...], rel: str) -> bool:
                 verdict = decided
         if verdict:
             return True  # an ignored folder (or the file itself)
+    return False
+
+
+def manual_ignored(files: tuple[tuple[str, tuple[str, ...]], ...]) -> bool:
+    """Whether a `.gitignore` above the manual ignores a folder holding it (a scratch copy inside a
+    repository): then the repository holds none of its files, and its patterns say nothing of them."""
+    for prefix, lines in files:
+        parts = prefix.split("/") if prefix else []
+        for k in range(1, min(len(parts), _MAX_SEGMENTS) + 1):
+            if _rules(lines).decide(parts[:k], True):
+                return True
     return False
