@@ -107,6 +107,9 @@ def test_without_a_repository_nothing_is_ignored(tmp_path: Path) -> None:
         (("a?c.md",), "abc.md", True),
         (("a?c.md",), "a/c.md", False),
         (("[unclosed",), "[unclosed", False),
+        (("/rules/**", "!/rules/keep.md"), "rules/keep.md", False),  # `/**` is the inside, not the folder
+        (("gen/**",), "gen/x/y.md", True),
+        (("**",), "a/b.md", True),
     ],
 )
 def test_gitignore_matching(lines: tuple[str, ...], path: str, expected: bool) -> None:
@@ -139,3 +142,13 @@ def test_a_manual_in_an_ignored_folder_takes_nothing_from_the_gitignore(tmp_path
     write_tree(repo, {".gitignore": "/scratch/**\n"})
     settings = site_settings(repo / "scratch" / "manual", {"index.md": "# I\n\n[a](gone.md)\n"})
     assert page_verdicts(settings, "index.md") == {"gone.md": False}
+
+
+def test_a_deeper_gitignore_takes_back_the_folder_holding_the_manual(tmp_path: Path) -> None:
+    """`scratch` ignored at the repository's root but `!scratch` in `a/.gitignore`: git keeps
+    `a/scratch`, so a manual there is the repository's and its patterns apply."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    write_tree(repo, {".gitignore": "scratch\n", "a/.gitignore": "!scratch\n/scratch/gen/\n"})
+    settings = site_settings(repo / "a" / "scratch", {"index.md": "# I\n\n[a](gen/x.md) [b](gone.md)\n"})
+    assert page_verdicts(settings, "index.md") == {"gen/x.md": None, "gone.md": False}

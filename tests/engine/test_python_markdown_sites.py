@@ -163,19 +163,28 @@ def test_mintlify_ids_of_headings_components_and_partials(tmp_path: Path) -> Non
                 '<ParamField path="user_id" type="string">x</ParamField>\n'
             ),
             "with-partial.mdx": "import Setup from '/snippets/setup.mdx';\n\n# With a partial\n\n<Setup />\n",
-            "imports-only.mdx": "import Setup from '/snippets/setup.mdx';\n\n# Imports only\n",
+            "imports-only.mdx": (
+                "import Setup from '/snippets/setup.mdx';\n\n# Imports only\n\n<SetupGuide />\n"
+                '<Tab data-id="not-an-id" title="Shown">x</Tab>\n'
+            ),
             "snippets/setup.mdx": "## Setup steps\n",
             "index.mdx": (
                 "# Home\n\n[a](/ref#what’s-new) [b](/ref#read/write-access) [c](/ref#example:-connect)\n"
                 "[d](/ref#overview-2) [e](/ref#split-configuration-with-$ref) [f](/ref#march-2026)\n"
                 "[g](/ref#custom-tab) [h](/ref#step-one) [i](/ref#param-thumbnails-background)\n"
                 "[j](/ref#param-user_id) [k](/ref#whats-new) [l](/ref#missing)\n"
-                "[m](/with-partial#setup-steps) [n](/imports-only#setup-steps)\n"
+                "[m](/with-partial#setup-steps) [n](/imports-only#setup-steps) [o](/imports-only#not-an-id)\n"
+                "[p](/imports-only#shown)\n"
             ),
         },
     )
     verdicts = page_verdicts(settings, "index.mdx")
-    assert {t for t, ok in verdicts.items() if ok is False} == {"/ref#missing", "/imports-only#setup-steps"}
+    # `<SetupGuide />` renders no `Setup`; `data-id` is no `id`.
+    assert {t for t, ok in verdicts.items() if ok is False} == {
+        "/ref#missing",
+        "/imports-only#setup-steps",
+        "/imports-only#not-an-id",
+    }
     # A rendered partial's headings are the page's, but only the partial knows them: unknown, not broken.
     assert verdicts["/with-partial#setup-steps"] is None
-    assert sum(ok is True for ok in verdicts.values()) == 11
+    assert sum(ok is True for ok in verdicts.values()) == 12

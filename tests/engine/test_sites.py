@@ -266,6 +266,9 @@ def test_a_manual_read_on_github_links_to_the_rest_of_its_repository(tmp_path: P
         "link target ../../../outside.txt is outside the UDM root",
         "link target ../../../../../../etc/passwd is outside the UDM root",
     }
+    # Climbing to the repository's parent folder itself, or a name holding `..`, is counted right.
+    site = detect_site(repo / "docs")
+    assert not site.in_repository("../..") and site.in_repository("../a../b")
     # A generator's site publishes only its pages: the same link is broken there.
     write_tree(repo / "docs", {"mkdocs.yml": "site_name: S\ndocs_dir: .\n"})
     assert page_verdicts(site_settings(repo / "docs", {}), "api/page.md")["../../DEPS"] is False

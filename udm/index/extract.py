@@ -14,7 +14,7 @@ from urllib.parse import unquote
 
 from udm.index.datarows import Facts, data_rows, is_config_file, json_safe, tool_section_rows
 from udm.markdown import Document
-from udm.site import on_pages
+from udm.site import on_pages, outside_root
 
 __all__ = [
     "TABLE_COLUMNS",
@@ -22,7 +22,6 @@ __all__ = [
     "document_rows",
     "is_config_file",
     "json_safe",
-    "outside_root",
     "parse_options",
     "split_link_target",
 ]
@@ -183,11 +182,6 @@ def split_link_target(source_file: str, target: str) -> tuple[str | None, str | 
     path = unquote(path.split("?", 1)[0])
     joined = posixpath.normpath(posixpath.join(posixpath.dirname(source_file), path))
     return joined, fragment or None
-
-
-def outside_root(target_file: str) -> bool:
-    """Whether a link's normalised target leaves the UDM root (absolute, or above it)."""
-    return target_file.startswith("/") or target_file == ".." or target_file.startswith("../")
 
 
 def document_rows(doc: Document, *, exists: Any = None) -> dict[str, list[dict[str, Any]]]:

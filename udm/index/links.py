@@ -15,7 +15,6 @@ import asyncio
 import email.utils
 import json
 import os
-import posixpath
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -30,7 +29,6 @@ from pydantic import BaseModel, Field
 
 from udm.config import Settings
 from udm.errors import BlockedAddressError, InvalidURLError
-from udm.index.extract import outside_root
 from udm.net import (
     AllowList,
     OriginPoolTransport,
@@ -40,7 +38,7 @@ from udm.net import (
     split_url,
     url_port,
 )
-from udm.site import display_target, excluded, no_holder, settings_site
+from udm.site import Site, display_target, excluded, no_holder, outside_root, settings_site
 
 __all__ = [
     "LinkReport",
@@ -120,7 +118,7 @@ def collect_links(settings: Settings) -> list[LinkSource]:
     ]
 
 
-def _internal_verdict(settings: Settings, link: LinkSource) -> LinkResult:
+def _internal_verdict(settings: Settings, site: Site, link: LinkSource) -> LinkResult:
     """The index's verdict on an internal link or anchor (resolved there with the site's rules, udm.site.routes)."""
     base = {"file": link.file, "line": link.line, "text": link.text, "target": link.target, "kind": link.kind}
     if link.resolved is None:
@@ -136,7 +134,7 @@ def _internal_verdict(settings: Settings, link: LinkSource) -> LinkResult:
             )
             return LinkResult(**base, status="skipped", reason=why)
         shown = display_target(link.file, link.target)
-        if not outside_root(shown) and settings_site(settings).build_output(posixpath.normpath(shown)):
+        if not outside_root(shown) and site.build_output(shown):
             why = f"{shown} is ignored by the repository's .gitignore: a file the build writes, not checked"
             return LinkResult(**base, status="skipped", reason=why)
         # The target reads as a URL although the link's kind says otherwise (a redirect to a URL).
@@ -395,6 +393,7 @@ def check_links(
 ) -> LinkReport:
     """Check every link of the UDM; `options` go to `check_external` (per_host, max_age_s ...)."""
     started = time.perf_counter()
+    site: Site | None = None  # read once, on the first internal link
     found = collect_links(settings) if links is None else links
     results: list[LinkResult] = []
     skip = tuple(settings.link_exclude)
@@ -426,7 +425,8 @@ def check_links(
                 )
             )
         elif internal:
-            results.append(_internal_verdict(settings, link))
+            site = site if site is not None else settings_site(settings)
+            results.append(_internal_verdict(settings, site, link))
     counts: dict[str, int] = {}
     for r in results:
         counts[r.status] = counts.get(r.status, 0) + 1

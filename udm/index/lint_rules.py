@@ -20,10 +20,9 @@ from typing import Any
 import duckdb
 
 from udm.config import Settings
-from udm.index.extract import outside_root
 from udm.index.query import Definition, UdmQuery, definition_places, get_query
 from udm.markdown import id_family, id_matcher
-from udm.site import Site, display_target, no_holder
+from udm.site import Site, display_target, no_holder, outside_root
 
 __all__ = ["RULES", "Finding", "LintConfig", "apply_config", "exit_code", "find_cycles", "lint"]
 

@@ -170,7 +170,10 @@ class _Resolver:
         return real.is_file()
 
     def is_folder(self, rel: str) -> bool:
-        """Whether a folder exists under the root (a plain manual's link may name one: GitHub lists it)."""
+        """Whether a folder exists under the root (a plain manual's link may name one: GitHub lists it),
+        or above it in its repository (the resolver asks only for those `Site.in_repository` allows)."""
+        if rel.startswith("../"):
+            return (self.ws.root / rel).is_dir()
         try:
             return self.ws.real_path(rel).is_dir()
         except UdmError:

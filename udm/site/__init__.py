@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from udm.site.detect import site_for as site_for
     from udm.site.model import excluded as excluded
     from udm.site.model import on_pages as on_pages
+    from udm.site.model import outside_root as outside_root
     from udm.site.routes import LinkResolver as LinkResolver
     from udm.site.routes import Routes as Routes
     from udm.site.routes import autoref_ids as autoref_ids
@@ -43,6 +44,7 @@ _SURFACE = {
     "page_anchors": "anchors",
     "repeated_from": "anchors",
     "on_pages": "model",
+    "outside_root": "model",
     "resolve_links": "routes",
     "route_meta": "routes",
     "settings_site": "detect",
@@ -60,6 +62,7 @@ __all__ = [
     "explicit_anchors",
     "no_holder",
     "on_pages",
+    "outside_root",
     "page_anchors",
     "repeated_from",
     "resolve_links",

@@ -42,7 +42,8 @@ __all__ = [
 
 def has_explicit_anchor(text: str, anchor: str) -> bool:
     """Whether the page names `anchor` itself (see `explicit_anchors`)."""
-    return (anchor in text or "&" in text) and anchor in explicit_anchors(text)
+    # An id may be written with character references (`id="a&#x5F;b"`): only then is it not in the text.
+    return (anchor in text or _REFERENCE.search(text) is not None) and anchor in explicit_anchors(text)
 
 
 def explicit_anchors(text: str) -> set[str]:
@@ -57,12 +58,12 @@ def explicit_anchors(text: str) -> set[str]:
     return _named(_without_code(text))
 
 
-# `id="x"`, `name='x'` (anywhere in a tag), `{#x}`, `{/*x*/}` and an attribute list `{...}` (its
-# `#x` members are read below).
+# `id="x"`, `name='x'` (anywhere in a tag; `data-id=` is another attribute), `{#x}`, `{/*x*/}` and an
+# attribute list `{...}` (its `#x` members are read below).
 # Each alternative stops at a brace, a blank or 300 characters, so crafted runs of `{#`, `{/*` or
 # `id="` cost a bounded scan each.
 _NAMING = re.compile(
-    r"""(?:id|name)=(?:"([^"\n<>]{0,300})"|'([^'\n<>]{0,300})')|\{#([^{}\s]{0,300})\}"""
+    r"""(?<![\w-])(?:id|name)=(?:"([^"\n<>]{0,300})"|'([^'\n<>]{0,300})')|\{#([^{}\s]{0,300})\}"""
     r"""|\{/\*[ \t]*([^{}\s*]{0,300})[ \t]*\*/\}|\{([^{}\n]*)\}"""
 )
 # Inside an attribute list: `#id` after its opening brace, a colon or a blank, up to a blank or its end.
@@ -212,7 +213,9 @@ def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool | re.
         # Headings of another file, included (vitest's CLI page), or a Vue component's, whose ids only
         # its code tells (Vue's docs: the API index and the examples are components on their page).
         unknown = True
-    if page.lower().endswith(".mdx") and _renders_partial(text):
+    # Docusaurus 3 reads `.md` as MDX too: either may import a partial.
+    mdx = page.lower().endswith(".mdx") or (site.generator == "docusaurus" and page.lower().endswith(".md"))
+    if mdx and _renders_partial(text):
         unknown = True  # an imported Markdown file rendered in the page: its headings are the page's
     return found, unknown
 
@@ -284,7 +287,9 @@ _DIRECTIVE = re.compile(r"^[ \t]*::: *([\w.:-]{1,300})[ \t]*$", re.M)
 # changelog updates (their label) and API fields (`param-` and the field's name: `name="a.b"` is
 # `#param-a-b`).
 _MINTLIFY_TAG = re.compile(r"<(Accordion|Tab|Step|Update|ResponseField|ParamField)\b([^<>]{0,1000})>")
-_ATTRIBUTE = re.compile(r"""\b([A-Za-z]+)=(?:"([^"<>]{0,300})"|'([^'<>]{0,300})')""")
+_ATTRIBUTE = re.compile(r"""(?<![\w-])([A-Za-z]+)=(?:"([^"<>]{0,300})"|'([^'<>]{0,300})')""")
+# A character reference (`&#x5F;`, `&#95;`, `&amp;`): an id written with one is decoded.
+_REFERENCE = re.compile(r"&(?:#[0-9]{1,8}|#[xX][0-9a-fA-F]{1,8}|[A-Za-z][A-Za-z0-9]{1,31});")
 _FIELD_NAMES = ("name", "path", "query", "body", "header")
 # A component (PascalCase, as Vue and MDX write one) alone on its line, where it may render a block
 # with headings (one inside a paragraph, `<MoonPhase />` in vitest's docs, renders inline).
@@ -348,7 +353,10 @@ def _renders_partial(text: str) -> bool:
     and Docusaurus partials are: the file's headings get ids in the page."""
     if "import" not in text:
         return False
-    return any(f"<{m.group(1)}" in text for m in _IMPORT_PARTIAL.finditer(text))
+    return any(
+        re.search(rf"<{re.escape(m.group(1))}[\s/>]", text) is not None
+        for m in itertools.islice(_IMPORT_PARTIAL.finditer(text), 100)
+    )
 
 
 def _inserts_markdown(doc: Document) -> bool:

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from udm.datalimits import check_text
 from udm.markdown import INDENTED_BLOCKS
-from udm.site.gitignore import manual_ignored
-from udm.site.jsconfig import docs_versions_file, docusaurus, starlight, tsconfig_file, vitepress
+from udm.site.gitignore import ignore_files, manual_ignored, read_ignores
+from udm.site.jsconfig import docs_versions_files, docusaurus, starlight, tsconfig_file, vitepress
 from udm.site.model import (
     GENERATORS,
     INDEX_NAMES,
@@ -199,55 +199,13 @@ def detect_site(
             site = _within(site, root, _boundary(root, path.parent, stop))
     if base_path is not None:
         site = replace(site, base_path=path_of_url(base_path))
-    ignores = ignore_files(root)
-    if site.generator == "none" and ignores:
-        # The repository's root, from the manual's: the `.gitignore` files run from it down to the root.
-        site = replace(site, repository="/".join([".."] * (len(ignores) - 1)))
-    return replace(site, ignores=_ignores(root, ignores))
-
-
-# A `.gitignore` is read up to this size and this many patterns (it is a file of the repository).
-_MAX_IGNORE_BYTES = 256 << 10
-_MAX_IGNORE_LINES = 5000
-
-
-def ignore_files(root: Path) -> list[Path]:
-    """The `.gitignore` files that apply to the manual at `root`: the repository root's down to the
-    manual root's ([] when no git repository holds the manual)."""
-    here = root.resolve()
-    chain = []
-    for _ in range(64):
-        chain.append(here / ".gitignore")
-        if (here / ".git").exists():
-            return list(reversed(chain))
-        if here.parent == here:
-            break
-        here = here.parent
-    return []
-
-
-def _ignores(root: Path, files: list[Path]) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """Each applying `.gitignore` (`files`, from `ignore_files`) as (the manual root's path from its
-    folder, its pattern lines)."""
-    out = []
-    resolved = root.resolve()
-    for path in files:
-        try:
-            raw = read_head(path, _MAX_IGNORE_BYTES)
-        except OSError:
-            continue  # absent (most folders have none) or unreadable
-        if len(raw) > _MAX_IGNORE_BYTES:
-            raw = raw[: raw.rfind(b"\n") + 1]  # whole lines only
-        lines = tuple(
-            line
-            for line in raw.decode("utf-8", "replace").splitlines()[:_MAX_IGNORE_LINES]
-            if line.strip() and not line.startswith("#")
-        )
-        if lines:
-            prefix = resolved.relative_to(path.parent).as_posix()
-            out.append(("" if prefix == "." else prefix, lines))
-    found = tuple(out)
-    return () if manual_ignored(found) else found
+    files = ignore_files(root)
+    ignores = read_ignores(root, files)
+    if site.generator == "none" and files and not manual_ignored(ignores):
+        # The repository's root, from the manual's: its `.gitignore` files run from there down to the
+        # root. A manual in a folder the repository ignores (a scratch copy) is none of its files.
+        site = replace(site, repository="/".join([".."] * (len(files) - 1)))
+    return replace(site, ignores=() if manual_ignored(ignores) else ignores)
 
 
 def _read_site(root: Path, path: Path, gen: str) -> Site:
@@ -785,9 +743,7 @@ def site_for(
 def _config_files(path: Path, generator: str) -> list[Path]:
     """The files a site's conventions are read from: its config, and what the config reads beside it."""
     if generator == "docusaurus":
-        # Each docs plugin instance's released versions too (`<id>_versions.json`).
-        instances = sorted(path.parent.glob("*_versions.json"))[:50]
-        return [path, docs_versions_file(path.parent), *instances]
+        return [path, *docs_versions_files(path.parent)]
     if generator == "starlight":
         return [path, tsconfig_file(path.parent)]
     if generator == "hugo":

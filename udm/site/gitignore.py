@@ -10,12 +10,61 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from pathlib import Path
 
-__all__ = ["IgnoreRules", "ignored", "manual_ignored"]
+__all__ = ["ignore_files", "ignored", "manual_ignored", "read_ignores"]
 
 # A pattern longer than this, or a path of more segments, is not a file name a build writes.
 _MAX_PATTERN = 1024
 _MAX_SEGMENTS = 128
+# A `.gitignore` is read up to this size and this many patterns (it is a file of the repository).
+_MAX_IGNORE_BYTES = 256 << 10
+_MAX_IGNORE_LINES = 5000
+
+Ignores = tuple[
+    tuple[str, tuple[str, ...]], ...
+]  # (the manual root's path from the file's folder, its lines)
+
+
+def ignore_files(root: Path) -> list[Path]:
+    """The `.gitignore` files that apply to the manual at `root`: the repository root's down to the
+    manual root's ([] when no git repository holds the manual)."""
+    here = root.resolve()
+    chain = []
+    for _ in range(64):
+        chain.append(here / ".gitignore")
+        if (here / ".git").exists():
+            return list(reversed(chain))
+        if here.parent == here:
+            break
+        here = here.parent
+    return []
+
+
+def read_ignores(root: Path, files: list[Path]) -> Ignores:
+    """Each of `files` (from `ignore_files`) that exists and holds patterns, as (the manual root's path
+    from its folder, its pattern lines)."""
+    from udm.site.model import read_head  # the model matches paths with this module
+
+    out = []
+    resolved = root.resolve()
+    for path in files:
+        try:
+            raw = read_head(path, _MAX_IGNORE_BYTES)
+        except OSError:
+            continue  # absent (most folders have none) or unreadable
+        if len(raw) > _MAX_IGNORE_BYTES:
+            raw = raw[: raw.rfind(b"\n") + 1]  # whole lines only
+        lines = tuple(
+            line
+            for line in raw.decode("utf-8", "replace").splitlines()[:_MAX_IGNORE_LINES]
+            if line.strip() and not line.startswith("#")
+        )
+        if lines:
+            prefix = resolved.relative_to(path.parent).as_posix()
+            out.append(("" if prefix == "." else prefix, lines))
+    return tuple(out)
+
 
 _Token = tuple[str, object]  # ("*", None), ("?", None), ("=", char), ("[", (negated, items))
 
@@ -74,6 +123,7 @@ def _class(glob: str, start: int) -> tuple[int, tuple[bool, list[tuple[str, str]
 
 
 def _one(token: _Token, c: str) -> bool:
+    """Whether one character matches a token that is no `*`."""
     kind, value = token
     if kind == "?":
         return True
@@ -112,6 +162,7 @@ class _Pattern:
     directory_only: bool
     anchored: bool  # holds a slash before its end: matched against the whole path, else any name
     segments: tuple[list[_Token] | None, ...]  # None: a `**` segment
+    inside: bool = False  # ended in `/**`: what is inside the folder, not the folder itself
 
 
 def _pattern(line: str) -> _Pattern | None:
@@ -131,8 +182,13 @@ def _pattern(line: str) -> _Pattern | None:
     text = text.rstrip("/")
     if not text:
         return None
+    if text == "**":
+        return _Pattern(negated, directory_only, False, (None,))  # every file and folder
     anchored = "/" in text
     parts = text.lstrip("/").split("/")
+    inside = len(parts) > 1 and parts[-1] == "**"
+    if inside:
+        parts = parts[:-1]
     segments: list[list[_Token] | None] = []
     for part in parts:
         if part == "**":
@@ -143,7 +199,7 @@ def _pattern(line: str) -> _Pattern | None:
         if tokens is None:
             return None
         segments.append(tokens)
-    return _Pattern(negated, directory_only, anchored, tuple(segments))
+    return _Pattern(negated, directory_only, anchored, tuple(segments), inside)
 
 
 def _path_match(segments: tuple[list[_Token] | None, ...], parts: list[str]) -> bool:
@@ -163,7 +219,7 @@ def _path_match(segments: tuple[list[_Token] | None, ...], parts: list[str]) -> 
     return can[0][0]
 
 
-class IgnoreRules:
+class _Rules:
     """The patterns of one `.gitignore`, matched against paths relative to its folder."""
 
     def __init__(self, lines: tuple[str, ...]) -> None:
@@ -176,19 +232,23 @@ class IgnoreRules:
         for pattern in self.patterns:
             if pattern.directory_only and not is_dir:
                 continue
-            if pattern.anchored:
+            if pattern.inside:
+                # `gen/**`: a path with `gen` as one of its folders, not `gen` itself.
+                hit = any(_path_match(pattern.segments, parts[:k]) for k in range(1, len(parts)))
+            elif pattern.anchored:
                 hit = _path_match(pattern.segments, parts)
             else:
                 tokens = pattern.segments[0]
-                hit = tokens is not None and _glob(tokens, parts[-1])
+                hit = tokens is None or _glob(tokens, parts[-1])
             if hit:
                 verdict = not pattern.negated
         return verdict
 
 
 @functools.lru_cache(maxsize=64)
-def _rules(lines: tuple[str, ...]) -> IgnoreRules:
-    return IgnoreRules(lines)
+def _rules(lines: tuple[str, ...]) -> _Rules:
+    """A `.gitignore` file's patterns, compiled once."""
+    return _Rules(lines)
 
 
 def ignored(files: tuple[tuple[str, tuple[str, ...]], ...], rel: str) -> bool:
@@ -197,7 +257,7 @@ def ignored(files: tuple[tuple[str, tuple[str, ...]], ...], rel: str) -> bool:
     a file in an ignored folder is ignored whatever a later pattern says of the file; otherwise the
     last matching pattern decides, a deeper file's over a shallower one's."""
     if not files or not rel or rel.startswith(("../", "/")) or rel == "..":
-        return False
+        return False  # only paths inside the manual are asked (the model's outside_root)
     for depth in range(1, rel.count("/") + 2):
         is_dir = depth <= rel.count("/")
         verdict: bool | None = None
@@ -214,12 +274,22 @@ def ignored(files: tuple[tuple[str, tuple[str, ...]], ...], rel: str) -> bool:
     return False
 
 
-def manual_ignored(files: tuple[tuple[str, tuple[str, ...]], ...]) -> bool:
-    """Whether a `.gitignore` above the manual ignores a folder holding it (a scratch copy inside a
-    repository): then the repository holds none of its files, and its patterns say nothing of them."""
-    for prefix, lines in files:
-        parts = prefix.split("/") if prefix else []
-        for k in range(1, min(len(parts), _MAX_SEGMENTS) + 1):
-            if _rules(lines).decide(parts[:k], True):
-                return True
+def manual_ignored(files: Ignores) -> bool:
+    """Whether the `.gitignore` files ignore a folder holding the manual (a scratch copy inside a
+    repository): then the repository holds none of its files, and its patterns say nothing of them.
+    Each folder above the manual is decided as git decides it: by the last matching pattern of the
+    files at or above it, a deeper file's over a shallower one's."""
+    depth = max((len(prefix.split("/")) for prefix, _ in files if prefix), default=0)
+    for above in range(min(depth, _MAX_SEGMENTS), 0, -1):  # the folder `above` levels over the root
+        verdict: bool | None = None
+        for prefix, lines in files:
+            parts = prefix.split("/") if prefix else []
+            if len(parts) < above:
+                continue  # the file sits below that folder
+            folder = parts[: len(parts) - above + 1]
+            decided = _rules(lines).decide(folder, True)
+            if decided is not None:
+                verdict = decided
+        if verdict:
+            return True
     return False

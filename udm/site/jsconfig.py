@@ -21,7 +21,15 @@ from udm.datalimits import check_text
 from udm.errors import UdmError
 from udm.site.model import Mount, Site, path_of_url, read_head, static_folders, under, within
 
-__all__ = ["docs_versions_file", "docusaurus", "starlight", "ts_aliases", "tsconfig_file", "vitepress"]
+__all__ = [
+    "docs_versions_file",
+    "docs_versions_files",
+    "docusaurus",
+    "starlight",
+    "ts_aliases",
+    "tsconfig_file",
+    "vitepress",
+]
 
 
 # How many `key:` places a block is looked for at: an unclosed one is scanned to the end of the
@@ -248,10 +256,21 @@ def _json_file(path: Path, what: str, *, jsonc: bool = False) -> Any:
         return None
 
 
+# Further docs plugin instances read from one config: a site has a handful; each is a mount that
+# every absolute link may be tried against.
+_MAX_INSTANCES = 50
+
+
 def docs_versions_file(here: Path, instance: str = "") -> Path:
     """Docusaurus' list of released docs versions, beside its config (`<id>_versions.json` for a
     docs plugin instance other than the default)."""
     return here / f"{instance}versions.json"
+
+
+def docs_versions_files(here: Path) -> list[Path]:
+    """Every list of released docs versions a Docusaurus config may read: the default docs' and each
+    further instance's (as many as instances are read)."""
+    return [docs_versions_file(here), *sorted(here.glob("*_versions.json"))[:_MAX_INSTANCES]]
 
 
 def _released_versions(here: Path, instance: str = "") -> list[str]:
@@ -296,8 +315,6 @@ def _docs_versions(
     return mounts
 
 
-# How many further docs plugin instances a config is read for.
-_MAX_INSTANCES = 50
 # The docs plugin's name (in full, or the shorthand `content-docs`) and then its options, in one
 # `[name, {...}]` entry of `plugins`.
 _DOCS_PLUGIN = re.compile(r"""['"`](?:@docusaurus/plugin-|docusaurus-plugin-)?content-docs['"`]\s*,\s*\{""")

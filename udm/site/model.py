@@ -123,7 +123,7 @@ class Site:
         holding a manual read on GitHub (`repository`): it climbs no higher than the repository."""
         if not self.repository or rel.startswith("/"):
             return False
-        return rel.count("../") + (rel == "..") <= self.repository.count("..")
+        return climbs(rel) <= climbs(self.repository)
 
     def build_output(self, rel: str) -> bool:
         """Whether a `.gitignore` of the repository ignores `rel` (a normalised path inside the manual):
@@ -177,8 +177,24 @@ class Site:
             "redirects": len(self.redirects),
             **({"autorefs": self.autorefs} if self.autorefs else {}),
             **({"indented_blocks": list(self.indented)} if self.indented else {}),
+            # Where links above the manual may land, and the `.gitignore` files whose missing files
+            # are a build's output (why a link was accepted or not checked).
+            **({"repository": self.repository} if self.repository else {}),
+            **({"site_folder": self.site_folder[0] or "."} if self.site_folder else {}),
+            **({"gitignore_files": len(self.ignores)} if self.ignores else {}),
             "problems": list(self.problems),
         }
+
+
+def outside_root(rel: str) -> bool:
+    """Whether a normalised path from the manual root leaves it (absolute, or above it)."""
+    return rel.startswith("/") or rel == ".." or rel.startswith("../")
+
+
+def climbs(rel: str) -> int:
+    """How many folders a normalised relative path climbs before it descends (`../../a` climbs 2)."""
+    parts = rel.split("/")
+    return next((i for i, part in enumerate(parts) if part != ".."), len(parts))
 
 
 _MAX_EXCLUDE = 200

@@ -44,6 +44,7 @@ from udm.site.detect import (
     site_for,
     strip_page,
 )
+from udm.site.model import outside_root
 
 __all__ = [
     "GENERATORS",
@@ -388,7 +389,7 @@ def _from_site(path: str, folder: tuple[str, str]) -> str:
     root and the root from the site's folder); "" when it is not under the root."""
     site_dir, root_in_site = folder
     joined = posixpath.normpath(posixpath.join(site_dir, path))
-    if joined != ".." and not joined.startswith("../"):
+    if not outside_root(joined):
         return joined
     normal = posixpath.normpath(path)
     if root_in_site and normal.startswith(root_in_site + "/"):
@@ -559,7 +560,7 @@ class LinkResolver:
             ]
         for candidate in tries:
             rel = posixpath.normpath(candidate) if candidate else ""
-            if not rel or rel == ".." or rel.startswith(("../", "/")) or rel not in self.routes.pages:
+            if not rel or outside_root(rel) or rel not in self.routes.pages:
                 continue
             found = _mount_of(self.site, rel)
             if found is not None and found[0].kind == mount.kind:
@@ -600,7 +601,7 @@ class LinkResolver:
             keys.append(path.lstrip("/"))
         for key in keys:
             normal = posixpath.normpath(key)
-            if normal == ".." or normal.startswith("../"):
+            if outside_root(normal):
                 continue
             wanted = strip_page("" if normal == "." else normal).lower()
             for mount in mounts:
@@ -667,7 +668,7 @@ class LinkResolver:
 
     def _locate_relative(self, source: str, path: str) -> Located:
         joined = posixpath.normpath(posixpath.join(posixpath.dirname(source), path))
-        inside = not (joined == ".." or joined.startswith(("../", "/")))
+        inside = not outside_root(joined)
         if inside:
             if joined in self.routes.pages or (not path.endswith("/") and self.exists(joined)):
                 return Located(joined, None, how="file")
