@@ -28,6 +28,8 @@ def _repository(tmp_path: Path) -> Path:
         repo,
         {
             # The repository's own (uv's) and the manual's (ruff's), each relative to its folder.
+            # uv's layout: an MkDocs site whose docs_dir is docs/ (a site a build writes pages into).
+            "mkdocs.yml": "site_name: S\n",
             ".gitignore": "# generated\n/docs/reference/cli.md\n*.pyc\n",
             # `/rules/*` ignores the files, so `!` can take one back (of an ignored folder, git
             # takes back nothing: see test_gitignore_matching).
@@ -149,6 +151,33 @@ def test_a_deeper_gitignore_takes_back_the_folder_holding_the_manual(tmp_path: P
     `a/scratch`, so a manual there is the repository's and its patterns apply."""
     repo = tmp_path / "repo"
     (repo / ".git").mkdir(parents=True)
-    write_tree(repo, {".gitignore": "scratch\n", "a/.gitignore": "!scratch\n/scratch/gen/\n"})
+    write_tree(
+        repo,
+        {
+            ".gitignore": "scratch\n",
+            "a/.gitignore": "!scratch\n/scratch/gen/\n",
+            "a/scratch/mkdocs.yml": "site_name: S\ndocs_dir: docs\n",
+        },
+    )
+    settings = site_settings(
+        repo / "a" / "scratch" / "docs", {"index.md": "# I\n\n[a](../gen/x.md) [b](gone.md)\n"}
+    )
+    assert page_verdicts(settings, "index.md") == {"../gen/x.md": False, "gone.md": False}
     settings = site_settings(repo / "a" / "scratch", {"index.md": "# I\n\n[a](gen/x.md) [b](gone.md)\n"})
     assert page_verdicts(settings, "index.md") == {"gen/x.md": None, "gone.md": False}
+
+
+def test_a_manual_read_on_github_has_no_ignored_files(tmp_path: Path) -> None:
+    """With no generator the manual is read on GitHub, which shows no ignored file, built or not: a
+    link to one is broken, and above the manual so is one to git's own folder (the helper's attack)."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    write_tree(repo, {".gitignore": ".env\n/docs/gen/\n", ".env": "TOKEN=1\n", ".git/config": "[core]\n"})
+    settings = site_settings(
+        repo / "docs", {"index.md": "# I\n\n[a](gen/x.md) [b](../.env) [c](../.git/config)\n"}
+    )
+    assert page_verdicts(settings, "index.md") == {
+        "gen/x.md": False,
+        "../.env": False,
+        "../.git/config": False,
+    }

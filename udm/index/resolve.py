@@ -17,7 +17,7 @@ from typing import Any
 
 import duckdb
 
-from udm.site import LinkResolver, Routes, Site, repeated_from, resolve_links
+from udm.site import LinkResolver, Routes, Site, exists_within, repeated_from, resolve_links
 
 __all__ = ["FreshRows", "resolve_index_links", "routes_from"]
 
@@ -315,7 +315,7 @@ def _file_exists(root: Path) -> Callable[[str], bool]:
     def exists(rel: str) -> bool:
         hit = seen.get(rel)
         if hit is None:
-            hit = seen[rel] = os.path.isfile(os.path.join(base, rel))
+            hit = seen[rel] = exists_within(base, rel)
         return hit
 
     return exists
@@ -324,7 +324,7 @@ def _file_exists(root: Path) -> Callable[[str], bool]:
 def _folder_exists(root: Path) -> Callable[[str], bool]:
     """Whether a folder exists under the root (asked only for a plain manual's links)."""
     base = str(root)
-    return lambda rel: os.path.isdir(os.path.join(base, rel))
+    return lambda rel: exists_within(base, rel, folder=True)
 
 
 def _page_reader(root: Path) -> Callable[[str], str | None]:

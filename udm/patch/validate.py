@@ -28,6 +28,7 @@ from udm.site import (
     Site,
     autoref_ids,
     display_target,
+    exists_within,
     explicit_anchors,
     no_holder,
     page_anchors,
@@ -162,7 +163,7 @@ class _Resolver:
             return self._changed(rel) is not None
         if rel.startswith("../"):
             # A page or file the site publishes beside the manual (udm.site.routes): only its existence counts.
-            return (self.ws.root / rel).is_file()
+            return exists_within(str(self.ws.root), rel)
         try:
             real = self.ws.real_path(rel)
         except UdmError:
@@ -173,7 +174,7 @@ class _Resolver:
         """Whether a folder exists under the root (a plain manual's link may name one: GitHub lists it),
         or above it in its repository (the resolver asks only for those `Site.in_repository` allows)."""
         if rel.startswith("../"):
-            return (self.ws.root / rel).is_dir()
+            return exists_within(str(self.ws.root), rel, folder=True)
         try:
             return self.ws.real_path(rel).is_dir()
         except UdmError:

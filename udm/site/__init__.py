@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from udm.site.detect import settings_site as settings_site
     from udm.site.detect import site_for as site_for
     from udm.site.model import excluded as excluded
+    from udm.site.model import exists_within as exists_within
     from udm.site.model import on_pages as on_pages
     from udm.site.model import outside_root as outside_root
     from udm.site.routes import LinkResolver as LinkResolver
@@ -40,6 +41,7 @@ _SURFACE = {
     "display_target": "routes",
     "no_holder": "routes",
     "excluded": "model",
+    "exists_within": "model",
     "explicit_anchors": "anchors",
     "page_anchors": "anchors",
     "repeated_from": "anchors",
@@ -59,6 +61,7 @@ __all__ = [
     "Site",
     "display_target",
     "excluded",
+    "exists_within",
     "explicit_anchors",
     "no_holder",
     "on_pages",

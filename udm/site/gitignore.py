@@ -2,24 +2,29 @@
 
 A repository's `.gitignore` is untrusted input like the manual: a regex translation of its globs
 (`*a*a*a*a*b`, `**/a/**/a/**/b`) backtracks for seconds on a forty-character name. Here a segment
-glob is matched by the greedy two-pointer method (at most pattern x name steps) and `**` by a table
-over path segments, so a crafted pattern costs no more than its size times the path's.
+glob is matched by the greedy two-pointer method (at most pattern x name steps), and a pattern with
+`**` by one table over the path's segments that answers every leading folder at once; the patterns
+read, their segments and the depth of a path asked about are bounded, and each answer is kept.
 """
 
 from __future__ import annotations
 
 import functools
+import posixpath
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
-__all__ = ["ignore_files", "ignored", "manual_ignored", "read_ignores"]
+__all__ = ["Ignores", "ignore_files", "ignored", "manual_ignored", "read_ignores"]
 
-# A pattern longer than this, or a path of more segments, is not a file name a build writes.
+# A pattern longer than this, or of more segments, is no file name a build writes.
 _MAX_PATTERN = 1024
-_MAX_SEGMENTS = 128
-# A `.gitignore` is read up to this size and this many patterns (it is a file of the repository).
+_MAX_PATTERN_SEGMENTS = 32
+# A path deeper than this is not looked up (its missing file stays broken, the safe answer).
+_MAX_DEPTH = 32
+# What is read of the `.gitignore` files: this much of each, this many patterns in all.
 _MAX_IGNORE_BYTES = 256 << 10
-_MAX_IGNORE_LINES = 5000
+_MAX_PATTERNS = 2000
 
 Ignores = tuple[
     tuple[str, tuple[str, ...]], ...
@@ -43,10 +48,12 @@ def ignore_files(root: Path) -> list[Path]:
 
 def read_ignores(root: Path, files: list[Path]) -> Ignores:
     """Each of `files` (from `ignore_files`) that exists and holds patterns, as (the manual root's path
-    from its folder, its pattern lines)."""
+    from its folder, its lines), lines split as git splits them (at a newline only; a UTF-8 byte-order
+    mark dropped)."""
     from udm.site.model import read_head  # the model matches paths with this module
 
     out = []
+    budget = _MAX_PATTERNS
     resolved = root.resolve()
     for path in files:
         try:
@@ -55,11 +62,9 @@ def read_ignores(root: Path, files: list[Path]) -> Ignores:
             continue  # absent (most folders have none) or unreadable
         if len(raw) > _MAX_IGNORE_BYTES:
             raw = raw[: raw.rfind(b"\n") + 1]  # whole lines only
-        lines = tuple(
-            line
-            for line in raw.decode("utf-8", "replace").splitlines()[:_MAX_IGNORE_LINES]
-            if line.strip() and not line.startswith("#")
-        )
+        text = raw.decode("utf-8", "replace").removeprefix("\ufeff")
+        lines = tuple(line for line in text.split("\n") if line and not line.startswith("#"))[:budget]
+        budget -= len(lines)
         if lines:
             prefix = resolved.relative_to(path.parent).as_posix()
             out.append(("" if prefix == "." else prefix, lines))
@@ -67,6 +72,22 @@ def read_ignores(root: Path, files: list[Path]) -> Ignores:
 
 
 _Token = tuple[str, object]  # ("*", None), ("?", None), ("=", char), ("[", (negated, items))
+
+# POSIX bracket classes (`[[:digit:]]`), as git's wildmatch reads them.
+_POSIX = {
+    "alnum": str.isalnum,
+    "alpha": str.isalpha,
+    "blank": lambda c: c in " \t",
+    "cntrl": lambda c: ord(c) < 32 or ord(c) == 127,
+    "digit": lambda c: "0" <= c <= "9",
+    "graph": lambda c: c.isprintable() and not c.isspace(),
+    "lower": str.islower,
+    "print": str.isprintable,
+    "punct": lambda c: c.isprintable() and not c.isalnum() and not c.isspace(),
+    "space": str.isspace,
+    "upper": str.isupper,
+    "xdigit": lambda c: c in "0123456789abcdefABCDEF",
+}
 
 
 def _tokens(glob: str) -> list[_Token] | None:
@@ -97,29 +118,41 @@ def _tokens(glob: str) -> list[_Token] | None:
     return out
 
 
-def _class(glob: str, start: int) -> tuple[int, tuple[bool, list[tuple[str, str]]] | None]:
-    """A `[...]` class from `start`: (index after it, (negated, ranges)); None when it never closes."""
+def _class(glob: str, start: int) -> tuple[int, tuple[bool, list[object]] | None]:
+    """A `[...]` class from `start`: (index after it, (negated, items)), an item a (low, high) range or
+    a POSIX class's test; None when it never closes or names no POSIX class git knows."""
     i = start + 1
     negated = i < len(glob) and glob[i] in "!^"
     if negated:
         i += 1
-    ranges: list[tuple[str, str]] = []
+    items: list[object] = []
     first = True
     while i < len(glob) and (glob[i] != "]" or first):
         first = False
-        c = glob[i]
-        if c == "\\" and i + 1 < len(glob):
-            i += 1
-            c = glob[i]
-        if i + 2 < len(glob) and glob[i + 1] == "-" and glob[i + 2] != "]":
-            ranges.append((c, glob[i + 2]))
-            i += 3
+        if glob.startswith("[:", i):
+            end = glob.find(":]", i + 2)
+            test = _POSIX.get(glob[i + 2 : end]) if end > 0 else None
+            if test is None:
+                return i, None
+            items.append(test)
+            i = end + 2
+            continue
+        c, i = _class_char(glob, i)
+        if i + 1 < len(glob) and glob[i] == "-" and glob[i + 1] != "]":
+            high, i = _class_char(glob, i + 1)
+            items.append((c, high))
         else:
-            ranges.append((c, c))
-            i += 1
+            items.append((c, c))
     if i >= len(glob):
         return i, None
-    return i + 1, (negated, ranges)
+    return i + 1, (negated, items)
+
+
+def _class_char(glob: str, i: int) -> tuple[str, int]:
+    """The character at `i` of a class (a backslash escapes the next) and the index after it."""
+    if glob[i] == "\\" and i + 1 < len(glob):
+        return glob[i + 1], i + 2
+    return glob[i], i + 1
 
 
 def _one(token: _Token, c: str) -> bool:
@@ -129,8 +162,9 @@ def _one(token: _Token, c: str) -> bool:
         return True
     if kind == "=":
         return value == c
-    negated, ranges = value  # type: ignore[misc]
-    return (not any(lo <= c <= hi for lo, hi in ranges)) == negated  # type: ignore[has-type]
+    negated, items = cast("tuple[bool, list[Any]]", value)
+    hit = any(item(c) if callable(item) else item[0] <= c <= item[1] for item in items)
+    return hit != negated
 
 
 def _glob(tokens: list[_Token], name: str) -> bool:
@@ -165,58 +199,95 @@ class _Pattern:
     inside: bool = False  # ended in `/**`: what is inside the folder, not the folder itself
 
 
+def _trimmed(line: str) -> str:
+    """The line without its trailing spaces, but for one a backslash escapes (`a\\ ` keeps it;
+    `a\\\\ ` is an escaped backslash, so its space goes)."""
+    text = line
+    while text.endswith(" "):
+        body = text[:-1]
+        slashes = len(body) - len(body.rstrip("\\"))
+        if slashes % 2:
+            break
+        text = body
+    return text
+
+
 def _pattern(line: str) -> _Pattern | None:
-    """One `.gitignore` line as a pattern; None for a blank line, a comment or one too long."""
+    """One `.gitignore` line as a pattern; None for a blank line, a comment, or one git never matches
+    (too long, ending in a lone backslash, an unclosed class)."""
     if len(line) > _MAX_PATTERN:
         return None
-    text = line.rstrip("\n\r")
-    # Trailing spaces go unless escaped.
-    while text.endswith(" ") and not text.endswith("\\ "):
-        text = text[:-1]
+    text = _trimmed(line)
     if not text or text.startswith("#"):
         return None
     negated = text.startswith("!")
     if negated or text.startswith(("\\!", "\\#")):
         text = text[1:]
+    if (len(text) - len(text.rstrip("\\"))) % 2:
+        return None  # a trailing backslash escapes nothing: git matches no path with it
     directory_only = text.endswith("/")
-    text = text.rstrip("/")
+    if directory_only:
+        text = text[:-1]
     if not text:
         return None
-    if text == "**":
-        return _Pattern(negated, directory_only, False, (None,))  # every file and folder
     anchored = "/" in text
-    parts = text.lstrip("/").split("/")
-    inside = len(parts) > 1 and parts[-1] == "**"
+    parts = (text[1:] if text.startswith("/") else text).split("/")
+    if len(parts) > _MAX_PATTERN_SEGMENTS:
+        return None
+    # A segment of stars alone, two or more, is `**`; a trailing one is the folder's inside.
+    stars = [len(p) >= 2 and set(p) == {"*"} for p in parts]
+    if len(parts) == 1 and stars[0]:
+        return _Pattern(negated, directory_only, False, (None,))  # every file and folder
+    inside = len(parts) > 1 and stars[-1]
     if inside:
-        parts = parts[:-1]
+        parts, stars = parts[:-1], stars[:-1]
     segments: list[list[_Token] | None] = []
-    for part in parts:
-        if part == "**":
+    literal = anchored  # git compares an anchored pattern's literal start as a string first
+    for part, star in zip(parts, stars, strict=True):
+        if star:
             if not segments or segments[-1] is not None:
                 segments.append(None)
+            literal = False
             continue
         tokens = _tokens(part)
         if tokens is None:
             return None
         segments.append(tokens)
+        wild = next((k for k, ch in enumerate(part) if ch in "*?[\\"), None)
+        if literal and wild is not None:
+            literal = False
+            if wild > 0 and part[wild:].startswith("**") and set(part[wild:]) == {"*"}:
+                # `/a**` (and `/a**/x`): after the literal `a`, git's wildmatch sees the stars at the start
+                # of what is left, a `**` that crosses folders: `a`, then anything, `a/b` included.
+                segments.append(None)
     return _Pattern(negated, directory_only, anchored, tuple(segments), inside)
 
 
-def _path_match(segments: tuple[list[_Token] | None, ...], parts: list[str]) -> bool:
-    """Whether the pattern's segments match the path's parts, `**` being any number of them (a table
-    over (segment, part) positions: each is decided once)."""
-    n, m = len(segments), len(parts)
-    # can[i][j]: segments[i:] match parts[j:].
-    can = [[False] * (m + 1) for _ in range(n + 1)]
-    can[n][m] = True
-    for i in range(n - 1, -1, -1):
-        seg = segments[i]
-        for j in range(m, -1, -1):
-            if seg is None:
-                can[i][j] = can[i + 1][j] or (j < m and can[i][j + 1])
-            else:
-                can[i][j] = j < m and can[i + 1][j + 1] and _glob(seg, parts[j])
-    return can[0][0]
+def _matches(pattern: _Pattern, parts: list[str]) -> list[bool]:
+    """For each d in 1..len(parts), whether the pattern matches the path's first d segments (one table
+    over (segment, depth): each glob is tried once)."""
+    m = len(parts)
+    if not pattern.anchored:
+        tokens = pattern.segments[0]
+        return [tokens is None or _glob(tokens, part) for part in parts]
+    # row[d]: the segments so far match parts[:d] exactly.
+    row = [True] + [False] * m
+    for segment in pattern.segments:
+        if segment is None:
+            seen = False
+            for d in range(m + 1):
+                seen = seen or row[d]
+                row[d] = seen
+        else:
+            row = [False] + [row[d - 1] and _glob(segment, parts[d - 1]) for d in range(1, m + 1)]
+    if not pattern.inside:
+        return row[1:]
+    # `gen/**`: a path with `gen` among its folders, not `gen` itself.
+    out, seen = [], False
+    for d in range(1, m + 1):
+        out.append(seen)
+        seen = seen or row[d]
+    return out
 
 
 class _Rules:
@@ -225,24 +296,16 @@ class _Rules:
     def __init__(self, lines: tuple[str, ...]) -> None:
         self.patterns = [p for p in (_pattern(line) for line in lines) if p is not None]
 
-    def decide(self, parts: list[str], is_dir: bool) -> bool | None:
-        """True when the last pattern matching the path ignores it, False when it re-includes it, None
-        when none matches."""
-        verdict: bool | None = None
+    def verdicts(self, parts: list[str], last_is_dir: bool) -> list[bool | None]:
+        """For each d in 1..len(parts): True when the last pattern matching `parts[:d]` ignores it, False
+        when it takes it back, None when none matches. All but the last are folders."""
+        out: list[bool | None] = [None] * len(parts)
         for pattern in self.patterns:
-            if pattern.directory_only and not is_dir:
-                continue
-            if pattern.inside:
-                # `gen/**`: a path with `gen` as one of its folders, not `gen` itself.
-                hit = any(_path_match(pattern.segments, parts[:k]) for k in range(1, len(parts)))
-            elif pattern.anchored:
-                hit = _path_match(pattern.segments, parts)
-            else:
-                tokens = pattern.segments[0]
-                hit = tokens is None or _glob(tokens, parts[-1])
-            if hit:
-                verdict = not pattern.negated
-        return verdict
+            hits = _matches(pattern, parts)
+            for d, hit in enumerate(hits):
+                if hit and (not pattern.directory_only or d < len(parts) - 1 or last_is_dir):
+                    out[d] = not pattern.negated
+        return out
 
 
 @functools.lru_cache(maxsize=64)
@@ -251,45 +314,39 @@ def _rules(lines: tuple[str, ...]) -> _Rules:
     return _Rules(lines)
 
 
-def ignored(files: tuple[tuple[str, tuple[str, ...]], ...], rel: str) -> bool:
-    """Whether the `.gitignore` files (each: the manual root's path from its folder, its lines; the
-    repository's first) ignore the file `rel` (normalised, from the manual root), as git decides:
+def _decided(files: Ignores, rel: str, last_is_dir: bool) -> list[bool | None]:
+    """The verdict on each folder leading to `rel` and on `rel` itself, the last one first: for each,
+    the last matching pattern of the files that see it, a deeper file's over a shallower one's.
+    [] when `rel` is deeper than a build writes."""
+    by_end: list[bool | None] = []  # index e: e folders up from `rel` (0 is `rel` itself)
+    for prefix, lines in files:
+        full = posixpath.normpath(posixpath.join(prefix, rel)) if prefix else rel
+        if full in (".", "..") or full.startswith(("../", "/")):
+            continue  # the file's own folder, or a path outside it: its patterns do not see it
+        parts = full.split("/")
+        if len(parts) > _MAX_DEPTH:
+            return []
+        for end, verdict in enumerate(reversed(_rules(lines).verdicts(parts, last_is_dir))):
+            if end == len(by_end):
+                by_end.append(None)
+            if verdict is not None:
+                by_end[end] = verdict
+    return by_end
+
+
+@functools.lru_cache(maxsize=4096)
+def ignored(files: Ignores, rel: str) -> bool:
+    """Whether the `.gitignore` files (`Ignores`, the repository's first) ignore the file `rel`
+    (normalised, from the manual root; it may climb above it, into the repository), as git decides:
     a file in an ignored folder is ignored whatever a later pattern says of the file; otherwise the
     last matching pattern decides, a deeper file's over a shallower one's."""
-    if not files or not rel or rel.startswith(("../", "/")) or rel == "..":
-        return False  # only paths inside the manual are asked (the model's outside_root)
-    for depth in range(1, rel.count("/") + 2):
-        is_dir = depth <= rel.count("/")
-        verdict: bool | None = None
-        for prefix, lines in files:
-            parts = (f"{prefix}/{rel}" if prefix else rel).split("/")
-            whole = len(parts) - rel.count("/") - 1 + depth
-            if whole > _MAX_SEGMENTS:
-                return False
-            decided = _rules(lines).decide(parts[:whole], is_dir)
-            if decided is not None:
-                verdict = decided
-        if verdict:
-            return True  # an ignored folder (or the file itself)
-    return False
+    if not files or not rel or rel.startswith("/"):
+        return False
+    # The topmost ignored folder (or the file) decides: nothing below it can be taken back.
+    return any(verdict for verdict in reversed(_decided(files, rel, last_is_dir=False)))
 
 
 def manual_ignored(files: Ignores) -> bool:
     """Whether the `.gitignore` files ignore a folder holding the manual (a scratch copy inside a
-    repository): then the repository holds none of its files, and its patterns say nothing of them.
-    Each folder above the manual is decided as git decides it: by the last matching pattern of the
-    files at or above it, a deeper file's over a shallower one's."""
-    depth = max((len(prefix.split("/")) for prefix, _ in files if prefix), default=0)
-    for above in range(min(depth, _MAX_SEGMENTS), 0, -1):  # the folder `above` levels over the root
-        verdict: bool | None = None
-        for prefix, lines in files:
-            parts = prefix.split("/") if prefix else []
-            if len(parts) < above:
-                continue  # the file sits below that folder
-            folder = parts[: len(parts) - above + 1]
-            decided = _rules(lines).decide(folder, True)
-            if decided is not None:
-                verdict = decided
-        if verdict:
-            return True
-    return False
+    repository): then the repository holds none of its files, and its patterns say nothing of them."""
+    return any(_decided(files, ".", last_is_dir=True)) if files else False

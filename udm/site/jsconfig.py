@@ -329,7 +329,7 @@ def _docs_instances(root: Path, here: Path, text: str, consts: dict[str, str]) -
         start = match.end() - 1
         end = _balanced(text, start)
         if end is None:
-            continue
+            break  # never closed: the rest of the file lies inside it, and each later try would rescan it
         block = text[start : end + 1]
         own = _own_level(block)
         ident = _js_string(own, "id", consts)

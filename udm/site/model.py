@@ -241,6 +241,17 @@ def within(path: str | Path, folder: str | Path) -> bool:
     return inner == outer or inner.startswith(outer.rstrip(os.sep) + os.sep)
 
 
+def exists_within(base: str, rel: str, *, folder: bool = False) -> bool:
+    """Whether `rel` (normalised, from `base`) is a file (or a folder) whose real path stays inside the
+    folder the path climbs to (`base` when it climbs none): a symlink out of it (`etc-link -> /etc`)
+    lands nowhere, so a link cannot ask whether a file elsewhere on the machine exists."""
+    full = os.path.join(base, rel)
+    if not (os.path.isdir(full) if folder else os.path.isfile(full)):
+        return False
+    top = os.path.realpath(os.path.join(base, *[".."] * climbs(rel)))
+    return within(os.path.realpath(full), top)
+
+
 def read_head(path: Path, limit: int) -> bytes:
     """Up to `limit` + 1 bytes of a regular file (OSError for anything else: a named pipe written
     in the manual would block an open for reading until a writer came)."""

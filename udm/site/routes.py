@@ -693,16 +693,19 @@ class LinkResolver:
                     hit = self._absolute[url] = self._locate_absolute(url)
                 if hit.file is not None or hit.external:
                     return hit
-        # A manual read on GitHub: a file (or folder) of its repository above the manual is shown there.
+        # A manual read on GitHub: a file (or folder) of its repository above the manual is shown there;
+        # git's own folder and the files the repository ignores are not.
         if (
             not inside
             and self.site.in_repository(joined)
+            and ".git" not in joined.split("/")
+            and not self.site.build_output(joined)
             and (self.exists(joined) or (self.is_folder is not None and self.is_folder(joined)))
         ):
             return Located(joined, None, how="repository")
-        if inside and self.site.ignores and self.site.build_output(joined):
+        if inside and self.site.generator != "none" and self.site.build_output(joined):
             # A file the repository ignores is one its build writes (uv's and ruff's generated reference
-            # pages): not there to check, so not known to be broken.
+            # pages): not there to check, so not known to be broken. GitHub shows no such file.
             return Located(None, None, external=True, how="generated")
         if self.site.generator == "mdbook" and not any(
             (joined == m.folder or joined.startswith(m.folder + "/")) if m.folder else inside
