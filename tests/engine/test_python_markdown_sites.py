@@ -188,3 +188,18 @@ def test_mintlify_ids_of_headings_components_and_partials(tmp_path: Path) -> Non
     # A rendered partial's headings are the page's, but only the partial knows them: unknown, not broken.
     assert verdicts["/with-partial#setup-steps"] is None
     assert sum(ok is True for ok in verdicts.values()) == 12
+
+
+def test_a_cli_reference_rendered_from_the_code_has_unknown_anchors(tmp_path: Path) -> None:
+    """Hatch's docs: `::: mkdocs-click` renders a heading per command (`#hatch-test`) from the code."""
+    settings = site_settings(
+        tmp_path,
+        {
+            "mkdocs.yml": "site_name: S\nmarkdown_extensions:\n  - mkdocs-click\n",
+            "docs/cli.md": "::: mkdocs-click\n    :module: hatch.cli\n    :command: hatch\n",
+            "docs/plain.md": "# Plain\n\n    ::: mkdocs-click\n",
+            "docs/index.md": "# Home\n\n[a](cli.md#hatch-test) [b](plain.md#hatch-test)\n",
+        },
+    )
+    verdicts = page_verdicts(settings, "docs/index.md")
+    assert verdicts == {"cli.md#hatch-test": None, "plain.md#hatch-test": False}

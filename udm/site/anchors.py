@@ -174,6 +174,9 @@ def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool | re.
         found.update(_numbered([own_rule(t) for t in texts + nested], first=1))
     elif attributes:
         found.update(slugify(t) for t in texts)
+    if site.generator == "mkdocs" and ":::" in text and _CLI_REFERENCE.search(text):
+        # `::: mkdocs-click` (Hatch's CLI reference) renders a heading per command from the code.
+        unknown = True
     if site.generator == "mkdocs":
         # Python-Markdown's toc makes ids its own way and numbers a repeat `_1`; its footnotes
         # extension gives `fn:<label>` and `fnref:<label>`.
@@ -283,6 +286,9 @@ _WHITESPACE = re.compile(r"\s")
 _NOT_SLUG = re.compile(r"[^\w\- ]")
 _HOOK_IDS = re.compile(r"[.:+]")
 _DIRECTIVE = re.compile(r"^[ \t]*::: *([\w.:-]{1,300})[ \t]*$", re.M)
+# The Markdown extensions that render a command-line reference from the code (mkdocs-click,
+# mkdocs-typer): its headings' ids only the code tells.
+_CLI_REFERENCE = re.compile(r"^::: *mkdocs-(?:click|typer)[ \t]*$", re.M)
 # Mintlify components that take an id: accordions and tabs (`id`, else their title), steps (`id`),
 # changelog updates (their label) and API fields (`param-` and the field's name: `name="a.b"` is
 # `#param-a-b`).
