@@ -203,3 +203,27 @@ def test_a_cli_reference_rendered_from_the_code_has_unknown_anchors(tmp_path: Pa
     )
     verdicts = page_verdicts(settings, "docs/index.md")
     assert verdicts == {"cli.md#hatch-test": None, "plain.md#hatch-test": False}
+
+
+def test_mkdocs_static_i18n_folders_fall_back_to_the_default_language(tmp_path: Path) -> None:
+    """The OpenAI Agents SDK's docs: `i18n` with `docs_structure: folder`; `ja/testing.md` links
+    `ref/testing.md`, which only English has: the site builds `/ja/ref/testing/` from it."""
+    config = (
+        "site_name: S\nplugins:\n  - i18n:\n      docs_structure: folder\n      languages:\n"
+        "        - locale: en\n          default: true\n        - locale: ja\n"
+    )
+    files = {
+        "docs/ref/testing.md": "# Testing\n\n## Fakes\n",
+        "docs/ja/testing.md": "# テスト\n\n[a](ref/testing.md#fakes) [b](ref/missing.md) [c](../ref/testing.md)\n",
+    }
+    settings = site_settings(tmp_path / "folder", {"mkdocs.yml": config, **files})
+    assert page_verdicts(settings, "docs/ja/testing.md") == {
+        "ref/testing.md#fakes": True,
+        "ref/missing.md": False,
+        "../ref/testing.md": True,
+    }
+    # Without the fallback (or with suffix files, the plugin's default) nothing stands in.
+    plain = site_settings(
+        tmp_path / "off", {"mkdocs.yml": config + "      fallback_to_default: false\n", **files}
+    )
+    assert page_verdicts(plain, "docs/ja/testing.md")["ref/testing.md#fakes"] is False

@@ -408,6 +408,7 @@ def _mkdocs_site(root: Path, here: Path, data: dict[str, Any]) -> Site:
                 if isinstance(old, str) and isinstance(new, str):
                     dest = new if SCHEME.match(new) else "/" + strip_page(new)
                     redirects.append(("/" + strip_page(old), dest))
+    redirects += _i18n_fallbacks(data.get("plugins"))
     site = _one_folder(root, docs_dir, redirects, data.get("site_url"))
     listed = data.get("markdown_extensions")
     extensions = _named(listed)
@@ -416,6 +417,23 @@ def _mkdocs_site(root: Path, here: Path, data: dict[str, Any]) -> Site:
     # The slugify option is a Python callable; the lenient loader reads its tag as null, but the key stays.
     tab_ids = ("combined" if tabbed.get("combine_header_slug") else "slug") if "slugify" in tabbed else ""
     return replace(site, autorefs=_autorefs_mode(data.get("plugins")), indented=indented, tab_ids=tab_ids)
+
+
+def _i18n_fallbacks(plugins: Any) -> list[tuple[str, str]]:
+    """mkdocs-static-i18n with `docs_structure: folder`: a page not translated is built at its
+    language's route from the default language's page (`fallback_to_default`, on unless turned off),
+    so `/ja/x/` serves `x.md`; as redirects from each other language's routes to the default's."""
+    options = _options(plugins, "i18n")
+    if options.get("docs_structure") != "folder" or options.get("fallback_to_default") is False:
+        return []
+    languages = options.get("languages")
+    out = []
+    for language in languages[:100] if isinstance(languages, list) else []:
+        locale = language.get("locale") if isinstance(language, dict) else None
+        named = isinstance(locale, str) and re.fullmatch(r"[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})*", locale)
+        if named and not language.get("default"):
+            out.append((f"/{locale}/:slug*", "/:slug*"))
+    return out
 
 
 def _options(entries: Any, name: str) -> dict[str, Any]:
