@@ -103,6 +103,17 @@ def test_mintlify_card_hrefs_and_jsx_comments() -> None:
     assert doc.sections == []  # no heading: nothing in the JSX was read as one
 
 
+def test_an_href_inside_another_attributes_value_is_no_link() -> None:
+    """fastmcp's docs: `<Update img="https://x.dev/_image?href=%2F_astro%2Fhero.png&w=1">` holds a URL
+    whose query names `href`: that is no attribute (and `img` no link); the tag's own `href` is one."""
+    text = (
+        '# U\n\n<Update label="v1" img="https://x.dev/_image?href=%2F_astro%2Fhero.png&w=1" href="/next">\n'
+        "x\n</Update>\n\n<a\nhref=\"/multi-line\">m</a> <img alt='a' src='/i.png'>\n"
+    )
+    doc = parse_document(text, "u.mdx")
+    assert [link.target for link in doc.links] == ["/next", "/multi-line", "/i.png"]
+
+
 def test_links_in_code_comments_and_html_blocks() -> None:
     text = (
         "# T\n\n`[a](code.md)` <!-- [b](comment.md) -->\n\n```\n[c](fence.md)\n```\n\n"

@@ -28,10 +28,11 @@ class Opaque:
 
 
 # href/src attributes of HTML and JSX tags: "x", 'x', or a JSX string expression {"x"} / {'x'} / {`x`}.
-# Not a bound one (Vue's `:href="p.url"`, `v-bind:src`: an expression) nor a property in script
-# (`link.href = url`).
+# An attribute follows a blank: not a bound one (Vue's `:href="p.url"`, `v-bind:src`: an expression),
+# a property in script (`link.href = url`) or a URL's query inside another attribute's value
+# (`img="https://x.dev/_image?href=%2Fa.png"`, fastmcp's docs).
 _ATTR = re.compile(
-    r"""(?<![\w\-:.])(href|src)[ \t\r\n]*=[ \t\r\n]*(?:"([^"]*)"|'([^']*)'|\{[ \t]*(?:"([^"]*)"|'([^']*)'|`([^`$]*)`)[ \t]*\}|([^\s"'=<>`{}]+))""",
+    r"""(?<=\s)(href|src)[ \t\r\n]*=[ \t\r\n]*(?:"([^"]*)"|'([^']*)'|\{[ \t]*(?:"([^"]*)"|'([^']*)'|`([^`$]*)`)[ \t]*\}|([^\s"'=<>`{}]+))""",
     re.IGNORECASE,
 )
 _COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
