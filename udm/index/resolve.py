@@ -312,10 +312,12 @@ def _file_exists(root: Path) -> Callable[[str], bool]:
     seen: dict[str, bool] = {}
     base = str(root)
 
+    within = exists_within(base)
+
     def exists(rel: str) -> bool:
         hit = seen.get(rel)
         if hit is None:
-            hit = seen[rel] = exists_within(base, rel)
+            hit = seen[rel] = within(rel)
         return hit
 
     return exists
@@ -323,8 +325,7 @@ def _file_exists(root: Path) -> Callable[[str], bool]:
 
 def _folder_exists(root: Path) -> Callable[[str], bool]:
     """Whether a folder exists under the root (asked only for a plain manual's links)."""
-    base = str(root)
-    return lambda rel: exists_within(base, rel, folder=True)
+    return exists_within(str(root), folder=True)
 
 
 def _page_reader(root: Path) -> Callable[[str], str | None]:

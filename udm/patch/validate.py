@@ -127,6 +127,9 @@ class _Resolver:
         self._holders: dict[str, set[str]] = {}
         self._texts: dict[str, str | None] = {}
         self._word_pages: dict[str, set[str]] | None = None  # word -> the site's pages holding it
+        # Files and folders above the manual (a site's pages beside it, a repository's files).
+        self._file_above = exists_within(str(ws.root))
+        self._folder_above = exists_within(str(ws.root), folder=True)
         meta_of = self.route_meta if site.generator in ("docusaurus", "hugo", "starlight") else None
         self.routes = Routes(site, _Pages(self), meta_of=meta_of)
         self.links = LinkResolver(self.routes, self.exists, self.is_folder)
@@ -163,7 +166,7 @@ class _Resolver:
             return self._changed(rel) is not None
         if rel.startswith("../"):
             # A page or file the site publishes beside the manual (udm.site.routes): only its existence counts.
-            return exists_within(str(self.ws.root), rel)
+            return self._file_above(rel)
         try:
             real = self.ws.real_path(rel)
         except UdmError:
@@ -174,7 +177,7 @@ class _Resolver:
         """Whether a folder exists under the root (a plain manual's link may name one: GitHub lists it),
         or above it in its repository (the resolver asks only for those `Site.in_repository` allows)."""
         if rel.startswith("../"):
-            return exists_within(str(self.ws.root), rel, folder=True)
+            return self._folder_above(rel)
         try:
             return self.ws.real_path(rel).is_dir()
         except UdmError:

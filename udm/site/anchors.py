@@ -42,8 +42,7 @@ __all__ = [
 
 def has_explicit_anchor(text: str, anchor: str) -> bool:
     """Whether the page names `anchor` itself (see `explicit_anchors`)."""
-    # An id may be written with character references (`id="a&#x5F;b"`): only then is it not in the text.
-    return (anchor in text or _REFERENCE.search(text) is not None) and anchor in explicit_anchors(text)
+    return anchor in explicit_anchors(text)
 
 
 def explicit_anchors(text: str) -> set[str]:
@@ -294,8 +293,6 @@ _CLI_REFERENCE = re.compile(r"^::: *mkdocs-(?:click|typer)[ \t]*$", re.M)
 # `#param-a-b`).
 _MINTLIFY_TAG = re.compile(r"<(Accordion|Tab|Step|Update|ResponseField|ParamField)\b([^<>]{0,1000})>")
 _ATTRIBUTE = re.compile(r"""(?<![\w-])([A-Za-z]+)=(?:"([^"<>]{0,300})"|'([^'<>]{0,300})')""")
-# A character reference (`&#x5F;`, `&#95;`, `&amp;`): an id written with one is decoded.
-_REFERENCE = re.compile(r"&(?:#[0-9]{1,8}|#[xX][0-9a-fA-F]{1,8}|[A-Za-z][A-Za-z0-9]{1,31});")
 _FIELD_NAMES = ("name", "path", "query", "body", "header")
 # A component (PascalCase, as Vue and MDX write one) alone on its line, where it may render a block
 # with headings (one inside a paragraph, `<MoonPhase />` in vitest's docs, renders inline).

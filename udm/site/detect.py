@@ -201,11 +201,12 @@ def detect_site(
         site = replace(site, base_path=path_of_url(base_path))
     files = ignore_files(root)
     ignores = read_ignores(root, files)
-    if site.generator == "none" and files and not manual_ignored(ignores):
-        # The repository's root, from the manual's: its `.gitignore` files run from there down to the
-        # root. A manual in a folder the repository ignores (a scratch copy) is none of its files.
+    if manual_ignored(ignores):
+        return site  # a scratch copy in a folder the repository ignores: none of its files
+    if site.generator == "none" and files:
+        # The repository's root, from the manual's: its `.gitignore` files run from there down to it.
         site = replace(site, repository="/".join([".."] * (len(files) - 1)))
-    return replace(site, ignores=() if manual_ignored(ignores) else ignores)
+    return replace(site, ignores=ignores)
 
 
 def _read_site(root: Path, path: Path, gen: str) -> Site:

@@ -11,7 +11,7 @@ import json
 import os
 import re
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -130,13 +130,17 @@ class Site:
         a file the build writes, not one the repository holds."""
         return ignored(self.ignores, rel)
 
+    def publishes(self, page: str) -> bool:
+        """Whether `page` lies in one of the folders the site publishes pages from."""
+        return on_pages(tuple(m.folder for m in self.mounts), page)
+
     def crossing_in(self, page: str) -> bool:
         """Whether mkdocs-autorefs cross-references are links on `page` (one of the site's pages)."""
-        return bool(self.autorefs) and on_pages(tuple(m.folder for m in self.mounts), page)
+        return bool(self.autorefs) and self.publishes(page)
 
     def indented_in(self, page: str) -> tuple[str, ...]:
         """The markers of the indented blocks whose bodies are Markdown on `page` (one of the site's)."""
-        return self.indented if self.indented and on_pages(tuple(m.folder for m in self.mounts), page) else ()
+        return self.indented if self.indented and self.publishes(page) else ()
 
     def fingerprint(self) -> str:
         """A short hash of everything that changes how links resolve."""
@@ -241,15 +245,24 @@ def within(path: str | Path, folder: str | Path) -> bool:
     return inner == outer or inner.startswith(outer.rstrip(os.sep) + os.sep)
 
 
-def exists_within(base: str, rel: str, *, folder: bool = False) -> bool:
-    """Whether `rel` (normalised, from `base`) is a file (or a folder) whose real path stays inside the
-    folder the path climbs to (`base` when it climbs none): a symlink out of it (`etc-link -> /etc`)
-    lands nowhere, so a link cannot ask whether a file elsewhere on the machine exists."""
-    full = os.path.join(base, rel)
-    if not (os.path.isdir(full) if folder else os.path.isfile(full)):
-        return False
-    top = os.path.realpath(os.path.join(base, *[".."] * climbs(rel)))
-    return within(os.path.realpath(full), top)
+def exists_within(base: str, *, folder: bool = False) -> Callable[[str], bool]:
+    """A check of whether `rel` (normalised, from `base`) is a file (or a folder) whose real path stays
+    inside the folder the path climbs to (`base` when it climbs none): a symlink out of it (`etc-link -> /etc`)
+    lands nowhere, so a link cannot ask whether a file elsewhere on the machine exists. The real path
+    of each folder climbed to is resolved once per checker (one resolution pass, one validation)."""
+    tops: dict[int, str] = {}
+
+    def exists(rel: str) -> bool:
+        full = os.path.join(base, rel)
+        if not (os.path.isdir(full) if folder else os.path.isfile(full)):
+            return False
+        up = climbs(rel)
+        top = tops.get(up)
+        if top is None:
+            top = tops[up] = os.path.realpath(os.path.join(base, *[".."] * up))
+        return within(os.path.realpath(full), top)
+
+    return exists
 
 
 def read_head(path: Path, limit: int) -> bytes:

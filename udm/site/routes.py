@@ -864,7 +864,7 @@ def resolve_links(
     (or an anchor of a page whose heading ids cannot all be known: see `page_anchors`).
 
     A link resolves when it lands on a file and, if it lands on a page with a fragment, the fragment
-    is one of that page's heading anchors or an anchor the page names itself (`has_explicit_anchor`).
+    is one of that page's heading anchors or an anchor the page names itself (`explicit_anchors`).
     `anchors_in(pairs)` answers which (page, heading anchor) pairs exist; it is called once, so
     callers can answer in one query. `text_of(page)` gives a page's text for the pairs left over.
     `pages_with(identifiers)`: the pages that may hold each as an anchor (a heading's, or written in
