@@ -134,6 +134,12 @@ def _internal_verdict(settings: Settings, site: Site, link: LinkSource) -> LinkR
             )
             return LinkResult(**base, status="skipped", reason=why)
         shown = display_target(link.file, link.target)
+        if site.unpublished_page(link.file) and not link.target.startswith("/"):
+            why = (
+                f"{link.file} is no page of the site (a partial or a snippet): its relative links "
+                "resolve where it is rendered, not checked"
+            )
+            return LinkResult(**base, status="skipped", reason=why)
         if not outside_root(shown) and site.build_output(shown):
             why = f"{shown} is ignored by the repository's .gitignore: a file the build writes, not checked"
             return LinkResult(**base, status="skipped", reason=why)
@@ -145,8 +151,10 @@ def _internal_verdict(settings: Settings, site: Site, link: LinkSource) -> LinkR
         reason = f"no heading with anchor #{link.fragment} in {link.target_file}"
     elif link.form == "autoref":
         reason = no_holder(display_target(link.file, link.target))
+    elif site.unpublished_page(shown := display_target(link.file, link.target)):
+        reason = f"{shown} is not published: the site builds no page from it"
     else:
-        reason = f"no such file {display_target(link.file, link.target)}"
+        reason = f"no such file {shown}"
     return LinkResult(**base, status="broken", reason=reason)
 
 

@@ -263,6 +263,14 @@ def _broken_links(con: duckdb.DuckDBPyConnection, site: Site) -> Iterator[Findin
                 )
             else:
                 yield _finding(file, line, "broken-link", f"link target {target} is outside the UDM root")
+        elif site.unpublished_page(display_target(file, target)):
+            yield _finding(
+                file,
+                line,
+                "broken-link",
+                f"link target {target} is not published: the site builds no page from it (a partial, "
+                "a snippet or an excluded file)",
+            )
         else:
             yield _finding(file, line, "broken-link", f"link target {target} does not exist")
 

@@ -220,7 +220,9 @@ class _Resolver:
                 if target.startswith("[") and autoref_ids(target):
                     why = no_holder(str(fragment))
                 elif file is None:
-                    why = f"{display_target(doc.path, target)} does not exist"
+                    shown = display_target(doc.path, target)
+                    unpublished = self.routes.site.unpublished_page(shown)
+                    why = f"{shown} {'is not published by the site' if unpublished else 'does not exist'}"
                 else:
                     why = (
                         f"no heading #{fragment} in {file}"

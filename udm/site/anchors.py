@@ -23,7 +23,7 @@ from udm.markdown import (
     parse_document,
     slugify,
 )
-from udm.site.model import Site
+from udm.site.model import PAGE_SUFFIXES, Site
 
 if TYPE_CHECKING:
     from udm.markdown import Document
@@ -175,6 +175,9 @@ def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool | re.
         found.update(slugify(t) for t in texts)
     if site.generator == "mkdocs" and ":::" in text and _CLI_REFERENCE.search(text):
         # `::: mkdocs-click` (Hatch's CLI reference) renders a heading per command from the code.
+        unknown = True
+    if site.snippets and "8<" in text and _includes_markdown_snippet(doc):
+        # pymdownx.snippets writes another Markdown file into the page: its headings are the page's.
         unknown = True
     if site.generator == "mkdocs":
         # Python-Markdown's toc makes ids its own way and numbers a repeat `_1`; its footnotes
@@ -343,6 +346,27 @@ def _mintlify_components(text: str) -> tuple[list[str], set[str]]:
             if field:
                 ids.update({"param-" + field.replace(".", "-"), "param-" + mintlify_slug(field)})
     return titles, ids
+
+
+# pymdownx.snippets: `--8<-- "name"` on a line of its own (a `;` before the name turns it off), or a
+# block of names between two bare `--8<--` lines.
+_SNIPPET_LINE = re.compile(r"""^[ \t]*-{1,}8<-{1,}[ \t]*(?:(['"])([^;'"\n][^'"\n]{0,500})\1)?[ \t]*$""", re.M)
+
+
+def _includes_markdown_snippet(doc: Document) -> bool:
+    """Whether a page includes a Markdown file with pymdownx.snippets outside its fences (in one a
+    snippet is code: the file's text, not its headings): a `--8<--` line naming a page file, or a
+    block of names (which may name one)."""
+    fences = [(b.start, b.end) for b in doc.blocks]
+    line_at = doc.line_starts()
+    for m in itertools.islice(_SNIPPET_LINE.finditer(doc.text), 1000):
+        name = m.group(2)
+        if name is not None and not name.strip().lower().endswith(PAGE_SUFFIXES):
+            continue
+        line = bisect.bisect_right(line_at, m.start()) - 1
+        if not any(a <= line <= b for a, b in fences):
+            return True
+    return False
 
 
 def _renders_vue_component(text: str) -> bool:

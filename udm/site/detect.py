@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from udm.datalimits import check_text
 from udm.markdown import INDENTED_BLOCKS
-from udm.site.gitignore import ignore_files, manual_ignored, read_ignores
+from udm.site.gitignore import ignore_files, manual_ignored, pattern_lines, read_ignores
 from udm.site.jsconfig import docs_versions_files, docusaurus, starlight, tsconfig_file, vitepress
 from udm.site.model import (
     GENERATORS,
@@ -36,6 +36,7 @@ from udm.site.model import (
     read_head,
     static_folders,
     under,
+    unpublished_rule,
     within,
 )
 
@@ -305,7 +306,34 @@ def _mintlify(root: Path, here: Path, text: str) -> Site:
             and isinstance(item.get("destination"), str)
         ):
             redirects.append((item["source"], item["destination"]))
-    return _one_folder(root, here, redirects)
+    site = _one_folder(root, here, redirects)
+    # Mintlify publishes no page of its own ignored files, of `.mintignore`'s, or of `/snippets/`
+    # (a snippet renders only where a page imports it).
+    lines = [*_MINTLIFY_IGNORED, "/snippets/", *pattern_lines(here / ".mintignore")]
+    rule = unpublished_rule(root, here, "gitignore", lines)
+    return replace(site, unpublished=(rule,) if rule else ())
+
+
+# What Mintlify leaves out of every site without a `.mintignore` saying so (its documented list).
+_MINTLIFY_IGNORED = (
+    ".git",
+    ".github",
+    ".claude",
+    ".agents",
+    ".idea",
+    ".vscode",
+    "node_modules",
+    "build",
+    "dist",
+    "coverage",
+    ".cache",
+    "tmp",
+    "temp",
+    "README.md",
+    "LICENSE.md",
+    "CHANGELOG.md",
+    "CONTRIBUTING.md",
+)
 
 
 class _LenientLoader:
@@ -417,7 +445,53 @@ def _mkdocs_site(root: Path, here: Path, data: dict[str, Any]) -> Site:
     tabbed = _options(listed, "pymdownx.tabbed")
     # The slugify option is a Python callable; the lenient loader reads its tag as null, but the key stays.
     tab_ids = ("combined" if tabbed.get("combine_header_slug") else "slug") if "slugify" in tabbed else ""
-    return replace(site, autorefs=_autorefs_mode(data.get("plugins")), indented=indented, tab_ids=tab_ids)
+    rules, problems = _mkdocs_unpublished(root, docs_dir, data)
+    return replace(
+        site,
+        autorefs=_autorefs_mode(data.get("plugins")),
+        indented=indented,
+        tab_ids=tab_ids,
+        unpublished=rules,
+        snippets="pymdownx.snippets" in extensions,
+        problems=(*site.problems, *problems),
+    )
+
+
+# MkDocs builds nothing from these (besides what `exclude_docs` adds): dot files and folders, and
+# the theme overrides folder `templates/` at the top of `docs_dir`.
+_MKDOCS_EXCLUDE = (".*", "/templates/")
+
+
+def _mkdocs_unpublished(
+    root: Path, docs_dir: Path, data: dict[str, Any]
+) -> tuple[tuple[tuple[str, str, str, tuple[str, ...]], ...], tuple[str, ...]]:
+    """The files of `docs_dir` MkDocs builds no page from: `exclude_docs` (`.gitignore` lines, after
+    MkDocs' own two), and the mkdocs-exclude plugin's `glob` patterns (`fnmatchcase` over the path
+    from `docs_dir`); its `regex` patterns are not read (a config's regex is not run here), which
+    is a problem of the site."""
+    lines = list(_MKDOCS_EXCLUDE)
+    extra = data.get("exclude_docs")
+    if isinstance(extra, str):
+        lines += extra.splitlines()
+    globs: list[str] = []
+    problems: list[str] = []
+    options = _options(data.get("plugins"), "exclude")
+    for key in ("glob", "regex"):
+        value = options.get(key)
+        values = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+        patterns = [v for v in values if isinstance(v, str) and v.strip()]
+        if key == "glob":
+            globs += patterns
+        elif patterns:
+            problems.append(
+                f"the exclude plugin's regex patterns are not read ({len(patterns)}): the files they "
+                "leave out are taken as pages"
+            )
+    rules = [
+        unpublished_rule(root, docs_dir, "gitignore", lines),
+        unpublished_rule(root, docs_dir, "fnmatch", globs),
+    ]
+    return tuple(r for r in rules if r is not None), tuple(problems)
 
 
 def _i18n_fallbacks(plugins: Any) -> list[tuple[str, str]]:
@@ -765,6 +839,8 @@ def _config_files(path: Path, generator: str) -> list[Path]:
         return [path, *docs_versions_files(path.parent)]
     if generator == "starlight":
         return [path, tsconfig_file(path.parent)]
+    if generator == "mintlify" or path.name.lower() in ("docs.json", "mint.json"):
+        return [path, path.parent / ".mintignore"]
     if generator == "hugo":
         # The shortcode templates too: how one uses its inner text changes how pages parse.
         site_dir = hugo_site_folder(path)

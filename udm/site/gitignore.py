@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-__all__ = ["Ignores", "ignore_files", "ignored", "manual_ignored", "read_ignores"]
+__all__ = ["Ignores", "ignore_files", "ignored", "manual_ignored", "pattern_lines", "read_ignores"]
 
 # A pattern longer than this, or of more segments, is no file name a build writes.
 _MAX_PATTERN = 1024
@@ -50,25 +50,32 @@ def read_ignores(root: Path, files: list[Path]) -> Ignores:
     """Each of `files` (from `ignore_files`) that exists and holds patterns, as (the manual root's path
     from its folder, its lines), lines split as git splits them (at a newline only; a UTF-8 byte-order
     mark dropped)."""
-    from udm.site.model import read_head  # the model matches paths with this module
-
     out = []
     budget = _MAX_PATTERNS
     resolved = root.resolve()
     for path in files:
-        try:
-            raw = read_head(path, _MAX_IGNORE_BYTES)
-        except OSError:
-            continue  # absent (most folders have none) or unreadable
-        if len(raw) > _MAX_IGNORE_BYTES:
-            raw = raw[: raw.rfind(b"\n") + 1]  # whole lines only
-        text = raw.decode("utf-8", "replace").removeprefix("\ufeff")
-        lines = tuple(line for line in text.split("\n") if line and not line.startswith("#"))[:budget]
+        lines = pattern_lines(path)[:budget]
         budget -= len(lines)
         if lines:
             prefix = resolved.relative_to(path.parent).as_posix()
             out.append(("" if prefix == "." else prefix, lines))
     return tuple(out)
+
+
+def pattern_lines(path: Path) -> tuple[str, ...]:
+    """The pattern lines of a file in `.gitignore` syntax (a `.gitignore`, Mintlify's `.mintignore`),
+    split as git splits them (at a newline only; a UTF-8 byte-order mark dropped), comments and blank
+    lines left out; () when it is absent or cannot be read. Only its head is read, whole lines."""
+    from udm.site.model import read_head  # the model matches paths with this module
+
+    try:
+        raw = read_head(path, _MAX_IGNORE_BYTES)
+    except OSError:
+        return ()  # absent (most folders have none) or unreadable
+    if len(raw) > _MAX_IGNORE_BYTES:
+        raw = raw[: raw.rfind(b"\n") + 1]  # whole lines only
+    text = raw.decode("utf-8", "replace").removeprefix("\ufeff")
+    return tuple(line for line in text.split("\n") if line and not line.startswith("#"))[:_MAX_PATTERNS]
 
 
 _Token = tuple[str, object]  # ("*", None), ("?", None), ("=", char), ("[", (negated, items))

@@ -19,7 +19,17 @@ from typing import Any
 
 from udm.datalimits import check_text
 from udm.errors import UdmError
-from udm.site.model import Mount, Site, path_of_url, read_head, static_folders, under, within
+from udm.site.model import (
+    Mount,
+    Site,
+    glob_lines,
+    path_of_url,
+    read_head,
+    static_folders,
+    under,
+    unpublished_rule,
+    within,
+)
 
 __all__ = [
     "docs_versions_file",
@@ -199,13 +209,21 @@ def docusaurus(root: Path, here: Path, text: str) -> Site:
     docs_path = _js_string(own, "path", consts) or "docs"
     route_base = _js_string(own, "routeBasePath", consts) if docs else None
     route_base = "docs" if route_base is None else route_base.strip("/")
-    blog = _own_level(_js_block(text, "blog") or "")
+    blog_block = _js_block(text, "blog") or ""
+    blog = _own_level(blog_block)
     blog_base = (_js_string(blog, "routeBasePath", consts) or "blog").strip("/")
+    pages_block = _js_block(text, "pages") or ""
+    rules: list[Rule | None] = []
+    blog_dir = here / (_js_string(blog, "path") or "blog")
     mounts = [
-        *_docs_versions(root, here, docs, own, docs_path, route_base, consts),
-        *_docs_instances(root, here, text, consts),
+        *_docs_versions(root, here, docs, own, docs_path, route_base, consts, rules=rules),
+        *_docs_instances(root, here, text, consts, rules),
         under(root, here / "src" / "pages", "", "pages", False),
-        under(root, here / (_js_string(blog, "path") or "blog"), blog_base, "blog", False),
+        under(root, blog_dir, blog_base, "blog", False),
+    ]
+    rules += [
+        unpublished_rule(root, here / "src" / "pages", "gitignore", _excluded_globs(pages_block)),
+        unpublished_rule(root, blog_dir, "gitignore", _excluded_globs(blog_block)),
     ]
     redirects: list[tuple[str, str]] = []
     plugin = text.find("plugin-client-redirects")
@@ -233,7 +251,45 @@ def docusaurus(root: Path, here: Path, text: str) -> Site:
         redirects=tuple(redirects),
         static=static_folders(root, [here / "static"]),
         site_folder=("" if site_dir == "." else site_dir, "" if root_in_site == "." else root_in_site),
+        unpublished=tuple(r for r in rules if r is not None),
     )
+
+
+Rule = tuple[str, str, str, tuple[str, ...]]
+# What a Docusaurus content plugin (docs, blog, pages) builds no page from unless its `exclude` says
+# otherwise: partials and their folders (`_setup.mdx`, `_parts/`), tests.
+_DOCUSAURUS_EXCLUDE = (
+    "**/_*.{js,jsx,ts,tsx,md,mdx}",
+    "**/_*/**",
+    "**/*.test.{js,jsx,ts,tsx}",
+    "**/__tests__/**",
+)
+
+
+_SPREAD = re.compile(r"\.\.\.\s*[A-Za-z_$(\[]")
+
+
+def _own_value(block: str, key: str) -> str | None:
+    """The `[...]` or `{...}` value of `key` at the block's own level (not a nested block's key)."""
+    own = _own_level(block)
+    match = re.search(rf"(?<![\w$.])(['\"]?){re.escape(key)}\1\s*:\s*([\[{{])", own)
+    if match is None:
+        return None
+    end = _balanced(block, match.start(2))
+    return None if end is None else block[match.start(2) : end + 1]
+
+
+def _excluded_globs(block: str) -> list[str]:
+    """The `.gitignore` lines of a Docusaurus content plugin's `exclude` (the defaults when it sets
+    none; with the defaults when it spreads a list the config computes, `[...defaultExclude, 'x']`)."""
+    value = _own_value(block, "exclude") if block else None
+    if value is None or not value.startswith("["):
+        globs = list(_DOCUSAURUS_EXCLUDE)
+    else:
+        globs = _js_strings(value)[:200]
+        if _SPREAD.search(_without_comments(value)):
+            globs = [*_DOCUSAURUS_EXCLUDE, *globs]
+    return [line for glob in globs for line in glob_lines(glob)]
 
 
 # How many released versions of the docs are read from versions.json (each is a mount).
@@ -291,6 +347,7 @@ def _docs_versions(
     route_base: str,
     consts: dict[str, str],
     instance: str = "",
+    rules: list[Rule | None] | None = None,
 ) -> list[Mount | None]:
     """The docs mounts: the current docs and each released version (`versioned_docs/version-<v>`);
     `docs` is the docs options block, `own` its own level (`_own_level`); `instance` is `<id>_` for
@@ -307,11 +364,17 @@ def _docs_versions(
     if current_path is None:
         current_path = "" if last == "current" else "next"
     mounts = [under(root, here / docs_path, _route(route_base, current_path), "docs", True)]
+    folders = [here / docs_path]
     for version in versions:
         folder = here / f"{instance}versioned_docs" / f"version-{version}"
+        folders.append(folder)
         mounts.append(
             under(root, folder, _route(route_base, "" if version == last else version), "docs", True)
         )
+    if rules is not None:
+        # Each version is built with the instance's options: its `exclude` holds for all of them.
+        lines = _excluded_globs(docs)
+        rules += [unpublished_rule(root, folder, "gitignore", lines) for folder in folders]
     return mounts
 
 
@@ -320,7 +383,9 @@ def _docs_versions(
 _DOCS_PLUGIN = re.compile(r"""['"`](?:@docusaurus/plugin-|docusaurus-plugin-)?content-docs['"`]\s*,\s*\{""")
 
 
-def _docs_instances(root: Path, here: Path, text: str, consts: dict[str, str]) -> list[Mount | None]:
+def _docs_instances(
+    root: Path, here: Path, text: str, consts: dict[str, str], rules: list[Rule | None] | None = None
+) -> list[Mount | None]:
     """The mounts of each further docs plugin instance, `['@docusaurus/plugin-content-docs', {id, path,
     routeBasePath}]` in `plugins` (React Native's architecture and contributing docs), with its own
     released versions (`<id>_versions.json`)."""
@@ -338,7 +403,7 @@ def _docs_instances(root: Path, here: Path, text: str, consts: dict[str, str]) -
         path = _js_string(own, "path", consts) or "docs"
         base = _js_string(own, "routeBasePath", consts)
         base = "docs" if base is None else base.strip("/")
-        mounts += _docs_versions(root, here, block, own, path, base, consts, f"{ident}_")
+        mounts += _docs_versions(root, here, block, own, path, base, consts, f"{ident}_", rules)
     return mounts
 
 
@@ -437,6 +502,8 @@ def starlight(root: Path, here: Path, text: str) -> Site:
         aliases=ts_aliases(root, here),
         redirects=tuple(redirects),
         static=static_folders(root, [here / "public"]),
+        # Starlight's content loader takes `**/[^_]*.{md,mdx,...}`: a file named `_x.md` is no page.
+        unpublished=tuple(r for r in [unpublished_rule(root, content, "name", ["_*"])] if r is not None),
     )
 
 
@@ -502,9 +569,15 @@ def vitepress(root: Path, here: Path, text: str) -> Site:
     consts = _consts(text)
     content = project / (_js_string(text, "srcDir", consts) or ".")
     mount = under(root, content, "", "docs", False)
+    # VitePress finds its pages by `**/*.md` under srcDir, leaving out node_modules, dist and `srcExclude`.
+    value = _js_block(_without_comments(text), "srcExclude")
+    excluded = _js_strings(value)[:200] if value and value.startswith("[") else []
+    lines = [line for glob in ["**/node_modules/**", "**/dist/**", *excluded] for line in glob_lines(glob)]
+    rule = unpublished_rule(root, content, "gitignore", lines)
     return Site(
         mounts=(mount,) if mount else (),
         base_path=path_of_url(_js_string(text, "base", consts)),
         static=static_folders(root, [content / "public"]),
         rewrites=tuple(_vitepress_rewrites(text)),
+        unpublished=(rule,) if rule else (),
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -28,16 +29,18 @@ __all__ = [
     "Mount",
     "Site",
     "excluded",
+    "glob_lines",
     "path_of_url",
     "read_head",
     "static_folders",
     "under",
+    "unpublished_rule",
     "within",
 ]
 
 # Raised whenever udm.site.routes resolves some link otherwise (a new rule, a new anchor form): an index
 # built under other rules then resolves every link anew, though no file and no config changed.
-RULES_VERSION = 9
+RULES_VERSION = 10
 GENERATORS = ("none", "docusaurus", "mintlify", "mkdocs", "mdbook", "hugo", "starlight", "vitepress")
 PAGE_SUFFIXES = (".md", ".mdx", ".markdown")
 # Suffixes a route may carry that name the same page (mdBook and MkDocs without directory URLs write .html).
@@ -112,6 +115,11 @@ class Site:
     # up to the repository's): (the manual root's path from the file's folder, its lines). A link to a
     # file one ignores names what a build writes (uv's and ruff's generated reference pages).
     ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # Files of the manual the generator builds no page from (Docusaurus' `_` partials, MkDocs'
+    # `exclude_docs`, Starlight's `_` files, VitePress' `srcExclude`): rules of `unpublished_rule`.
+    unpublished: tuple[tuple[str, str, str, tuple[str, ...]], ...] = ()
+    # MkDocs with pymdownx.snippets: `--8<-- "x.md"` writes another file's text into the page.
+    snippets: bool = False
     problems: tuple[str, ...] = ()
 
     def excluded(self, target: str) -> bool:
@@ -129,6 +137,17 @@ class Site:
         """Whether a `.gitignore` of the repository ignores `rel` (a normalised path inside the manual):
         a file the build writes, not one the repository holds."""
         return ignored(self.ignores, rel)
+
+    def unpublished_page(self, rel: str) -> bool:
+        """Whether the site builds no page from the manual's file `rel` (normalised, from the manual
+        root): its config (or the generator's own rule) leaves it out, as a partial or a snippet."""
+        if not self.unpublished:
+            return False
+        # A partial's images are bundled with the page that renders it (Docusaurus, Astro); MkDocs
+        # copies no file its `exclude_docs` names, page or not.
+        if self.generator != "mkdocs" and not rel.lower().endswith(PAGE_SUFFIXES):
+            return False
+        return _unpublished(self.unpublished, rel)
 
     def publishes(self, page: str) -> bool:
         """Whether `page` lies in one of the folders the site publishes pages from."""
@@ -166,6 +185,8 @@ class Site:
                 self.site_folder,
                 self.repository,
                 self.ignores,
+                self.unpublished,
+                self.snippets,
             ],
             sort_keys=True,
         )
@@ -186,6 +207,18 @@ class Site:
             **({"repository": self.repository} if self.repository else {}),
             **({"site_folder": self.site_folder[0] or "."} if self.site_folder else {}),
             **({"gitignore_files": len(self.ignores)} if self.ignores else {}),
+            # The rules that keep files of the manual out of the site's pages (partials, snippets).
+            **(
+                {
+                    "unpublished": [
+                        {"folder": f or ".", "style": st, "patterns": list(p)}
+                        for f, _, st, p in self.unpublished
+                    ]
+                }
+                if self.unpublished
+                else {}
+            ),
+            **({"snippets": True} if self.snippets else {}),
             "problems": list(self.problems),
         }
 
@@ -215,6 +248,83 @@ def _exclude_pattern(patterns: tuple[str, ...]) -> re.Pattern[str]:
 def excluded(target: str, patterns: tuple[str, ...]) -> bool:
     """Whether a link target (as written, surrounding blanks left out) matches one of the glob patterns."""
     return _exclude_pattern(patterns).match(target.strip()) is not None
+
+
+# A generator's rules over its content folder's files: this many patterns are read of one rule, and a
+# pattern's braces make at most this many (`**/_*.{md,mdx}` makes two).
+_MAX_UNPUBLISHED_PATTERNS = 200
+_MAX_BRACE_EXPANSION = 64
+_BRACES = re.compile(r"\{([^{}]*,[^{}]*)\}")  # a group of alternatives (`{x}` alone is no group)
+
+
+def glob_lines(pattern: str) -> list[str]:
+    """A glob over a content folder's files, as Docusaurus and VitePress write one (micromatch:
+    `**/_*.{md,mdx}`), as the `.gitignore` patterns that match the same files: braces expanded (not
+    nested; at most a few dozen results), and anchored to the folder unless it starts with `**/`."""
+    text = pattern.strip()
+    if text.startswith("./"):
+        text = text[2:]
+    if not text or text.startswith(("!", "#")):
+        return []  # a negation, or nothing: not read (a comment in the .gitignore sense)
+    out = [text]
+    for _ in range(4):  # a few brace groups; one left after that is not read
+        expanded: list[str] = []
+        for t in out:
+            b = _BRACES.search(t)
+            expanded += (
+                [t] if b is None else [t[: b.start()] + alt + t[b.end() :] for alt in b.group(1).split(",")]
+            )
+        if len(expanded) > _MAX_BRACE_EXPANSION:
+            return []
+        if expanded == out:
+            break
+        out = expanded
+    return [t if t.startswith(("**/", "/")) else "/" + t for t in out if t and "{" not in t and "}" not in t]
+
+
+def unpublished_rule(
+    root: Path, folder: Path, style: str, patterns: Iterable[str]
+) -> tuple[str, str, str, tuple[str, ...]] | None:
+    """A rule of `Site.unpublished` for a content folder: (the folder from the manual root, the manual
+    root from the folder, the style, the patterns), None when the folder holds none of the manual or
+    there is no pattern. `style` says how a pattern matches a file's path from the folder: "gitignore"
+    (as git matches `.gitignore` lines: MkDocs' `exclude_docs`, and the globs of `glob_lines`),
+    "fnmatch" (Python's `fnmatchcase` over the whole path, `*` crossing folders: the MkDocs exclude
+    plugin's `glob`) or "name" (fnmatch over the file's name: Starlight's `_` files)."""
+    kept = tuple(
+        p for p in itertools.islice((str(p) for p in patterns), _MAX_UNPUBLISHED_PATTERNS) if p.strip()
+    )
+    if not kept:
+        return None
+    root_s, folder_s = os.path.normpath(root), os.path.normpath(folder)
+    if root_s == folder_s:
+        return ("", "", style, kept)
+    if folder_s.startswith(root_s + os.sep):
+        return (os.path.relpath(folder_s, root_s).replace(os.sep, "/"), "", style, kept)
+    if root_s.startswith(folder_s + os.sep):
+        return ("", os.path.relpath(root_s, folder_s).replace(os.sep, "/"), style, kept)
+    return None  # beside the manual: none of its files
+
+
+def _unpublished(rules: tuple[tuple[str, str, str, tuple[str, ...]], ...], rel: str) -> bool:
+    """Whether one of the rules leaves the manual's file `rel` out of the site's pages."""
+    if not rel or outside_root(rel):
+        return False
+    for folder, inner, style, patterns in rules:
+        if folder and not rel.startswith(folder + "/"):
+            continue
+        sub = rel[len(folder) + 1 :] if folder else rel
+        if inner:
+            sub = f"{inner}/{sub}"
+        if style == "gitignore":
+            hit = ignored((("", patterns),), sub)
+        elif style == "name":
+            hit = excluded(sub.rpartition("/")[2], patterns)
+        else:
+            hit = excluded(sub, patterns)
+        if hit:
+            return True
+    return False
 
 
 def under(root: Path, folder: Path, prefix: str, kind: str, strip_numbers: bool) -> Mount | None:

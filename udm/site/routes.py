@@ -171,7 +171,10 @@ class Routes:
         return moved
 
     def page_route(self, path: str) -> str | None:
-        """The route key of a page (no leading slash), or None when no mount publishes it."""
+        """The route key of a page (no leading slash), or None when no mount publishes it (or the site
+        builds no page from it: a partial, a snippet)."""
+        if self.site.unpublished_page(path):
+            return None
         found = _mount_of(self.site, path)
         return None if found is None else self._route(found[0], found[1], self._meta(path))
 
@@ -287,7 +290,10 @@ class Routes:
         by_path: dict[str, str] = {}
         by_route: dict[str, str] = {}
         # Sorted, so that of two files with one key (a.md and a/index.md) the choice is stable.
+        unpublished = self.site.unpublished_page
         for path in sorted(self.pages):
+            if unpublished(path):
+                continue  # a partial or snippet: no page of the site, by its path or its route
             by_path.setdefault(strip_page(path), path)
             route = self.page_route(path)
             if route is not None:
@@ -498,6 +504,9 @@ class LinkResolver:
         if "%" in path:
             path = unquote(path)
         if not path:
+            if self.site.unpublished_page(source):
+                # A partial's or snippet's own anchor: the page that renders it holds it, among its own.
+                return Located(None, None, external=True, how="included")
             return Located(source, frag, how="anchor")
         for prefix, folder in self.site.aliases:
             if path.startswith(prefix):
@@ -520,6 +529,8 @@ class LinkResolver:
             hit = self._absolute.get(path)
             if hit is None:
                 hit = self._absolute[path] = self._locate_absolute(path)
+        elif self.site.unpublished_page(source):
+            hit = self._locate_included(source, path)
         else:
             # A file path lands in the same place from every page of a folder; a route-relative URL
             # depends on the page's own route, so that answer is kept per page.
@@ -529,6 +540,17 @@ class LinkResolver:
                 hit = self._locate_relative(source, path)
                 self._relative[key if hit.how in ("file", "path", "folder") else (source, path)] = hit
         return hit if frag is None else Located(hit.file, frag, hit.external, hit.how)
+
+    def _locate_included(self, source: str, path: str) -> Located:
+        """A relative link of a file the site builds no page from (a partial, a snippet): a file beside
+        it is found (a partial's image is bundled from there); anything else resolves against the page
+        that renders it, which is not known here."""
+        joined = posixpath.normpath(posixpath.join(posixpath.dirname(source), path))
+        if not outside_root(joined) and not path.endswith("/") and self.exists(joined):
+            if self.site.unpublished_page(joined):
+                return Located(None, None, how="unpublished")
+            return Located(joined, None, how="file")
+        return Located(None, None, external=True, how="included")
 
     def _docusaurus_file(self, source: str, path: str) -> str | None:
         """The page a Docusaurus link to a Markdown file names, as its remark plugin finds it; None when
@@ -560,7 +582,12 @@ class LinkResolver:
             ]
         for candidate in tries:
             rel = posixpath.normpath(candidate) if candidate else ""
-            if not rel or outside_root(rel) or rel not in self.routes.pages:
+            if (
+                not rel
+                or outside_root(rel)
+                or rel not in self.routes.pages
+                or self.site.unpublished_page(rel)
+            ):
                 continue
             found = _mount_of(self.site, rel)
             if found is not None and found[0].kind == mount.kind:
@@ -671,6 +698,9 @@ class LinkResolver:
         inside = not outside_root(joined)
         if inside:
             if joined in self.routes.pages or (not path.endswith("/") and self.exists(joined)):
+                if self.site.unpublished_page(joined):
+                    # A partial or an excluded file: the site serves no page (nor file) of it.
+                    return Located(None, None, how="unpublished")
                 return Located(joined, None, how="file")
             found = self.routes.by_path(strip_page("" if joined == "." else joined))
             if found is not None:
@@ -728,7 +758,7 @@ class LinkResolver:
         rel = path.lstrip("/")
         for folder in self.site.static:
             candidate = posixpath.join(folder, rel) if folder else rel
-            if self.exists(candidate):
+            if self.exists(candidate) and not self.site.unpublished_page(candidate):
                 return Located(candidate, None, how="static")
         for mount in self.site.mounts:
             if mount.prefix and not (rel == mount.prefix or rel.startswith(mount.prefix + "/")):
@@ -737,7 +767,12 @@ class LinkResolver:
             candidate = posixpath.join(mount.folder, inner) if mount.folder else inner
             # Docusaurus serves no Markdown file as it is: a link to one is a page's or nothing.
             raw_page = self.site.site_folder is not None and candidate.lower().endswith((".md", ".mdx"))
-            if candidate and not raw_page and (candidate in self.routes.pages or self.exists(candidate)):
+            if (
+                candidate
+                and not raw_page
+                and (candidate in self.routes.pages or self.exists(candidate))
+                and not self.site.unpublished_page(candidate)
+            ):
                 return Located(candidate, None, how="static")
             if mount.kind == "blog" and _BLOG_PAGES.match(inner) and self.folder_has_pages(mount.folder):
                 # The pages Docusaurus makes for a blog: its list, tags, archive, authors, pagination.
