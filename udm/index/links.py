@@ -124,6 +124,9 @@ def _internal_verdict(settings: Settings, site: Site, link: LinkSource) -> LinkR
     if link.resolved is None:
         if excluded(link.target, tuple(settings.link_exclude)):
             return LinkResult(**base, status="skipped", reason="excluded by link_exclude")
+        if link.target.strip() in site.link_keywords:
+            why = f"the site's link render hook renders the destination {link.target.strip()} itself, not checked"
+            return LinkResult(**base, status="skipped", reason=why)
         if link.target_file is not None and link.fragment is not None:
             why = f"#{link.fragment} is not known: {link.target_file} has headings only its site's templates render"
             return LinkResult(**base, status="skipped", reason=why)

@@ -9,6 +9,7 @@ files each hold one top-level key (`languages.toml`, `module.yaml`, `markup.toml
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import posixpath
@@ -726,6 +727,14 @@ def _hugo(root: Path, path: Path, text: str) -> Site:
             mounts.append(Mount(mount.folder, prefix, "docs", lang, mount.prefix))
     parser = _dig(data, "markup", "goldmark", "parser")
     heading_ids = str(_get(parser, "autoHeadingIDType") or "github").lower()
+    # Hugo's embedded link render hook finds pages as `ref` does, where the site turns it on: always
+    # (over a hook of the site's), or as a fallback where the site has none.
+    embedded = _dig(data, "markup", "goldmark", "renderHooks", "link")
+    uses = str(_get(embedded, "useEmbedded") or "").lower()
+    hooks = [] if uses == "always" else link_hook_templates(here, _themes(data))
+    keywords, hook_pages = _read_link_hooks(hooks)
+    if not hooks:
+        hook_pages = uses in ("always", "fallback") or _get(embedded, "enableDefault") is True
     return Site(
         mounts=tuple(mounts),
         base_path=path_of_url(_get(data, "baseURL")),
@@ -735,7 +744,66 @@ def _hugo(root: Path, path: Path, text: str) -> Site:
         shortcodes=_shortcode_kinds(shortcode_templates(here, _themes(data))),
         taxonomies=_taxonomies(data),
         permalinks=_permalinks(data),
+        link_keywords=keywords,
+        hook_pages=hook_pages,
     )
+
+
+# Where Hugo finds a link render hook (`render-link.html`, or one per output format or language,
+# `render-link.en.html`): the site's own, else its first theme's that has one.
+_LINK_HOOK_DIRS = ("layouts/_markup", "layouts/_default/_markup")
+_LINK_HOOK_NAME = re.compile(r"render-link(?:\.[\w-]{1,50}){0,2}\.html")
+_MAX_HOOKS = 10
+# A variable a hook sets from the destination: `$u := urls.Parse .Destination`, `$dest := .Destination`.
+_DESTINATION_VAR = re.compile(r"\$([A-Za-z_]\w{0,50})\s*:?=\s*(?:urls\.Parse\s+)?\.Destination\b")
+_HOOK_LITERAL = r"(?:\"([^\"\\\n]{1,200})\"|`([^`\n]{1,200})`)"
+
+
+def link_hook_templates(site_dir: Path, themes: list[str]) -> list[Path]:
+    """The link render hook templates of a Hugo site: its own, else those of the first theme (in the
+    config's order) that has one; regular files only, not through links out of the site."""
+    names = [t for t in dict.fromkeys(themes) if _THEME_NAME.fullmatch(t) and ".." not in t.split("/")]
+    top = site_dir.resolve()
+    for base in [site_dir, *(site_dir / "themes" / t for t in names[:_MAX_THEMES])]:
+        found = []
+        for sub in _LINK_HOOK_DIRS:
+            folder = base / sub
+            if not within(folder.resolve(), top):
+                continue
+            try:
+                entries = sorted(folder.iterdir())
+            except OSError:
+                continue
+            found += [
+                p for p in entries if _LINK_HOOK_NAME.fullmatch(p.name) and p.is_file() and not p.is_symlink()
+            ]
+        if found:
+            return found[:_MAX_HOOKS]
+    return []
+
+
+def _read_link_hooks(templates: list[Path]) -> tuple[tuple[str, ...], bool]:
+    """What a Hugo site's link render hooks say: the destinations they compare a link's with (`{{ if
+    eq $u.String "g" }}`, Hugo's own docs: `[glossary term](g)` links a glossary page by its text),
+    which the hook renders itself, so they name no file to check; and whether a hook looks the
+    destination up as a page (`.Page.GetPage`, as Hugo's embedded hook does), so a relative link
+    finds a page as a `ref` finds it (from the page's folder, then the content root)."""
+    found: set[str] = set()
+    finds_pages = False
+    for path in templates:
+        try:
+            raw = read_head(path, _MAX_TEMPLATE_BYTES)
+        except OSError:
+            continue
+        text = raw[:_MAX_TEMPLATE_BYTES].decode("utf-8", "replace")
+        finds_pages = finds_pages or (".GetPage" in text and ".Destination" in text)
+        names = list(dict.fromkeys(_DESTINATION_VAR.findall(text)))[:20]
+        operand = r"(?:\.Destination|" + "".join(rf"\${re.escape(n)}(?:\.String|\.Path)?|" for n in names)
+        operand = operand.rstrip("|") + ")"
+        compare = re.compile(rf"\beq\s+(?:{operand}\s+{_HOOK_LITERAL}|{_HOOK_LITERAL}\s+{operand})(?![\w.])")
+        for m in itertools.islice(compare.finditer(text), 100):
+            found.add(next(g for g in m.groups() if g is not None))
+    return tuple(sorted(found)), finds_pages
 
 
 _KINDS = ("page", "section", "term", "taxonomy")
@@ -849,6 +917,7 @@ def _config_files(path: Path, generator: str) -> list[Path]:
         except OSError:
             themes = []
         templates = [p for _, p in shortcode_templates(site_dir, themes)]
+        templates += link_hook_templates(site_dir, themes)
         if path.parent.name == "_default":
             try:
                 return sorted(p for p in path.parent.iterdir() if p.is_file()) + templates

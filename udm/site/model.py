@@ -120,6 +120,11 @@ class Site:
     unpublished: tuple[tuple[str, str, str, tuple[str, ...]], ...] = ()
     # MkDocs with pymdownx.snippets: `--8<-- "x.md"` writes another file's text into the page.
     snippets: bool = False
+    # Hugo: the destinations the site's link render hook compares a link's with (`[term](g)` on Hugo's
+    # own docs): the hook renders such a link itself.
+    link_keywords: tuple[str, ...] = ()
+    # Hugo: the link render hook looks a link's destination up as a page (`.Page.GetPage`).
+    hook_pages: bool = False
     problems: tuple[str, ...] = ()
 
     def excluded(self, target: str) -> bool:
@@ -187,6 +192,8 @@ class Site:
                 self.ignores,
                 self.unpublished,
                 self.snippets,
+                self.link_keywords,
+                self.hook_pages,
             ],
             sort_keys=True,
         )
@@ -219,6 +226,8 @@ class Site:
                 else {}
             ),
             **({"snippets": True} if self.snippets else {}),
+            **({"link_hook_destinations": list(self.link_keywords)} if self.link_keywords else {}),
+            **({"link_hook_finds_pages": True} if self.hook_pages else {}),
             "problems": list(self.problems),
         }
 

@@ -482,6 +482,9 @@ class LinkResolver:
         text = target.strip()
         if self.site.excluded(text):
             return Located(None, None, external=True, how="excluded")
+        if text in self.site.link_keywords:
+            # A destination the site's link render hook handles itself (a glossary term's `g`).
+            return Located(None, None, external=True, how="hook")
         if text.startswith("{{"):
             ref = parse_ref(text)
             if ref is not None:
@@ -539,6 +542,11 @@ class LinkResolver:
             if hit is None:
                 hit = self._locate_relative(source, path)
                 self._relative[key if hit.how in ("file", "path", "folder") else (source, path)] = hit
+        if hit.file is None and not hit.external and self.site.hook_pages:
+            # Hugo's link render hook looks the destination up as a page, as a `ref` does.
+            found = self._locate_ref(source, HugoRef(path))
+            if found.file is not None:
+                hit = found
         return hit if frag is None else Located(hit.file, frag, hit.external, hit.how)
 
     def _locate_included(self, source: str, path: str) -> Located:
