@@ -181,3 +181,20 @@ def test_a_manual_read_on_github_has_no_ignored_files(tmp_path: Path) -> None:
         "../.env": False,
         "../.git/config": False,
     }
+
+
+def test_a_folder_pattern_ignores_a_link_to_a_missing_folder(tmp_path: Path) -> None:
+    # `api/` names a folder only: a link to `api/` or `api` (a folder the build writes) is unknown,
+    # and so is a file inside it; a file named like a folder pattern's other match is not.
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    write_tree(repo, {"mkdocs.yml": "site_name: S\n", ".gitignore": "/docs/api/\n/docs/build.md/\n"})
+    page = "# Guide\n\n[a](../api/) [b](../api) [c](../api/x.md) [d](../build.md) [e](../apix/)\n"
+    settings = site_settings(repo / "docs", {"guide/index.md": page})
+    assert page_verdicts(settings, "guide/index.md") == {
+        "../api/": None,
+        "../api": None,
+        "../api/x.md": None,
+        "../build.md": None,  # as a folder (its name alone does not say a path is a file)
+        "../apix/": False,
+    }

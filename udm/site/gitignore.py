@@ -15,7 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-__all__ = ["Ignores", "ignore_files", "ignored", "manual_ignored", "pattern_lines", "read_ignores"]
+__all__ = [
+    "Ignores",
+    "ignore_files",
+    "ignored",
+    "ignored_folder",
+    "manual_ignored",
+    "pattern_lines",
+    "read_ignores",
+]
 
 # A pattern longer than this, or of more segments, is no file name a build writes.
 _MAX_PATTERN = 1024
@@ -351,6 +359,15 @@ def ignored(files: Ignores, rel: str) -> bool:
         return False
     # The topmost ignored folder (or the file) decides: nothing below it can be taken back.
     return any(verdict for verdict in reversed(_decided(files, rel, last_is_dir=False)))
+
+
+@functools.lru_cache(maxsize=4096)
+def ignored_folder(files: Ignores, rel: str) -> bool:
+    """Whether the `.gitignore` files ignore `rel` taken as a folder (a `dir/` pattern matches it),
+    or a folder above it."""
+    if not files or not rel or rel.startswith("/"):
+        return False
+    return any(verdict for verdict in reversed(_decided(files, rel, last_is_dir=True)))
 
 
 def manual_ignored(files: Ignores) -> bool:

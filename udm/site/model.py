@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from udm.site.gitignore import ignored
+from udm.site.gitignore import ignored, ignored_folder
 
 __all__ = [
     "GENERATORS",
@@ -139,9 +139,10 @@ class Site:
         return climbs(rel) <= climbs(self.repository)
 
     def build_output(self, rel: str) -> bool:
-        """Whether a `.gitignore` of the repository ignores `rel` (a normalised path inside the manual):
-        a file the build writes, not one the repository holds."""
-        return ignored(self.ignores, rel)
+        """Whether a `.gitignore` of the repository ignores `rel` (a normalised path inside the manual)
+        as a file, or as a folder (`site/` ignores a link to `site` or `site/`, whichever it names):
+        something the build writes, not what the repository holds."""
+        return ignored(self.ignores, rel) or ignored_folder(self.ignores, rel)
 
     def unpublished_page(self, rel: str) -> bool:
         """Whether the site builds no page from the manual's file `rel` (normalised, from the manual
