@@ -140,6 +140,8 @@ class Routes:
         self._redirects: list[tuple[list[str], str]] | None = None
         self._rewrites: list[tuple[re.Pattern[str], str]] | None = None
         self._permalinks = dict(site.permalinks)
+        # Whether the site builds a page from each file asked about, worked out once per file.
+        self._unpublished: dict[str, bool] = {}
 
     def _meta(self, path: str) -> Mapping[str, Any]:
         found = self.meta.get(path)
@@ -170,10 +172,21 @@ class Routes:
             self._by_path = self._by_route = None
         return moved
 
+    def is_unpublished(self, path: str) -> bool:
+        """Whether the site builds no page from the file `path` (a partial, a snippet, an excluded
+        file); each indexed page is asked about once, however many links name it."""
+        if not self.site.unpublished:
+            return False
+        known = self._unpublished.get(path)
+        if known is None:
+            # The answer depends on the path and the site's rules only, never on what the file holds.
+            known = self._unpublished[path] = self.site.unpublished_page(path)
+        return known
+
     def page_route(self, path: str) -> str | None:
         """The route key of a page (no leading slash), or None when no mount publishes it (or the site
         builds no page from it: a partial, a snippet)."""
-        if self.site.unpublished_page(path):
+        if self.is_unpublished(path):
             return None
         found = _mount_of(self.site, path)
         return None if found is None else self._route(found[0], found[1], self._meta(path))
@@ -290,9 +303,8 @@ class Routes:
         by_path: dict[str, str] = {}
         by_route: dict[str, str] = {}
         # Sorted, so that of two files with one key (a.md and a/index.md) the choice is stable.
-        unpublished = self.site.unpublished_page
         for path in sorted(self.pages):
-            if unpublished(path):
+            if self.is_unpublished(path):
                 continue  # a partial or snippet: no page of the site, by its path or its route
             by_path.setdefault(strip_page(path), path)
             route = self.page_route(path)
@@ -507,7 +519,7 @@ class LinkResolver:
         if "%" in path:
             path = unquote(path)
         if not path:
-            if self.site.unpublished_page(source):
+            if self.routes.is_unpublished(source):
                 # A partial's or snippet's own anchor: the page that renders it holds it, among its own.
                 return Located(None, None, external=True, how="included")
             return Located(source, frag, how="anchor")
@@ -532,7 +544,7 @@ class LinkResolver:
             hit = self._absolute.get(path)
             if hit is None:
                 hit = self._absolute[path] = self._locate_absolute(path)
-        elif self.site.unpublished_page(source):
+        elif self.routes.is_unpublished(source):
             hit = self._locate_included(source, path)
         else:
             # A file path lands in the same place from every page of a folder; a route-relative URL
@@ -555,7 +567,7 @@ class LinkResolver:
         that renders it, which is not known here."""
         joined = posixpath.normpath(posixpath.join(posixpath.dirname(source), path))
         if not outside_root(joined) and not path.endswith("/") and self.exists(joined):
-            if self.site.unpublished_page(joined):
+            if self.routes.is_unpublished(joined):
                 return Located(None, None, how="unpublished")
             return Located(joined, None, how="file")
         return Located(None, None, external=True, how="included")
@@ -594,7 +606,7 @@ class LinkResolver:
                 not rel
                 or outside_root(rel)
                 or rel not in self.routes.pages
-                or self.site.unpublished_page(rel)
+                or self.routes.is_unpublished(rel)
             ):
                 continue
             found = _mount_of(self.site, rel)
@@ -706,7 +718,7 @@ class LinkResolver:
         inside = not outside_root(joined)
         if inside:
             if joined in self.routes.pages or (not path.endswith("/") and self.exists(joined)):
-                if self.site.unpublished_page(joined):
+                if self.routes.is_unpublished(joined):
                     # A partial or an excluded file: the site serves no page (nor file) of it.
                     return Located(None, None, how="unpublished")
                 return Located(joined, None, how="file")
@@ -766,7 +778,7 @@ class LinkResolver:
         rel = path.lstrip("/")
         for folder in self.site.static:
             candidate = posixpath.join(folder, rel) if folder else rel
-            if self.exists(candidate) and not self.site.unpublished_page(candidate):
+            if self.exists(candidate) and not self.routes.is_unpublished(candidate):
                 return Located(candidate, None, how="static")
         for mount in self.site.mounts:
             if mount.prefix and not (rel == mount.prefix or rel.startswith(mount.prefix + "/")):
@@ -779,7 +791,7 @@ class LinkResolver:
                 candidate
                 and not raw_page
                 and (candidate in self.routes.pages or self.exists(candidate))
-                and not self.site.unpublished_page(candidate)
+                and not self.routes.is_unpublished(candidate)
             ):
                 return Located(candidate, None, how="static")
             if mount.kind == "blog" and _BLOG_PAGES.match(inner) and self.folder_has_pages(mount.folder):
