@@ -185,7 +185,7 @@ def test_a_manual_read_on_github_has_no_ignored_files(tmp_path: Path) -> None:
 
 def test_a_folder_pattern_ignores_a_link_to_a_missing_folder(tmp_path: Path) -> None:
     # `api/` names a folder only: a link to `api/` or `api` (a folder the build writes) is unknown,
-    # and so is a file inside it; a file named like a folder pattern's other match is not.
+    # and so is a file inside it; a missing `build.md` may be a folder too, so `build.md/` covers it.
     repo = tmp_path / "repo"
     (repo / ".git").mkdir(parents=True)
     write_tree(repo, {"mkdocs.yml": "site_name: S\n", ".gitignore": "/docs/api/\n/docs/build.md/\n"})

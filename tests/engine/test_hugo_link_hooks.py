@@ -132,3 +132,57 @@ def test_a_hostile_hook_is_read_in_bounded_time(tmp_path: Path) -> None:
     # A literal longer than a destination is none; what is read of a template, and of its
     # comparisons, is bounded (the file is past the head read, `ok` at its end is not seen).
     assert "a" * 5000 not in found and len(found) <= 100 and "ok" not in found
+
+
+@pytest.mark.parametrize(
+    ("config", "finds"),
+    [
+        # `useEmbedded = "auto"`, Hugo's default: on for a multilingual site served from one host...
+        ("[languages.en]\nweight = 1\n[languages.de]\nweight = 2\n", True),
+        # ... unless each language has a host of its own, or page resources are duplicated per language.
+        ("[languages.en]\nbaseURL = 'https://en.x/'\n[languages.de]\nbaseURL = 'https://de.x/'\n", False),
+        ("[markup.goldmark]\nduplicateResourceFiles = true\n[languages.en]\n[languages.de]\n", False),
+        ("[languages.en]\n", False),
+        (
+            "[markup.goldmark.renderHooks.link]\nuseEmbedded = 'never'\n[languages.en]\n[languages.de]\n",
+            False,
+        ),
+    ],
+)
+def test_hugos_embedded_hook_by_default(tmp_path: Path, config: str, finds: bool) -> None:
+    site = _site(tmp_path, hook=None, config="baseURL = 'https://x.dev/'\n" + config)
+    assert detect_site(site / "content").hook_pages is finds
+
+
+def test_a_site_hook_over_useembedded_fallback_and_never(tmp_path: Path) -> None:
+    plain = "<a href='{{ .Destination }}'>{{ .Text }}</a>\n"
+    for uses in ("fallback", "never"):
+        site = _site(
+            tmp_path / uses,
+            hook=plain,
+            config=f"[markup.goldmark.renderHooks.link]\nuseEmbedded = '{uses}'\n",
+        )
+        assert detect_site(site / "content").hook_pages is False, uses  # the site's hook, which finds nothing
+    site = _site(
+        tmp_path / "always", hook=plain, config="[markup.goldmark.renderHooks.link]\nuseEmbedded = 'always'\n"
+    )
+    assert detect_site(site / "content").hook_pages is True
+
+
+def test_a_changed_hook_of_the_theme_in_use_is_read_whatever_the_themes_order(tmp_path: Path) -> None:
+    from udm.site.routes import site_for
+
+    site = _site(tmp_path, hook=None, config="theme = ['zeta', 'alpha']\n")
+    write_tree(
+        site,
+        {
+            "themes/zeta/layouts/_markup/render-link.html": HOOK,
+            "themes/alpha/layouts/_markup/render-link.html": "{{ if eq .Destination `a` }}{{ end }}\n",
+        },
+    )
+    (site / "content").mkdir()
+    assert site_for(site / "content").link_keywords == ("g", "terms")  # zeta's: first in the config
+    (site / "themes" / "zeta" / "layouts" / "_markup" / "render-link.html").write_text(
+        "{{ if eq .Destination `z` }}{{ end }}\n"
+    )
+    assert site_for(site / "content").link_keywords == ("z",)

@@ -26,7 +26,7 @@ from .conftest import page_verdicts, site_settings
 DOCUSAURUS = "module.exports = {title: 'S', baseUrl: '/', presets: [['classic', {docs: {}}]]};\n"
 PARTIAL = (
     "## From the partial\n\nSee [the API](../api/x) and ![shot](./shot.png) and ![gone](./gone.png).\n"
-    "Also [here](#from-the-partial), [absolute](/docs/missing) and [a doc](./install.mdx).\n"
+    "Also [here](#from-the-partial), [absolute](/docs/missing), [a doc](./install.mdx) and [none](./none.md).\n"
 )
 INSTALL = (
     "# Install\n\nimport Setup from './_setup.mdx';\n\n<Setup />\n\n## Linux\n\n"
@@ -68,6 +68,7 @@ def test_docusaurus_partials_are_no_pages(tmp_path: Path) -> None:
         "#from-the-partial": None,  # an anchor of the rendering page
         "/docs/missing": False,  # absolute: the same from every page
         "./install.mdx": True,  # a file link: Docusaurus resolves it from the partial's own folder
+        "./none.md": False,  # ... and serves no Markdown as it is: from any page, broken
     }
     assert page_verdicts(settings, "docs/_parts/note.md") == {"../elsewhere": None}
     assert page_verdicts(settings, "docs/other.md") == {
@@ -88,16 +89,18 @@ def test_docusaurus_partials_are_no_pages(tmp_path: Path) -> None:
         ),
         ("docs/install.mdx", "link target /docs/_setup does not exist"),
         ("docs/_setup.mdx", "link target /docs/missing does not exist"),
+        ("docs/_setup.mdx", "link target ./none.md does not exist"),
     }
     results = check_links(settings, external=False).results
     skipped = {(r.file, r.target): r.reason for r in results if r.status == "skipped"}
     assert skipped[("docs/_setup.mdx", "../api/x")] == (
-        "docs/_setup.mdx is no page of the site (a partial or a snippet): its relative links resolve "
-        "where it is rendered, not checked"
+        "docs/_setup.mdx is no page of the site (a partial, a snippet or an excluded file): its "
+        "relative links resolve where it is rendered, not checked"
     )
     broken = {(r.file, r.target): r.reason for r in results if r.status == "broken"}
     assert broken[("docs/install.mdx", "./_setup.mdx")] == (
-        "docs/_setup.mdx is not published: the site builds no page from it"
+        "docs/_setup.mdx is not published: the site builds no page from it (a partial, a snippet or an "
+        "excluded file)"
     )
 
 
@@ -186,11 +189,15 @@ def test_mkdocs_excluded_files_and_snippets(tmp_path: Path) -> None:
     site = detect_site(docs)
     assert site.snippets
     assert any("regex patterns are not read" in p for p in site.problems)
-    assert site.describe()["unpublished"][0] == {
-        "folder": ".",
-        "style": "gitignore",
-        "patterns": [".*", "/templates/", "snippets/", "*.draft.md", "!keep.draft.md"],
-    }
+    assert site.describe()["unpublished"] == [
+        {
+            "owner": "docs",
+            "folders": ["."],
+            "style": "pathspec",
+            "patterns": [".*", "/templates/", "snippets/", "*.draft.md", "!keep.draft.md"],
+        },
+        {"owner": "docs", "folders": ["."], "style": "fnmatch", "patterns": ["old/*"]},
+    ]
 
 
 def test_without_the_snippets_extension_a_snippet_line_is_text(tmp_path: Path) -> None:
@@ -275,7 +282,9 @@ def test_a_patch_linking_to_a_partial_is_refused(tmp_path: Path) -> None:
     ]
     res = apply_patch(parse_patch({"description": "t", "operations": ops}), settings)
     assert res.status == "invalid"
-    assert "link to ./_setup.mdx would break (_setup.mdx is not published by the site)" in (res.error or "")
+    assert "link to ./_setup.mdx would break (_setup.mdx is not published: the site builds no page" in (
+        res.error or ""
+    )
 
 
 # ----- the rules themselves ------------------------------------------------------------------------
@@ -299,11 +308,18 @@ def test_glob_lines(glob: str, lines: list[str]) -> None:
 
 def test_rules_see_only_the_folder_they_name(tmp_path: Path) -> None:
     root = tmp_path / "docs"
-    assert unpublished_rule(root, root / "x", "name", ["_*"]) == ("x", "", "name", ("_*",))
-    assert unpublished_rule(root / "a" / "b", root, "name", ["_*"]) == ("", "a/b", "name", ("_*",))
-    assert unpublished_rule(root, tmp_path / "blog", "name", ["_*"]) is None  # beside the manual
-    assert unpublished_rule(root, root, "name", ["", "  "]) is None
-    site = Site(generator="starlight", unpublished=(("x", "", "name", ("_*",)),))
+    assert unpublished_rule("o", root, [root / "x"], "name", ["_*"]) == ("o", (("x", ""),), "name", ("_*",))
+    assert unpublished_rule("o", root / "a" / "b", [root], "name", ["_*"]) == (
+        "o",
+        (("", "a/b"),),
+        "name",
+        ("_*",),
+    )
+    assert unpublished_rule("o", root, [tmp_path / "blog"], "name", ["_*"]) is None  # beside the manual
+    assert unpublished_rule("o", root, [root], "name", ["", "  ", 3]) is None
+    both = unpublished_rule("o", root, [root / "v1", tmp_path / "blog", root / "v2"], "name", ["_*"])
+    assert both == ("o", (("v1", ""), ("v2", "")), "name", ("_*",))
+    site = Site(generator="starlight", unpublished=(("x", (("x", ""),), "name", ("_*",)),))
     assert site.unpublished_page("x/_a.md") and site.unpublished_page("x/y/_a.mdx")
     assert not site.unpublished_page("_a.md")  # outside the rule's folder
     assert not site.unpublished_page("x/_a.png")  # not a page: bundled with the page that uses it
@@ -320,7 +336,7 @@ def test_any_pattern_and_path_give_an_answer_quickly(
     patterns: list[str], path: list[str], style: str
 ) -> None:
     lines = [line for p in patterns for line in glob_lines(p)] if style == "gitignore" else patterns
-    rule = unpublished_rule(Path("/m"), Path("/m"), style, lines)
+    rule = unpublished_rule("o", Path("/m"), [Path("/m")], style, lines)
     site = Site(generator="mkdocs", unpublished=(rule,) if rule else ())
     started = time.perf_counter()
     assert site.unpublished_page("/".join(path) + ".md") in (True, False)
@@ -361,3 +377,89 @@ def test_mintlify_snippets_mintignore_and_its_own_list(tmp_path: Path) -> None:
     # A changed .mintignore is read at the next refresh.
     (site / ".mintignore").write_text("")
     assert page_verdicts(settings, "index.mdx")["/drafts/x"] is True
+
+
+@pytest.mark.parametrize(
+    ("line", "unknown"),
+    [
+        ('--8<-- "part.md:intro"', True),  # a section of the file
+        ('--8<-- "part.md:3:10"', True),  # lines of it
+        ("--8<--", True),  # a block of names follows
+        (';--8<-- "part.md"', False),  # turned off: the line is text
+        ('--8<--"part.md"', False),  # no blank between: not a snippet line
+        ('--8<-- "code.py"', False),  # not Markdown
+        ('<!--\n--8<-- "part.md"\n-->', False),  # in an HTML comment: no heading renders
+        ('    --8<-- "part.md"', False),  # indented code
+        ('!!! note\n    --8<-- "part.md"', True),  # an admonition's body is Markdown
+    ],
+)
+def test_which_snippet_lines_include_headings(tmp_path: Path, line: str, unknown: bool) -> None:
+    docs = _mkdocs(tmp_path, "site_name: S\nmarkdown_extensions:\n  - admonition\n  - pymdownx.snippets\n")
+    settings = site_settings(docs, {"index.md": f"# Home\n\nText.\n\n{line}\n\n[x](#run-it)\n"})
+    assert page_verdicts(settings, "index.md") == {"#run-it": None if unknown else False}
+
+
+def test_vitepress_and_starlight_leave_out_dot_files(tmp_path: Path) -> None:
+    project = tmp_path / "vp"
+    (project / ".vitepress").mkdir(parents=True)
+    (project / ".vitepress" / "config.mts").write_text("export default { title: 'S' }\n")
+    settings = site_settings(
+        project,
+        {
+            "index.md": "# Home\n\n[a](/.drafts/x) [b](/node_modules/p/readme) [c](/dist/y) [d](/x)\n",
+            ".drafts/x.md": "# X\n",
+            "node_modules/p/readme.md": "# R\n",
+            "dist/y.md": "# Y\n",
+            "x.md": "# X\n",
+        },
+    )
+    assert page_verdicts(settings, "index.md") == {
+        "/.drafts/x": False,
+        "/node_modules/p/readme": False,
+        "/dist/y": False,
+        "/x": True,
+    }
+    star = tmp_path / "star"
+    star.mkdir()
+    (star / "astro.config.mjs").write_text("import starlight from '@astrojs/starlight';\nstarlight({});\n")
+    site = detect_site(star / "src" / "content" / "docs")
+    assert site.unpublished_page(".hidden.md") and site.unpublished_page(".dir/page.md")
+    assert not site.unpublished_page("dir/page.md")
+
+
+def test_mintlify_leaves_out_every_file_of_an_ignored_folder(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "docs.json").write_text('{"name": "S"}')
+    (site / ".mintignore").write_text("drafts/\n")
+    (site / "drafts").mkdir()
+    (site / "drafts" / "diagram.png").write_bytes(b"png")
+    (site / "shot.png").write_bytes(b"png")
+    settings = site_settings(site, {"index.mdx": "# Home\n\n![d](drafts/diagram.png) ![s](shot.png)\n"})
+    assert page_verdicts(settings, "index.mdx") == {"drafts/diagram.png": False, "shot.png": True}
+
+
+@hsettings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    lines=st.lists(
+        st.builds(
+            lambda neg, lead, parts, slash: (
+                ("!" if neg else "") + ("/" if lead else "") + "/".join(parts) + slash
+            ),
+            st.booleans(),
+            st.booleans(),
+            st.lists(st.sampled_from(["a", "b", "*", "a*", "**", "x.md", "*.md"]), min_size=1, max_size=3),
+            st.sampled_from(["", "/"]),
+        ),
+        min_size=1,
+        max_size=5,
+    ),
+    path=st.lists(st.sampled_from(["a", "b", "ab", "x.md", "y.md"]), min_size=1, max_size=4),
+)
+def test_exclude_docs_matches_as_pathspec_does(lines: list[str], path: list[str]) -> None:
+    # MkDocs reads `exclude_docs` with pathspec's GitIgnoreSpec: checked against the library itself.
+    pathspec = pytest.importorskip("pathspec")
+    from udm.site.gitignore import last_match_ignored
+
+    rel = "/".join(path)
+    assert last_match_ignored(tuple(lines), rel) == pathspec.GitIgnoreSpec.from_lines(lines).match_file(rel)

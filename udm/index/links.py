@@ -38,7 +38,7 @@ from udm.net import (
     split_url,
     url_port,
 )
-from udm.site import Site, display_target, excluded, no_holder, outside_root, settings_site
+from udm.site import NOT_PUBLISHED, Site, display_target, excluded, no_holder, outside_root, settings_site
 
 __all__ = [
     "LinkReport",
@@ -139,8 +139,8 @@ def _internal_verdict(settings: Settings, site: Site, link: LinkSource) -> LinkR
         shown = display_target(link.file, link.target)
         if site.unpublished_page(link.file) and not link.target.startswith("/"):
             why = (
-                f"{link.file} is no page of the site (a partial or a snippet): its relative links "
-                "resolve where it is rendered, not checked"
+                f"{link.file} is no page of the site (a partial, a snippet or an excluded file): its "
+                "relative links resolve where it is rendered, not checked"
             )
             return LinkResult(**base, status="skipped", reason=why)
         if not outside_root(shown) and site.build_output(shown):
@@ -155,7 +155,7 @@ def _internal_verdict(settings: Settings, site: Site, link: LinkSource) -> LinkR
     elif link.form == "autoref":
         reason = no_holder(display_target(link.file, link.target))
     elif site.unpublished_page(shown := display_target(link.file, link.target)):
-        reason = f"{shown} is not published: the site builds no page from it"
+        reason = f"{shown} {NOT_PUBLISHED}"
     else:
         reason = f"no such file {shown}"
     return LinkResult(**base, status="broken", reason=reason)

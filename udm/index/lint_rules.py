@@ -22,7 +22,7 @@ import duckdb
 from udm.config import Settings
 from udm.index.query import Definition, UdmQuery, definition_places, get_query
 from udm.markdown import id_family, id_matcher
-from udm.site import Site, display_target, no_holder, outside_root
+from udm.site import NOT_PUBLISHED, Site, display_target, no_holder, outside_root
 
 __all__ = ["RULES", "Finding", "LintConfig", "apply_config", "exit_code", "find_cycles", "lint"]
 
@@ -268,8 +268,7 @@ def _broken_links(con: duckdb.DuckDBPyConnection, site: Site) -> Iterator[Findin
                 file,
                 line,
                 "broken-link",
-                f"link target {target} is not published: the site builds no page from it (a partial, "
-                "a snippet or an excluded file)",
+                f"link target {target} {NOT_PUBLISHED}",
             )
         else:
             yield _finding(file, line, "broken-link", f"link target {target} does not exist")

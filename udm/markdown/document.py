@@ -26,7 +26,13 @@ from udm.markdown.lines import split_lines
 from udm.markdown.model import Block, IdOccurrence, Link, Section
 from udm.markdown.outline import Outline, build_outline, slugify
 from udm.markdown.roles import block_ids, fence_role
-from udm.markdown.scanner import PARSER_NAME, Opaque, definition_term_texts, nested_heading_texts
+from udm.markdown.scanner import (
+    PARSER_NAME,
+    Opaque,
+    definition_term_texts,
+    nested_heading_texts,
+    verbatim_line_ranges,
+)
 from udm.markdown.scanner import parse_markdown as _parse_markdown
 from udm.markdown.tree import MarkdownParseError
 
@@ -231,6 +237,19 @@ class Document:
         """The rendered text of the headings inside block quotes and list items (no sections, yet ids)."""
         try:
             return nested_heading_texts(
+                *self._parsed_lines(),
+                mdx=self.path.lower().endswith(".mdx"),
+                shortcodes=self.shortcodes,
+                indented=self.indented,
+            )
+        except MarkdownParseError:
+            return []
+
+    def verbatim_lines(self) -> list[tuple[int, int]]:
+        """The line ranges [start, end) of the blocks whose text renders as no Markdown (fences,
+        indented code, HTML blocks), at any depth; [] when the parse fails."""
+        try:
+            return verbatim_line_ranges(
                 *self._parsed_lines(),
                 mdx=self.path.lower().endswith(".mdx"),
                 shortcodes=self.shortcodes,

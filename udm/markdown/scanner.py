@@ -294,6 +294,36 @@ def definition_term_texts(
 _HEADINGS = frozenset({"heading", "lheading"})
 
 
+# The blocks whose text renders as no Markdown: code (fenced or indented) and HTML (a comment too).
+_VERBATIM_BLOCKS = frozenset({"code_block", "fence", "html_block"})
+
+
+def verbatim_line_ranges(
+    lines: list[str],
+    first: int = 0,
+    *,
+    mdx: bool = False,
+    shortcodes: tuple[tuple[str, str], ...] | None = None,
+    indented: tuple[str, ...] = (),
+) -> list[tuple[int, int]]:
+    """The 0-based line ranges [start, end) of the blocks, at any depth, whose text renders as no
+    Markdown: fences, indented code and HTML blocks. In order, not overlapping. A parse of its own:
+    asked for only where a line's meaning depends on it (a pymdownx snippet line)."""
+    src = _source(lines, first, mdx, shortcodes, indented)
+    spans = _Spans(parse_tree(src, mdx).root, _VERBATIM_BLOCKS).spans
+    if not spans:
+        return []
+    fed = src.splitlines(keepends=True)
+    sizes = map(len, fed) if src.isascii() else (len(line.encode("utf-8")) for line in fed)
+    starts = [0, *itertools.accumulate(sizes)]
+    last = max(len(fed) - 1, 0)
+
+    def line_of(byte: int) -> int:
+        return min(bisect.bisect_right(starts, byte) - 1, last)
+
+    return [(line_of(a), line_of(max(a, b - 1)) + 1) for a, b in spans]
+
+
 def _source(
     lines: list[str],
     first: int,

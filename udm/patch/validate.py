@@ -21,6 +21,7 @@ from udm.markdown import Document, parse_front_matter, slugify
 from udm.patch.splice import edit_form, line_opcodes
 from udm.patch.workspace import Workspace
 from udm.site import (
+    NOT_PUBLISHED,
     NUMBER_PREFIX,
     PAGE_SUFFIXES,
     LinkResolver,
@@ -221,8 +222,9 @@ class _Resolver:
                     why = no_holder(str(fragment))
                 elif file is None:
                     shown = display_target(doc.path, target)
-                    unpublished = self.routes.site.unpublished_page(shown)
-                    why = f"{shown} {'is not published by the site' if unpublished else 'does not exist'}"
+                    why = (
+                        f"{shown} {NOT_PUBLISHED if self.routes.is_unpublished(shown) else 'does not exist'}"
+                    )
                 else:
                     why = (
                         f"no heading #{fragment} in {file}"

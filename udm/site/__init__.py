@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from udm.site.detect import Site as Site
     from udm.site.detect import settings_site as settings_site
     from udm.site.detect import site_for as site_for
+    from udm.site.model import NOT_PUBLISHED as NOT_PUBLISHED
     from udm.site.model import excluded as excluded
     from udm.site.model import exists_within as exists_within
     from udm.site.model import on_pages as on_pages
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from udm.site.routes import route_meta as route_meta
 
 _SURFACE = {
+    "NOT_PUBLISHED": "model",
     "LinkResolver": "routes",
     "NUMBER_PREFIX": "detect",
     "PAGE_SUFFIXES": "detect",
@@ -54,6 +56,7 @@ _SURFACE = {
 }
 
 __all__ = [
+    "NOT_PUBLISHED",
     "NUMBER_PREFIX",
     "PAGE_SUFFIXES",
     "LinkResolver",

@@ -23,7 +23,7 @@ from udm.markdown import (
     parse_document,
     slugify,
 )
-from udm.site.model import PAGE_SUFFIXES, Site
+from udm.site.model import Site
 
 if TYPE_CHECKING:
     from udm.markdown import Document
@@ -348,25 +348,34 @@ def _mintlify_components(text: str) -> tuple[list[str], set[str]]:
     return titles, ids
 
 
-# pymdownx.snippets: `--8<-- "name"` on a line of its own (a `;` before the name turns it off), or a
-# block of names between two bare `--8<--` lines.
-_SNIPPET_LINE = re.compile(r"""^[ \t]*-{1,}8<-{1,}[ \t]*(?:(['"])([^;'"\n][^'"\n]{0,500})\1)?[ \t]*$""", re.M)
+# pymdownx.snippets: `--8<-- "name"` alone on its line (a blank or more between; none after), or a
+# bare `--8<--` opening or closing a block of names; a `;` before it turns it off. Read one way: a
+# single run of blanks, so a line of 40,000 of them costs its length once.
+_SNIPPET_LINE = re.compile(r"""^[ \t]*-{1,}8<-{1,}(?:[ \t]+(['"])([^'"\n]{1,500})\1)?\r?$""", re.M)
+# A snippet's name may end in line ranges or a section (`part.md:3:10`, `part.md:intro`).
+_SNIPPET_PAGE = re.compile(r"\.(?:md|mdx|markdown)(?::[^/\\]*)?$", re.I)
 
 
 def _includes_markdown_snippet(doc: Document) -> bool:
-    """Whether a page includes a Markdown file with pymdownx.snippets outside its fences (in one a
-    snippet is code: the file's text, not its headings): a `--8<--` line naming a page file, or a
-    block of names (which may name one)."""
-    fences = [(b.start, b.end) for b in doc.blocks]
+    """Whether a page includes a Markdown file with pymdownx.snippets where its text renders as
+    Markdown: a `--8<--` line naming a page file, or a block of names (which may name one), outside
+    code and HTML (what the snippet writes there is code, or a comment's text, and has no heading)."""
+    hits = [
+        m.start()
+        for m in itertools.islice(_SNIPPET_LINE.finditer(doc.text), 1000)
+        if m.group(2) is None or _SNIPPET_PAGE.search(m.group(2).strip())
+    ]
+    if not hits:
+        return False
+    verbatim = doc.verbatim_lines()
     line_at = doc.line_starts()
-    for m in itertools.islice(_SNIPPET_LINE.finditer(doc.text), 1000):
-        name = m.group(2)
-        if name is not None and not name.strip().lower().endswith(PAGE_SUFFIXES):
-            continue
-        line = bisect.bisect_right(line_at, m.start()) - 1
-        if not any(a <= line <= b for a, b in fences):
-            return True
-    return False
+    return any(not _within_ranges(verbatim, bisect.bisect_right(line_at, at) - 1) for at in hits)
+
+
+def _within_ranges(ranges: list[tuple[int, int]], line: int) -> bool:
+    """Whether `line` lies in one of the ordered, non-overlapping ranges [start, end)."""
+    i = bisect.bisect_right(ranges, (line, float("inf"))) - 1
+    return i >= 0 and ranges[i][0] <= line < ranges[i][1]
 
 
 def _renders_vue_component(text: str) -> bool:
@@ -393,13 +402,9 @@ def _inserts_markdown(doc: Document) -> bool:
     offsets = markdown_shortcodes_alone(doc.text)
     if not offsets:
         return False
-    fences = [(b.start, b.end) for b in doc.blocks]
+    fences = [(b.start, b.end + 1) for b in doc.blocks]  # a block's `end` is its closing line
     line_at = doc.line_starts()
-    for at in offsets:
-        line = bisect.bisect_right(line_at, at) - 1
-        if not any(a <= line <= b for a, b in fences):
-            return True
-    return False
+    return any(not _within_ranges(fences, bisect.bisect_right(line_at, at) - 1) for at in offsets)
 
 
 def _strip_attributes(text: str) -> str:

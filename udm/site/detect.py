@@ -33,6 +33,7 @@ from udm.site.model import (
     SCHEME,
     Mount,
     Site,
+    UnpublishedRule,
     path_of_url,
     read_head,
     static_folders,
@@ -311,7 +312,7 @@ def _mintlify(root: Path, here: Path, text: str) -> Site:
     # Mintlify publishes no page of its own ignored files, of `.mintignore`'s, or of `/snippets/`
     # (a snippet renders only where a page imports it).
     lines = [*_MINTLIFY_IGNORED, "/snippets/", *pattern_lines(here / ".mintignore")]
-    rule = unpublished_rule(root, here, "gitignore", lines)
+    rule = unpublished_rule("docs", root, [here], "gitignore", lines)
     return replace(site, unpublished=(rule,) if rule else ())
 
 
@@ -465,9 +466,9 @@ _MKDOCS_EXCLUDE = (".*", "/templates/")
 
 def _mkdocs_unpublished(
     root: Path, docs_dir: Path, data: dict[str, Any]
-) -> tuple[tuple[tuple[str, str, str, tuple[str, ...]], ...], tuple[str, ...]]:
-    """The files of `docs_dir` MkDocs builds no page from: `exclude_docs` (`.gitignore` lines, after
-    MkDocs' own two), and the mkdocs-exclude plugin's `glob` patterns (`fnmatchcase` over the path
+) -> tuple[tuple[UnpublishedRule, ...], tuple[str, ...]]:
+    """The files of `docs_dir` MkDocs builds no page from: `exclude_docs` (`.gitignore` lines after
+    MkDocs' own two, matched as the pathspec library MkDocs uses matches them), and the mkdocs-exclude plugin's `glob` patterns (`fnmatchcase` over the path
     from `docs_dir`); its `regex` patterns are not read (a config's regex is not run here), which
     is a problem of the site."""
     lines = list(_MKDOCS_EXCLUDE)
@@ -489,8 +490,8 @@ def _mkdocs_unpublished(
                 "leave out are taken as pages"
             )
     rules = [
-        unpublished_rule(root, docs_dir, "gitignore", lines),
-        unpublished_rule(root, docs_dir, "fnmatch", globs),
+        unpublished_rule("docs", root, [docs_dir], "pathspec", lines),
+        unpublished_rule("docs", root, [docs_dir], "fnmatch", globs),
     ]
     return tuple(r for r in rules if r is not None), tuple(problems)
 
@@ -734,7 +735,11 @@ def _hugo(root: Path, path: Path, text: str) -> Site:
     hooks = [] if uses == "always" else link_hook_templates(here, _themes(data))
     keywords, hook_pages = _read_link_hooks(hooks)
     if not hooks:
-        hook_pages = uses in ("always", "fallback") or _get(embedded, "enableDefault") is True
+        hook_pages = (
+            uses in ("always", "fallback")
+            or _get(embedded, "enableDefault") is True
+            or (uses in ("", "auto") and _single_host_multilingual(data))
+        )
     return Site(
         mounts=tuple(mounts),
         base_path=path_of_url(_get(data, "baseURL")),
@@ -759,11 +764,13 @@ _DESTINATION_VAR = re.compile(r"\$([A-Za-z_]\w{0,50})\s*:?=\s*(?:urls\.Parse\s+)
 _HOOK_LITERAL = r"(?:\"([^\"\\\n]{1,200})\"|`([^`\n]{1,200})`)"
 
 
-def link_hook_templates(site_dir: Path, themes: list[str]) -> list[Path]:
+def link_hook_templates(site_dir: Path, themes: list[str], *, every: bool = False) -> list[Path]:
     """The link render hook templates of a Hugo site: its own, else those of the first theme (in the
-    config's order) that has one; regular files only, not through links out of the site."""
+    config's order) that has one; with `every`, those of the site and of every theme (the files whose
+    change may change the site). Regular files only, not through links out of the site."""
     names = [t for t in dict.fromkeys(themes) if _THEME_NAME.fullmatch(t) and ".." not in t.split("/")]
     top = site_dir.resolve()
+    out: list[Path] = []
     for base in [site_dir, *(site_dir / "themes" / t for t in names[:_MAX_THEMES])]:
         found = []
         for sub in _LINK_HOOK_DIRS:
@@ -777,9 +784,20 @@ def link_hook_templates(site_dir: Path, themes: list[str]) -> list[Path]:
             found += [
                 p for p in entries if _LINK_HOOK_NAME.fullmatch(p.name) and p.is_file() and not p.is_symlink()
             ]
-        if found:
-            return found[:_MAX_HOOKS]
-    return []
+        out += found[:_MAX_HOOKS]
+        if found and not every:
+            break
+    return out
+
+
+def _single_host_multilingual(data: dict[str, Any]) -> bool:
+    """Whether Hugo's `useEmbedded = "auto"` (its default) turns the embedded link render hook on: a
+    site of two or more languages served from one host (no language has a `baseURL` of its own) that
+    does not duplicate page resources per language (`markup.goldmark.duplicateResourceFiles`)."""
+    languages = _dig(data, "languages")
+    if len(languages) < 2 or any(isinstance(c, dict) and _get(c, "baseURL") for c in languages.values()):
+        return False
+    return _get(_dig(data, "markup", "goldmark"), "duplicateResourceFiles") is not True
 
 
 def _read_link_hooks(templates: list[Path]) -> tuple[tuple[str, ...], bool]:
@@ -917,7 +935,7 @@ def _config_files(path: Path, generator: str) -> list[Path]:
         except OSError:
             themes = []
         templates = [p for _, p in shortcode_templates(site_dir, themes)]
-        templates += link_hook_templates(site_dir, themes)
+        templates += link_hook_templates(site_dir, themes, every=True)
         if path.parent.name == "_default":
             try:
                 return sorted(p for p in path.parent.iterdir() if p.is_file()) + templates

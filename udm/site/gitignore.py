@@ -297,8 +297,9 @@ def _matches(pattern: _Pattern, parts: list[str]) -> list[bool]:
             row = [False] + [row[d - 1] and _glob(segment, parts[d - 1]) for d in range(1, m + 1)]
     if not pattern.inside:
         return row[1:]
-    # `gen/**`: a path with `gen` among its folders, not `gen` itself.
-    out, seen = [], False
+    # `gen/**`: a path with `gen` among its folders, not `gen` itself; `**/**`, whose folder part
+    # matches no folder at all, every path.
+    out, seen = [], row[0]
     for d in range(1, m + 1):
         out.append(seen)
         seen = seen or row[d]
@@ -368,6 +369,38 @@ def ignored_folder(files: Ignores, rel: str) -> bool:
     if not files or not rel or rel.startswith("/"):
         return False
     return any(verdict for verdict in reversed(_decided(files, rel, last_is_dir=True)))
+
+
+@functools.lru_cache(maxsize=8192)
+def last_match_ignored(lines: tuple[str, ...], rel: str) -> bool:
+    """Whether `.gitignore`-style lines exclude the file `rel` as the pathspec library's
+    `GitIgnoreSpec` decides (MkDocs' `exclude_docs`): a pattern matches the file itself, or a folder
+    above it (`snippets/` matches `snippets/a.md`); the last pattern that matches the file itself
+    decides, else the last that matches a folder above it. So `snippets/` then `!snippets/keep.md`
+    publishes `keep.md`, which git would not."""
+    if not lines or not rel or rel.startswith("/"):
+        return False
+    parts = rel.split("/")
+    if len(parts) > _MAX_DEPTH:
+        return False
+    itself: bool | None = None
+    above: bool | None = None
+    for pattern in _rules(lines).patterns:
+        hits = _matches(pattern, parts)
+        if pattern.inside:
+            # `gen/**` matches what is below `gen` as itself; `gen/**/` as a folder above it (and
+            # `**/**/` only what has a folder above it).
+            if not hits[-1]:
+                continue
+            if not pattern.directory_only:
+                itself = not pattern.negated
+            elif len(parts) > 1:
+                above = not pattern.negated
+        elif hits[-1] and not pattern.directory_only:
+            itself = not pattern.negated
+        elif any(hits[:-1]):
+            above = not pattern.negated
+    return (itself if itself is not None else above) is True
 
 
 def manual_ignored(files: Ignores) -> bool:

@@ -10,6 +10,7 @@ they do.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import os
@@ -22,6 +23,7 @@ from udm.errors import UdmError
 from udm.site.model import (
     Mount,
     Site,
+    UnpublishedRule,
     glob_lines,
     path_of_url,
     read_head,
@@ -47,9 +49,36 @@ __all__ = [
 _MAX_BLOCK_TRIES = 3
 
 
+# A comment, or a string literal (a key's first: one followed by `:` stays as it is). Each is read
+# one way (a character class or one escape at a time), so an unclosed one costs its length once.
+_JS_TOKEN = re.compile(
+    r"""(?P<key>'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*")(?=[ \t]*:)"""
+    r"""|//[^\n]*|/\*(?:[^*]|\*(?!/))*(?:\*/)?"""
+    r"""|'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*"|`(?:\\.|[^`\\])*`"""
+)
+
+
+@functools.lru_cache(maxsize=16)
+def _masked(text: str) -> str:
+    """JavaScript with its comments and the insides of its strings blanked (same length, lines kept),
+    but for strings used as keys: a `key:` found in it is one of the code, not of a comment
+    (`// docs: {...}`) or a string (`editUrl: "https://x/exclude: [...]"`)."""
+
+    def blank(m: re.Match[str]) -> str:
+        token = m.group(0)
+        if m.group("key") is not None:
+            return token
+        inside = token[1:-1] if token[0] in "'\"`" and len(token) > 1 else token
+        keep = token[0] if token[0] in "'\"`" else ""
+        return keep + re.sub(r"[^\n]", " ", inside) + (token[-1] if keep and len(token) > 1 else "")
+
+    return _JS_TOKEN.sub(blank, text) if any(c in text for c in "'\"`/") else text
+
+
 def _js_block(text: str, key: str) -> str | None:
-    """The `{...}` or `[...]` value of the first `key:` in JavaScript source (strings and comments skipped)."""
-    found = re.finditer(rf"(?<![\w$.])(['\"]?){re.escape(key)}\1\s*:\s*([\[{{])", text)
+    """The `{...}` or `[...]` value of the first `key:` in JavaScript source (one in a comment or a
+    string is none; strings and comments inside the value are skipped)."""
+    found = re.finditer(rf"(?<![\w$.])(['\"]?){re.escape(key)}\1\s*:\s*([\[{{])", _masked(text))
     for match in itertools.islice(found, _MAX_BLOCK_TRIES):
         start = match.start(2)
         end = _balanced(text, start)
@@ -154,10 +183,22 @@ def _js_string(text: str, key: str, consts: dict[str, str] | None = None) -> str
     # A string's characters are `\\x` or one that is neither the quote nor a backslash: read one way
     # only, so an unclosed string of backslashes is not tried in every split (exponential).
     # A key may be quoted (`"routeBasePath": "/"`, pnpm's config), as JavaScript allows.
-    match = re.search(
+    masked = _masked(text)
+    found = re.finditer(
         rf"(?<![\w$.])(['\"]?){re.escape(key)}\1\s*:\s*"
         rf"(?:(['\"`])((?:\\.|(?!\2)[^\\\n])*)\2|([A-Za-z_$][\w$]*)\s*[,}}\n])",
         text,
+    )
+    # The first whose key is code (not in a comment or another string: the masked text holds it too);
+    # `width` spans the key and its quotes, if it has them.
+    width = len(key) + 2
+    match = next(
+        (
+            m
+            for m in itertools.islice(found, 50)
+            if masked[m.start() : m.start() + width] == text[m.start() : m.start() + width]
+        ),
+        None,
     )
     if match is None:
         return None
@@ -197,7 +238,9 @@ def _template(value: str, consts: dict[str, str]) -> str | None:
 
 
 def _js_strings(text: str) -> list[str]:
-    return [m.group(2) for m in re.finditer(r"(['\"`])((?:\\.|(?!\1)[^\\\n])*)\1", text)]
+    """The string literals of JavaScript source, in order (none of a comment)."""
+    code = _without_comments(text)
+    return [m.group(2) for m in re.finditer(r"(['\"`])((?:\\.|(?!\1)[^\\\n])*)\1", code)]
 
 
 def docusaurus(root: Path, here: Path, text: str) -> Site:
@@ -213,7 +256,7 @@ def docusaurus(root: Path, here: Path, text: str) -> Site:
     blog = _own_level(blog_block)
     blog_base = (_js_string(blog, "routeBasePath", consts) or "blog").strip("/")
     pages_block = _js_block(text, "pages") or ""
-    rules: list[Rule | None] = []
+    rules: list[UnpublishedRule | None] = []
     blog_dir = here / (_js_string(blog, "path") or "blog")
     mounts = [
         *_docs_versions(root, here, docs, own, docs_path, route_base, consts, rules=rules),
@@ -222,8 +265,8 @@ def docusaurus(root: Path, here: Path, text: str) -> Site:
         under(root, blog_dir, blog_base, "blog", False),
     ]
     rules += [
-        unpublished_rule(root, here / "src" / "pages", "gitignore", _excluded_globs(pages_block)),
-        unpublished_rule(root, blog_dir, "gitignore", _excluded_globs(blog_block)),
+        unpublished_rule("pages", root, [here / "src" / "pages"], "gitignore", _excluded_globs(pages_block)),
+        unpublished_rule("blog", root, [blog_dir], "gitignore", _excluded_globs(blog_block)),
     ]
     redirects: list[tuple[str, str]] = []
     plugin = text.find("plugin-client-redirects")
@@ -255,7 +298,6 @@ def docusaurus(root: Path, here: Path, text: str) -> Site:
     )
 
 
-Rule = tuple[str, str, str, tuple[str, ...]]
 # What a Docusaurus content plugin (docs, blog, pages) builds no page from unless its `exclude` says
 # otherwise: partials and their folders (`_setup.mdx`, `_parts/`), tests.
 _DOCUSAURUS_EXCLUDE = (
@@ -270,8 +312,9 @@ _SPREAD = re.compile(r"\.\.\.\s*[A-Za-z_$(\[]")
 
 
 def _own_value(block: str, key: str) -> str | None:
-    """The `[...]` or `{...}` value of `key` at the block's own level (not a nested block's key)."""
-    own = _own_level(block)
+    """The `[...]` or `{...}` value of `key` at the block's own level (not a nested block's key, nor
+    one in a comment or a string)."""
+    own = _own_level(_masked(block))
     match = re.search(rf"(?<![\w$.])(['\"]?){re.escape(key)}\1\s*:\s*([\[{{])", own)
     if match is None:
         return None
@@ -287,7 +330,7 @@ def _excluded_globs(block: str) -> list[str]:
         globs = list(_DOCUSAURUS_EXCLUDE)
     else:
         globs = _js_strings(value)[:200]
-        if _SPREAD.search(_without_comments(value)):
+        if _SPREAD.search(_masked(value)):
             globs = [*_DOCUSAURUS_EXCLUDE, *globs]
     return [line for glob in globs for line in glob_lines(glob)]
 
@@ -347,7 +390,7 @@ def _docs_versions(
     route_base: str,
     consts: dict[str, str],
     instance: str = "",
-    rules: list[Rule | None] | None = None,
+    rules: list[UnpublishedRule | None] | None = None,
 ) -> list[Mount | None]:
     """The docs mounts: the current docs and each released version (`versioned_docs/version-<v>`);
     `docs` is the docs options block, `own` its own level (`_own_level`); `instance` is `<id>_` for
@@ -374,7 +417,7 @@ def _docs_versions(
     if rules is not None:
         # Each version is built with the instance's options: its `exclude` holds for all of them.
         lines = _excluded_globs(docs)
-        rules += [unpublished_rule(root, folder, "gitignore", lines) for folder in folders]
+        rules.append(unpublished_rule(f"docs:{instance}", root, folders, "gitignore", lines))
     return mounts
 
 
@@ -384,7 +427,11 @@ _DOCS_PLUGIN = re.compile(r"""['"`](?:@docusaurus/plugin-|docusaurus-plugin-)?co
 
 
 def _docs_instances(
-    root: Path, here: Path, text: str, consts: dict[str, str], rules: list[Rule | None] | None = None
+    root: Path,
+    here: Path,
+    text: str,
+    consts: dict[str, str],
+    rules: list[UnpublishedRule | None] | None = None,
 ) -> list[Mount | None]:
     """The mounts of each further docs plugin instance, `['@docusaurus/plugin-content-docs', {id, path,
     routeBasePath}]` in `plugins` (React Native's architecture and contributing docs), with its own
@@ -502,8 +549,16 @@ def starlight(root: Path, here: Path, text: str) -> Site:
         aliases=ts_aliases(root, here),
         redirects=tuple(redirects),
         static=static_folders(root, [here / "public"]),
-        # Starlight's content loader takes `**/[^_]*.{md,mdx,...}`: a file named `_x.md` is no page.
-        unpublished=tuple(r for r in [unpublished_rule(root, content, "name", ["_*"])] if r is not None),
+        # Starlight's content loader takes `**/[^_]*.{md,mdx,...}` (picomatch, dot files left out): a
+        # file named `_x.md` or `.x.md`, or one in a dot folder, is no page.
+        unpublished=tuple(
+            r
+            for r in [
+                unpublished_rule("docs", root, [content], "name", ["_*", ".*"]),
+                unpublished_rule("docs", root, [content], "gitignore", [".*/"]),
+            ]
+            if r is not None
+        ),
     )
 
 
@@ -562,6 +617,17 @@ def _vitepress_rewrites(text: str) -> list[tuple[str, str]]:
     return [(m.group(2), m.group(4)) for m in itertools.islice(pairs, _MAX_REWRITES)]
 
 
+_EXPORTED = re.compile(r"(?:export\s+default|module\.exports\s*=)\s*(?:defineConfig\s*\(\s*)?\{")
+
+
+def _config_object(text: str) -> str | None:
+    """The object a JavaScript config exports (`export default defineConfig({...})`), None when it
+    exports a name or a call (`export default config`)."""
+    found = _EXPORTED.search(_masked(text))
+    end = _balanced(text, found.end() - 1) if found else None
+    return None if found is None or end is None else text[found.end() - 1 : end + 1]
+
+
 def vitepress(root: Path, here: Path, text: str) -> Site:
     """VitePress: `.vitepress/` in the project folder, pages under `srcDir`, `<srcDir>/public` at the
     root, pages routed through `rewrites`."""
@@ -569,11 +635,13 @@ def vitepress(root: Path, here: Path, text: str) -> Site:
     consts = _consts(text)
     content = project / (_js_string(text, "srcDir", consts) or ".")
     mount = under(root, content, "", "docs", False)
-    # VitePress finds its pages by `**/*.md` under srcDir, leaving out node_modules, dist and `srcExclude`.
-    value = _js_block(_without_comments(text), "srcExclude")
+    # VitePress finds its pages by `**/*.md` under srcDir (no dot files), leaving out node_modules,
+    # dist and `srcExclude`: the config's own option, not one of the same name a plugin takes.
+    exported = _config_object(text)
+    value = _own_value(exported, "srcExclude") if exported else _js_block(text, "srcExclude")
     excluded = _js_strings(value)[:200] if value and value.startswith("[") else []
     lines = [line for glob in ["**/node_modules/**", "**/dist/**", *excluded] for line in glob_lines(glob)]
-    rule = unpublished_rule(root, content, "gitignore", lines)
+    rule = unpublished_rule("docs", root, [content], "gitignore", [".*", *lines])
     return Site(
         mounts=(mount,) if mount else (),
         base_path=path_of_url(_js_string(text, "base", consts)),

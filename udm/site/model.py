@@ -17,17 +17,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from udm.site.gitignore import ignored, ignored_folder
+from udm.site.gitignore import ignored, ignored_folder, last_match_ignored
 
 __all__ = [
     "GENERATORS",
     "INDEX_NAMES",
+    "NOT_PUBLISHED",
     "NUMBER_PREFIX",
     "PAGE_SUFFIXES",
     "ROUTE_SUFFIXES",
     "SCHEME",
     "Mount",
     "Site",
+    "UnpublishedRule",
     "excluded",
     "glob_lines",
     "path_of_url",
@@ -37,6 +39,9 @@ __all__ = [
     "unpublished_rule",
     "within",
 ]
+
+# Why a link to a file the site builds no page from is broken (lint, `udm links`, the validator).
+NOT_PUBLISHED = "is not published: the site builds no page from it (a partial, a snippet or an excluded file)"
 
 # Raised whenever udm.site.routes resolves some link otherwise (a new rule, a new anchor form): an index
 # built under other rules then resolves every link anew, though no file and no config changed.
@@ -117,7 +122,7 @@ class Site:
     ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # Files of the manual the generator builds no page from (Docusaurus' `_` partials, MkDocs'
     # `exclude_docs`, Starlight's `_` files, VitePress' `srcExclude`): rules of `unpublished_rule`.
-    unpublished: tuple[tuple[str, str, str, tuple[str, ...]], ...] = ()
+    unpublished: tuple[UnpublishedRule, ...] = ()
     # MkDocs with pymdownx.snippets: `--8<-- "x.md"` writes another file's text into the page.
     snippets: bool = False
     # Hugo: the destinations the site's link render hook compares a link's with (`[term](g)` on Hugo's
@@ -138,11 +143,13 @@ class Site:
             return False
         return climbs(rel) <= climbs(self.repository)
 
-    def build_output(self, rel: str) -> bool:
-        """Whether a `.gitignore` of the repository ignores `rel` (a normalised path inside the manual)
-        as a file, or as a folder (`site/` ignores a link to `site` or `site/`, whichever it names):
-        something the build writes, not what the repository holds."""
-        return ignored(self.ignores, rel) or ignored_folder(self.ignores, rel)
+    def build_output(self, rel: str, *, folder: bool | None = None) -> bool:
+        """Whether a `.gitignore` of the repository ignores `rel` (a normalised path inside the manual):
+        something the build writes, not what the repository holds. `folder`: whether `rel` is a
+        folder, None when it is not there to tell (then a `site/` pattern ignores `site` too)."""
+        if folder is None:
+            return ignored(self.ignores, rel) or ignored_folder(self.ignores, rel)
+        return ignored_folder(self.ignores, rel) if folder else ignored(self.ignores, rel)
 
     def unpublished_page(self, rel: str) -> bool:
         """Whether the site builds no page from the manual's file `rel` (normalised, from the manual
@@ -150,10 +157,17 @@ class Site:
         if not self.unpublished:
             return False
         # A partial's images are bundled with the page that renders it (Docusaurus, Astro); MkDocs
-        # copies no file its `exclude_docs` names, page or not.
-        if self.generator != "mkdocs" and not rel.lower().endswith(PAGE_SUFFIXES):
+        # and Mintlify publish no file their exclusions name, page or not.
+        if self.generator not in ("mkdocs", "mintlify") and not rel.lower().endswith(PAGE_SUFFIXES):
             return False
-        return _unpublished(self.unpublished, rel)
+        return _unpublished(self._unpublished_table, rel)
+
+    @functools.cached_property
+    def _unpublished_table(self) -> list[tuple[str, dict[str, str], str, tuple[str, ...]]]:
+        """The rules with their folders as a lookup (a site of many docs versions has many folders)."""
+        return [
+            (owner, dict(folders), style, patterns) for owner, folders, style, patterns in self.unpublished
+        ]
 
     def publishes(self, page: str) -> bool:
         """Whether `page` lies in one of the folders the site publishes pages from."""
@@ -219,8 +233,8 @@ class Site:
             **(
                 {
                     "unpublished": [
-                        {"folder": f or ".", "style": st, "patterns": list(p)}
-                        for f, _, st, p in self.unpublished
+                        {"owner": o, "folders": [f or "." for f, _ in fs], "style": st, "patterns": list(p)}
+                        for o, fs, st, p in self.unpublished
                     ]
                 }
                 if self.unpublished
@@ -260,22 +274,37 @@ def excluded(target: str, patterns: tuple[str, ...]) -> bool:
     return _exclude_pattern(patterns).match(target.strip()) is not None
 
 
-# A generator's rules over its content folder's files: this many patterns are read of one rule, and a
-# pattern's braces make at most this many (`**/_*.{md,mdx}` makes two).
+# A generator's rules over its content folders' files: this many patterns are read of one rule, a
+# pattern longer than this is none a generator's user writes, and a pattern's braces make at most
+# this many (`**/_*.{md,mdx}` makes two).
 _MAX_UNPUBLISHED_PATTERNS = 200
+_MAX_GLOB = 300
 _MAX_BRACE_EXPANSION = 64
-_BRACES = re.compile(r"\{([^{}]*,[^{}]*)\}")  # a group of alternatives (`{x}` alone is no group)
+# A group of alternatives (`{x}` alone is no group), read one way: commas split it, so a long run of
+# them is not tried in every split.
+_BRACES = re.compile(r"\{([^{},]*(?:,[^{},]*)+)\}")
+
+# One rule of `Site.unpublished`: (owner, the folders it covers, style, patterns). Each folder is
+# (its path from the manual root, the manual root's path from it); a file is unpublished when some
+# owner's folders hold it and every such owner's rules match it (a Docusaurus blog inside a docs
+# folder that excludes it is still the blog's). `style` says how a pattern matches a file's path
+# from its folder: "gitignore" (as git matches `.gitignore` lines: Docusaurus and VitePress globs
+# through `glob_lines`, Mintlify's `.mintignore`), "pathspec" (the same lines, but the last pattern
+# matching the file or a folder above it decides, as the pathspec library MkDocs' `exclude_docs`
+# uses has it: `!snippets/keep.md` takes a file back from `snippets/`), "fnmatch" (Python's
+# `fnmatchcase` over the whole path, `*` crossing folders: the mkdocs-exclude plugin's `glob`) or
+# "name" (fnmatch over the file's name: Starlight's `_` files).
+UnpublishedRule = tuple[str, tuple[tuple[str, str], ...], str, tuple[str, ...]]
 
 
 def glob_lines(pattern: str) -> list[str]:
     """A glob over a content folder's files, as Docusaurus and VitePress write one (micromatch:
     `**/_*.{md,mdx}`), as the `.gitignore` patterns that match the same files: braces expanded (not
-    nested; at most a few dozen results), and anchored to the folder unless it starts with `**/`."""
-    text = pattern.strip()
-    if text.startswith("./"):
-        text = text[2:]
-    if not text or text.startswith(("!", "#")):
-        return []  # a negation, or nothing: not read (a comment in the .gitignore sense)
+    nested; at most a few dozen results), anchored to the folder unless it starts with `**/`, and a
+    blank at its end kept (git would drop it: escaped)."""
+    text = pattern[2:] if pattern.startswith("./") else pattern
+    if not text.strip() or text.startswith(("!", "#")) or len(text) > _MAX_GLOB:
+        return []  # a negation, nothing, or no file name: not read (`#` starts a .gitignore comment)
     out = [text]
     for _ in range(4):  # a few brace groups; one left after that is not read
         expanded: list[str] = []
@@ -289,52 +318,85 @@ def glob_lines(pattern: str) -> list[str]:
         if expanded == out:
             break
         out = expanded
-    return [t if t.startswith(("**/", "/")) else "/" + t for t in out if t and "{" not in t and "}" not in t]
+    lines = []
+    for t in out:
+        if not t or "{" in t or "}" in t:
+            continue
+        trimmed = t.rstrip(" ")
+        # `a.md ` names a file ending in a blank: git drops a blank unless a backslash escapes it.
+        t = trimmed + "\\ " * (len(t) - len(trimmed))
+        lines.append(t if t.startswith(("**/", "/")) else "/" + t)
+    return lines
 
 
 def unpublished_rule(
-    root: Path, folder: Path, style: str, patterns: Iterable[str]
-) -> tuple[str, str, str, tuple[str, ...]] | None:
-    """A rule of `Site.unpublished` for a content folder: (the folder from the manual root, the manual
-    root from the folder, the style, the patterns), None when the folder holds none of the manual or
-    there is no pattern. `style` says how a pattern matches a file's path from the folder: "gitignore"
-    (as git matches `.gitignore` lines: MkDocs' `exclude_docs`, and the globs of `glob_lines`),
-    "fnmatch" (Python's `fnmatchcase` over the whole path, `*` crossing folders: the MkDocs exclude
-    plugin's `glob`) or "name" (fnmatch over the file's name: Starlight's `_` files)."""
+    owner: str, root: Path, folders: Iterable[Path], style: str, patterns: Iterable[Any]
+) -> UnpublishedRule | None:
+    """A rule of `Site.unpublished` for an owner's content folders (a Docusaurus docs plugin instance
+    and its versions): None when none of them holds any of the manual, or there is no pattern."""
+    limit = _MAX_GLOB if style in ("fnmatch", "name") else 1 << 16
     kept = tuple(
-        p for p in itertools.islice((str(p) for p in patterns), _MAX_UNPUBLISHED_PATTERNS) if p.strip()
+        p
+        for p in itertools.islice((p for p in patterns if isinstance(p, str)), _MAX_UNPUBLISHED_PATTERNS)
+        if p.strip() and len(p) <= limit
     )
-    if not kept:
+    root_s = os.path.normpath(root)
+    covered: dict[str, str] = {}
+    for folder in folders:
+        folder_s = os.path.normpath(folder)
+        if root_s == folder_s:
+            covered.setdefault("", "")
+        elif folder_s.startswith(root_s + os.sep):
+            covered.setdefault(os.path.relpath(folder_s, root_s).replace(os.sep, "/"), "")
+        elif root_s.startswith(folder_s + os.sep):
+            covered.setdefault("", os.path.relpath(root_s, folder_s).replace(os.sep, "/"))
+        # else beside the manual: none of its files
+    if not kept or not covered:
         return None
-    root_s, folder_s = os.path.normpath(root), os.path.normpath(folder)
-    if root_s == folder_s:
-        return ("", "", style, kept)
-    if folder_s.startswith(root_s + os.sep):
-        return (os.path.relpath(folder_s, root_s).replace(os.sep, "/"), "", style, kept)
-    if root_s.startswith(folder_s + os.sep):
-        return ("", os.path.relpath(root_s, folder_s).replace(os.sep, "/"), style, kept)
-    return None  # beside the manual: none of its files
+    return (owner, tuple(covered.items()), style, kept)
 
 
-def _unpublished(rules: tuple[tuple[str, str, str, tuple[str, ...]], ...], rel: str) -> bool:
-    """Whether one of the rules leaves the manual's file `rel` out of the site's pages."""
+@functools.lru_cache(maxsize=64)
+def _glob_regex(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    # Python's fnmatch translation, each pattern as written (mkdocs-exclude hands them to
+    # fnmatchcase unstripped); the patterns are short (`_MAX_GLOB`), so this compiles at once.
+    return re.compile("|".join(fnmatch.translate(p) for p in patterns) or "(?!)")
+
+
+_MAX_RULE_DEPTH = 64
+_Table = list[tuple[str, dict[str, str], str, tuple[str, ...]]]
+
+
+def _unpublished(table: _Table, rel: str) -> bool:
+    """Whether the rules leave the manual's file `rel` out of the site's pages: some owner covers it,
+    and every owner that covers it excludes it (by any of its rules)."""
     if not rel or outside_root(rel):
         return False
-    for folder, inner, style, patterns in rules:
-        if folder and not rel.startswith(folder + "/"):
+    parts = rel.split("/")
+    if len(parts) > _MAX_RULE_DEPTH:
+        return False
+    # Every folder that may hold it, deepest first: its path from the root, and the file's from it.
+    places = [("/".join(parts[:i]), "/".join(parts[i:])) for i in range(len(parts) - 1, -1, -1)]
+    verdicts: dict[str, bool] = {}
+    for owner, folders, style, patterns in table:
+        if verdicts.get(owner):
+            continue  # already excluded by another of the owner's rules
+        found = next(((folders[f], sub) for f, sub in places if f in folders), None)
+        if found is None:
             continue
-        sub = rel[len(folder) + 1 :] if folder else rel
+        inner, sub = found
         if inner:
             sub = f"{inner}/{sub}"
         if style == "gitignore":
             hit = ignored((("", patterns),), sub)
+        elif style == "pathspec":
+            hit = last_match_ignored(patterns, sub)
         elif style == "name":
-            hit = excluded(sub.rpartition("/")[2], patterns)
+            hit = _glob_regex(patterns).match(sub.rpartition("/")[2]) is not None
         else:
-            hit = excluded(sub, patterns)
-        if hit:
-            return True
-    return False
+            hit = _glob_regex(patterns).match(sub) is not None
+        verdicts[owner] = hit
+    return bool(verdicts) and all(verdicts.values())
 
 
 def under(root: Path, folder: Path, prefix: str, kind: str, strip_numbers: bool) -> Mount | None:

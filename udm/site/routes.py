@@ -570,6 +570,10 @@ class LinkResolver:
             if self.routes.is_unpublished(joined):
                 return Located(None, None, how="unpublished")
             return Located(joined, None, how="file")
+        if self.site.site_folder is not None and path.lower().endswith((".md", ".mdx")):
+            # Docusaurus resolves a Markdown file link from the partial's own folder (`_docusaurus_file`
+            # found none), and serves no Markdown as it is: from any page that renders it, broken.
+            return Located(None, None)
         return Located(None, None, external=True, how="included")
 
     def _docusaurus_file(self, source: str, path: str) -> str | None:
@@ -745,14 +749,11 @@ class LinkResolver:
                     return hit
         # A manual read on GitHub: a file (or folder) of its repository above the manual is shown there;
         # git's own folder and the files the repository ignores are not.
-        if (
-            not inside
-            and self.site.in_repository(joined)
-            and ".git" not in joined.split("/")
-            and not self.site.build_output(joined)
-            and (self.exists(joined) or (self.is_folder is not None and self.is_folder(joined)))
-        ):
-            return Located(joined, None, how="repository")
+        if not inside and self.site.in_repository(joined) and ".git" not in joined.split("/"):
+            is_file = self.exists(joined)
+            is_dir = not is_file and self.is_folder is not None and self.is_folder(joined)
+            if (is_file or is_dir) and not self.site.build_output(joined, folder=is_dir):
+                return Located(joined, None, how="repository")
         if inside and self.site.generator != "none" and self.site.build_output(joined):
             # A file the repository ignores is one its build writes (uv's and ruff's generated reference
             # pages): not there to check, so not known to be broken. GitHub shows no such file.
@@ -811,7 +812,11 @@ class LinkResolver:
                 # be components or endpoints (`src/pages/help.js`, Astro's `feed.xml.ts`).
                 for name in _beside(candidate or mount.folder, mount.kind == "pages"):
                     # An indexed page is found by its route only (its slug may have moved it).
-                    if name not in self.routes.pages and self.exists(name):
+                    if (
+                        name not in self.routes.pages
+                        and self.exists(name)
+                        and not self.routes.is_unpublished(name)
+                    ):
                         return Located(name, None, how="outside")
         if self.site.generator == "hugo":
             return self._hugo_generated(rel)
