@@ -14,9 +14,9 @@ from __future__ import annotations
 import bisect
 import hashlib
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from udm.errors import DocumentError
 from udm.markdown.blockdata import parse_front_matter as _front_matter
@@ -35,6 +35,8 @@ from udm.markdown.scanner import (
 )
 from udm.markdown.scanner import parse_markdown as _parse_markdown
 from udm.markdown.tree import MarkdownParseError
+
+_T = TypeVar("_T")
 
 # The records, roles and the ID-line rule are re-exported: they were this module's before the split.
 __all__ = [
@@ -236,12 +238,7 @@ class Document:
     def nested_heading_texts(self) -> list[str]:
         """The rendered text of the headings inside block quotes and list items (no sections, yet ids)."""
         try:
-            return nested_heading_texts(
-                *self._parsed_lines(),
-                mdx=self.path.lower().endswith(".mdx"),
-                shortcodes=self.shortcodes,
-                indented=self.indented,
-            )
+            return self._reparse(nested_heading_texts)
         except MarkdownParseError:
             return []
 
@@ -249,18 +246,17 @@ class Document:
         """The line ranges [start, end) of the blocks whose text renders as no Markdown (fences,
         indented code, HTML blocks), at any depth; [] when the parse fails."""
         try:
-            return verbatim_line_ranges(
-                *self._parsed_lines(),
-                mdx=self.path.lower().endswith(".mdx"),
-                shortcodes=self.shortcodes,
-                indented=self.indented,
-            )
+            return self._reparse(verbatim_line_ranges)
         except MarkdownParseError:
             return []
 
     def definition_terms(self) -> list[str]:
         """The rendered text of the definition-list terms (Hugo gives them ids; no sections)."""
-        return definition_term_texts(
+        return self._reparse(definition_term_texts)
+
+    def _reparse(self, reader: Callable[..., _T]) -> _T:
+        """What `reader` finds in a parse of its own of the page, which sees the text as the first did."""
+        return reader(
             *self._parsed_lines(),
             mdx=self.path.lower().endswith(".mdx"),
             shortcodes=self.shortcodes,
