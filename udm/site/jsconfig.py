@@ -58,6 +58,9 @@ _JS_TOKEN = re.compile(
 )
 
 
+_NOT_NEWLINE = re.compile(r"[^\n]")
+
+
 @functools.lru_cache(maxsize=16)
 def _masked(text: str) -> str:
     """JavaScript with its comments and the insides of its strings blanked (same length, lines kept),
@@ -66,11 +69,13 @@ def _masked(text: str) -> str:
 
     def blank(m: re.Match[str]) -> str:
         token = m.group(0)
-        if m.group("key") is not None:
+        if m.lastgroup == "key":
             return token
-        inside = token[1:-1] if token[0] in "'\"`" and len(token) > 1 else token
-        keep = token[0] if token[0] in "'\"`" else ""
-        return keep + re.sub(r"[^\n]", " ", inside) + (token[-1] if keep and len(token) > 1 else "")
+        if "\n" in token:  # a block comment or a template literal over lines: its lines stay lines
+            out = _NOT_NEWLINE.sub(" ", token)
+            return token[0] + out[1:-1] + token[-1] if token[0] in "'\"`" else out
+        # A string keeps its quotes (a value still follows its key); a comment is all blanks.
+        return token[0] + " " * (len(token) - 2) + token[-1] if token[0] in "'\"`" else " " * len(token)
 
     return _JS_TOKEN.sub(blank, text) if any(c in text for c in "'\"`/") else text
 
@@ -87,36 +92,31 @@ def _js_block(text: str, key: str) -> str | None:
     return None
 
 
+# Everything up to the next bracket, strings and comments included, in one regex step: a long array
+# of strings costs one pass in C rather than a Python step per string. A quote or comment start it
+# stops at is one never closed (a `//` comment needs its line's end). The alternatives start with
+# different characters and nothing follows the star, so a failing match never backtracks.
+_TO_BRACKET = re.compile(
+    r"""(?:[^\[\]{}()'"`/]+|'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*"|`(?:\\.|[^`\\])*`"""
+    r"""|//[^\n]*(?=\n)|/\*(?:[^*]|\*(?!/))*\*/|/(?![/*]))*""",
+    re.S,
+)
+_STRING_REST = {q: re.compile(rf"(?:\\.|[^{q}\\])*{q}", re.S) for q in "'\"`"}
+
+
 def _balanced(text: str, start: int) -> int | None:
-    depth = 0
-    i = start
-    quote = ""
-    while i < len(text):
-        c = text[i]
-        if quote:
-            if c == "\\":
-                i += 1
-            elif c == quote:
-                quote = ""
-        elif c in "'\"`":
-            quote = c
-        elif text.startswith("//", i):
-            i = text.find("\n", i)
-            if i < 0:
-                return None
-        elif text.startswith("/*", i):
-            i = text.find("*/", i + 2)
-            if i < 0:
-                return None
-            i += 1
-        elif c in "[{(":
-            depth += 1
-        elif c in "]})":
-            depth -= 1
-            if depth == 0:
-                return i
+    """The index of the bracket that closes the one at `start` (strings and comments skipped), None
+    when it is never closed."""
+    depth = 1
+    i = start + 1
+    while True:
+        i = _TO_BRACKET.match(text, i).end()  # type: ignore[union-attr]  # a star: it always matches
+        if i >= len(text) or text[i] not in "[]{}()":
+            return None  # the end, or a string or comment never closed
+        depth += 1 if text[i] in "[{(" else -1
+        if depth == 0:
+            return i
         i += 1
-    return None
 
 
 def _own_level(block: str) -> str:
@@ -130,22 +130,32 @@ def _without_comments(text: str) -> str:
     return _blanked(text, nested=False) if "//" in text or "/*" in text else text
 
 
+# What `_blanked` looks at: a string's or comment's start, and (when nested) a bracket.
+_BLANK_STOP = re.compile(r"""['"`]|//|/\*""")
+_BLANK_STOP_NESTED = re.compile(r"""['"`]|//|/\*|[\[{(]""")
+
+
 def _blanked(block: str, *, nested: bool) -> str:
     """`block` with its comments (and, when `nested`, the insides of its nested blocks) blanked."""
     if not block:
         return block
     out = list(block)
+    stops = _BLANK_STOP_NESTED if nested else _BLANK_STOP
     i = 1 if nested else 0
     stop = len(block) - 1 if nested else len(block)
     while i < stop:
+        m = stops.search(block, i)
+        if m is None or m.start() >= stop:
+            break
+        i = m.start()
         c = block[i]
         if c in "'\"`":
-            end = _string_end(block, i)
-            if end is None:
+            rest = _STRING_REST[c].match(block, i + 1)
+            if rest is None:
                 break
-            i = end + 1
+            i = rest.end()
             continue
-        if block.startswith(("//", "/*"), i):
+        if c == "/":
             end = block.find("\n" if block[i + 1] == "/" else "*/", i + 2)
             if end < 0:
                 end = len(block)
@@ -154,28 +164,12 @@ def _blanked(block: str, *, nested: bool) -> str:
             out[i:end] = " " * (end - i)
             i = end
             continue
-        if nested and c in "[{(":
-            end = _balanced(block, i)
-            if end is None:
-                break
-            out[i + 1 : end] = " " * (end - i - 1)
-            i = end + 1
-            continue
-        i += 1
+        close = _balanced(block, i)
+        if close is None:
+            break
+        out[i + 1 : close] = " " * (close - i - 1)
+        i = close + 1
     return "".join(out)
-
-
-def _string_end(text: str, start: int) -> int | None:
-    """The index of the quote that closes the string opened at `start`."""
-    quote, i = text[start], start + 1
-    while i < len(text):
-        if text[i] == "\\":
-            i += 2
-            continue
-        if text[i] == quote:
-            return i
-        i += 1
-    return None
 
 
 def _js_string(text: str, key: str, consts: dict[str, str] | None = None) -> str | None:
