@@ -463,3 +463,11 @@ def test_exclude_docs_matches_as_pathspec_does(lines: list[str], path: list[str]
 
     rel = "/".join(path)
     assert last_match_ignored(tuple(lines), rel) == pathspec.GitIgnoreSpec.from_lines(lines).match_file(rel)
+
+
+def test_a_repeated_pattern_counts_at_its_last_place() -> None:
+    rule = unpublished_rule(
+        "o", Path("/m"), [Path("/m")], "pathspec", ["a.md", "!a.md", "a.md", "b.md", "b.md"]
+    )
+    assert rule is not None and rule[3] == ("!a.md", "a.md", "b.md")
+    assert Site(generator="mkdocs", unpublished=(rule,)).unpublished_page("a.md")

@@ -398,8 +398,9 @@ def test_star_globs_against_deep_paths_are_bounded() -> None:
         "from pathlib import Path\nfrom udm.site.model import Site, glob_lines, unpublished_rule\n"
         "glob = '**/' + '*a' * 140 + 'b'\n"
         "assert glob_lines('**/' + '*a' * 500 + 'b') == []  # longer than a glob a site writes: not read\n"
-        "rules = (unpublished_rule('docs', Path('/m'), [Path('/m')], 'gitignore', [g for _ in range(200) for g in glob_lines(glob)]),\n"
-        "         unpublished_rule('docs', Path('/m'), [Path('/m')], 'name', ['*a' * 20 + 'b'] * 200))\n"
+        # Distinct patterns: a repeated one is read once (only its last place counts).
+        "rules = (unpublished_rule('docs', Path('/m'), [Path('/m')], 'gitignore', [g for i in range(200) for g in glob_lines(glob + str(i))]),\n"
+        "         unpublished_rule('docs', Path('/m'), [Path('/m')], 'name', ['*a' * 20 + 'b' + str(i) for i in range(200)]))\n"
         "assert all(rules)\n"
         "site = Site(generator='mkdocs', unpublished=rules)\n"
         "paths = ['/'.join(['a' * 40] * k) + '.md' for k in range(1, 33)]",

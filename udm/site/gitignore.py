@@ -212,6 +212,13 @@ class _Pattern:
     anchored: bool  # holds a slash before its end: matched against the whole path, else any name
     segments: tuple[list[_Token] | None, ...]  # None: a `**` segment
     inside: bool = False  # ended in `/**`: what is inside the folder, not the folder itself
+    # Per segment, the characters it matches literally: a name lacking one is no match, found without
+    # running the glob (`*a*a*...*b` against a folder of `a`s, each a pattern x name walk otherwise).
+    needs: tuple[str, ...] = ()
+
+    def fits(self, k: int, segment: list[_Token], name: str) -> bool:
+        """Whether segment `k` (a glob, not `**`) matches the name."""
+        return all(c in name for c in self.needs[k]) and _glob(segment, name)
 
 
 def _trimmed(line: str) -> str:
@@ -275,7 +282,10 @@ def _pattern(line: str) -> _Pattern | None:
                 # `/a**` (and `/a**/x`): after the literal `a`, git's wildmatch sees the stars at the start
                 # of what is left, a `**` that crosses folders: `a`, then anything, `a/b` included.
                 segments.append(None)
-    return _Pattern(negated, directory_only, anchored, tuple(segments), inside)
+    needs = tuple(
+        "" if seg is None else "".join(sorted({str(v) for kind, v in seg if kind == "="})) for seg in segments
+    )
+    return _Pattern(negated, directory_only, anchored, tuple(segments), inside, needs)
 
 
 def _matches(pattern: _Pattern, parts: list[str]) -> list[bool]:
@@ -284,17 +294,17 @@ def _matches(pattern: _Pattern, parts: list[str]) -> list[bool]:
     m = len(parts)
     if not pattern.anchored:
         tokens = pattern.segments[0]
-        return [tokens is None or _glob(tokens, part) for part in parts]
+        return [tokens is None or pattern.fits(0, tokens, part) for part in parts]
     # row[d]: the segments so far match parts[:d] exactly.
     row = [True] + [False] * m
-    for segment in pattern.segments:
+    for k, segment in enumerate(pattern.segments):
         if segment is None:
             seen = False
             for d in range(m + 1):
                 seen = seen or row[d]
                 row[d] = seen
         else:
-            row = [False] + [row[d - 1] and _glob(segment, parts[d - 1]) for d in range(1, m + 1)]
+            row = [False] + [row[d - 1] and pattern.fits(k, segment, parts[d - 1]) for d in range(1, m + 1)]
     if not pattern.inside:
         return row[1:]
     # `gen/**`: a path with `gen` among its folders, not `gen` itself; `**/**`, whose folder part
@@ -350,25 +360,26 @@ def _decided(files: Ignores, rel: str, last_is_dir: bool) -> list[bool | None]:
     return by_end
 
 
-@functools.lru_cache(maxsize=4096)
 def ignored(files: Ignores, rel: str) -> bool:
     """Whether the `.gitignore` files (`Ignores`, the repository's first) ignore the file `rel`
     (normalised, from the manual root; it may climb above it, into the repository), as git decides:
     a file in an ignored folder is ignored whatever a later pattern says of the file; otherwise the
     last matching pattern decides, a deeper file's over a shallower one's."""
-    if not files or not rel or rel.startswith("/"):
-        return False
-    # The topmost ignored folder (or the file) decides: nothing below it can be taken back.
-    return any(verdict for verdict in reversed(_decided(files, rel, last_is_dir=False)))
+    return _ignored(files, rel, False)
 
 
-@functools.lru_cache(maxsize=4096)
 def ignored_folder(files: Ignores, rel: str) -> bool:
     """Whether the `.gitignore` files ignore `rel` taken as a folder (a `dir/` pattern matches it),
     or a folder above it."""
+    return _ignored(files, rel, True)
+
+
+@functools.lru_cache(maxsize=8192)
+def _ignored(files: Ignores, rel: str, last_is_dir: bool) -> bool:
     if not files or not rel or rel.startswith("/"):
         return False
-    return any(verdict for verdict in reversed(_decided(files, rel, last_is_dir=True)))
+    # The topmost ignored folder (or the path) decides: nothing below it can be taken back.
+    return any(verdict for verdict in reversed(_decided(files, rel, last_is_dir=last_is_dir)))
 
 
 @functools.lru_cache(maxsize=8192)

@@ -340,19 +340,15 @@ def unpublished_rule(
         for p in itertools.islice((p for p in patterns if isinstance(p, str)), _MAX_UNPUBLISHED_PATTERNS)
         if p.strip() and len(p) <= limit
     )
-    root_s = os.path.normpath(root)
     covered: dict[str, str] = {}
     for folder in folders:
-        folder_s = os.path.normpath(folder)
-        if root_s == folder_s:
-            covered.setdefault("", "")
-        elif folder_s.startswith(root_s + os.sep):
-            covered.setdefault(os.path.relpath(folder_s, root_s).replace(os.sep, "/"), "")
-        elif root_s.startswith(folder_s + os.sep):
-            covered.setdefault("", os.path.relpath(root_s, folder_s).replace(os.sep, "/"))
-        # else beside the manual: none of its files
+        found = _overlap(root, folder)
+        if found is not None:  # else beside the manual: none of its files
+            covered.setdefault(*found)
     if not kept or not covered:
         return None
+    # A repeated pattern says nothing new: only its last place counts (the last match decides).
+    kept = tuple(reversed(dict.fromkeys(reversed(kept))))
     return (owner, tuple(covered.items()), style, kept)
 
 
@@ -399,21 +395,35 @@ def _unpublished(table: _Table, rel: str) -> bool:
     return bool(verdicts) and all(verdicts.values())
 
 
-def under(root: Path, folder: Path, prefix: str, kind: str, strip_numbers: bool) -> Mount | None:
-    """The mount of `folder` (published at `prefix`) seen from the manual root, if they overlap."""
+def _overlap(root: Path, folder: Path) -> tuple[str, str] | None:
+    """How a content folder and the manual root overlap, both taken as written (normalised, not
+    resolved): (the folder from the root, "") when it is the root or below it, ("", the root from
+    the folder) when the manual is a sub-folder of it; None when it lies beside the manual."""
     root_s, folder_s = os.path.normpath(root), os.path.normpath(folder)
     if root_s == folder_s:
-        return Mount("", prefix, kind)
+        return ("", "")
     if folder_s.startswith(root_s + os.sep):
-        return Mount(os.path.relpath(folder_s, root_s).replace(os.sep, "/"), prefix, kind)
+        return (os.path.relpath(folder_s, root_s).replace(os.sep, "/"), "")
     if root_s.startswith(folder_s + os.sep):
-        # The manual is a sub-folder of the published content: its files sit below the prefix.
-        parts = os.path.relpath(root_s, folder_s).replace(os.sep, "/").split("/")
-        if strip_numbers:
-            parts = [NUMBER_PREFIX.sub("", p) for p in parts]
-        return Mount("", "/".join(p for p in [prefix, *parts] if p), kind)
-    # Published beside the manual (its blog when the manual is docs/): routes there are checked on disk.
-    return Mount(os.path.relpath(folder_s, root_s).replace(os.sep, "/"), prefix, kind)
+        return ("", os.path.relpath(root_s, folder_s).replace(os.sep, "/"))
+    return None
+
+
+def under(root: Path, folder: Path, prefix: str, kind: str, strip_numbers: bool) -> Mount | None:
+    """The mount of `folder` (published at `prefix`) seen from the manual root, if they overlap."""
+    found = _overlap(root, folder)
+    if found is None:
+        # Published beside the manual (its blog when the manual is docs/): routes there are checked on disk.
+        rel = os.path.relpath(os.path.normpath(folder), os.path.normpath(root))
+        return Mount(rel.replace(os.sep, "/"), prefix, kind)
+    inside, above = found
+    if not above:
+        return Mount(inside, prefix, kind)
+    # The manual is a sub-folder of the published content: its files sit below the prefix.
+    parts = above.split("/")
+    if strip_numbers:
+        parts = [NUMBER_PREFIX.sub("", p) for p in parts]
+    return Mount("", "/".join(p for p in [prefix, *parts] if p), kind)
 
 
 def on_pages(folders: tuple[str, ...], rel: str) -> bool:
