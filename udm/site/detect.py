@@ -475,25 +475,27 @@ def _mkdocs_unpublished(
     extra = data.get("exclude_docs")
     if isinstance(extra, str):
         lines += extra.splitlines()
-    globs: list[str] = []
-    problems: list[str] = []
     options = _options(data.get("plugins"), "exclude")
-    for key in ("glob", "regex"):
-        value = options.get(key)
-        values = [value] if isinstance(value, str) else value if isinstance(value, list) else []
-        patterns = [v for v in values if isinstance(v, str) and v.strip()]
-        if key == "glob":
-            globs += patterns
-        elif patterns:
-            problems.append(
-                f"the exclude plugin's regex patterns are not read ({len(patterns)}): the files they "
-                "leave out are taken as pages"
-            )
+    globs, regexes = (_strings(options.get(key)) for key in ("glob", "regex"))
+    problems = (
+        (
+            f"the exclude plugin's regex patterns are not read ({len(regexes)}): the files they leave "
+            "out are taken as pages",
+        )
+        if regexes
+        else ()
+    )
     rules = [
         unpublished_rule("docs", root, [docs_dir], "pathspec", lines),
         unpublished_rule("docs", root, [docs_dir], "fnmatch", globs),
     ]
-    return tuple(r for r in rules if r is not None), tuple(problems)
+    return tuple(r for r in rules if r is not None), problems
+
+
+def _strings(value: Any) -> list[str]:
+    """A plugin option given as one string or a list: its strings that are not blank."""
+    values = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+    return [v for v in values if isinstance(v, str) and v.strip()]
 
 
 def _i18n_fallbacks(plugins: Any) -> list[tuple[str, str]]:
@@ -607,19 +609,23 @@ def hugo_site_folder(config: Path) -> Path:
     return here.parent.parent if here.name == "_default" and here.parent.name == "config" else here
 
 
+def _layout_folders(site_dir: Path, themes: list[str], subs: tuple[str, ...]) -> list[list[Path]]:
+    """For the site, then each of its themes in the config's order, its folders `subs` (template
+    folders) that lie inside the site: a theme linked in from elsewhere on the machine is not the
+    site's to read."""
+    names = [t for t in dict.fromkeys(themes) if _THEME_NAME.fullmatch(t) and ".." not in t.split("/")]
+    top = site_dir.resolve()
+    bases = [site_dir, *(site_dir / "themes" / t for t in names[:_MAX_THEMES])]
+    return [[base / sub for sub in subs if within((base / sub).resolve(), top)] for base in bases]
+
+
 def shortcode_templates(site_dir: Path, themes: list[str]) -> list[tuple[str, Path]]:
     """(shortcode name, template file) of the site's own templates, then its themes' in the config's
     order: the first of a name wins, as in Hugo; regular files only, not through links, at most
     `_MAX_TEMPLATES` (the site's own counted first)."""
-    names = [t for t in dict.fromkeys(themes) if _THEME_NAME.fullmatch(t) and ".." not in t.split("/")]
-    bases = [site_dir / "themes" / t for t in names[:_MAX_THEMES]]
     found: list[tuple[str, Path]] = []
-    top = site_dir.resolve()
-    for base in [site_dir, *bases]:
-        for sub in _SHORTCODE_DIRS:
-            folder = base / sub
-            if not within(folder.resolve(), top):
-                continue  # a theme linked in from elsewhere on the machine: not the site's to read
+    for folders in _layout_folders(site_dir, themes, _SHORTCODE_DIRS):
+        for folder in folders:
             for dirpath, dirnames, filenames in os.walk(folder):  # links to folders are not followed
                 dirnames.sort()
                 for name in sorted(filenames):
@@ -768,15 +774,10 @@ def link_hook_templates(site_dir: Path, themes: list[str], *, every: bool = Fals
     """The link render hook templates of a Hugo site: its own, else those of the first theme (in the
     config's order) that has one; with `every`, those of the site and of every theme (the files whose
     change may change the site). Regular files only, not through links out of the site."""
-    names = [t for t in dict.fromkeys(themes) if _THEME_NAME.fullmatch(t) and ".." not in t.split("/")]
-    top = site_dir.resolve()
     out: list[Path] = []
-    for base in [site_dir, *(site_dir / "themes" / t for t in names[:_MAX_THEMES])]:
+    for folders in _layout_folders(site_dir, themes, _LINK_HOOK_DIRS):
         found = []
-        for sub in _LINK_HOOK_DIRS:
-            folder = base / sub
-            if not within(folder.resolve(), top):
-                continue
+        for folder in folders:
             try:
                 entries = sorted(folder.iterdir())
             except OSError:

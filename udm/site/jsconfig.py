@@ -83,8 +83,14 @@ def _masked(text: str) -> str:
 def _js_block(text: str, key: str) -> str | None:
     """The `{...}` or `[...]` value of the first `key:` in JavaScript source (one in a comment or a
     string is none; strings and comments inside the value are skipped)."""
-    found = re.finditer(rf"(?<![\w$.])(['\"]?){re.escape(key)}\1\s*:\s*([\[{{])", _masked(text))
-    for match in itertools.islice(found, _MAX_BLOCK_TRIES):
+    return _value_at(text, _masked(text), key, _MAX_BLOCK_TRIES)
+
+
+def _value_at(text: str, searched: str, key: str, tries: int) -> str | None:
+    """The `{...}` or `[...]` value of the first of `tries` places where `searched` (`text` with
+    what is not to be searched blanked, same length) holds `key:`, that closes in `text`."""
+    found = re.finditer(rf"(?<![\w$.])(['\"]?){re.escape(key)}\1\s*:\s*([\[{{])", searched)
+    for match in itertools.islice(found, tries):
         start = match.start(2)
         end = _balanced(text, start)
         if end is not None:
@@ -308,12 +314,7 @@ _SPREAD = re.compile(r"\.\.\.\s*[A-Za-z_$(\[]")
 def _own_value(block: str, key: str) -> str | None:
     """The `[...]` or `{...}` value of `key` at the block's own level (not a nested block's key, nor
     one in a comment or a string)."""
-    own = _own_level(_masked(block))
-    match = re.search(rf"(?<![\w$.])(['\"]?){re.escape(key)}\1\s*:\s*([\[{{])", own)
-    if match is None:
-        return None
-    end = _balanced(block, match.start(2))
-    return None if end is None else block[match.start(2) : end + 1]
+    return _value_at(block, _own_level(_masked(block)), key, 1)
 
 
 def _excluded_globs(block: str) -> list[str]:

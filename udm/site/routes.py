@@ -535,7 +535,7 @@ class LinkResolver:
                     else Located(None, None)
                 )
                 return found if frag is None else Located(found.file, frag, found.external, found.how)
-        if self.site.site_folder is not None and path.lower().endswith((".md", ".mdx")):
+        if self._docusaurus_markdown(path):
             # Docusaurus resolves a link to a Markdown file by the file, whatever folder it is in.
             page = self._docusaurus_file(source, path)
             if page is not None:
@@ -566,15 +566,29 @@ class LinkResolver:
         it is found (a partial's image is bundled from there); anything else resolves against the page
         that renders it, which is not known here."""
         joined = posixpath.normpath(posixpath.join(posixpath.dirname(source), path))
-        if not outside_root(joined) and not path.endswith("/") and self.exists(joined):
-            if self.routes.is_unpublished(joined):
-                return Located(None, None, how="unpublished")
-            return Located(joined, None, how="file")
-        if self.site.site_folder is not None and path.lower().endswith((".md", ".mdx")):
+        as_file = self._as_file(joined, path) if not outside_root(joined) else None
+        if as_file is not None:
+            return as_file
+        if self._docusaurus_markdown(path):
             # Docusaurus resolves a Markdown file link from the partial's own folder (`_docusaurus_file`
             # found none), and serves no Markdown as it is: from any page that renders it, broken.
             return Located(None, None)
         return Located(None, None, external=True, how="included")
+
+    def _as_file(self, joined: str, path: str) -> Located | None:
+        """Where a relative link lands as a file of the manual (`joined`, normalised, inside the root;
+        `path` as written): the file, or nothing for one the site builds no page from; None when there
+        is no such file (a path written with a trailing slash names a folder)."""
+        if joined in self.routes.pages or (not path.endswith("/") and self.exists(joined)):
+            if self.routes.is_unpublished(joined):
+                # A partial or an excluded file: the site serves no page (nor file) of it.
+                return Located(None, None, how="unpublished")
+            return Located(joined, None, how="file")
+        return None
+
+    def _docusaurus_markdown(self, path: str) -> bool:
+        """Whether `path` names a Markdown file on a Docusaurus site (resolved by the file, never served)."""
+        return self.site.site_folder is not None and path.lower().endswith((".md", ".mdx"))
 
     def _docusaurus_file(self, source: str, path: str) -> str | None:
         """The page a Docusaurus link to a Markdown file names, as its remark plugin finds it; None when
@@ -721,11 +735,9 @@ class LinkResolver:
         joined = posixpath.normpath(posixpath.join(posixpath.dirname(source), path))
         inside = not outside_root(joined)
         if inside:
-            if joined in self.routes.pages or (not path.endswith("/") and self.exists(joined)):
-                if self.routes.is_unpublished(joined):
-                    # A partial or an excluded file: the site serves no page (nor file) of it.
-                    return Located(None, None, how="unpublished")
-                return Located(joined, None, how="file")
+            as_file = self._as_file(joined, path)
+            if as_file is not None:
+                return as_file
             found = self.routes.by_path(strip_page("" if joined == "." else joined))
             if found is not None:
                 return Located(found, None, how="path")
@@ -787,7 +799,7 @@ class LinkResolver:
             inner = rel[len(mount.prefix) :].lstrip("/")
             candidate = posixpath.join(mount.folder, inner) if mount.folder else inner
             # Docusaurus serves no Markdown file as it is: a link to one is a page's or nothing.
-            raw_page = self.site.site_folder is not None and candidate.lower().endswith((".md", ".mdx"))
+            raw_page = self._docusaurus_markdown(candidate)
             if (
                 candidate
                 and not raw_page
