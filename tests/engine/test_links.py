@@ -10,7 +10,7 @@ import collections
 import importlib.util
 from pathlib import Path
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from udm.markdown import parse_document
@@ -174,6 +174,9 @@ PIECES = st.sampled_from(
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(PIECES, max_size=25), st.booleans())
+# Found by this test: markdown-it-pyrs places the `em` that opens a quoted paragraph followed by more
+# lines after its `[`, and the walk skipped the em for want of a mark in that span.
+@example(["\n> ", "*[em](em.md)*", "\n> ", "[a](a.md)", "\n> ", "[a](a.md)"], False)
 def test_generated_documents_agree_with_markdown_it_py(pieces: list[str], mdx: bool) -> None:
     text = " ".join(pieces) + "\n"
     _, fp, fn = _agreement("g.mdx" if mdx else "g.md", text)

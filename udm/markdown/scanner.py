@@ -108,6 +108,9 @@ _MARKS_BYTES = tuple(m.encode("ascii") for m in _MARKS)
 # Nodes with nothing to find below them.
 _LEAVES = frozenset({"text", "text_special", "softbreak", "hardbreak", "code_inline", "code_block"})
 _LINK_NODES = frozenset({"link", "image", "autolink", "linkify"})
+# Inline wrappers whose source span markdown-it-pyrs can misplace by a few bytes (an `em` opening a
+# block quote's paragraph starts after its `[`): never skipped for want of a mark in that span.
+_WRAPPERS = frozenset({"em", "strong", "strikethrough"})
 # Nodes no heading can sit in.
 _NO_HEADINGS = _LEAVES | {"paragraph", "fence", "html_block", "table", "hr"}
 
@@ -647,7 +650,7 @@ def _walk(
             if span is not None and ("href" in low or "src" in low):
                 attr_links(content, span[0], "html", html)
             continue
-        elif span is not None and not marked(span):
+        elif span is not None and name not in _WRAPPERS and not marked(span):
             continue
         children = node.children
         if children:
