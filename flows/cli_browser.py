@@ -260,10 +260,13 @@ def links(
 ) -> None:
     """Check every link of the UDM; exit 1 when any is broken or errored."""
     from flows.cli import emit_json, settings
+    from flows.cli_index import echo_site_notes
     from udm.index import check_links
+    from udm.site import site_notes
 
+    conf = settings()
     report = check_links(
-        settings(),
+        conf,
         external=external,
         internal=internal,
         max_age_s=max_age,
@@ -279,6 +282,9 @@ def links(
                 typer.echo(f"{r.status:<8} {r.file}:{r.line}  {r.target}{why}")
         counts = ", ".join(f"{v} {k}" for k, v in sorted(report.counts.items()))
         typer.echo(f"{len(report.results)} links ({counts}) in {report.seconds:.2f} s")
+    if internal:
+        # Files and anchors resolve by the site: what could not be read of it explains their verdicts.
+        echo_site_notes(site_notes(conf))
     if any(r.status in ("broken", "error") for r in report.results):
         raise typer.Exit(1)
 

@@ -154,16 +154,27 @@ def cmd_index(
     """Bring the index up to date with the UDM files."""
     from flows.cli import emit_json, settings
     from udm.index import UdmIndex
+    from udm.site import site_notes
 
-    index = UdmIndex(settings())
+    conf = settings()
+    index = UdmIndex(conf)
     try:
         stats = index.refresh(full=full)
         # Every Markdown-like file left out is named with its reason, on every run (not only when parsed).
         skipped = index.skipped_files()
+        site = index.site()
     finally:
         index.close()
+    # What the links resolve by, and what could not be read of it: a wrong config must not pass unseen.
+    notes = site_notes(conf, site)
     if as_json:
-        emit_json({**stats.as_dict(), "skipped": [{"path": p, "reason": r} for p, r in skipped]})
+        emit_json(
+            {
+                **stats.as_dict(),
+                "skipped": [{"path": p, "reason": r} for p, r in skipped],
+                "site": {**site.describe(), "notes": [{"path": p, "message": m} for p, m in notes]},
+            }
+        )
     else:
         typer.echo(
             f"indexed {stats.files} files: {stats.parsed} parsed, {stats.unchanged} unchanged, "
@@ -177,6 +188,9 @@ def cmd_index(
             typer.echo(f"skipped {len(skipped)} files:")
             for path, reason in skipped:
                 typer.echo(f"  {path}: {reason}")
+        if site.generator != "none":
+            typer.echo(f"site: {site.generator}" + (f" ({site.config_file})" if site.config_file else ""))
+        echo_site_notes(notes)
 
 
 def cmd_search(
@@ -360,3 +374,10 @@ def step_lint(ws: Any) -> None:
     for f in lint(ws.settings):
         ws.say(f"  {f}")
     path.write_text(text, encoding="utf-8")
+
+
+def echo_site_notes(notes: list[tuple[str, str]]) -> None:
+    """Each site note (see `udm.site.site_notes`) as a `site config:` line on stderr."""
+    for path, message in notes:
+        shown = message if not path or message.startswith(path) else f"{path}: {message}"
+        typer.echo(f"site config: {shown}", err=True)

@@ -33,7 +33,7 @@ def test_cli_lint_json_and_exit_code(
     code = run(["--root", "udm", "--state-dir", "state", "lint", "--json"])
     data = json.loads(capsys.readouterr().out)
     assert code == 1
-    assert data["errors"] == 14 and data["warnings"] == 3
+    assert data["errors"] == 14 and data["warnings"] == 4
     assert {"file", "line", "rule", "severity", "message"} <= set(data["findings"][0])
 
 

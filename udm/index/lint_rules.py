@@ -22,7 +22,7 @@ import duckdb
 from udm.config import Settings
 from udm.index.query import Definition, UdmQuery, definition_places, get_query
 from udm.markdown import id_family, id_matcher
-from udm.site import NOT_PUBLISHED, Site, display_target, no_holder, outside_root
+from udm.site import NOT_PUBLISHED, Site, display_target, no_holder, outside_root, site_notes
 
 __all__ = ["RULES", "Finding", "LintConfig", "apply_config", "exit_code", "find_cycles", "lint"]
 
@@ -40,6 +40,11 @@ RULES: dict[str, tuple[str, str]] = {
         "a Markdown file that cannot be read, is not UTF-8, or the parser fails on (nothing in it is indexed)",
     ),
     "heading-skip": ("warning", "a heading more than one level below the previous one"),
+    "site-config": (
+        "warning",
+        "the site config the links resolve by could not be read in full, or one below the manual root "
+        "is not applied",
+    ),
     "parser-fallback": (
         "warning",
         "a file the Markdown parser failed on, read again with some inline rules off (links may be missing)",
@@ -169,6 +174,10 @@ def _all_findings(settings: Settings, query: UdmQuery | None = None) -> list[Fin
             return not matcher.findall(ident)
 
     site = q.index.site()
+    # Line 1 of the config: its problems are the file's as a whole (a reader's error, a folder dropped).
+    findings.extend(
+        _finding(file or ".", 1, "site-config", message) for file, message in site_notes(settings, site)
+    )
     with q.index.connect() as con:
         findings.extend(_duplicate_ids(con, doc_ids))
         findings.extend(_broken_links(con, site))
@@ -470,10 +479,11 @@ def apply_config(
         severity = config.severities.get(f.rule, f.severity)
         if severity == "off" or _ignored(config, f):
             continue
-        if f.file not in switches:
+        if f.file not in switches and f.rule != "site-config":
             text = read_text(f.file)
             switches[f.file] = _Switches(text, f.file) if text and _HAS_DIRECTIVE.search(text) else None
-        sw = switches[f.file]
+        # A site config is no Markdown page: its findings are turned off by rule or path only.
+        sw = None if f.rule == "site-config" else switches[f.file]
         if sw is not None and (
             sw.off(f.rule, f.line)
             or (f.rule == "broken-anchor" and _own_page(f) and sw.off(_OWN_ANCHOR, f.line))

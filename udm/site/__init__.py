@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from udm.site.detect import Site as Site
     from udm.site.detect import settings_site as settings_site
     from udm.site.detect import site_for as site_for
+    from udm.site.detect import site_notes as site_notes
     from udm.site.model import NOT_PUBLISHED as NOT_PUBLISHED
     from udm.site.model import excluded as excluded
     from udm.site.model import exists_within as exists_within
@@ -53,6 +54,7 @@ _SURFACE = {
     "route_meta": "routes",
     "settings_site": "detect",
     "site_for": "detect",
+    "site_notes": "detect",
 }
 
 __all__ = [
@@ -75,6 +77,7 @@ __all__ = [
     "route_meta",
     "settings_site",
     "site_for",
+    "site_notes",
 ]
 
 

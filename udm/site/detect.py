@@ -54,9 +54,11 @@ __all__ = [
     "SCHEME",
     "Mount",
     "Site",
+    "configs_below",
     "detect_site",
     "settings_site",
     "site_for",
+    "site_notes",
     "strip_page",
 ]
 
@@ -184,7 +186,24 @@ def detect_site(
     if generator not in ("auto", *GENERATORS):
         raise ValueError(f"site generator {generator!r}: expected auto or one of {', '.join(GENERATORS)}")
     if config is not None and generator != "none":
-        return _named_config(root, generator, base_path, stop, config)
+        site = _named_config(root, generator, stop, config)
+    else:
+        site = _found_site(root, generator, stop)
+    if base_path is not None:
+        site = replace(site, base_path=path_of_url(base_path))
+    files = ignore_files(root)
+    ignores = read_ignores(root, files)
+    if manual_ignored(ignores):
+        return site  # a scratch copy in a folder the repository ignores: none of its files
+    if site.generator == "none" and files:
+        # The repository's root, from the manual's: its `.gitignore` files run from there down to it.
+        site = replace(site, repository="/".join([".."] * (len(files) - 1)))
+    return replace(site, ignores=ignores)
+
+
+def _found_site(root: Path, generator: str, stop: Path | None) -> Site:
+    """The site of the config file found at or above `root` (the generator's defaults when `generator`
+    names one without a config file); no `.gitignore` rules yet."""
     found = _find_config(root, stop) if generator != "none" else None
     if generator not in ("auto", "none") and (found is None or found[1] != generator):
         # Named in the settings but no config file of it: its conventions from the root, defaults.
@@ -200,16 +219,7 @@ def detect_site(
         site = replace(site, generator=gen, config_file=str(path) if is_file else None)
         if is_file:
             site = _within(site, root, _boundary(root, path.parent, stop))
-    if base_path is not None:
-        site = replace(site, base_path=path_of_url(base_path))
-    files = ignore_files(root)
-    ignores = read_ignores(root, files)
-    if manual_ignored(ignores):
-        return site  # a scratch copy in a folder the repository ignores: none of its files
-    if site.generator == "none" and files:
-        # The repository's root, from the manual's: its `.gitignore` files run from there down to it.
-        site = replace(site, repository="/".join([".."] * (len(files) - 1)))
-    return replace(site, ignores=ignores)
+    return site
 
 
 def _read_site(root: Path, path: Path, gen: str) -> Site:
@@ -224,7 +234,7 @@ def _read_site(root: Path, path: Path, gen: str) -> Site:
     return _hugo(root, path, text) if gen == "hugo" else _READERS[gen](root, path.parent, text)
 
 
-def _named_config(root: Path, generator: str, base_path: str | None, stop: Path | None, config: Path) -> Site:
+def _named_config(root: Path, generator: str, stop: Path | None, config: Path) -> Site:
     """The site of a config file the settings name (`site_config`): its generator the setting's, or
     told by its name; a file that is missing or whose generator cannot be told is a problem."""
     gen = generator if generator != "auto" else _generator_of(config.name)
@@ -237,11 +247,10 @@ def _named_config(root: Path, generator: str, base_path: str | None, stop: Path 
         site = _read_site(root, config, gen)
     except Exception as exc:  # each reader (JSON, YAML, TOML, JS) has its own error types
         # The generator's defaults, as for a generator named without a config file.
-        defaults = detect_site(root, gen, base_path, stop)
+        defaults = _found_site(root, gen, stop)
         return replace(defaults, problems=(f"{config}: cannot read the site config: {exc}",))
     site = replace(site, generator=gen, config_file=str(config))
-    site = _within(site, root, _boundary(root, config.parent, stop))
-    return replace(site, base_path=path_of_url(base_path)) if base_path is not None else site
+    return _within(site, root, _boundary(root, config.parent, stop))
 
 
 def _generator_of(name: str) -> str | None:
@@ -980,6 +989,93 @@ def settings_site(settings: Settings) -> Site:
     site = site_for(root, settings.site_generator, settings.site_base_path, stop, config)
     exclude = tuple(settings.link_exclude)
     return replace(site, exclude=exclude) if exclude else site
+
+
+# How deep below the manual root, and in how many folders, a site config is looked for (a hint only).
+_BELOW_DEPTH = 2
+_BELOW_FOLDERS = 400
+_NOT_SITES = frozenset({"node_modules", "vendor", "__pycache__"})
+
+
+def configs_below(root: Path) -> list[tuple[str, str]]:
+    """Site config files in the manual's folders one or two levels below its root, nearest first:
+    (path from the root, generator). Never applied: a manual holding a site's folder is a hint to
+    name it (a repository root taken for the manual of its `docs-site/`)."""
+    found: list[tuple[str, str]] = []
+    level = [root]
+    seen = 0
+    for _ in range(_BELOW_DEPTH):
+        below: list[Path] = []
+        for folder in level:
+            try:
+                entries = sorted(e.name for e in os.scandir(folder) if e.is_dir(follow_symlinks=False))
+            except OSError:
+                continue
+            for name in entries:
+                if name.startswith(".") or name in _NOT_SITES or seen >= _BELOW_FOLDERS:
+                    continue
+                seen += 1
+                here = folder / name
+                below.append(here)
+                hit = _config_in(here)
+                if hit is not None:
+                    found.append((hit[0].relative_to(root).as_posix(), hit[1]))
+        level = below
+    return found
+
+
+def _config_in(folder: Path) -> tuple[Path, str] | None:
+    """The generator config file in `folder` itself, as `_find_config` takes one."""
+    for name, generator in _CONFIG_FILES:
+        candidate = folder / name
+        if candidate.is_file() and _is_for(name, candidate):
+            return candidate, generator
+    return None
+
+
+def site_notes(settings: Settings, site: Site | None = None) -> list[tuple[str, str]]:
+    """What a user should know about the site the links resolve by: each problem reading its config,
+    and a site config below the manual root that is not applied; (file from the manual root, message)."""
+    root = settings.udm_root
+    project = Path(settings.project_root)
+    site = site if site is not None else settings_site(settings)
+    config = site.config_file or settings.site_config
+    path = where = ""
+    if config:
+        named = Path(config).expanduser()
+        path = str(named if named.is_absolute() else project / named)
+        where = _near(Path(path), root, (project,) if root.is_relative_to(project) else (root,))
+    notes = [(where, _shown(problem, path, where)) for problem in site.problems]
+    if site.generator == "none" and settings.site_generator == "auto" and not settings.site_config:
+        for rel, gen in configs_below(root)[:3]:
+            folder = root / rel
+            site_dir = hugo_site_folder(folder) if gen == "hugo" else folder.parent
+            notes.append(
+                (
+                    rel,
+                    f"a site config of {gen} below the manual root is not applied: links are read as "
+                    f"plain Markdown (set site_config to {_near(folder, project, (project,))}, "
+                    f"or make {site_dir.relative_to(root).as_posix()} the manual root)",
+                )
+            )
+    return notes
+
+
+def _near(path: Path, start: Path, homes: tuple[Path, ...]) -> str:
+    """`path` from `start` when it lies in one of `homes` or in the repository holding `start`, else
+    absolute (a path climbing out of every folder the user works in reads worse than the whole)."""
+    repo = next((p for p in (start, *start.parents) if (p / ".git").exists()), None)
+    inside = [*homes, *([repo] if repo is not None else [])]
+    if any(path.is_relative_to(h) for h in inside):
+        return Path(os.path.relpath(path, start)).as_posix()
+    return str(path)
+
+
+def _shown(problem: str, config: str | None, where: str) -> str:
+    """A site problem with the config's absolute path, where it leads, shown from the manual root."""
+    if config and where and problem.startswith(f"{config}: "):
+        return f"{where}: {problem[len(config) + 2 :]}"
+    return problem
 
 
 def strip_page(path: str) -> str:

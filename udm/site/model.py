@@ -215,7 +215,7 @@ class Site:
         return hashlib.sha256(data.encode()).hexdigest()[:16]
 
     def describe(self) -> dict[str, Any]:
-        """JSON-able summary (for `udm index --json` and error messages)."""
+        """JSON-able summary (`udm index --json` prints it as `site`)."""
         return {
             "generator": self.generator,
             "config_file": self.config_file,
