@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import json
 import os
+import unicodedata
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from flows.cli import run
 from udm.config import load_settings
 from udm.index.lint_rules import lint
 from udm.site import settings_site, site_notes
-from udm.site.detect import configs_below
+from udm.site.detect import _visible, configs_below
 
 from .conftest import link_verdicts, site_settings, write_tree
 
@@ -201,3 +204,30 @@ def test_udm_links_says_why_its_verdicts_may_be_wrong(
     # Only external links checked: no site note, since no verdict came from the site.
     assert run([*base, "links", "--no-internal"]) == 0
     assert "site config" not in capsys.readouterr().err
+
+
+def test_a_hostile_config_cannot_write_control_sequences_to_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The INHERIT name comes from the config's text, and the note used to be printed as written.
+    (tmp_path / ".git").mkdir()
+    # YAML's escapes write them in a valid file: ESC ] 0 ; owned BEL, ESC [ 2 J, a right-to-left override.
+    inherit = "\\e]0;owned\\a\\e[2J\\u202egnp.yml"
+    write_tree(tmp_path, {"mkdocs.yml": f'INHERIT: "{inherit}"\nsite_name: x\n', "docs/index.md": "# Home\n"})
+    base = ["--root", str(tmp_path / "docs"), "--state-dir", str(tmp_path / "state")]
+    assert run([*base, "index"]) == 0
+    err = capsys.readouterr().err
+    assert "site config: ../mkdocs.yml: INHERIT \\x1b]0;owned\\x07\\x1b[2J\\u202egnp.yml" in err, err
+    assert "\x1b" not in err and "\x07" not in err and "\u202e" not in err
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=300))
+def test_every_note_is_one_visible_bounded_line(text: str) -> None:
+    shown = _visible(text)
+    assert "\n" not in shown and len(shown) <= 600
+    assert not any(
+        unicodedata.category(c) == "Cc"
+        or c in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f"
+        for c in shown
+    )

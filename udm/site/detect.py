@@ -1045,14 +1045,14 @@ def site_notes(settings: Settings, site: Site | None = None) -> list[tuple[str, 
         named = Path(config).expanduser()
         path = str(named if named.is_absolute() else project / named)
         where = _near(Path(path), root, (project,) if root.is_relative_to(project) else (root,))
-    notes = [(where, _shown(problem, path, where)) for problem in site.problems]
+    notes = [(_visible(where), _visible(_shown(problem, path, where))) for problem in site.problems]
     if site.generator == "none" and settings.site_generator == "auto" and not settings.site_config:
         for rel, gen in configs_below(root)[:3]:
             folder = root / rel
             site_dir = hugo_site_folder(folder) if gen == "hugo" else folder.parent
             notes.append(
                 (
-                    rel,
+                    _visible(rel),
                     f"a site config of {gen} below the manual root is not applied: links are read as "
                     f"plain Markdown (set site_config to {_near(folder, project, (project,))}, "
                     f"or make {site_dir.relative_to(root).as_posix()} the manual root)",
@@ -1069,6 +1069,17 @@ def _near(path: Path, start: Path, homes: tuple[Path, ...]) -> str:
     if any(path.is_relative_to(h) for h in inside):
         return Path(os.path.relpath(path, start)).as_posix()
     return str(path)
+
+
+_NOTE_CHARS = 600
+_HIDDEN = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+
+
+def _visible(text: str) -> str:
+    """A note as a terminal shows it faithfully: control and bidi characters (a config's text may
+    hold them: an `INHERIT` name, a folder) escaped, and no longer than a screenful of one note."""
+    text = _HIDDEN.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text.replace("\n", " "))
+    return text if len(text) <= _NOTE_CHARS else f"{text[: _NOTE_CHARS - 20]}...({len(text)} chars)"
 
 
 def _shown(problem: str, config: str | None, where: str) -> str:
