@@ -231,3 +231,34 @@ def test_every_note_is_one_visible_bounded_line(text: str) -> None:
         or c in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f"
         for c in shown
     )
+
+
+def test_mkdocs_configs_of_other_names_are_named_not_guessed(tmp_path: Path) -> None:
+    # Textual's layout: the docs build with `--config-file mkdocs-online.yml`, which INHERITs a common file.
+    (tmp_path / ".git").mkdir()
+    write_tree(
+        tmp_path,
+        {
+            "mkdocs-common.yml": "site_name: T\ndocs_dir: docs\n",
+            "mkdocs-online.yml": "INHERIT: mkdocs-common.yml\n",
+            "mkdocs-offline.yml": "INHERIT: mkdocs-common.yml\n",
+            "docs/index.md": "# Home\n",
+            "docs/guide/mkdocs-notes.yml": "not: a config in a folder below\n",
+        },
+    )
+    settings = load_settings(cwd=tmp_path, root=tmp_path / "docs", state_dir=tmp_path / ".st")
+    assert settings_site(settings).generator == "none"  # which one the site builds from is the build's choice
+    assert site_notes(settings) == [
+        (
+            "../mkdocs-common.yml",
+            "site configs of mkdocs by their names, not applied unless named: mkdocs-common.yml, "
+            "mkdocs-offline.yml, mkdocs-online.yml (set site_config to the one the site builds from)",
+        )
+    ]
+    named = load_settings(
+        cwd=tmp_path, root=tmp_path / "docs", state_dir=tmp_path / ".st", site_config="mkdocs-online.yml"
+    )
+    assert settings_site(named).generator == "mkdocs" and site_notes(named) == []
+    # A plain mkdocs.yml is detected, and then the others are not mentioned.
+    write_tree(tmp_path, {"mkdocs.yml": "site_name: T\n"})
+    assert site_notes(settings) == []

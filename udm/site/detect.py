@@ -15,7 +15,7 @@ import os
 import posixpath
 import re
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -65,6 +65,7 @@ __all__ = [
 _MAX_CONFIG_BYTES = 1 << 20
 # How far above the manual root a generator's config file is looked for (a repository root stops it).
 _MAX_LEVELS_UP = 6
+_MKDOCS_NAMES = ("mkdocs.yml", "mkdocs.yaml")
 _CONFIG_FILES: tuple[tuple[str, str], ...] = (
     ("docusaurus.config.js", "docusaurus"),
     ("docusaurus.config.ts", "docusaurus"),
@@ -99,9 +100,20 @@ def _read_config(path: Path) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
-def _find_config(root: Path, stop: Path | None = None) -> tuple[Path, str] | None:
+def _folders_up(root: Path, stop: Path | None) -> Iterator[Path]:
+    """`root` and the folders above it where a site config may be: up to a repository root, `stop`
+    (the project root) or six levels."""
     here = root
     for _ in range(_MAX_LEVELS_UP + 1):
+        yield here
+        # The repository (or the project the settings were loaded in) is as far up as a site can be.
+        if (here / ".git").exists() or here.parent == here or (stop is not None and here == stop):
+            return
+        here = here.parent
+
+
+def _find_config(root: Path, stop: Path | None = None) -> tuple[Path, str] | None:
+    for here in _folders_up(root, stop):
         for name, generator in _CONFIG_FILES:
             candidate = here / name
             if candidate.is_file() and _is_for(name, candidate):
@@ -111,11 +123,22 @@ def _find_config(root: Path, stop: Path | None = None) -> tuple[Path, str] | Non
             candidate = here / "website" / name
             if candidate.is_file():
                 return candidate, generator
-        # The repository (or the project the settings were loaded in) is as far up as a site can be.
-        if (here / ".git").exists() or here.parent == here or (stop is not None and here == stop):
-            return None
-        here = here.parent
     return None
+
+
+def _other_mkdocs_configs(root: Path, stop: Path | None) -> list[Path]:
+    """MkDocs configs of other names (`mkdocs-online.yml`, built with `--config-file`) at or above
+    `root`, in the nearest folder holding any: never detected, since which one the site builds from
+    is the build's choice."""
+    for here in _folders_up(root, stop):
+        try:
+            names = sorted(e.name for e in os.scandir(here) if e.is_file(follow_symlinks=False))
+        except OSError:
+            continue
+        found = [here / n for n in names if _generator_of(n) == "mkdocs" and n.lower() not in _MKDOCS_NAMES]
+        if found:
+            return found
+    return []
 
 
 def _is_for(name: str, path: Path) -> bool:
@@ -976,12 +999,18 @@ def _inherit_chain(path: Path) -> list[Path]:
     return chain
 
 
+def _search_stop(root: Path, project: Path) -> Path | None:
+    """Where the search for a config above the manual stops: the project root when the manual lies
+    below it (else the repository root, see `_folders_up`)."""
+    return project if root != project and root.is_relative_to(project) else None
+
+
 def settings_site(settings: Settings) -> Site:
     """The site of a `Settings`: its generator and base path settings; the search for a config file stops
     at the project root when the manual lies below it (else at the repository root)."""
     root = settings.udm_root
     project = Path(settings.project_root)
-    stop = project if root != project and root.is_relative_to(project) else None
+    stop = _search_stop(root, project)
     config = None
     if settings.site_config:
         named = Path(settings.site_config).expanduser()
@@ -1047,6 +1076,20 @@ def site_notes(settings: Settings, site: Site | None = None) -> list[tuple[str, 
         where = _near(Path(path), root, (project,) if root.is_relative_to(project) else (root,))
     notes = [(_visible(where), _visible(_shown(problem, path, where))) for problem in site.problems]
     if site.generator == "none" and settings.site_generator == "auto" and not settings.site_config:
+        others = _other_mkdocs_configs(root, _search_stop(root, project))
+        if others:
+            # Named as site_config takes them (from the project root); filed under the manual root's view.
+            names = ", ".join(_near(p, project, (project,)) for p in others[:6])
+            more = f" and {len(others) - 6} more" if len(others) > 6 else ""
+            notes.append(
+                (
+                    _visible(Path(os.path.relpath(others[0], root)).as_posix()),
+                    _visible(
+                        f"site configs of mkdocs by their names, not applied unless named: {names}{more} "
+                        "(set site_config to the one the site builds from)"
+                    ),
+                )
+            )
         for rel, gen in configs_below(root)[:3]:
             folder = root / rel
             site_dir = hugo_site_folder(folder) if gen == "hugo" else folder.parent
