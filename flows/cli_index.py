@@ -378,6 +378,7 @@ def step_lint(ws: Any) -> None:
 
 def echo_site_notes(notes: list[tuple[str, str]]) -> None:
     """Each site note (see `udm.site.site_notes`) as a `site config:` line on stderr."""
+    from udm.site import note_line
+
     for path, message in notes:
-        shown = message if not path or message.startswith(path) else f"{path}: {message}"
-        typer.echo(f"site config: {shown}", err=True)
+        typer.echo(f"site config: {note_line(path, message)}", err=True)

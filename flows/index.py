@@ -38,11 +38,20 @@ def _busy_only(task: Any, task_run: Any, state: Any) -> bool:
 )
 def refresh_index(full: bool, overrides: dict[str, Any]) -> dict[str, Any]:
     """Refresh the index (only changed files unless `full`) and return the stats."""
-    index = UdmIndex(load_settings(**overrides))
+    from udm.site import note_line, site_notes
+
+    settings = load_settings(**overrides)
+    index = UdmIndex(settings)
     try:
-        return index.refresh(full=full).as_dict()
+        stats = index.refresh(full=full).as_dict()
+        site = index.site()
     finally:
         index.close()
+    # What could not be read of the site the links resolve by (see `udm index`): told, never dropped.
+    return {
+        **stats,
+        "site_notes": [note_line(p, m) for p, m in site_notes(settings, site)],
+    }
 
 
 @flow(name="udm-index", log_prints=False)
@@ -68,6 +77,8 @@ def index_flow(full: bool = False, root: str | None = None, state_dir: str | Non
         stats["removed"],
         stats["seconds"],
     )
+    for note in stats["site_notes"]:
+        logger.warning("site config: %s", note)
     rows = [
         {"measure": key, "value": str(stats[key])}
         for key in (
@@ -88,9 +99,11 @@ def index_flow(full: bool = False, root: str | None = None, state_dir: str | Non
     errors = stats["errors"]
     body = "\n".join(f"- `{e}`" for e in errors[:50]) if errors else "No parse errors."
     more = f"\n\n(and {len(errors) - 50} more)" if len(errors) > 50 else ""
+    notes = stats["site_notes"]
+    site = ("\n## Site config\n\n" + "\n".join(f"- `{n}`" for n in notes) + "\n") if notes else ""
     create_markdown_artifact(
         key="udm-index-errors",
-        markdown=f"# UDM index refresh\n\n{stats['parsed']} files parsed, {stats['removed']} removed.\n\n## Parse errors\n\n{body}{more}\n",
+        markdown=f"# UDM index refresh\n\n{stats['parsed']} files parsed, {stats['removed']} removed.\n\n## Parse errors\n\n{body}{more}\n{site}",
         description="Blocks and front matter that did not parse.",
     )
     return stats

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -73,3 +75,40 @@ def test_index_flow(prefect_server: None, workspace: Path) -> None:
     assert stats["parsed"] == 9 and stats["errors"] == []
     again = index_flow(root=str(workspace / "docs" / "udm"), state_dir=str(workspace / "state"))
     assert again["parsed"] == 0
+
+
+@pytest.mark.prefect
+@pytest.mark.slow
+def test_index_flow_tells_the_site_notes_in_its_logs_and_artifact(
+    prefect_server: None, tmp_path: Path
+) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId, LogFilter, LogFilterFlowRunId
+
+    from flows.index import index_flow
+
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    (root / "site" / "docs").mkdir(parents=True)
+    (root / "site" / "docusaurus.config.js").write_text("module.exports = {};\n", encoding="utf-8")
+    (root / "site" / "docs" / "a.md").write_text("# A\n", encoding="utf-8")
+    state = index_flow(root=str(root), state_dir=str(tmp_path / "state"), return_state=True)
+    assert state.is_completed()  # the index is right; what it could not apply is said, not failed
+    stats = state.result()
+    [note] = stats["site_notes"]
+    assert note.startswith("site/docusaurus.config.js: a site config of docusaurus below the manual root")
+    run_id = state.state_details.flow_run_id
+    with get_client(sync_client=True) as client:
+        deadline = time.monotonic() + 20  # the run's logs reach the server in batches
+        while True:
+            logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run_id])))
+            if any("site config" in log.message for log in logs) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[run_id])))
+        artifact = client._client.get("/artifacts/udm-index-errors/latest").json()
+    assert runs[0].state is not None and runs[0].state.is_completed()
+    assert [(log.level, log.message) for log in logs if "site config" in log.message] == [
+        (logging.WARNING, f"site config: {note}")
+    ]
+    assert "## Site config" in artifact["data"] and "site/docusaurus.config.js" in artifact["data"]

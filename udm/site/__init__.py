@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from udm.site.detect import NUMBER_PREFIX as NUMBER_PREFIX
     from udm.site.detect import PAGE_SUFFIXES as PAGE_SUFFIXES
     from udm.site.detect import Site as Site
+    from udm.site.detect import note_line as note_line
     from udm.site.detect import settings_site as settings_site
     from udm.site.detect import site_for as site_for
     from udm.site.detect import site_notes as site_notes
@@ -52,6 +53,7 @@ _SURFACE = {
     "outside_root": "model",
     "resolve_links": "routes",
     "route_meta": "routes",
+    "note_line": "detect",
     "settings_site": "detect",
     "site_for": "detect",
     "site_notes": "detect",
@@ -69,6 +71,7 @@ __all__ = [
     "exists_within",
     "explicit_anchors",
     "no_holder",
+    "note_line",
     "on_pages",
     "outside_root",
     "page_anchors",

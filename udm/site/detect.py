@@ -56,6 +56,7 @@ __all__ = [
     "Site",
     "configs_below",
     "detect_site",
+    "note_line",
     "settings_site",
     "site_for",
     "site_notes",
@@ -1102,6 +1103,11 @@ def site_notes(settings: Settings, site: Site | None = None) -> list[tuple[str, 
                 )
             )
     return notes
+
+
+def note_line(path: str, message: str) -> str:
+    """A site note as one line: the file, unless the message already starts with it."""
+    return message if not path or message.startswith(path) else f"{path}: {message}"
 
 
 def _near(path: Path, start: Path, homes: tuple[Path, ...]) -> str:
