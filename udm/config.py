@@ -28,6 +28,7 @@ from udm.config_types import (
     ApprovalPolicy,
     CommaPaths,
     CommaStrings,
+    ConfigFile,
     FailOn,
     LintIgnore,
     LintRules,
@@ -311,7 +312,7 @@ class Settings(BaseSettings):
         "mint.json, mkdocs.yml, book.toml, hugo.toml, a Starlight astro.config.* or .vitepress/config.* "
         "at or above the root) | none | docusaurus | mintlify | mkdocs | mdbook | hugo | starlight | vitepress.",
     )
-    site_config: str | None = Field(
+    site_config: ConfigFile = Field(
         default=None,
         description="The site generator's config file, when it is not found by its usual name (a "
         "`mkdocs build --config-file mkdocs-online.yml` site): a path relative to the project root, or "

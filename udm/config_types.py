@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import tomllib
+import unicodedata
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
@@ -25,6 +26,7 @@ __all__ = [
     "ApprovalPolicy",
     "CommaPaths",
     "CommaStrings",
+    "ConfigFile",
     "FailOn",
     "LintIgnore",
     "LintRules",
@@ -110,6 +112,29 @@ def _severities(value: dict[str, str]) -> dict[str, str]:
     return value
 
 
+def _config_file(value: str | None) -> str | None:
+    """A file setting (`site_config`) that can name a file: no NUL or control character, names of at
+    most 255 bytes, and a `~user` that exists; checked when the settings load, so a bad one is an error
+    naming the setting, never a traceback of the first command that opens it."""
+    if value is None:
+        return None
+    bad = next((c for c in value if unicodedata.category(c) in ("Cc", "Cf")), None)
+    if bad is not None:
+        raise ValueError(f"holds the control character U+{ord(bad):04X}; a path cannot")
+    if len(value.encode("utf-8", "surrogateescape")) > 4096:
+        raise ValueError("is longer than 4096 bytes")
+    long = next(
+        (part for part in value.split("/") if len(part.encode("utf-8", "surrogateescape")) > 255), None
+    )
+    if long is not None:
+        raise ValueError(f"has a name longer than 255 bytes ({long[:20]}...)")
+    try:
+        Path(value).expanduser()
+    except RuntimeError as exc:  # `~nobody/x`: no such user
+        raise ValueError(f"starts with a home folder that cannot be found ({exc})") from None
+    return value
+
+
 def _globs_ignore_all(value: Any) -> Any:
     # A plain list of globs (or one comma-separated string) ignores every rule in those paths.
     if isinstance(value, str) and not value.strip().startswith(("{", "[")):
@@ -133,6 +158,7 @@ FailOn = Annotated[
     str, AfterValidator(_choice(("error", "warning", "never"), "expected error, warning or never"))
 ]
 LintRules = Annotated[dict[str, str], AfterValidator(_severities)]
+ConfigFile = Annotated[str | None, AfterValidator(_config_file)]
 # NoDecode: the environment's text reaches the validator, which reads a JSON object or list itself and
 # also takes plain comma-separated globs.
 LintIgnore = Annotated[dict[str, list[str]], NoDecode, BeforeValidator(_globs_ignore_all)]

@@ -58,9 +58,9 @@ def test_configs_below_the_root_are_found_two_levels_down_nearest_first(tmp_path
         },
     )
     assert configs_below(tmp_path) == [
-        ("web/config/_default/hugo.toml", "hugo"),
-        ("z/docusaurus.config.ts", "docusaurus"),
-        ("a/b/mkdocs.yml", "mkdocs"),
+        ("web/config/_default/hugo.toml", "hugo", "web"),
+        ("z/docusaurus.config.ts", "docusaurus", "z"),
+        ("a/b/mkdocs.yml", "mkdocs", "a/b"),
     ]
 
 
@@ -262,3 +262,21 @@ def test_mkdocs_configs_of_other_names_are_named_not_guessed(tmp_path: Path) -> 
     # A plain mkdocs.yml is detected, and then the others are not mentioned.
     write_tree(tmp_path, {"mkdocs.yml": "site_name: T\n"})
     assert site_notes(settings) == []
+
+
+def test_a_named_config_of_no_known_generator_leaves_the_plain_repository_rules(tmp_path: Path) -> None:
+    # As with no config at all: the manual reads its repository's files; the setting is noted.
+    (tmp_path / ".git").mkdir()
+    write_tree(
+        tmp_path, {"README.md": "# Repo\n", "site.txt": "x", "docs/index.md": "[readme](../README.md)\n"}
+    )
+    named = load_settings(
+        cwd=tmp_path, root=tmp_path / "docs", state_dir=tmp_path / ".st", site_config="site.txt"
+    )
+    plain = load_settings(cwd=tmp_path, root=tmp_path / "docs", state_dir=tmp_path / ".st2")
+    assert settings_site(named).repository == settings_site(plain).repository == ".."
+    assert link_verdicts(named)[("index.md", "../README.md")] is True
+    assert link_verdicts(plain)[("index.md", "../README.md")] is True
+    assert [m for _, m in site_notes(named)] == [
+        "../site.txt: cannot tell the site generator from its name; set site_generator"
+    ]

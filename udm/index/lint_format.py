@@ -7,8 +7,10 @@ when the manual lies under it, so code scanning and annotations find the files i
 from __future__ import annotations
 
 import json
+import posixpath
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import PurePosixPath
 from xml.etree import ElementTree as ET
 
 from udm.index.lint_rules import RULES, Finding
@@ -28,7 +30,17 @@ def _version() -> str:
 
 
 def _path(prefix: str, file: str) -> str:
-    return f"{prefix.rstrip('/')}/{file}" if prefix else file
+    """A finding's file from the project root: normalised, since a site config may lie above the
+    manual (`docs/../mkdocs.yml` is `mkdocs.yml`); an absolute one (a config outside) as it is."""
+    if posixpath.isabs(file):
+        return file
+    return posixpath.normpath(f"{prefix.rstrip('/')}/{file}") if prefix else posixpath.normpath(file)
+
+
+def _uri(prefix: str, file: str) -> str:
+    """SARIF's artifact URI: relative to the project, or a `file://` URI for a file outside it."""
+    path = _path(prefix, file)
+    return PurePosixPath(path).as_uri() if posixpath.isabs(path) else path
 
 
 def _counts(findings: Sequence[Finding]) -> tuple[int, int]:
@@ -88,7 +100,7 @@ def _sarif(findings: Sequence[Finding], prefix: str) -> dict[str, object]:
                         "locations": [
                             {
                                 "physicalLocation": {
-                                    "artifactLocation": {"uri": _path(prefix, f.file)},
+                                    "artifactLocation": {"uri": _uri(prefix, f.file)},
                                     "region": {"startLine": max(1, f.line)},
                                 }
                             }

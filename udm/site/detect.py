@@ -1027,29 +1027,37 @@ _BELOW_FOLDERS = 400
 _NOT_SITES = frozenset({"node_modules", "vendor", "__pycache__"})
 
 
-def configs_below(root: Path) -> list[tuple[str, str]]:
+def configs_below(root: Path) -> list[tuple[str, str, str]]:
     """Site config files in the manual's folders one or two levels below its root, nearest first:
-    (path from the root, generator). Never applied: a manual holding a site's folder is a hint to
-    name it (a repository root taken for the manual of its `docs-site/`)."""
-    found: list[tuple[str, str]] = []
+    (path from the root, generator, the site's folder from the root). Never applied: a manual holding
+    a site's folder is a hint to name it (a repository root taken for the manual of its `docs-site/`)."""
+    found: list[tuple[str, str, str]] = []
     level = [root]
     seen = 0
     for _ in range(_BELOW_DEPTH):
         below: list[Path] = []
         for folder in level:
+            if seen >= _BELOW_FOLDERS:
+                break
             try:
                 entries = sorted(e.name for e in os.scandir(folder) if e.is_dir(follow_symlinks=False))
             except OSError:
                 continue
             for name in entries:
-                if name.startswith(".") or name in _NOT_SITES or seen >= _BELOW_FOLDERS:
+                if name.startswith(".") or name in _NOT_SITES:
                     continue
+                if seen >= _BELOW_FOLDERS:
+                    break
                 seen += 1
                 here = folder / name
                 below.append(here)
                 hit = _config_in(here)
                 if hit is not None:
-                    found.append((hit[0].relative_to(root).as_posix(), hit[1]))
+                    # Hugo's config folder and `.vitepress/` sit inside the site's folder.
+                    site = hugo_site_folder(hit[0]) if hit[1] == "hugo" else here
+                    found.append(
+                        (hit[0].relative_to(root).as_posix(), hit[1], site.relative_to(root).as_posix())
+                    )
         level = below
     return found
 
@@ -1069,7 +1077,8 @@ def site_notes(settings: Settings, site: Site | None = None) -> list[tuple[str, 
     root = settings.udm_root
     project = Path(settings.project_root)
     site = site if site is not None else settings_site(settings)
-    config = site.config_file or settings.site_config
+    # A named config that failed leaves the site of another (found above): the note is the named one's.
+    config = settings.site_config or site.config_file
     path = where = ""
     if config:
         named = Path(config).expanduser()
@@ -1091,15 +1100,15 @@ def site_notes(settings: Settings, site: Site | None = None) -> list[tuple[str, 
                     ),
                 )
             )
-        for rel, gen in configs_below(root)[:3]:
-            folder = root / rel
-            site_dir = hugo_site_folder(folder) if gen == "hugo" else folder.parent
+        for rel, gen, folder in configs_below(root)[:3]:
             notes.append(
                 (
                     _visible(rel),
-                    f"a site config of {gen} below the manual root is not applied: links are read as "
-                    f"plain Markdown (set site_config to {_near(folder, project, (project,))}, "
-                    f"or make {site_dir.relative_to(root).as_posix()} the manual root)",
+                    _visible(
+                        f"a site config of {gen} below the manual root is not applied: links are read as "
+                        f"plain Markdown (set site_config to {_near(root / rel, project, (project,))}, "
+                        f"or make {folder} the manual root)"
+                    ),
                 )
             )
     return notes
@@ -1107,7 +1116,7 @@ def site_notes(settings: Settings, site: Site | None = None) -> list[tuple[str, 
 
 def note_line(path: str, message: str) -> str:
     """A site note as one line: the file, unless the message already starts with it."""
-    return message if not path or message.startswith(path) else f"{path}: {message}"
+    return message if not path or message.startswith(f"{path}: ") else f"{path}: {message}"
 
 
 def _near(path: Path, start: Path, homes: tuple[Path, ...]) -> str:
@@ -1121,14 +1130,21 @@ def _near(path: Path, start: Path, homes: tuple[Path, ...]) -> str:
 
 
 _NOTE_CHARS = 600
-_HIDDEN = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+_HIDDEN = re.compile(
+    r"[\x00-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u202a-\u202e\u2060-\u2069\ufeff\ud800-\udfff]"
+)
 
 
 def _visible(text: str) -> str:
     """A note as a terminal shows it faithfully: control and bidi characters (a config's text may
     hold them: an `INHERIT` name, a folder) escaped, and no longer than a screenful of one note."""
-    text = _HIDDEN.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text.replace("\n", " "))
+    text = _HIDDEN.sub(_escaped_char, text.replace("\n", " "))
     return text if len(text) <= _NOTE_CHARS else f"{text[: _NOTE_CHARS - 20]}...({len(text)} chars)"
+
+
+def _escaped_char(m: re.Match[str]) -> str:
+    """`\\x1b`, `\\u202e`; a lone surrogate (an undecodable byte of a name) as `\\udcff`."""
+    return m.group().encode("unicode_escape", "backslashreplace").decode("ascii")
 
 
 def _shown(problem: str, config: str | None, where: str) -> str:
