@@ -69,6 +69,14 @@ _names = st.text(
 ).filter(lambda n: n not in (".", "..") and not n.startswith(".") and len(n.encode()) < 200)
 
 
+def _one_clean_note(root: Path, config: str) -> None:
+    """A MkDocs config at `config` below `root` makes exactly one note, with nothing hidden in it."""
+    write_tree(root, {config: "site_name: x\n"})
+    notes = site_notes(load_settings(cwd=root, root=root, state_dir=root / ".st"))
+    assert len(notes) == 1
+    _clean_notes(notes)
+
+
 @hsettings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(name=_names)
 def test_a_folder_name_below_the_root_never_writes_hidden_characters_into_a_note(
@@ -76,11 +84,7 @@ def test_a_folder_name_below_the_root_never_writes_hidden_characters_into_a_note
 ) -> None:
     # The folder's name is quoted three times: the note's path, `site_config to ...`, `make ... the root`.
     root = tmp_path_factory.mktemp("m")
-    (root / name).mkdir()
-    (root / name / "mkdocs.yml").write_text("site_name: x\n")
-    notes = site_notes(load_settings(cwd=root, root=root, state_dir=root / ".st"))
-    assert len(notes) == 1
-    _clean_notes(notes)
+    _one_clean_note(root, f"{name}/mkdocs.yml")
 
 
 def test_a_hostile_folder_name_below_the_root_cannot_reach_the_terminal(
@@ -95,11 +99,7 @@ def test_a_hostile_folder_name_below_the_root_cannot_reach_the_terminal(
 
 def test_a_note_about_folders_of_long_names_is_still_bounded(tmp_path: Path) -> None:
     # Two folder names of 250 bytes: the hint quotes the path twice over.
-    a, b = "a" * 250, "b" * 250
-    write_tree(tmp_path, {f"{a}/{b}/mkdocs.yml": "site_name: x\n"})
-    notes = site_notes(load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".st"))
-    assert len(notes) == 1
-    _clean_notes(notes)
+    _one_clean_note(tmp_path, f"{'a' * 250}/{'b' * 250}/mkdocs.yml")
 
 
 def test_an_undecodable_folder_name_does_not_break_any_report(
@@ -282,6 +282,14 @@ def _special(tmp_path: Path, kind: str) -> str:
     }[kind]
 
 
+def _hostile_base(tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The CLI's root and state options for a project whose `site_config` is of a hostile `kind`."""
+    project = _project(tmp_path)
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("UDM_SITE_CONFIG", _special(tmp_path, kind))
+    return ["--root", str(project / "docs"), "--state-dir", str(tmp_path / ".st")]
+
+
 KINDS = [
     "fifo",
     "directory",
@@ -303,10 +311,7 @@ KINDS = [
 def test_a_hostile_site_config_is_refused_clearly_by_index(
     tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    project = _project(tmp_path)
-    monkeypatch.chdir(project)
-    monkeypatch.setenv("UDM_SITE_CONFIG", _special(tmp_path, kind))
-    base = ["--root", str(project / "docs"), "--state-dir", str(tmp_path / ".st")]
+    base = _hostile_base(tmp_path, kind, monkeypatch)
     started = time.perf_counter()
     code, _, err = _cli([*base, "index"], capsys)
     assert time.perf_counter() - started < 10 * SLOW
@@ -333,12 +338,7 @@ def test_a_site_config_with_a_nul_byte_is_refused_or_noted(tmp_path: Path) -> No
 def test_a_site_config_that_cannot_name_a_file_is_refused_when_settings_load(
     tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    project = _project(tmp_path)
-    monkeypatch.chdir(project)
-    monkeypatch.setenv("UDM_SITE_CONFIG", _special(tmp_path, kind))
-    code, out, err = _cli(
-        ["--root", str(project / "docs"), "--state-dir", str(tmp_path / ".st"), "lint"], capsys
-    )
+    code, out, err = _cli([*_hostile_base(tmp_path, kind, monkeypatch), "lint"], capsys)
     assert code == 1 and out == "" and "error: invalid setting 'site_config'" in err, (code, err)
     assert "Traceback" not in err and "\x1b" not in err
 
@@ -347,10 +347,7 @@ def test_a_site_config_that_cannot_name_a_file_is_refused_when_settings_load(
 def test_a_hostile_site_config_gives_one_lint_finding_in_every_format(
     tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    project = _project(tmp_path)
-    monkeypatch.chdir(project)
-    monkeypatch.setenv("UDM_SITE_CONFIG", _special(tmp_path, kind))
-    base = ["--root", str(project / "docs"), "--state-dir", str(tmp_path / ".st")]
+    base = _hostile_base(tmp_path, kind, monkeypatch)
     for fmt in ("text", "json", "sarif", "junit", "github"):
         code, out, _ = _cli([*base, "lint", "--format", fmt], capsys)
         assert code in (0, 1) and "site-config" in out, (fmt, code)
