@@ -31,8 +31,9 @@ __all__ = [
 # 12: no link from a <style src> (Vue blocks in VitePress pages); 13: no link from a bound attribute
 # (Vue's :href) or from the code of a <script>/<style> element; 14: Hugo ref/relref shortcodes are
 # links; 15: a dated page's title and date kept (Hugo permalinks); 16: a link in the `em`/`strong`
-# that opens a quoted paragraph of several lines is found
-SCHEMA_VERSION = 16
+# that opens a quoted paragraph of several lines is found; 17: an href/src of HTML written in a
+# JavaScript string is the string's value, and entity-escaped text (`src=&quot;x&quot;`) is no link
+SCHEMA_VERSION = 17
 # ID definitions with their section's line range: the rows of the SQLite lookup mirror.
 DEFS_SQL = (
     "SELECT i.id, i.file, i.line, i.how, i.section, i.section_path, s.start_line, s.end_line "

@@ -32,9 +32,22 @@ class Opaque:
 # a property in script (`link.href = url`) or a URL's query inside another attribute's value
 # (`img="https://x.dev/_image?href=%2Fa.png"`, fastmcp's docs).
 _ATTR = re.compile(
-    r"""(?<=\s)(href|src)[ \t\r\n]*=[ \t\r\n]*(?:"([^"]*)"|'([^']*)'|\{[ \t]*(?:"([^"]*)"|'([^']*)'|`([^`$]*)`)[ \t]*\}|([^\s"'=<>`{}]+))""",
+    r"""(?<=\s)(href|src)[ \t\r\n]*=[ \t\r\n]*(?:"([^"]*)"|'([^']*)'|\{[ \t]*(?:"([^"]*)"|'([^']*)'|`([^`$]*)`)[ \t]*\}"""
+    # HTML written in a JavaScript string (Astro's `<Fragment set:html={"<a href=\"/x\">"}>`): its
+    # quotes are escaped, and the value is the string's, its escapes undone.
+    r"""|\\"((?:[^"\\\n]|\\[^"\n])*)\\"|\\'((?:[^'\\\n]|\\[^'\n])*)\\'"""
+    r"""|([^\s"'=<>`{}\\][^\s"'=<>`{}]*))""",
     re.IGNORECASE,
 )
+# Groups of _ATTR whose value is a JavaScript string's text.
+_ESCAPED_GROUPS = (7, 8)
+_JS_ESCAPE = re.compile(r"\\(.)")
+# How far back an attribute's tag opening is looked for (`<`, or `&lt;` in escaped text).
+_TAG_REACH = 2048
+# An unquoted value opening with an escaped quote (`src=&quot;x&quot;`) is escaped text too, however
+# far its `&lt;` (a wrapped line of displayed code).
+_ENTITY_QUOTE = re.compile(r"&(?:quot|apos|#0*3[49]|#x0*2[27]);", re.IGNORECASE)
+_UNQUOTED_GROUP = 9
 _COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 # What a <script> or <style> element holds is code, not markup: its words are no attributes.
 _CODE_OPEN = re.compile(r"<(script|style)\b", re.IGNORECASE | re.ASCII)
@@ -50,13 +63,21 @@ def attr_links(content: str, base: int, form: str, out: list[tuple[int, str, str
     if "<script" in low or "<style" in low:
         content = _blank_code(content)
     ascii_text = content.isascii()
+    shown_tags = "&lt;" in content or "&#60;" in content
     done_chars = done_bytes = 0  # counted on from the last match: linear on large blocks
     for m in _ATTR.finditer(content):
         if m.group(1).lower() == "src" and _tag_name(content, m.start()) == "style":
             # HTML's <style> has no src; Vue's single-file blocks in a VitePress page do, and name a
             # module for the bundler (`@theme/x.css`), not a page or file of the site.
             continue
-        value = next(g for g in m.groups()[1:] if g is not None)
+        if shown_tags and _in_escaped_text(content, m.start()):
+            continue
+        group = next(i for i in range(2, len(m.groups()) + 1) if m.group(i) is not None)
+        value = m.group(group)
+        if group == _UNQUOTED_GROUP and _ENTITY_QUOTE.match(value):
+            continue
+        if group in _ESCAPED_GROUPS:
+            value = _JS_ESCAPE.sub(r"\1", value)
         if ascii_text:
             at = m.start()
         else:
@@ -89,6 +110,14 @@ def _blank_code(content: str) -> str:
             break
     out.append(content[at:])
     return "".join(out)
+
+
+def _in_escaped_text(content: str, at: int) -> bool:
+    """Whether the attribute at `at` belongs to a tag shown as text: `&lt;` opens it, nearer than any
+    `<` (a diagnostic printing `&lt;a href='example.org'&gt;` shows an attribute it does not have)."""
+    low = max(0, at - _TAG_REACH)
+    shown = max(content.rfind("&lt;", low, at), content.rfind("&#60;", low, at))
+    return shown >= 0 and shown > content.rfind("<", low, at)
 
 
 def _tag_name(content: str, at: int) -> str:

@@ -23,7 +23,14 @@ from typing import TYPE_CHECKING, Any
 from udm.datalimits import check_text
 from udm.markdown import INDENTED_BLOCKS
 from udm.site.gitignore import ignore_files, manual_ignored, pattern_lines, read_ignores
-from udm.site.jsconfig import docs_versions_files, docusaurus, starlight, tsconfig_file, vitepress
+from udm.site.jsconfig import (
+    astro_redirect_files,
+    docs_versions_files,
+    docusaurus,
+    starlight,
+    tsconfig_file,
+    vitepress,
+)
 from udm.site.model import (
     GENERATORS,
     INDEX_NAMES,
@@ -958,7 +965,12 @@ def _config_files(path: Path, generator: str) -> list[Path]:
     if generator == "docusaurus":
         return [path, *docs_versions_files(path.parent)]
     if generator == "starlight":
-        return [path, tsconfig_file(path.parent)]
+        # And the files its `redirects` spread (a generated `redirects.js`).
+        try:
+            spread = astro_redirect_files(path.parent, _read_config(path))
+        except (OSError, ValueError):
+            spread = []
+        return [path, tsconfig_file(path.parent), *spread]
     if generator == "mintlify" or path.name.lower() in ("docs.json", "mint.json"):
         return [path, path.parent / ".mintignore"]
     if generator == "hugo":

@@ -34,6 +34,7 @@ from udm.site.model import (
 )
 
 __all__ = [
+    "astro_redirect_files",
     "docs_versions_file",
     "docs_versions_files",
     "docusaurus",
@@ -532,7 +533,7 @@ def starlight(root: Path, here: Path, text: str) -> Site:
         for loc in locales
         if loc not in ("root", default)
     ]
-    redirects += _astro_redirects(text)
+    redirects += _astro_redirects(text, here)
     # Astro serves its own pages and endpoints beside the content (`src/pages/feed.xml.ts`).
     mounts = [
         under(root, content, "", "docs", False),
@@ -582,13 +583,65 @@ def _imported_locales(text: str, options: str, here: Path) -> list[str] | None:
     return [k for k in data if isinstance(k, str)][:_MAX_LOCALES] if isinstance(data, dict) else None
 
 
-def _astro_redirects(text: str) -> list[tuple[str, str]]:
-    """Astro's `redirects: {'/old': '/new'}` (a destination object's `destination` too)."""
-    found = re.search(r"(?<![\w$.])redirects\s*:\s*\{", text)
-    block = _js_block(text[found.start() :], "redirects") if found else None
-    block = _without_comments(block) if block else block
+def _astro_redirects(text: str, here: Path | None = None) -> list[tuple[str, str]]:
+    """Astro's `redirects: {'/old': '/new'}` (a destination object's `destination` too), with the
+    objects it spreads from files beside the config (`...redirects` imported from a generated
+    `./redirects.js`, Biome's site) when `here`, the config's folder, is given."""
+    block = _redirects_block(text)
     if not block:
         return []
+    pairs = _redirect_pairs(block)
+    for path in _spread_files(text, block, here) if here is not None else []:
+        try:
+            raw = read_head(path, _MAX_SPREAD_BYTES)
+        except OSError:
+            continue
+        if len(raw) > _MAX_SPREAD_BYTES:
+            continue
+        source = raw.decode("utf-8", "replace")
+        exported = source if path.suffix == ".json" else _config_object(source)
+        if exported:
+            pairs += _redirect_pairs(_without_comments(exported))
+    return pairs
+
+
+def _redirects_block(text: str) -> str | None:
+    """The `redirects: {...}` object of an Astro config, comments left out."""
+    found = re.search(r"(?<![\w$.])redirects\s*:\s*\{", text)
+    block = _js_block(text[found.start() :], "redirects") if found else None
+    return _without_comments(block) if block else block
+
+
+# A generated redirects file is a few hundred KiB at most; a handful are spread into one object.
+_MAX_SPREAD_BYTES = 1 << 20
+_MAX_SPREADS = 5
+
+
+def astro_redirect_files(here: Path, text: str) -> list[Path]:
+    """The files beside an Astro config whose objects its `redirects` spread (for the site's stamp)."""
+    block = _redirects_block(text)
+    return _spread_files(text, block, here) if block else []
+
+
+def _spread_files(text: str, block: str, here: Path) -> list[Path]:
+    """The files `...name` in `block` comes from: `import name from './x.js'` in the config, a file
+    of the config's own folder."""
+    files: list[Path] = []
+    top = here.resolve()
+    for name in list(dict.fromkeys(re.findall(r"\.\.\.\s*([A-Za-z_$][\w$]*)", block)))[:_MAX_SPREADS]:
+        source = re.search(
+            rf"import\s+{re.escape(name)}\s+from\s+['\"](\.{{1,2}}/[^'\"\n]+\.(?:m?js|json))['\"]", text
+        )
+        if source is None:
+            continue
+        path = (here / source.group(1)).resolve()
+        if within(path, top) and path.is_file():
+            files.append(path)
+    return files
+
+
+def _redirect_pairs(block: str) -> list[tuple[str, str]]:
+    """The `'/from': '/to'` (or `{destination: '/to'}`) pairs of a redirects object."""
     pairs = re.finditer(
         # The first `destination` of an object is its own, taken once (atomic): trying every later
         # one made an object of 4,000 of them quadratic.
