@@ -14,7 +14,7 @@ from udm.markdown import parse_document
 from udm.markdown.mdx import attr_links
 from udm.site.routes import detect_site
 
-from .conftest import link_verdicts, write_tree
+from .conftest import page_verdicts, write_tree
 
 
 def _attrs(content: str) -> list[str]:
@@ -108,7 +108,7 @@ def test_redirects_spread_from_files_beside_the_config_are_read(tmp_path: Path) 
     # A file outside the config's folder is not the site's to read.
     assert not any(src == "/outside" for src, _ in detected.redirects)
     settings = load_settings(cwd=tmp_path, root=site / "src/content/docs", state_dir=tmp_path / ".st")
-    verdicts = {t: ok for (f, t), ok in link_verdicts(settings).items() if f == "index.md"}
+    verdicts = page_verdicts(settings, "index.md")
     assert verdicts == {
         "/old-start": True,
         "/rules/no-x": True,
@@ -118,7 +118,7 @@ def test_redirects_spread_from_files_beside_the_config_are_read(tmp_path: Path) 
     }
     # The generated file is part of the site's stamp: regenerated, the site is read again.
     (site / "redirects.js").write_text("export default {\n  '/gone': '/guides/start',\n};\n")
-    verdicts = {t: ok for (f, t), ok in link_verdicts(settings).items() if f == "index.md"}
+    verdicts = page_verdicts(settings, "index.md")
     assert verdicts["/gone"] is True and verdicts["/rules/no-x"] is False
 
 
