@@ -122,10 +122,9 @@ def _folders_up(root: Path, stop: Path | None) -> Iterator[Path]:
 
 def _find_config(root: Path, stop: Path | None = None) -> tuple[Path, str] | None:
     for here in _folders_up(root, stop):
-        for name, generator in _CONFIG_FILES:
-            candidate = here / name
-            if candidate.is_file() and _is_for(name, candidate):
-                return candidate, generator
+        hit = _config_in(here)
+        if hit is not None:
+            return hit
         for name, generator in _CONFIG_FILES[:4]:
             # Docusaurus' usual layout keeps its config in website/ beside the docs/ it publishes.
             candidate = here / "website" / name
@@ -1018,16 +1017,19 @@ def _search_stop(root: Path, project: Path) -> Path | None:
     return project if root != project and root.is_relative_to(project) else None
 
 
+def _named_path(value: str, project: Path) -> Path:
+    """A config file the settings name: absolute, or from the project root (`~` expanded)."""
+    named = Path(value).expanduser()
+    return named if named.is_absolute() else project / named
+
+
 def settings_site(settings: Settings) -> Site:
     """The site of a `Settings`: its generator and base path settings; the search for a config file stops
     at the project root when the manual lies below it (else at the repository root)."""
     root = settings.udm_root
     project = Path(settings.project_root)
     stop = _search_stop(root, project)
-    config = None
-    if settings.site_config:
-        named = Path(settings.site_config).expanduser()
-        config = named if named.is_absolute() else project / named
+    config = _named_path(settings.site_config, project) if settings.site_config else None
     site = site_for(root, settings.site_generator, settings.site_base_path, stop, config)
     exclude = tuple(settings.link_exclude)
     return replace(site, exclude=exclude) if exclude else site
@@ -1093,8 +1095,7 @@ def site_notes(settings: Settings, site: Site | None = None) -> list[tuple[str, 
     config = settings.site_config or site.config_file
     path = where = ""
     if config:
-        named = Path(config).expanduser()
-        path = str(named if named.is_absolute() else project / named)
+        path = str(_named_path(config, project))
         where = _near(Path(path), root, (project,) if root.is_relative_to(project) else (root,))
     notes = [(_visible(where), _visible(_shown(problem, path, where))) for problem in site.problems]
     if site.generator == "none" and settings.site_generator == "auto" and not settings.site_config:

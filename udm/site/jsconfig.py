@@ -573,11 +573,8 @@ def _imported_locales(text: str, options: str, here: Path) -> list[str] | None:
         end = _balanced(text, const.end() - 1)
         if end is not None:
             return _js_keys(text[const.end() - 1 : end + 1])[:_MAX_LOCALES]
-    source = re.search(rf"import\s+{re.escape(name)}\s+from\s+['\"](\.{{1,2}}/[^'\"\n]+\.json)['\"]", text)
-    if source is None:
-        return None
-    path = (here / source.group(1)).resolve()
-    if not within(path, here.resolve()):
+    path = _imported_file(text, name, here, r"json")
+    if path is None:
         return None  # only a file of the site's own folder
     data = _json_file(path, "the locales file")
     return [k for k in data if isinstance(k, str)][:_MAX_LOCALES] if isinstance(data, dict) else None
@@ -627,17 +624,23 @@ def _spread_files(text: str, block: str, here: Path) -> list[Path]:
     """The files `...name` in `block` comes from: `import name from './x.js'` in the config, a file
     of the config's own folder."""
     files: list[Path] = []
-    top = here.resolve()
     for name in list(dict.fromkeys(re.findall(r"\.\.\.\s*([A-Za-z_$][\w$]*)", block)))[:_MAX_SPREADS]:
-        source = re.search(
-            rf"import\s+{re.escape(name)}\s+from\s+['\"](\.{{1,2}}/[^'\"\n]+\.(?:m?js|json))['\"]", text
-        )
-        if source is None:
-            continue
-        path = (here / source.group(1)).resolve()
-        if within(path, top) and path.is_file():
+        path = _imported_file(text, name, here, r"m?js|json")
+        if path is not None and path.is_file():
             files.append(path)
     return files
+
+
+def _imported_file(text: str, name: str, here: Path, suffixes: str) -> Path | None:
+    """The file a config imports `name` from (`import name from './x.json'`, its suffix one of the
+    alternatives `suffixes`), when it is a file of the config's own folder; else None."""
+    source = re.search(
+        rf"import\s+{re.escape(name)}\s+from\s+['\"](\.{{1,2}}/[^'\"\n]+\.(?:{suffixes}))['\"]", text
+    )
+    if source is None:
+        return None
+    path = (here / source.group(1)).resolve()
+    return path if within(path, here.resolve()) else None
 
 
 def _redirect_pairs(block: str) -> list[tuple[str, str]]:
