@@ -513,3 +513,12 @@ def test_a_broken_named_config_is_filed_under_its_own_path(tmp_path: Path) -> No
     [(path, message)] = site_notes(settings)
     assert path == "../broken/mkdocs.yml"
     assert message.startswith("../broken/mkdocs.yml: cannot read the site config"), message
+
+
+def test_an_inherit_name_longer_than_the_system_allows_is_a_note_not_a_crash(tmp_path: Path) -> None:
+    # Found by test_any_inherit_name_is_quoted_visibly: the site's stamp stat()ed the INHERIT target,
+    # and a name over 255 bytes raised ENAMETOOLONG out of every command.
+    (tmp_path / ".git").mkdir()
+    write_tree(tmp_path, {"mkdocs.yml": f"INHERIT: {'x' * 300}.yml\n", "docs/index.md": "# Home\n"})
+    notes = site_notes(load_settings(cwd=tmp_path, root=tmp_path / "docs", state_dir=tmp_path / ".st"))
+    assert [where for where, _ in notes] == ["../mkdocs.yml"]  # one note on the config, no traceback

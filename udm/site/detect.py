@@ -1004,8 +1004,11 @@ def _inherit_chain(path: Path) -> list[Path]:
             m = _INHERIT_LINE.search(_read_config(chain[-1]))
         except (OSError, ValueError):
             break
-        parent = (chain[-1].parent / m.group(1)).resolve() if m else None
-        if parent is None or parent in chain or not parent.is_file():
+        try:
+            parent = (chain[-1].parent / m.group(1)).resolve() if m else None
+            if parent is None or parent in chain or not parent.is_file():
+                break
+        except OSError:  # a name the system refuses (longer than 255 bytes): nothing to stat
             break
         chain.append(parent)
     return chain
