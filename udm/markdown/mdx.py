@@ -41,12 +41,23 @@ _ATTR = re.compile(
 )
 # Groups of _ATTR whose value is a JavaScript string's text.
 _ESCAPED_GROUPS = (7, 8)
-_JS_ESCAPE = re.compile(r"\\(.)")
+# A JavaScript string's escapes: code points (`\u002F`, `\u{1F389}`, `\x2F`), the named controls and
+# any other character standing for itself (`\/`, `\"`).
+_JS_ESCAPE = re.compile(r"\\(?:u\{([0-9a-fA-F]{1,6})\}|u([0-9a-fA-F]{4})|x([0-9a-fA-F]{2})|(.))", re.DOTALL)
+_JS_NAMED = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f", "v": "\v", "0": "\0"}
 # How far back an attribute's tag opening is looked for (`<`, or `&lt;` in escaped text).
 _TAG_REACH = 2048
 # An unquoted value opening with an escaped quote (`src=&quot;x&quot;`) is escaped text too, however
 # far its `&lt;` (a wrapped line of displayed code).
-_ENTITY_QUOTE = re.compile(r"&(?:quot|apos|#0*3[49]|#x0*2[27]);", re.IGNORECASE)
+# The forms html.unescape reads as a quote: `&quot` and the numeric ones need no `;` (HTML's legacy
+# references), `&apos;` does.
+_ENTITY_QUOTE = re.compile(r"&(?:quot;?|apos;|#0*3[49](?![0-9]);?|#x0*2[27](?![0-9a-f]);?)", re.IGNORECASE)
+# The forms html.unescape reads as `<`: text that shows a tag.
+_ENTITY_LT = re.compile(r"&(?:lt;?|#0*60(?![0-9]);?|#x0*3c(?![0-9a-f]);?)", re.IGNORECASE)
+# From a `&lt;` on, text whose quotes all close: the entity opened a shown tag. One still open where
+# the attribute starts means the entity sat inside a quoted value of a real tag (`title="1 &lt; 2"`).
+# Possessive: a long run that fails gives nothing back.
+_QUOTES_CLOSED = re.compile(r"""[^"']*+(?:"[^"]*+"[^"']*+|'[^']*+'[^"']*+)*+""")
 _UNQUOTED_GROUP = 9
 _COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 # What a <script> or <style> element holds is code, not markup: its words are no attributes.
@@ -63,21 +74,22 @@ def attr_links(content: str, base: int, form: str, out: list[tuple[int, str, str
     if "<script" in low or "<style" in low:
         content = _blank_code(content)
     ascii_text = content.isascii()
-    shown_tags = "&lt;" in content or "&#60;" in content
+    # Where each escaped `<` is, found once: looking back for the nearest is a bisect, not a search.
+    shown = [m.start() for m in _ENTITY_LT.finditer(content)] if "&" in content else []
     done_chars = done_bytes = 0  # counted on from the last match: linear on large blocks
     for m in _ATTR.finditer(content):
         if m.group(1).lower() == "src" and _tag_name(content, m.start()) == "style":
             # HTML's <style> has no src; Vue's single-file blocks in a VitePress page do, and name a
             # module for the bundler (`@theme/x.css`), not a page or file of the site.
             continue
-        if shown_tags and _in_escaped_text(content, m.start()):
+        if shown and _in_escaped_text(content, m.start(), shown):
             continue
         group = next(i for i in range(2, len(m.groups()) + 1) if m.group(i) is not None)
         value = m.group(group)
         if group == _UNQUOTED_GROUP and _ENTITY_QUOTE.match(value):
             continue
-        if group in _ESCAPED_GROUPS:
-            value = _JS_ESCAPE.sub(r"\1", value)
+        if group in _ESCAPED_GROUPS and "\\" in value:
+            value = _js_unescape(value)
         if ascii_text:
             at = m.start()
         else:
@@ -112,17 +124,38 @@ def _blank_code(content: str) -> str:
     return "".join(out)
 
 
-def _in_escaped_text(content: str, at: int) -> bool:
-    """Whether the attribute at `at` belongs to a tag shown as text: `&lt;` opens it, nearer than any
-    `<` (a diagnostic printing `&lt;a href='example.org'&gt;` shows an attribute it does not have)."""
+def _in_escaped_text(content: str, at: int, shown: list[int]) -> bool:
+    """Whether the attribute at `at` belongs to a tag shown as text: an escaped `<` (at an offset of
+    `shown`) opens it, nearer than any `<`, and not inside a quoted value (a diagnostic printing
+    `&lt;a href='example.org'&gt;` shows an attribute it does not have; `<a title="1 &lt; 2" href>`
+    has one)."""
     low = max(0, at - _TAG_REACH)
-    shown = max(content.rfind("&lt;", low, at), content.rfind("&#60;", low, at))
-    return shown >= 0 and shown > content.rfind("<", low, at)
+    i = bisect.bisect_left(shown, at) - 1
+    if i < 0 or shown[i] < low or shown[i] < content.rfind("<", low, at):
+        return False
+    return _QUOTES_CLOSED.fullmatch(content, shown[i], at) is not None
+
+
+def _js_unescape(value: str) -> str:
+    """A JavaScript string's text with its escapes undone (a lone surrogate becomes U+FFFD)."""
+
+    def one(m: re.Match[str]) -> str:
+        code = m.group(1) or m.group(2) or m.group(3)
+        if code is None:
+            return _JS_NAMED.get(m.group(4), m.group(4))
+        point = int(code, 16)
+        return chr(point) if point < 0x110000 else "\ufffd"
+
+    out = _JS_ESCAPE.sub(one, value)
+    if any("\ud800" <= c <= "\udfff" for c in out):
+        # `\ud83c\udf89` is one emoji in JavaScript: pair the halves as UTF-16 does.
+        out = out.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return out
 
 
 def _tag_name(content: str, at: int) -> str:
     """The lower-cased name of the tag whose attribute starts at `at` ("" when there is none)."""
-    start = content.rfind("<", 0, at)
+    start = content.rfind("<", max(0, at - _TAG_REACH), at)  # bounded: a `src` each costs no more
     m = _NAME_CHARS.match(content, start + 1) if start >= 0 else None
     return m.group(0).lower() if m else ""
 
@@ -133,6 +166,7 @@ _ESM_START = re.compile(r"(?:import|export)(?=[\s{*])")
 _FENCE_OPEN = re.compile(r"[ \t]*(`{3,}|~{3,})")
 _JSX_LINE = re.compile(r"[ \t]*(?:<(?:[A-Za-z_$][\w.:$-]*|/|>)|\{)")
 _NAME_CHARS = re.compile(r"[\w.:$-]*")
+_NEWLINE = re.compile(b"\n")
 
 
 def _skip_braces(src: str, q: int) -> int | None:
@@ -276,10 +310,13 @@ def blank_spans(
             found: list[tuple[int, str, str]] = []
             attr_links(chunk, 0, form, found)
             if found:
-                raw = chunk.encode("utf-8")
-                starts = [0, *(i + 1 for i, c in enumerate(blanked) if c == "\n")]
+                # A link's line is the count of newlines before it, looked up among their offsets
+                # (counting from the span's start for each link is quadratic in a large span).
+                newlines = [m.start() for m in _NEWLINE.finditer(chunk.encode("utf-8"))]
+                lead = len(blanked) - len(newlines)  # the one space a mid-line span keeps
                 for offset, target, kind in found:
-                    links.append((done + starts[raw.count(b"\n", 0, offset)], target, kind))
+                    line = bisect.bisect_left(newlines, offset)
+                    links.append((done + (lead + line if line else 0), target, kind))
         out.append(blanked)
         done += len(blanked)
         at = b

@@ -583,12 +583,15 @@ def _imported_locales(text: str, options: str, here: Path) -> list[str] | None:
 def _astro_redirects(text: str, here: Path | None = None) -> list[tuple[str, str]]:
     """Astro's `redirects: {'/old': '/new'}` (a destination object's `destination` too), with the
     objects it spreads from files beside the config (`...redirects` imported from a generated
-    `./redirects.js`, Biome's site) when `here`, the config's folder, is given."""
+    `./redirects.js`, Biome's site) when `here`, the config's folder, is given.
+
+    Keys are taken as JavaScript builds the object: in the order they first appear, a later value of
+    a key (its own or spread) replacing an earlier one."""
     block = _redirects_block(text)
     if not block:
         return []
-    pairs = _redirect_pairs(block)
-    for path in _spread_files(text, block, here) if here is not None else []:
+    parts: list[tuple[int, list[tuple[str, str]]]] = [(at, [pair]) for at, pair in _redirect_pairs(block)]
+    for at, path in _spreads(text, block, here) if here is not None else []:
         try:
             raw = read_head(path, _MAX_SPREAD_BYTES)
         except OSError:
@@ -598,8 +601,11 @@ def _astro_redirects(text: str, here: Path | None = None) -> list[tuple[str, str
         source = raw.decode("utf-8", "replace")
         exported = source if path.suffix == ".json" else _config_object(source)
         if exported:
-            pairs += _redirect_pairs(_without_comments(exported))
-    return pairs
+            parts.append((at, [pair for _, pair in _redirect_pairs(_without_comments(exported))]))
+    merged: dict[str, str] = {}
+    for _, pairs in sorted(parts, key=lambda part: part[0]):
+        merged.update(pairs)
+    return list(merged.items())
 
 
 def _redirects_block(text: str) -> str | None:
@@ -617,18 +623,32 @@ _MAX_SPREADS = 5
 def astro_redirect_files(here: Path, text: str) -> list[Path]:
     """The files beside an Astro config whose objects its `redirects` spread (for the site's stamp)."""
     block = _redirects_block(text)
-    return _spread_files(text, block, here) if block else []
+    return list(dict.fromkeys(path for _, path in _spreads(text, block, here))) if block else []
 
 
-def _spread_files(text: str, block: str, here: Path) -> list[Path]:
-    """The files `...name` in `block` comes from: `import name from './x.js'` in the config, a file
-    of the config's own folder."""
-    files: list[Path] = []
-    for name in list(dict.fromkeys(re.findall(r"\.\.\.\s*([A-Za-z_$][\w$]*)", block)))[:_MAX_SPREADS]:
-        path = _imported_file(text, name, here, r"m?js|json")
+# A spread `...name` of JavaScript; a string is matched whole so that the `...` of a route's rest
+# parameter (`'/blog/[...slug]'`) is no spread.
+_SPREAD_NAME = re.compile(
+    r"""'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*"|`(?:\\.|[^`\\])*`|\.\.\.\s*([A-Za-z_$][\w$]*)"""
+)
+
+
+def _spreads(text: str, block: str, here: Path) -> list[tuple[int, Path]]:
+    """(offset in `block`, file) of each `...name` of the first few there that the config imports
+    (`import name from './x.js'`) from a file of its own folder."""
+    found: dict[str, int] = {}
+    for m in _SPREAD_NAME.finditer(block):
+        if m.group(1) is not None:
+            found.setdefault(m.group(1), m.start())
+            if len(found) == _MAX_SPREADS:
+                break
+    code = _without_comments(text)  # a commented-out import names no file
+    spreads: list[tuple[int, Path]] = []
+    for name, at in found.items():
+        path = _imported_file(code, name, here, r"m?js|json")
         if path is not None and path.is_file():
-            files.append(path)
-    return files
+            spreads.append((at, path))
+    return spreads
 
 
 def _imported_file(text: str, name: str, here: Path, suffixes: str) -> Path | None:
@@ -643,15 +663,15 @@ def _imported_file(text: str, name: str, here: Path, suffixes: str) -> Path | No
     return path if within(path, here.resolve()) else None
 
 
-def _redirect_pairs(block: str) -> list[tuple[str, str]]:
-    """The `'/from': '/to'` (or `{destination: '/to'}`) pairs of a redirects object."""
+def _redirect_pairs(block: str) -> list[tuple[int, tuple[str, str]]]:
+    """(offset, pair) of the `'/from': '/to'` (or `{destination: '/to'}`) pairs of a redirects object."""
     pairs = re.finditer(
         # The first `destination` of an object is its own, taken once (atomic): trying every later
         # one made an object of 4,000 of them quadratic.
         r"""(['"])(/[^'"]*)\1\s*:\s*(?:(['"])([^'"]+)\3|\{(?>[^{}]*?destination\s*:\s*(['"])([^'"]+)\5)[^{}]*\})""",
         block,
     )
-    return [(m.group(2), m.group(4) or m.group(6)) for m in pairs]
+    return [(m.start(), (m.group(2), m.group(4) or m.group(6))) for m in pairs]
 
 
 _MAX_REWRITES = 500
