@@ -7,7 +7,6 @@ Exit codes: 0 success, 1 an error result (or findings), 2 a usage error, 130 int
 from __future__ import annotations
 
 import importlib
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import typer
 from typer.exceptions import TyperException
 
 import wiring
+from flows.say import json_text, say
 from udm.config import Settings, load_settings
 from udm.errors import UdmError
 
@@ -97,12 +97,12 @@ def emit_json(obj: Any) -> None:
     """Print a JSON document (pydantic models included) to stdout."""
     if hasattr(obj, "model_dump"):
         obj = obj.model_dump(mode="json", by_alias=True)
-    typer.echo(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
+    say(json_text(obj))
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:
     """Print an error line to stderr and return the Exit to raise."""
-    typer.echo(f"error: {message}", err=True)
+    say(f"error: {message}", err=True)
     return typer.Exit(code)
 
 
@@ -130,16 +130,16 @@ def run(argv: list[str] | None = None, command: Any = None) -> int:
         if show is not None:
             show()
         else:
-            typer.echo(f"error: {exc}", err=True)
+            say(f"error: {exc}", err=True)
         return int(exc.exit_code)
     except (typer.Abort, click.exceptions.Abort):
-        typer.echo("aborted", err=True)
+        say("aborted", err=True)
         return 130
     except KeyboardInterrupt:
-        typer.echo("interrupted", err=True)
+        say("interrupted", err=True)
         return 130
     except UdmError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        say(f"error: {exc}", err=True)
         return 1
     return result if isinstance(result, int) else 0
 

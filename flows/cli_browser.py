@@ -10,6 +10,9 @@ from typing import Any
 
 import typer
 
+from flows.say import json_text, say
+from udm.shown import shown_line
+
 __all__ = ["register", "serve_site", "step_verify_inline"]
 
 browser_app = typer.Typer(help="Drive the browser tools from the command line.", no_args_is_help=True)
@@ -21,11 +24,9 @@ def _print_results(rows: list[dict[str, Any]]) -> None:
     width = max((len(r["id"]) for r in rows), default=10)
     for r in rows:
         reason = f"  {r['reason']}" if r.get("reason") else ""
-        typer.echo(
-            f"{_MARK.get(r['status'], r['status'])}  {r['id']:<{width}}  {r['duration_ms']:>7.0f} ms{reason}"
-        )
+        say(f"{_MARK.get(r['status'], r['status'])}  {r['id']:<{width}}  {r['duration_ms']:>7.0f} ms{reason}")
     counts = {s: sum(1 for r in rows if r["status"] == s) for s in ("PASS", "FAIL", "WARNING", "SKIPPED")}
-    typer.echo(", ".join(f"{v} {k.lower()}" for k, v in counts.items()))
+    say(", ".join(f"{v} {k.lower()}" for k, v in counts.items()))
 
 
 def verify(
@@ -148,7 +149,7 @@ def _verify_in_flow(cfg: Any, specs: list[str], **parameters: Any) -> tuple[list
     summary = state_result(state)
     if summary.get("review"):
         update = summary["review"].get("update") or {}
-        typer.echo(
+        say(
             f"needs-review patch: {update.get('status', 'nothing new to mark')} {update.get('message', '')}".rstrip(),
             err=True,
         )
@@ -205,13 +206,13 @@ def _write_review_patch(cfg: Any, path: Path, rows: list[dict[str, Any]], run_id
 
     proposal = needs_review_patch(get_query(cfg), rows, run_id)
     for problem in proposal.unresolved:
-        typer.echo(f"needs-review: cannot place a note: {problem}", err=True)
+        say(f"needs-review: cannot place a note: {problem}", err=True)
     if proposal.patch is None:
-        typer.echo(f"needs-review: nothing new to mark; {path} not written", err=True)
+        say(f"needs-review: nothing new to mark; {path} not written", err=True)
         return
     data = proposal.patch.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
     write_atomic(path, yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=4096).encode("utf-8"))
-    typer.echo(
+    say(
         f"needs-review: {len(proposal.targets)} note(s) proposed in {path}; "
         f"review with `udm patch check {path}`, apply with `udm patch apply {path}`",
         err=True,
@@ -235,14 +236,12 @@ def verified(
         emit_json(rows)
         return
     if not rows:
-        typer.echo(f"no verification recorded{' for ' + target if target else ''}")
+        say(f"no verification recorded{' for ' + target if target else ''}")
         raise typer.Exit(1)
     for r in rows:
         refs = ",".join(r.get("udm_refs") or [])
         reason = f"  {r['reason']}" if r.get("reason") else ""
-        typer.echo(
-            f"{r['verified_at']}  {_MARK.get(r['status'], r['status'])}  {r['check_id']}  [{refs}]{reason}"
-        )
+        say(f"{r['verified_at']}  {_MARK.get(r['status'], r['status'])}  {r['check_id']}  [{refs}]{reason}")
 
 
 def links(
@@ -279,9 +278,10 @@ def links(
         for r in report.results:
             if show_all or r.status not in ("ok", "skipped"):
                 why = f"  {r.reason}" if r.reason else ""
-                typer.echo(f"{r.status:<8} {r.file}:{r.line}  {r.target}{why}")
+                # A report line quotes the manual (a target, a reason): shown in a CI log too.
+                say(shown_line(f"{r.status:<8} {r.file}:{r.line}  {r.target}{why}"))
         counts = ", ".join(f"{v} {k}" for k, v in sorted(report.counts.items()))
-        typer.echo(f"{len(report.results)} links ({counts}) in {report.seconds:.2f} s")
+        say(f"{len(report.results)} links ({counts}) in {report.seconds:.2f} s")
     if internal:
         # Files and anchors resolve by the site: what could not be read of it explains their verdicts.
         echo_site_notes(site_notes(conf))
@@ -361,14 +361,12 @@ def _load_steps(steps_file: Path) -> tuple[Any, list[Any]]:
 def _print_step(n: int, tool_name: str, env: Any, as_json: bool) -> None:
     """One step's envelope: a JSON line, or its outcome and its non-empty data fields (no images)."""
     if as_json:
-        typer.echo(
-            json.dumps({"step": n, "tool": tool_name, **env.model_dump(mode="json")}, ensure_ascii=False)
-        )
+        say(json_text({"step": n, "tool": tool_name, **env.model_dump(mode="json")}, indent=None))
         return
     shown = {k: v for k, v in (env.data or {}).items() if v not in (None, [], {}, "") and k != "image_base64"}
-    body = json.dumps(shown, ensure_ascii=False, default=str)
-    typer.echo(f"[{n}] {tool_name}: {'ok' if env.success else 'FAILED'} {env.error or ''}".rstrip())
-    typer.echo(f"    {body[:800]}")
+    body = json_text(shown, indent=None)
+    say(f"[{n}] {tool_name}: {'ok' if env.success else 'FAILED'} {env.error or ''}".rstrip())
+    say(f"    {body[:800]}")
 
 
 def _step_problem(step: Any, find_tool: Any) -> str | None:

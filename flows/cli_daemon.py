@@ -17,6 +17,7 @@ from typing import Any
 
 import typer
 
+from flows.say import say
 from udm import daemon as dc  # the package's surface: server and thin client
 from udm.config import Settings
 from udm.daemon import DAEMON_TOOLS, settings_digest
@@ -115,16 +116,16 @@ def serve(s: Settings) -> int:
     try:
         server.acquire()
     except AlreadyRunning:
-        typer.echo(f"udm daemon: already running for {handlers.state}", err=True)
+        say(f"udm daemon: already running for {handlers.state}", err=True)
         return 3
     try:
         server.install_signals()
         try:
             _warm(s)
         except Exception as exc:  # queries report the same problem to their callers
-            typer.echo(f"udm daemon: warm-up failed: {type(exc).__name__}: {exc}", err=True)
+            say(f"udm daemon: warm-up failed: {type(exc).__name__}: {exc}", err=True)
         server.bind()
-        typer.echo(f"udm daemon: pid {os.getpid()} listening on {server.sock_path}", err=True)
+        say(f"udm daemon: pid {os.getpid()} listening on {server.sock_path}", err=True)
         server.serve_forever()
     finally:
         server.close()
@@ -156,7 +157,7 @@ def cmd_start(
     state, root = str(s.state_path), str(s.udm_root)
     running = _ping(state)
     if running is not None:
-        typer.echo(f"udm daemon already running (pid {running['pid']}) on {dc.socket_path(state)}")
+        say(f"udm daemon already running (pid {running['pid']}) on {dc.socket_path(state)}")
         return
     dc.clean_stale(state)
     proc = dc.spawn(root, state)
@@ -165,9 +166,9 @@ def cmd_start(
         reply = _ping(state)
         if reply is not None:
             if reply["pid"] == proc.pid:
-                typer.echo(f"udm daemon started (pid {proc.pid}) on {dc.socket_path(state)}")
+                say(f"udm daemon started (pid {proc.pid}) on {dc.socket_path(state)}")
             else:
-                typer.echo(f"udm daemon already running (pid {reply['pid']}) on {dc.socket_path(state)}")
+                say(f"udm daemon already running (pid {reply['pid']}) on {dc.socket_path(state)}")
             return
         code = proc.poll()
         if code is not None and code != 3:
@@ -199,20 +200,20 @@ def cmd_stop(
     reply = _ping(state)
     if reply is None and not dc.lock_held(state):
         dc.clean_stale(state)
-        typer.echo(f"no udm daemon running for {state}")
+        say(f"no udm daemon running for {state}")
         return
     pid = reply["pid"] if reply is not None else dc.read_pid(state)
     if reply is not None:
         with contextlib.suppress(dc.DaemonUnavailable):
             dc.request(state, {"op": "stop"}, timeout=5.0)
         if _wait_unlocked(state, timeout):
-            typer.echo(f"udm daemon stopped (pid {pid})")
+            say(f"udm daemon stopped (pid {pid})")
             return
     if pid is not None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
         if _wait_unlocked(state, 5.0):
-            typer.echo(f"udm daemon stopped (pid {pid}, after SIGTERM)")
+            say(f"udm daemon stopped (pid {pid}, after SIGTERM)")
             return
     raise fail(f"the daemon (pid {pid}) did not stop")
 
@@ -225,9 +226,9 @@ def cmd_status(as_json: bool = typer.Option(False, "--json", help="Print the sta
     if reply is None:
         dc.clean_stale(state)
         if as_json:
-            typer.echo(json.dumps({"running": False, "socket": dc.socket_path(state)}))
+            say(json.dumps({"running": False, "socket": dc.socket_path(state)}))
         else:
-            typer.echo(f"no udm daemon running for {state}")
+            say(f"no udm daemon running for {state}")
         raise typer.Exit(1)
     info = {
         "running": True,
@@ -238,9 +239,9 @@ def cmd_status(as_json: bool = typer.Option(False, "--json", help="Print the sta
         "served": reply.get("served"),
     }
     if as_json:
-        typer.echo(json.dumps(info, indent=2))
+        say(json.dumps(info, indent=2))
     else:
-        typer.echo(
+        say(
             f"udm daemon running: pid {info['pid']}, socket {info['socket']}, root {info['root']}, "
             f"up {info['uptime_s']} s, {info['served']} requests served"
         )

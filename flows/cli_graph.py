@@ -8,6 +8,7 @@ from typing import Any
 
 import typer
 
+from flows.say import json_text, say
 from tasks.base import ToolContext, call_tool
 from udm.errors import GraphCycleError, TargetNotFoundError, UdmError
 
@@ -43,14 +44,14 @@ def _handle() -> Any:
 
 def _print_rows(rows: list[dict[str, Any]], columns: list[str] | None = None) -> None:
     if not rows:
-        typer.echo("(none)")
+        say("(none)")
         return
     cols = columns or list(dict.fromkeys(k for r in rows for k in r))
     text_rows = [["" if r.get(c) is None else str(r.get(c)) for c in cols] for r in rows]
     widths = [min(60, max(len(c), *(len(t[i]) for t in text_rows))) for i, c in enumerate(cols)]
-    typer.echo("  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=False)).rstrip())
+    say("  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=False)).rstrip())
     for t in text_rows:
-        typer.echo("  ".join(v[:60].ljust(w) for v, w in zip(t, widths, strict=False)).rstrip())
+        say("  ".join(v[:60].ljust(w) for v, w in zip(t, widths, strict=False)).rstrip())
 
 
 def _emit(rows: list[dict[str, Any]], as_json: bool) -> None:
@@ -93,17 +94,17 @@ def graph_query(
     elif data is None:
         raise fail(result.envelope.error or "the query could not run")
     else:
-        typer.echo(f"# {data['queryExecuted']}", err=True)
+        say(f"# {data['queryExecuted']}", err=True)
         results: Any = data.get("results")
         if data["status"] == "SUCCESS" and data["resultFormatUsed"] == "table":
             cols = results["columns"]
             _print_rows([dict(zip(cols, row, strict=False)) for row in results["rows"]], cols)
         elif data["status"] == "SUCCESS" and data["resultFormatUsed"] == "json":
-            typer.echo(json.dumps(results, indent=2, ensure_ascii=False))
+            say(json_text(results))
         elif data["status"] == "SUCCESS":
-            typer.echo(results)
+            say(results)
         if data.get("truncated"):
-            typer.echo(f"(truncated at {data['rowCount']} rows)", err=True)
+            say(f"(truncated at {data['rowCount']} rows)", err=True)
     if not result.envelope.success:
         raise fail(result.envelope.error or "query failed")
 
@@ -212,12 +213,12 @@ def graph_export(
     except UdmError as exc:
         raise fail(str(exc), 2) from None
     if output is None:
-        typer.echo(text)
+        say(text)
         return
     tmp = output.with_name(f".{output.name}.tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(output)
-    typer.echo(f"wrote {output} ({len(text)} characters)", err=True)
+    say(f"wrote {output} ({len(text)} characters)", err=True)
 
 
 @graph_app.command("show")
@@ -238,15 +239,15 @@ def graph_show(
         raise fail(str(exc)) from None
     sub = neighbourhood(handle.kg, found, depth)
     if mermaid:
-        typer.echo(to_mermaid(sub, highlight=found), nl=False)
+        say(to_mermaid(sub, highlight=found), nl=False)
         return
     edges = [{"source": s, "type": t, "target": d} for s, t, d in sorted(sub.edges())]
     if as_json:
         emit_json({"node": handle.kg.node(found), "edges": edges})
         return
     for key, value in handle.kg.node(found).items():
-        typer.echo(f"{key}: {value}")
-    typer.echo("")
+        say(f"{key}: {value}")
+    say("")
     _print_rows(edges)
 
 
@@ -259,11 +260,11 @@ def graph_stats(as_json: bool = typer.Option(False, "--json", help="Print JSON."
     if as_json:
         emit_json(stats)
         return
-    typer.echo(f"{stats['nodes']} nodes, {stats['edges']} edges (fingerprint {stats['fingerprint']})")
+    say(f"{stats['nodes']} nodes, {stats['edges']} edges (fingerprint {stats['fingerprint']})")
     for key, value in stats["kinds"].items():
-        typer.echo(f"  node {key}: {value}")
+        say(f"  node {key}: {value}")
     for key, value in stats["edge_types"].items():
-        typer.echo(f"  edge {key}: {value}")
+        say(f"  edge {key}: {value}")
 
 
 def step_graph_impact(ws: Any) -> None:

@@ -8,9 +8,11 @@ from typing import Any
 
 import typer
 
+from flows.say import json_text, say
 from tasks.base import ToolContext, call_tool, cli_approver
 from tasks.udm_query import UdmQueryTool
 from tasks.udm_sql import UdmSqlQueryTool
+from udm.shown import shown_line
 
 __all__ = ["register", "step_index", "step_lint", "step_queries"]
 
@@ -39,9 +41,9 @@ def _call_query(raw: dict[str, Any], as_json: bool, render: Any) -> None:
     elif env.success and env.data is not None:
         render(env.data)
     else:
-        typer.echo(f"error: {env.error}", err=True)
+        say(f"error: {env.error}", err=True)
         for cand in (env.data or {}).get("candidates") or []:
-            typer.echo(f"  candidate: {cand}", err=True)
+            say(f"  candidate: {cand}", err=True)
     if not env.success:
         raise typer.Exit(1)
 
@@ -50,17 +52,17 @@ def _print_value(data: dict[str, Any]) -> None:
     value = data.get("retrievedContent")
     source = data.get("source") or {}
     if isinstance(value, str):
-        typer.echo(value, nl=not value.endswith("\n"))
+        say(value, nl=not value.endswith("\n"))
     else:
-        typer.echo(json.dumps(value, indent=2, ensure_ascii=False))
+        say(json_text(value))
     if source:
-        typer.echo(f"# {source['file']}:{source['line']}", err=True)
+        say(f"# {source['file']}:{source['line']}", err=True)
 
 
 def _print_id(data: dict[str, Any]) -> None:
     content = data["retrievedContent"]
     for d in content["definitions"]:
-        typer.echo(f"{content['id']}\t{d['file']}:{d['line']}\t{d['how']}\t{d.get('section_path') or ''}")
+        say(f"{content['id']}\t{d['file']}:{d['line']}\t{d['how']}\t{d.get('section_path') or ''}")
 
 
 @query_app.command("id")
@@ -89,9 +91,9 @@ def query_section(
         def render(data: dict[str, Any]) -> None:
             value = data.get("content")
             if isinstance(value, str):
-                typer.echo(value, nl=not value.endswith("\n"))
+                say(value, nl=not value.endswith("\n"))
             else:
-                typer.echo(json.dumps(value, indent=2, ensure_ascii=False))
+                say(json_text(value))
 
         _call_query(raw, as_json, render)
     else:
@@ -121,10 +123,10 @@ def query_verified(
 
     def render(data: dict[str, Any]) -> None:
         content = data["retrievedContent"]
-        typer.echo(content["summary"])
+        say(content["summary"])
         for c in content["checks"]:
             reason = f"  {c['reason']}" if c.get("reason") else ""
-            typer.echo(f"{c['verified_at']}  {c['status']}  {c['check_id']}  run {c['run_id']}{reason}")
+            say(f"{c['verified_at']}  {c['status']}  {c['check_id']}  run {c['run_id']}{reason}")
 
     _call_query({"query_type": "last_verified", "udm_path_or_id": target}, as_json, render)
 
@@ -140,9 +142,9 @@ def query_refs(
     def render(data: dict[str, Any]) -> None:
         content = data["retrievedContent"]
         for d in content["definitions"]:
-            typer.echo(f"defined  {d['file']}:{d['line']}  {d.get('section_path') or ''}")
+            say(f"defined  {d['file']}:{d['line']}  {d.get('section_path') or ''}")
         for r in content["references"]:
-            typer.echo(f"{r['file']}:{r['line']}  {r['text']}")
+            say(f"{r['file']}:{r['line']}  {r['text']}")
 
     _call_query({"query_type": "references", "udm_path_or_id": ident, "limit": limit}, as_json, render)
 
@@ -176,20 +178,20 @@ def cmd_index(
             }
         )
     else:
-        typer.echo(
+        say(
             f"indexed {stats.files} files: {stats.parsed} parsed, {stats.unchanged} unchanged, "
             f"{stats.touched} touched, {stats.removed} removed; {stats.sections} sections, {stats.ids} IDs, "
             f"{stats.tasks} tasks in {stats.seconds:.2f} s ({stats.workers} workers)"
         )
         named = {p for p, _ in skipped}
         for err in [e for e in stats.errors if e.split(":", 1)[0] not in named][:20]:
-            typer.echo(f"  {err}", err=True)
+            say(shown_line(f"  {err}"), err=True)
         if skipped:
-            typer.echo(f"skipped {len(skipped)} files:")
+            say(f"skipped {len(skipped)} files:")
             for path, reason in skipped:
-                typer.echo(f"  {path}: {reason}")
+                say(shown_line(f"  {path}: {reason}"))
         if site.generator != "none":
-            typer.echo(f"site: {site.generator}" + (f" ({site.config_file})" if site.config_file else ""))
+            say(f"site: {site.generator}" + (f" ({site.config_file})" if site.config_file else ""))
         echo_site_notes(notes)
 
 
@@ -206,10 +208,10 @@ def cmd_search(
 
     def render(data: dict[str, Any]) -> None:
         for hit in data["retrievedContent"]:
-            typer.echo(f"{hit['file']}:{hit['snippet_line']}  {hit['section_path']}  ({hit['score']:.2f})")
-            typer.echo(f"    {hit['snippet']}")
+            say(f"{hit['file']}:{hit['snippet_line']}  {hit['section_path']}  ({hit['score']:.2f})")
+            say(f"    {hit['snippet']}")
         if not data["retrievedContent"]:
-            typer.echo(f"no section matches {query!r}", err=True)
+            say(f"no section matches {query!r}", err=True)
 
     _call_query({"query_type": "search", "udm_path_or_id": query, "limit": limit}, as_json, render)
 
@@ -234,17 +236,17 @@ def cmd_sql(
         )
     elif env.success and env.data is not None:
         data = env.data
-        typer.echo("\t".join(data["columns"]))
+        say("\t".join(data["columns"]))
         for row in data["rows"]:
-            typer.echo(
+            say(
                 "\t".join(
                     "" if v is None else json.dumps(v) if isinstance(v, (dict, list)) else str(v) for v in row
                 )
             )
         more = " (truncated at the row cap)" if data["truncated"] else ""
-        typer.echo(f"# {data['rowCount']} rows in {data['elapsedMs']:.1f} ms{more}", err=True)
+        say(f"# {data['rowCount']} rows in {data['elapsedMs']:.1f} ms{more}", err=True)
     else:
-        typer.echo(f"error: {env.error}", err=True)
+        say(f"error: {env.error}", err=True)
     if not env.success:
         raise typer.Exit(1)
 
@@ -290,9 +292,9 @@ def cmd_lint(
         except OSError as exc:
             raise fail(f"cannot write {output}: {exc.strerror or exc}", 2) from None
     else:
-        typer.echo(report, nl=False)
+        say(report, nl=False)
     errors = sum(1 for f in findings if f.severity == "error")
-    typer.echo(f"{errors} errors, {len(findings) - errors} warnings", err=True)
+    say(f"{errors} errors, {len(findings) - errors} warnings", err=True)
     code = exit_code(findings, config)
     if code:
         raise typer.Exit(code)
@@ -381,4 +383,4 @@ def echo_site_notes(notes: list[tuple[str, str]]) -> None:
     from udm.site import note_line
 
     for path, message in notes:
-        typer.echo(f"site config: {note_line(path, message)}", err=True)
+        say(f"site config: {note_line(path, message)}", err=True)

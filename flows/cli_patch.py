@@ -18,6 +18,7 @@ from typing import Any
 import typer
 
 from flows.cli import emit_json, fail, settings
+from flows.say import say
 from tasks.base import (
     ApprovalRequest,
     Approver,
@@ -49,35 +50,35 @@ def _print_result(result: PatchResult, as_json: bool, show_diff: bool = True) ->
         emit_json(result)
         return
     for line in result.recovered:
-        typer.echo(f"recovered: {line}")
+        say(f"recovered: {line}")
     head = f"patch {result.patch_id}: {result.status}"
     if result.txid:
         head += f" (transaction {result.txid})"
-    typer.echo(head)
+    say(head)
     for op in result.operations:
         mark = {"applied": "ok", "unchanged": "==", "error": "!!", "not_run": ".."}[op.status]
         detail = op.target or op.message
         counts = f" +{op.added} -{op.removed}" if op.status == "applied" else ""
-        typer.echo(f"  [{mark}] {op.index}: {op.op} {op.file}{counts}  {detail}")
+        say(f"  [{mark}] {op.index}: {op.op} {op.file}{counts}  {detail}")
     for f in result.files:
-        typer.echo(f"  {f.action:<8} {f.path} (+{f.added} -{f.removed})")
+        say(f"  {f.action:<8} {f.path} (+{f.added} -{f.removed})")
     _print_git(result.git)
     if result.error:
-        typer.echo(f"error: {result.error}", err=True)
+        say(f"error: {result.error}", err=True)
     for problem in result.problems:
-        typer.echo(f"  - {problem}", err=True)
+        say(f"  - {problem}", err=True)
     if show_diff and result.diff:
-        typer.echo("")
-        typer.echo(result.diff, nl=False)
+        say("")
+        say(result.diff, nl=False)
 
 
 def _print_git(git: dict[str, Any] | None) -> None:
     if not git:
         return
     if git.get("commit"):
-        typer.echo(f"git commit {git['commit'][:12]} on {git.get('branch') or '(detached)'}")
+        say(f"git commit {git['commit'][:12]} on {git.get('branch') or '(detached)'}")
     else:
-        typer.echo(f"warning: committed to disk, but not to git: {git.get('error')}", err=True)
+        say(f"warning: committed to disk, but not to git: {git.get('error')}", err=True)
 
 
 def _load(file: Path) -> Patch:
@@ -195,15 +196,15 @@ def list_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) 
     records = list_records(settings(), skipped)
     for why in skipped:
         # On stderr: stdout stays the list (or the JSON) that scripts read.
-        typer.echo(f"warning: skipped {why}", err=True)
+        say(f"warning: skipped {why}", err=True)
     if as_json:
         emit_json(records)
         return
     if not records:
-        typer.echo("no patches applied yet")
+        say("no patches applied yet")
     for r in records:
         reverted = f"  (reverted by {r['reverted_by']})" if r["reverted_by"] else ""
-        typer.echo(
+        say(
             f"{r['applied_at']}  {r['id']}  [{r['kind']}] {r['description']}  {', '.join(r['files'])}{reverted}"
         )
 
@@ -221,27 +222,25 @@ def show(
     if as_json:
         emit_json(record)
         return
-    typer.echo(f"id:          {record['id']} [{record.get('kind', 'patch')}]")
-    typer.echo(f"description: {record.get('description', '')}")
-    typer.echo(f"author:      {record.get('author') or '-'}   source: {record.get('source') or '-'}")
-    typer.echo(f"applied at:  {record.get('applied_at')}")
+    say(f"id:          {record['id']} [{record.get('kind', 'patch')}]")
+    say(f"description: {record.get('description', '')}")
+    say(f"author:      {record.get('author') or '-'}   source: {record.get('source') or '-'}")
+    say(f"applied at:  {record.get('applied_at')}")
     review = record.get("review") or {}
     if review:
         who = review.get("reviewer") or "-"
         when = review.get("decided_at") or "-"
-        typer.echo(
-            f"review:      {review.get('decision')} by {who} at {when} (policy {review.get('policy')})"
-        )
+        say(f"review:      {review.get('decision')} by {who} at {when} (policy {review.get('policy')})")
         if review.get("comment"):
-            typer.echo(f"comment:     {review['comment']}")
+            say(f"comment:     {review['comment']}")
         if review.get("flow_run_url") or review.get("flow_run_id"):
-            typer.echo(f"flow run:    {review.get('flow_run_url') or review.get('flow_run_id')}")
+            say(f"flow run:    {review.get('flow_run_url') or review.get('flow_run_id')}")
     if record.get("reverted_by"):
-        typer.echo(f"reverted by: {record['reverted_by']}")
+        say(f"reverted by: {record['reverted_by']}")
     for f in record.get("files", []):
-        typer.echo(f"  {f['action']:<8} {f['path']} (+{f['added']} -{f['removed']})")
-    typer.echo("")
-    typer.echo(record.get("diff", ""), nl=False)
+        say(f"  {f['action']:<8} {f['path']} (+{f['added']} -{f['removed']})")
+    say("")
+    say(record.get("diff", ""), nl=False)
 
 
 def _undoes(patch_id: str) -> str:
@@ -270,7 +269,7 @@ def revert(
 @patch_app.command("schema")
 def schema() -> None:
     """Print the JSON Schema of patch files."""
-    typer.echo(json.dumps(patch_json_schema(), indent=2))
+    say(json.dumps(patch_json_schema(), indent=2))
 
 
 def recover_cmd() -> None:
@@ -279,7 +278,7 @@ def recover_cmd() -> None:
         done = recover_root(settings())
     except UdmError as exc:
         raise fail(str(exc)) from None
-    typer.echo("\n".join(done) if done else "nothing to recover")
+    say("\n".join(done) if done else "nothing to recover")
     if any(line.startswith("refused ") for line in done):
         # A refused journal is a transaction nobody finished: a script or CI must not read "ok".
         raise typer.Exit(1)
@@ -325,7 +324,7 @@ def run_update_cmd(
     if as_json:
         emit_json(result)
     else:
-        typer.echo(f"update flow: {result.status} ({state.name})  {result.message}")
+        say(f"update flow: {result.status} ({state.name})  {result.message}")
         if result.patch:
             # The plan's own status ("planned") would read as the outcome: show only what it touched.
             _print_result(result.patch.model_copy(update={"status": result.status}), False, show_diff=False)

@@ -13,6 +13,7 @@ from typing import Any
 
 import typer
 
+from flows.say import say
 from udm.datalimits import DataLimitError, check_json
 
 __all__ = ["register"]
@@ -66,11 +67,11 @@ def pipeline_check(
         compiled = _compile(file, _params(param))
     except PipelineCheckError as exc:
         for problem in exc.problems:
-            typer.echo(f"error: {problem}", err=True)
-        typer.echo(f"{file}: {len(exc.problems)} problem(s)", err=True)
+            say(f"error: {problem}", err=True)
+        say(f"{file}: {len(exc.problems)} problem(s)", err=True)
         raise typer.Exit(1) from None
-    typer.echo(f"{file}: ok, {len(compiled.order)} steps, {compiled.graph.number_of_edges()} edges")
-    typer.echo("order: " + " -> ".join(compiled.order))
+    say(f"{file}: ok, {len(compiled.order)} steps, {compiled.graph.number_of_edges()} edges")
+    say("order: " + " -> ".join(compiled.order))
 
 
 @pipeline_app.command("graph")
@@ -87,7 +88,7 @@ def pipeline_graph(
         compiled = _compile(file)
     except PipelineCheckError as exc:
         for problem in exc.problems:
-            typer.echo(f"error: {problem}", err=True)
+            say(f"error: {problem}", err=True)
         raise typer.Exit(1) from None
     steps = compiled.spec.steps
 
@@ -97,7 +98,7 @@ def pipeline_graph(
         return f"{name}: {what}" + (" (for each)" if s.for_each is not None else "")
 
     if fmt == "json":
-        typer.echo(
+        say(
             json.dumps(
                 {
                     "nodes": [{"id": n, "label": label(n)} for n in compiled.order],
@@ -107,18 +108,18 @@ def pipeline_graph(
             )
         )
     elif fmt == "dot":
-        typer.echo(f'digraph "{compiled.spec.name}" {{')
+        say(f'digraph "{compiled.spec.name}" {{')
         for n in compiled.order:
-            typer.echo(f'  "{n}" [label="{label(n)}"];')
+            say(f'  "{n}" [label="{label(n)}"];')
         for u, v in compiled.graph.edges:
-            typer.echo(f'  "{u}" -> "{v}";')
-        typer.echo("}")
+            say(f'  "{u}" -> "{v}";')
+        say("}")
     else:
-        typer.echo("flowchart TD")
+        say("flowchart TD")
         for n in compiled.order:
-            typer.echo(f'  {n.replace("-", "_")}["{label(n)}"]')
+            say(f'  {n.replace("-", "_")}["{label(n)}"]')
         for u, v in compiled.graph.edges:
-            typer.echo(f"  {u.replace('-', '_')} --> {v.replace('-', '_')}")
+            say(f"  {u.replace('-', '_')} --> {v.replace('-', '_')}")
 
 
 @pipeline_app.command("run")
@@ -137,11 +138,11 @@ def pipeline_run(
         _compile(file, params)
     except PipelineCheckError as exc:
         for problem in exc.problems:
-            typer.echo(f"error: {problem}", err=True)
+            say(f"error: {problem}", err=True)
         raise typer.Exit(1) from None
     cfg = settings()
     if not use_running_server(cfg):
-        typer.echo("note: no local server (udm server start): using a temporary one (slower)", err=True)
+        say("note: no local server (udm server start): using a temporary one (slower)", err=True)
     from flows.pipeline import POOL_SIZE, PipelineRunError, pipeline_flow
     from flows.runners import on_runner
     from flows.states import state_result
@@ -164,7 +165,7 @@ def pipeline_run(
             )
     except PipelineRunError as exc:
         emit_json(exc.summary)
-        typer.echo(f"error: {exc}", err=True)
+        say(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
     emit_json(summary)
 
@@ -174,7 +175,7 @@ def pipeline_schema() -> None:
     """Print the JSON Schema of pipeline specs."""
     from tasks.pipeline_spec import pipeline_json_schema
 
-    typer.echo(json.dumps(pipeline_json_schema(), indent=2))
+    say(json.dumps(pipeline_json_schema(), indent=2))
 
 
 @server_app.command("start")
@@ -190,8 +191,8 @@ def server_start(
         info = start_server(settings(), port=port, timeout=timeout)
     except RuntimeError as exc:
         raise fail(str(exc)) from None
-    typer.echo(f"running: pid {info.pid}, UI {info.ui_url}, API {info.api_url}")
-    typer.echo(f"use it from other shells: export PREFECT_API_URL={info.api_url}")
+    say(f"running: pid {info.pid}, UI {info.ui_url}, API {info.api_url}")
+    say(f"use it from other shells: export PREFECT_API_URL={info.api_url}")
 
 
 @server_app.command("stop")
@@ -200,7 +201,7 @@ def server_stop() -> None:
     from flows.cli import settings
     from flows.local_server import stop_server
 
-    typer.echo("stopped" if stop_server(settings()) else "not running")
+    say("stopped" if stop_server(settings()) else "not running")
 
 
 @server_app.command("status")
@@ -211,9 +212,9 @@ def server_status_cmd() -> None:
 
     state, info = server_status(settings())
     if state == "stopped" or info is None:
-        typer.echo("stopped")
+        say("stopped")
         raise typer.Exit(1)
-    typer.echo(f"{state}: pid {info.pid}, UI {info.ui_url}, API {info.api_url}, log {info.log}")
+    say(f"{state}: pid {info.pid}, UI {info.ui_url}, API {info.api_url}, log {info.log}")
 
 
 def serve(
@@ -227,7 +228,7 @@ def serve(
     url = use_running_server(settings())
     if not url:
         raise fail("serve needs a Prefect API: run `udm server start` first (or set PREFECT_API_URL)")
-    typer.echo(f"serving against {url} (Ctrl-C stops and pauses the schedules)")
+    say(f"serving against {url} (Ctrl-C stops and pauses the schedules)")
     from flows.deployments import serve_all
 
     try:
@@ -257,7 +258,7 @@ def mcp(
             chosen.append(tool)
     server = build_server(ToolContext(settings=settings()), chosen if chosen is not None else all_tools())
     if http:
-        typer.echo(f"MCP over streamable HTTP at http://127.0.0.1:{port}/mcp", err=True)
+        say(f"MCP over streamable HTTP at http://127.0.0.1:{port}/mcp", err=True)
         run_http(server, port)
     else:
         run_stdio(server)

@@ -15,6 +15,7 @@ from typing import Any
 import typer
 
 from flows.cli import emit_json, fail, settings
+from flows.say import say
 from tasks.base import Permission, cli_approver, needs_approval
 
 __all__ = ["DEMO_PAGES", "register", "research", "serve_pages", "step_research"]
@@ -102,7 +103,7 @@ def _write_policy(s: Any, *, yes: bool, no_write: bool) -> tuple[str | None, boo
     if no_write or not needs_approval(s.approval_policy, Permission.MODERATE):
         return None, False
     if os.environ.get("PREFECT_API_URL"):
-        typer.echo("the write will pause for approval in the Prefect UI (or pass --yes)", err=True)
+        say("the write will pause for approval in the Prefect UI (or pass --yes)", err=True)
         return None, False
     if not sys.stdin.isatty():
         # Said before the research runs: its write could be asked nowhere.
@@ -128,19 +129,19 @@ def _reviewed_here(ask_here: bool) -> Iterator[None]:
 
 def _print_result(result: Any, udm_root: Path) -> None:
     """The run's outcome, one line per source, the counts and any unsupported claim."""
-    typer.echo(f"{result.appendix_id}: {result.status} — {result.message}")
+    say(f"{result.appendix_id}: {result.status} — {result.message}")
     for src in result.sources:
         mark = "ok " if src["status"] == "ok" else ("dup" if src["status"] == "DUPLICATE" else "ERR")
         reason = f"  ({src['reason'][:100]})" if src.get("reason") else ""
-        typer.echo(f"  [{src['n']}] {mark} {src['url']}{reason}")
-    typer.echo(
+        say(f"  [{src['n']}] {mark} {src['url']}{reason}")
+    say(
         f"{result.sources_ok} of {len(result.sources)} sources usable; {result.findings} claims cited"
         f" ({result.synthesizer or 'extractive'})"
     )
     for claim in result.unsupported:
-        typer.echo(f"  unsupported, not published: {claim['text'][:100]} ({claim['reason']})")
+        say(f"  unsupported, not published: {claim['text'][:100]} ({claim['reason']})")
     if result.status in ("written",):
-        typer.echo(f"written: {udm_root / result.appendix_path}")
+        say(f"written: {udm_root / result.appendix_path}")
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):

@@ -7,6 +7,7 @@ import sys
 
 import typer
 
+from flows.say import say
 from tasks.base import SCHEMA_FORMATS, ToolContext, call_tool, cli_approver, export_schema
 from tasks.registry import all_tools, get_tool
 from udm.datalimits import DataLimitError, check_json
@@ -30,7 +31,7 @@ def tools_list(as_json: bool = typer.Option(False, "--json", help="Print JSON.")
     width = max((len(r["name"]) for r in rows), default=0)
     for r in rows:
         first = r["description"].split(". ")[0].rstrip(".")
-        typer.echo(f"{r['name']:<{width}}  {r['permission']:<11}  {first}")
+        say(f"{r['name']:<{width}}  {r['permission']:<11}  {first}")
 
 
 @tools_app.command("schema")
@@ -90,7 +91,7 @@ def config(
         emit_json(data)
         return
     for key, value in data.items():
-        typer.echo(f"{key} = {json.dumps(value, default=str)}")
+        say(f"{key} = {json.dumps(value, default=str)}")
 
 
 def register(app: typer.Typer) -> None:

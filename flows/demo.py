@@ -20,6 +20,7 @@ from typing import Any
 import typer
 
 import wiring
+from flows.say import say
 from tasks.base import ToolContext, always_approve
 from udm.config import Settings, load_settings
 
@@ -46,7 +47,7 @@ class DemoWorkspace:
     def say(self, text: str = "") -> None:
         """Print one line of the demo's report."""
         self.lines.append(text)
-        typer.echo(text)
+        say(text)
 
     def ctx(self) -> ToolContext:
         """A tool context for this workspace; the demo approves what it asks for."""

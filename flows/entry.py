@@ -138,12 +138,15 @@ def via_daemon(argv: list[str]) -> int | None:
     code = reply.get("code")
     if not isinstance(code, int) or isinstance(code, bool):
         return None  # a fallback or error reply: the command runs here
+    from udm.shown import for_stream
+
+    # The daemon printed into a buffer, not a terminal: what reaches one is shown here, as `say` would.
     out, err = reply.get("stdout"), reply.get("stderr")
     if isinstance(out, str) and out:
-        sys.stdout.write(out)
+        sys.stdout.write(for_stream(out, sys.stdout))
         sys.stdout.flush()
     if isinstance(err, str) and err:
-        sys.stderr.write(err)
+        sys.stderr.write(for_stream(err, sys.stderr))
         sys.stderr.flush()
     return code
 
@@ -170,7 +173,9 @@ def fast_query_id(argv: list[str]) -> int | None:
     out = "".join(
         f"{d['id']}\t{d['file']}:{d['line']}\t{d['how']}\t{d['section_path'] or ''}\n" for d in defs
     )
-    sys.stdout.write(out)
+    from udm.shown import for_stream
+
+    sys.stdout.write(for_stream(out, sys.stdout))
     sys.stdout.flush()
     # Logged after the answer is out, by the writer `call_tool` uses, with the input the full path's
     # `udm query id` gives udmQueryTool (so both lines carry the same digest).

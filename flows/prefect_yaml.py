@@ -15,6 +15,7 @@ from typing import Any
 
 import typer
 
+from flows.say import say
 from wiring import DEPLOYMENT_ENV, DEPLOYMENTS, WORK_POOL, WORK_QUEUE, DeploymentDef
 
 __all__ = ["register", "render_prefect_yaml"]
@@ -139,20 +140,20 @@ def prefect_yaml(
     except FileNotFoundError:
         current = None
     except OSError as exc:
-        typer.echo(f"error: cannot read {file}: {exc.strerror}", err=True)
+        say(f"error: cannot read {file}: {exc.strerror}", err=True)
         raise typer.Exit(1) from None
     if current == text:
-        typer.echo(f"{file} is up to date ({len(DEPLOYMENTS)} deployments)")
+        say(f"{file} is up to date ({len(DEPLOYMENTS)} deployments)")
         return
     if check:
-        typer.echo(f"error: {file} differs from wiring.DEPLOYMENTS: run `udm prefect-yaml`", err=True)
+        say(f"error: {file} differs from wiring.DEPLOYMENTS: run `udm prefect-yaml`", err=True)
         raise typer.Exit(1)
     try:
         _write(file, text)
     except OSError as exc:
-        typer.echo(f"error: cannot write {file}: {exc.strerror}", err=True)
+        say(f"error: cannot write {file}: {exc.strerror}", err=True)
         raise typer.Exit(1) from None
-    typer.echo(f"wrote {file} ({len(DEPLOYMENTS)} deployments)")
+    say(f"wrote {file} ({len(DEPLOYMENTS)} deployments)")
 
 
 def register(app: typer.Typer) -> None:

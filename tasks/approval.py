@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import re
 import sys
 from collections.abc import Iterator
 from enum import StrEnum
@@ -20,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from udm.config import ApprovalPolicy, ConfigError, Settings
 from udm.errors import ToolError
+from udm.shown import shown
 
 __all__ = [
     "APPROVAL_MATRIX",
@@ -167,19 +167,6 @@ def deny_all(request: ApprovalRequest) -> bool:
     return False
 
 
-# What a terminal acts on rather than shows: C0/C1 controls but newline, tab and a CR ending a line
-# (ESC sequences move the cursor and erase lines, a lone CR rewrites one), line separators and bidi
-# overrides.
-_TERMINAL_CONTROLS = re.compile(
-    "\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
-)
-
-
-def _shown(text: str) -> str:
-    """Text for the terminal prompt with its control characters as escapes (`\\x1b`), shown, not acted on."""
-    return _TERMINAL_CONTROLS.sub(lambda m: ascii(m.group())[1:-1], text)
-
-
 def cli_approver(yes: bool = False) -> Approver:
     """An approver for the terminal: `--yes` approves, a TTY prompts, no TTY is a clear error."""
 
@@ -194,7 +181,7 @@ def cli_approver(yes: bool = False) -> Approver:
         # The prompt goes to stderr: stdout carries the JSON envelope that scripts parse.
         # The summary (and the diff the CLI adds) holds the caller's text: an escape sequence in a patch's
         # description or content could erase the real operations and draw others over them.
-        print(f"\n{_shown(request.summary)}\n[{request.tool}: {request.permission.value}]", file=sys.stderr)
+        print(f"\n{shown(request.summary)}\n[{request.tool}: {request.permission.value}]", file=sys.stderr)
         print("Approve? [y/N] ", end="", file=sys.stderr, flush=True)
         answer = sys.stdin.readline().strip().lower()
         return answer in {"y", "yes"}

@@ -14,6 +14,7 @@ from pathlib import PurePosixPath
 from xml.etree import ElementTree as ET
 
 from udm.index.lint_rules import RULES, Finding
+from udm.shown import json_shown, shown, shown_line
 
 __all__ = ["FORMATS", "SARIF_SCHEMA", "render"]
 
@@ -51,7 +52,9 @@ def _counts(findings: Sequence[Finding]) -> tuple[int, int]:
 def render(findings: Sequence[Finding], fmt: str, *, prefix: str = "") -> str:
     """The findings as one report in `fmt` (see FORMATS); `prefix` is the manual's path in the repository."""
     if fmt == "text":
-        return "".join(f"{f}\n" for f in findings)
+        # A finding quotes the manual's text (a heading, a target, a file name): one line each, its
+        # escape sequences and bidi characters shown, not acted on by the terminal or CI log.
+        return "".join(f"{shown_line(str(f))}\n" for f in findings)
     if fmt == "json":
         errors, warnings = _counts(findings)
         data = {
@@ -59,9 +62,9 @@ def render(findings: Sequence[Finding], fmt: str, *, prefix: str = "") -> str:
             "warnings": warnings,
             "findings": [{**f.as_dict(), "path": _path(prefix, f.file)} for f in findings],
         }
-        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+        return json_shown(json.dumps(data, indent=2, ensure_ascii=False)) + "\n"
     if fmt == "sarif":
-        return json.dumps(_sarif(findings, prefix), indent=2, ensure_ascii=False) + "\n"
+        return json_shown(json.dumps(_sarif(findings, prefix), indent=2, ensure_ascii=False)) + "\n"
     if fmt == "junit":
         return _junit(findings, prefix)
     if fmt == "github":
@@ -128,7 +131,8 @@ def _junit(findings: Sequence[Finding], prefix: str) -> str:
         )
         ET.SubElement(suite, "testcase", classname=_TOOL, name="no findings")
     for file, items in by_file.items():
-        path = _path(prefix, file)
+        # XML 1.0 holds no control character but tab and line breaks, nor a lone surrogate: shown.
+        path = shown_line(_path(prefix, file))
         suite = ET.SubElement(
             suites,
             "testsuite",
@@ -143,8 +147,9 @@ def _junit(findings: Sequence[Finding], prefix: str) -> str:
                 suite, "testcase", classname=path, name=f"{f.rule} at line {f.line}", file=path
             )
             case.set("line", str(f.line))
-            failure = ET.SubElement(case, "failure", message=f.message, type=f.severity)
-            failure.text = f"{path}:{f.line}: {f.severity}: {f.message} [{f.rule}]"
+            message = shown(f.message)
+            failure = ET.SubElement(case, "failure", message=message, type=f.severity)
+            failure.text = f"{path}:{f.line}: {f.severity}: {message} [{f.rule}]"
     ET.indent(suites)
     body = ET.tostring(suites, encoding="unicode")
     return f'<?xml version="1.0" encoding="UTF-8"?>\n<!-- {errors} errors, {warnings} warnings -->\n{body}\n'
@@ -161,5 +166,7 @@ def _escape_property(text: str) -> str:
 
 def _annotation(f: Finding, prefix: str) -> str:
     level = "error" if f.severity == "error" else "warning"
-    props = f"file={_escape_property(_path(prefix, f.file))},line={max(1, f.line)},title={_escape_property(f.rule)}"
-    return f"::{level} {props}::{_escape_data(f.message)}"
+    # The runner's log shows the line and acts on escape sequences: the text is shown (`\x1b`) first.
+    path = _escape_property(shown(_path(prefix, f.file)))
+    props = f"file={path},line={max(1, f.line)},title={_escape_property(f.rule)}"
+    return f"::{level} {props}::{_escape_data(shown(f.message))}"

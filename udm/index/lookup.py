@@ -92,6 +92,15 @@ def scan_markdown(
             name = entry.name
             if name.startswith("."):
                 continue
+            if not utf8_name(name):
+                # Undecodable bytes (kept as lone surrogates) can be neither stored nor printed, nor
+                # linked to from a page: the file, or the folder and all below it, is left out, said.
+                if skipped is not None and (name.lower().endswith(MARKDOWN_LIKE) or entry.is_dir()):
+                    what = "folder" if entry.is_dir() else "file"
+                    skipped.append(
+                        (_shown_name(_rel(entry.path, base)), f"skipped: the {what} name is not valid UTF-8")
+                    )
+                continue
             try:
                 if entry.is_dir(follow_symlinks=False):
                     if entry.path not in skip:
@@ -127,6 +136,22 @@ def manual_pages(settings: Settings) -> list[str]:
         settings.udm_root, excluded_folders(settings), suffixes=tuple(settings.markdown_suffixes)
     )
     return sorted(found)
+
+
+def utf8_name(name: str) -> bool:
+    """Whether a name read from the file system is valid UTF-8 (no byte was surrogate-escaped)."""
+    if name.isascii():
+        return True
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _shown_name(name: str) -> str:
+    """A file system name with its undecodable bytes shown as escapes (`bad\\xff.md`)."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _rel(path: str, base: int) -> str:

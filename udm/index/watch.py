@@ -13,7 +13,7 @@ import struct
 from contextlib import suppress
 from pathlib import Path
 
-from udm.index.lookup import MARKDOWN_SUFFIXES, scan_markdown
+from udm.index.lookup import MARKDOWN_SUFFIXES, scan_markdown, utf8_name
 
 __all__ = ["Inotify", "make_watcher", "restat", "scan_root"]
 
@@ -36,6 +36,8 @@ def restat(
         if name.startswith(".") or not name.lower().endswith(suffixes):
             continue
         rel = full[base:].replace(os.sep, "/")
+        if not utf8_name(rel):
+            continue  # left out as scan_root leaves it out
         try:
             st = os.stat(full)
         except OSError:

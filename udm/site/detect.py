@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from udm.datalimits import check_text
 from udm.markdown import INDENTED_BLOCKS
+from udm.shown import shown_line
 from udm.site.gitignore import ignore_files, manual_ignored, pattern_lines, read_ignores
 from udm.site.jsconfig import (
     astro_redirect_files,
@@ -1146,21 +1147,13 @@ def _near(path: Path, start: Path, homes: tuple[Path, ...]) -> str:
 
 
 _NOTE_CHARS = 600
-_HIDDEN = re.compile(
-    r"[\x00-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u202a-\u202e\u2060-\u2069\ufeff\ud800-\udfff]"
-)
 
 
 def _visible(text: str) -> str:
     """A note as a terminal shows it faithfully: control and bidi characters (a config's text may
     hold them: an `INHERIT` name, a folder) escaped, and no longer than a screenful of one note."""
-    text = _HIDDEN.sub(_escaped_char, text.replace("\n", " "))
+    text = shown_line(text.replace("\n", " "))
     return text if len(text) <= _NOTE_CHARS else f"{text[: _NOTE_CHARS - 20]}...({len(text)} chars)"
-
-
-def _escaped_char(m: re.Match[str]) -> str:
-    """`\\x1b`, `\\u202e`; a lone surrogate (an undecodable byte of a name) as `\\udcff`."""
-    return m.group().encode("unicode_escape", "backslashreplace").decode("ascii")
 
 
 def _shown(problem: str, config: str | None, where: str) -> str:
