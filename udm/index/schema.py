@@ -32,8 +32,11 @@ __all__ = [
 # (Vue's :href) or from the code of a <script>/<style> element; 14: Hugo ref/relref shortcodes are
 # links; 15: a dated page's title and date kept (Hugo permalinks); 16: a link in the `em`/`strong`
 # that opens a quoted paragraph of several lines is found; 17: an href/src of HTML written in a
-# JavaScript string is the string's value, and entity-escaped text (`src=&quot;x&quot;`) is no link
-SCHEMA_VERSION = 17
+# JavaScript string is the string's value, and entity-escaped text (`src=&quot;x&quot;`) is no link;
+# 18: a `&lt;` inside a quoted value of a real tag hides none of its links, every spelling of an
+# escaped `<` or quote is one, and a JavaScript string's `\u`/`\x` escapes are undone; 19: a page's
+# route front matter holds Jekyll's permalink, redirect_from and categories
+SCHEMA_VERSION = 19
 # ID definitions with their section's line range: the rows of the SQLite lookup mirror.
 DEFS_SQL = (
     "SELECT i.id, i.file, i.line, i.how, i.section, i.section_path, s.start_line, s.end_line "

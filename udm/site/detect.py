@@ -85,6 +85,9 @@ _CONFIG_FILES: tuple[tuple[str, str], ...] = (
     ("mkdocs.yml", "mkdocs"),
     ("mkdocs.yaml", "mkdocs"),
     ("book.toml", "mdbook"),
+    # Jekyll's (GitHub Pages'): a common name, taken when the folder reads as a Jekyll site (`_is_for`).
+    ("_config.yml", "jekyll"),
+    ("_config.yaml", "jekyll"),
     # Hugo's names, in Hugo's order; the config.* ones are common names, taken when they read as Hugo's.
     *((f"{name}.{ext}", "hugo") for name in ("hugo", "config") for ext in ("toml", "yaml", "yml", "json")),
     # Hugo's config folder (configDir `config`, environment `_default`).
@@ -153,6 +156,8 @@ def _is_for(name: str, path: Path) -> bool:
     """Whether a config file of a common name is the generator's (Hugo's config.*, Starlight's Astro config)."""
     if name.startswith(("config.", "config/")):
         return _looks_like_hugo(path)
+    if name.startswith("_config."):
+        return _looks_like_jekyll(path)
     if name.startswith("astro.config."):
         try:
             return "@astrojs/starlight" in _read_config(path)
@@ -175,6 +180,45 @@ def _looks_like_hugo(path: Path) -> bool:
     return bool(keys & {"theme", "module"}) and any(
         (site / d).is_dir() for d in ("content", "layouts", "themes")
     )
+
+
+# Keys only Jekyll's config has among the tools that name theirs `_config.yml`; and its site folders.
+_JEKYLL_KEYS = frozenset(
+    {
+        "baseurl",
+        "permalink",
+        "collections",
+        "collections_dir",
+        "remote_theme",
+        "markdown",
+        "kramdown",
+        "highlighter",
+        "plugins",
+        "gems",
+        "defaults",
+        "paginate",
+        "sass",
+        "jekyll-archives",
+        "exclude",
+    }
+)
+_JEKYLL_FOLDERS = ("_layouts", "_includes", "_posts", "_sass", "_data", "_drafts")
+
+
+def _looks_like_jekyll(path: Path) -> bool:
+    """Whether a `_config.yml` is Jekyll's: Jupyter Book's has a `_toc.yml` beside it; Jekyll's has
+    keys of its own, a theme, or the site folders Jekyll reads (`_layouts`, `_posts`...)."""
+    here = path.parent
+    if any((here / name).exists() for name in ("_toc.yml", "_toc.yaml")):
+        return False
+    try:
+        data = _config_data(_read_config(path), path.suffix)
+    except Exception:  # each format's errors and the limits: not a site config here
+        return False
+    keys = {k.lower() for k in data if isinstance(k, str)} if isinstance(data, dict) else set()
+    if keys & _JEKYLL_KEYS or "theme" in keys:
+        return True
+    return any((here / name).is_dir() for name in _JEKYLL_FOLDERS)
 
 
 def _config_data(text: str, suffix: str) -> Any:
@@ -603,6 +647,112 @@ def _mdbook(root: Path, here: Path, text: str) -> Site:
     return _one_folder(root, src, redirects, html.get("site-url"))
 
 
+# Jekyll's permalink styles, by name (`permalink: pretty`).
+_JEKYLL_STYLES = {
+    "date": "/:categories/:year/:month/:day/:title:output_ext",
+    "pretty": "/:categories/:year/:month/:day/:title/",
+    "ordinal": "/:categories/:year/:y_day/:title:output_ext",
+    "weekdate": "/:categories/:year/W:week/:short_day/:title:output_ext",
+    "none": "/:categories/:title:output_ext",
+}
+_JEKYLL_COLLECTION = "/:collection/:path:output_ext"
+_MAX_COLLECTIONS = 50
+
+
+def _jekyll(root: Path, here: Path, text: str) -> Site:
+    """A Jekyll site: its pages where they lie (`about.md` is /about.html), its collections under
+    their permalinks (`_docs/x.md` is /docs/x/ by `/:collection/:path/`), its posts by date, its
+    `baseurl`; files and folders whose names start with `_` (but collections) and `exclude` build
+    no page. A page's own `permalink` and `redirect_from` are read from its front matter."""
+    data = _config_data(text, ".yml")
+    data = data if isinstance(data, dict) else {}
+    style = data.get("permalink")
+    site_style = _JEKYLL_STYLES.get(style, style) if isinstance(style, str) and style.strip() else None
+    raw = data.get("collections")
+    collections: dict[str, dict[str, Any]] = {}
+    if isinstance(raw, list):
+        collections = {str(name): {} for name in raw if isinstance(name, (str, int))}
+    elif isinstance(raw, dict):
+        collections = {str(k): (v if isinstance(v, dict) else {}) for k, v in raw.items()}
+    collections = dict(itertools.islice(collections.items(), _MAX_COLLECTIONS))
+    posts = collections.pop("posts", {})
+    folder = data.get("collections_dir")
+    base = here / folder if isinstance(folder, str) and folder.strip() else here
+    mounts: list[Mount] = []
+    permalinks: list[tuple[str, str]] = []
+    kept: list[str] = []
+    for name, options in collections.items():
+        if "/" in name or name in (".", "..") or options.get("output") is not True:
+            continue  # a collection not written out has no pages: its files link to nothing
+        mount = under(root, base / f"_{name}", "", f"jekyll:{name}", False)
+        if mount is not None:
+            mounts.append(mount)
+            pattern = options.get("permalink")
+            pattern = _JEKYLL_STYLES.get(pattern, pattern) if isinstance(pattern, str) else None
+            permalinks.append((f"collection:{name}", pattern or site_style or _JEKYLL_COLLECTION))
+            kept.append(f"_{name}")
+    pattern = posts.get("permalink") if isinstance(posts, dict) else None
+    posts_style = _JEKYLL_STYLES.get(pattern, pattern) if isinstance(pattern, str) else None
+    permalinks.append(("collection:posts", posts_style or site_style or _JEKYLL_STYLES["date"]))
+    if site_style is not None:
+        permalinks.append(("pages", site_style))
+    site = under(root, here, "", "pages", False)
+    if site is not None:
+        mounts.append(site)
+    listed = data.get("exclude")
+    excluded = [e.strip() for e in listed if isinstance(e, str)] if isinstance(listed, list) else []
+    # Jekyll reads no file or folder whose name starts with `_` or `.` but its collections and posts
+    # (`_posts` in any folder: the folders above it are the posts' categories).
+    lines = ["_*", ".*", *(f"!/{name}/**" for name in kept), "!**/_posts/**", *excluded]
+    rule = unpublished_rule("site", root, [here], "pathspec", lines)
+    return Site(
+        mounts=tuple(mounts),
+        base_path=path_of_url(data.get("baseurl")),
+        static=static_folders(root, [here]),
+        permalinks=tuple(permalinks),
+        unpublished=(rule,) if rule is not None else (),
+        html_pages=_jekyll_html_pages(root, here),
+    )
+
+
+_MAX_HTML_PAGES = 5000
+_HTML_HEAD = 4096
+_PERMALINK_LINE = re.compile(r"""^permalink:[ \t]*["']?([^"'#\n]*?)["']?[ \t]*(?:#.*)?$""", re.M)
+
+
+def _jekyll_html_pages(root: Path, here: Path) -> tuple[tuple[str, str], ...]:
+    """The HTML pages of a Jekyll site (a file whose front matter Jekyll renders): each one's route
+    key, its `permalink` or its path, and its path from the manual root; folders starting with `_`
+    or `.` are not read, and at most a few thousand files."""
+    pages: list[tuple[str, str]] = []
+    seen = 0
+    for current, dirs, files in os.walk(here):
+        dirs[:] = sorted(
+            d for d in dirs if not d.startswith(("_", ".")) and d not in ("node_modules", "vendor")
+        )
+        for name in sorted(files):
+            if not name.lower().endswith((".html", ".htm")) or name.startswith(("_", ".")):
+                continue
+            seen += 1
+            if seen > _MAX_HTML_PAGES:
+                return tuple(pages)
+            path = Path(current) / name
+            try:
+                head = read_head(path, _HTML_HEAD).decode("utf-8", "replace")
+            except OSError:
+                continue
+            if not head.startswith("---"):
+                continue  # no front matter: copied as it is, found as a static file
+            end = head.find("\n---", 3)
+            found = _PERMALINK_LINE.search(head, 0, end if end > 0 else len(head))
+            rel = os.path.relpath(path, root).replace(os.sep, "/")
+            if rel.startswith("../"):
+                continue
+            route = found.group(1) if found and found.group(1).strip() else os.path.relpath(path, here)
+            pages.append((strip_page(route.replace(os.sep, "/")), rel))
+    return tuple(pages)
+
+
 def _hugo_config(path: Path, text: str) -> tuple[Path, dict[str, Any]]:
     """The Hugo site's folder and its config: one file, or a config folder's files merged."""
     here = path.parent
@@ -924,6 +1074,7 @@ _READERS: dict[str, Callable[[Path, Path, str], Site]] = {
     "mintlify": _mintlify,
     "mkdocs": _mkdocs,
     "mdbook": _mdbook,
+    "jekyll": _jekyll,
     "none": _plain,
 }
 

@@ -45,8 +45,18 @@ NOT_PUBLISHED = "is not published: the site builds no page from it (a partial, a
 
 # Raised whenever udm.site.routes resolves some link otherwise (a new rule, a new anchor form): an index
 # built under other rules then resolves every link anew, though no file and no config changed.
-RULES_VERSION = 10
-GENERATORS = ("none", "docusaurus", "mintlify", "mkdocs", "mdbook", "hugo", "starlight", "vitepress")
+RULES_VERSION = 11
+GENERATORS = (
+    "none",
+    "docusaurus",
+    "mintlify",
+    "mkdocs",
+    "mdbook",
+    "hugo",
+    "starlight",
+    "vitepress",
+    "jekyll",
+)
 PAGE_SUFFIXES = (".md", ".mdx", ".markdown")
 # Suffixes a route may carry that name the same page (mdBook and MkDocs without directory URLs write .html).
 ROUTE_SUFFIXES = (*PAGE_SUFFIXES, ".html", ".htm")
@@ -130,6 +140,9 @@ class Site:
     link_keywords: tuple[str, ...] = ()
     # Hugo: the link render hook looks a link's destination up as a page (`.Page.GetPage`).
     hook_pages: bool = False
+    # Jekyll: the site's HTML pages (route key, file from the manual root): a home page `index.html`,
+    # `pages/showcase.html` with `permalink: /showcase/`. Not indexed, but links land on them.
+    html_pages: tuple[tuple[str, str], ...] = ()
     problems: tuple[str, ...] = ()
 
     def excluded(self, target: str) -> bool:
@@ -209,6 +222,7 @@ class Site:
                 self.snippets,
                 self.link_keywords,
                 self.hook_pages,
+                self.html_pages,
             ],
             sort_keys=True,
         )

@@ -13,6 +13,7 @@ the content folder itself). A fragment must then name a heading anchor of the pa
 
 from __future__ import annotations
 
+import datetime
 import posixpath
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -72,8 +73,10 @@ _MAX_REDIRECT_HOPS = 10
 _CODE_PAGE_SUFFIXES = (".js", ".jsx", ".ts", ".tsx", ".astro", ".html")
 # The routes Docusaurus generates under a blog's base: the list, its pages, tags, archive, authors.
 _BLOG_PAGES = re.compile(r"^(?:|page/\d+|archive|tags(?:/[^/]+)?|authors(?:/[^/]+)?)/?$")
-# Front matter keys that move a page's route (Docusaurus slug/id, Hugo slug/url/aliases).
-_META_KEYS = ("slug", "id", "url", "aliases")
+# Front matter keys that move a page's route (Docusaurus slug/id, Hugo slug/url/aliases, Jekyll
+# permalink; Jekyll's redirect_from is read as aliases, its categories as a list).
+_META_KEYS = ("slug", "id", "url", "aliases", "permalink")
+_MAX_ALIASES = 100
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 _PERMALINK_TOKEN = re.compile(r":([a-z]+)")
 _MONTHS = (
@@ -114,9 +117,23 @@ def route_meta(front_matter: Mapping[str, Any] | None) -> dict[str, Any] | None:
         if key == "aliases" and isinstance(value, list):
             aliases = [str(v) for v in value if isinstance(v, (str, int))]
             if aliases:
-                out[key] = aliases[:100]
+                out[key] = aliases[:_MAX_ALIASES]
         elif isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
             out[key] = str(value).strip()
+    # jekyll-redirect-from: the old routes of a page, one or a list.
+    moved = front_matter.get("redirect_from")
+    olds = [moved] if isinstance(moved, str) else moved if isinstance(moved, list) else []
+    olds = [str(v) for v in olds if isinstance(v, (str, int)) and not isinstance(v, bool)]
+    if olds:
+        out["aliases"] = [*out.get("aliases", []), *olds][:_MAX_ALIASES]
+    # Jekyll's `categories` (a list, or words) and `category`: a post's route may hold them.
+    cats = front_matter.get("categories")
+    words = cats.split() if isinstance(cats, str) else cats if isinstance(cats, list) else []
+    one = front_matter.get("category")
+    words = [*words, one] if isinstance(one, str) else words
+    words = [str(w).strip() for w in words if isinstance(w, (str, int)) and not isinstance(w, bool)]
+    if any(words):
+        out["categories"] = [w for w in words if w][:20]
     return out or None
 
 
@@ -140,6 +157,8 @@ class Routes:
         self._redirects: list[tuple[list[str], str]] | None = None
         self._rewrites: list[tuple[re.Pattern[str], str]] | None = None
         self._permalinks = dict(site.permalinks)
+        # Jekyll: the routes whose URL ends in `/` (a relative link from one starts below it).
+        self.slashed: set[str] = set()
         # Whether the site builds a page from each file asked about, worked out once per file.
         self._unpublished: dict[str, bool] = {}
 
@@ -232,6 +251,8 @@ class Routes:
             if segments[-1] == "index":
                 segments.pop()
             return _join(mount.prefix, *segments)
+        if gen == "jekyll":
+            return self._jekyll_route(mount, parts, stem, meta)
         if gen == "hugo":
             if meta.get("url"):
                 return _join(str(meta["url"])).lower()
@@ -283,6 +304,56 @@ class Routes:
             else ""
         )
         return _join(lang, route).lower()
+
+    def _jekyll_route(self, mount: Mount, parts: list[str], stem: str, meta: Mapping[str, Any]) -> str:
+        """A Jekyll page's route (its URL ending in `/` or not is kept in `slashed`)."""
+        route, written = self._jekyll_url(mount, parts, stem, meta)
+        if written.endswith("/"):
+            self.slashed.add(route)
+        return route
+
+    def _jekyll_url(
+        self, mount: Mount, parts: list[str], stem: str, meta: Mapping[str, Any]
+    ) -> tuple[str, str]:
+        """A Jekyll page's route key and the URL pattern it was made by: its front matter `permalink`,
+        else its collection's pattern (a post's by its date), else its path (`about.md` is
+        /about.html, or /about/ by the site's permalink style)."""
+        own = str(meta.get("permalink") or "")
+        if own and ":" not in own:
+            return strip_page(own), own
+        cats = [c.lower() for c in meta.get("categories") or []]
+        values = {"output_ext": "", "path": "/".join([*parts, stem]), "basename": stem, "name": stem}
+        slug = str(meta.get("slug") or "") or slugify(stem) or stem
+        pattern = own or None
+        if mount.kind.startswith("jekyll:"):
+            name = mount.kind.partition(":")[2]
+            pattern = pattern or self._permalinks.get(f"collection:{name}")
+            values.update(collection=name, title=slug, slug=slug, categories="/".join(cats))
+        elif "_posts" in parts:
+            at = parts.index("_posts")
+            dated = _BLOG_DATE.match(stem)
+            if dated is None:
+                # Jekyll writes no post whose file name holds no date: its path, which no link names.
+                return _join(mount.prefix, *parts, stem), ""
+            title = dated.group(4)
+            day = str(meta.get("date") or "-".join(dated.groups()[:3]))
+            values.update(_jekyll_dates(day))
+            slug = str(meta.get("slug") or "") or title
+            cats = [p.lower() for p in parts[:at]] + cats
+            values.update(title=slug, slug=slug, categories="/".join(dict.fromkeys(cats)))
+            pattern = pattern or self._permalinks.get("collection:posts")
+        if pattern is None:
+            index = stem.lower() in INDEX_NAMES
+            style = self._permalinks.get("pages", "")
+            return _join(mount.prefix, *parts, "" if index else stem), "/" if index else style
+        if any(m.group(1) not in values for m in _JEKYLL_TOKEN.finditer(pattern)):
+            # A token not modelled: the page where Jekyll's default puts it (a collection's
+            # `/:collection/:path`), or its path.
+            owner = values.get("collection", "")
+            return _join(mount.prefix, owner, *parts, stem), ""
+        return strip_page(
+            _JEKYLL_TOKEN.sub(lambda m: values[m.group(1)], pattern).replace("//", "/")
+        ), pattern
 
     def _rewrite(self, rel: str) -> str:
         """A VitePress page's path after the first of the site's `rewrites` that matches it."""
@@ -355,6 +426,35 @@ _REWRITE_PARAM = re.compile(r":([A-Za-z_]\w{0,50})([*+?])?|\(([^()]{0,20})\)")
 _REWRITE_GROUPS = {".*": ".*", ".+": ".+", "[^/]+": "[^/]+", "[^/]*": "[^/]*"}
 _MAX_REWRITES = 100
 _MAX_REWRITE_SPANS = 2  # `.*`-like parts per pattern: more would backtrack polynomially
+
+
+# A Jekyll permalink's placeholder (`:year`, `:output_ext`); the longest name first.
+_JEKYLL_TOKEN = re.compile(r":([a-z_]+)")
+
+
+def _jekyll_dates(day: str) -> dict[str, str]:
+    """The date placeholders of a Jekyll permalink for a post of `day` (YYYY-MM-DD)."""
+    try:
+        when = datetime.date(int(day[0:4]), int(day[5:7]), int(day[8:10]))
+    except ValueError:
+        return {}
+    return {
+        "year": f"{when.year:04d}",
+        "short_year": f"{when.year % 100:02d}",
+        "month": f"{when.month:02d}",
+        "i_month": str(when.month),
+        "short_month": when.strftime("%b"),
+        "long_month": when.strftime("%B"),
+        "day": f"{when.day:02d}",
+        "i_day": str(when.day),
+        "y_day": f"{when.timetuple().tm_yday:03d}",
+        "week": f"{when.isocalendar()[1]:02d}",
+        "short_day": when.strftime("%a"),
+        "long_day": when.strftime("%A"),
+        "hour": "00",
+        "minute": "00",
+        "second": "00",
+    }
 
 
 def _bound_value(bound: dict[str, str | None], param: re.Match[str]) -> str:
@@ -468,6 +568,7 @@ class LinkResolver:
     is_folder: Callable[[str], bool] | None = None
     _relative: dict[tuple[str, str], Located] = field(default_factory=dict)
     _absolute: dict[str, Located] = field(default_factory=dict)
+    _html_pages: dict[str, str] | None = None
     _has_pages: dict[str, bool] = field(default_factory=dict)
     # Hugo `ref` lookups per mount, built on the first ref.
     _refs: dict[Mount, _RefTables] = field(default_factory=dict)
@@ -566,6 +667,15 @@ class LinkResolver:
         it is found (a partial's image is bundled from there); anything else resolves against the page
         that renders it, which is not known here."""
         joined = posixpath.normpath(posixpath.join(posixpath.dirname(source), path))
+        if (
+            self.site.generator == "jekyll"
+            and not any(p.startswith("_") for p in source.split("/")[:-1])
+            and not outside_root(joined)
+            and (joined in self.routes.pages or self.exists(joined))
+        ):
+            # A file Jekyll excludes (README.md, docs/ of the repository) is no partial: it is read on
+            # GitHub, where its links name the repository's files.
+            return Located(joined, None, how="repository")
         as_file = self._as_file(joined, path) if not outside_root(joined) else None
         if as_file is not None:
             return as_file
@@ -734,6 +844,14 @@ class LinkResolver:
     def _locate_relative(self, source: str, path: str) -> Located:
         joined = posixpath.normpath(posixpath.join(posixpath.dirname(source), path))
         inside = not outside_root(joined)
+        # Jekyll writes a link as it is: one that names no Markdown file is a URL relative to the
+        # page's own (`../starting-a-project/` from /ar/building-community/ is /ar/starting-a-project/),
+        # looked up before the file it would name from the page's folder.
+        url_first = self.site.generator == "jekyll" and not path.lower().endswith(PAGE_SUFFIXES)
+        if url_first:
+            hit = self._relative_url(source, path)
+            if hit is not None:
+                return hit
         if inside:
             as_file = self._as_file(joined, path)
             if as_file is not None:
@@ -743,22 +861,10 @@ class LinkResolver:
                 return Located(found, None, how="path")
             if self.site.generator == "none" and self.is_folder is not None and self.is_folder(joined):
                 return Located(joined, None, how="folder")
-        # In a published site a link that is not a file path is a URL relative to the page's own
-        # route (one level deeper with directory URLs: MkDocs' `../img/x.png` from a page).
-        route = self.routes.page_route(source)
-        if route is not None and self.site.generator != "none":
-            base = posixpath.dirname("/" + route) if not _is_index(source) else "/" + route
-            # The page's URL holds the base path: `../../docs/x` from /docs/api/text climbs through it.
-            site_base = self.site.base_path
-            for start in dict.fromkeys([base, "/" + route]):
-                url = posixpath.normpath(posixpath.join(site_base + start, path))
-                if url.startswith("//") or url == "/..":
-                    continue
-                hit = self._absolute.get(url)
-                if hit is None:
-                    hit = self._absolute[url] = self._locate_absolute(url)
-                if hit.file is not None or hit.external:
-                    return hit
+        if not url_first:
+            hit = self._relative_url(source, path)
+            if hit is not None:
+                return hit
         # A manual read on GitHub: a file (or folder) of its repository above the manual is shown there;
         # git's own folder and the files the repository ignores are not.
         if not inside and self.site.in_repository(joined) and ".git" not in joined.split("/"):
@@ -779,6 +885,28 @@ class LinkResolver:
             return Located(None, None, external=True)
         # Out of the manual (and not a page of its site): broken for its readers.
         return Located(None, None)
+
+    def _relative_url(self, source: str, path: str) -> Located | None:
+        """In a published site, `path` as a URL relative to the page's own route (one level deeper
+        with directory URLs: MkDocs' `../img/x.png` from a page); None when it lands on nothing."""
+        route = self.routes.page_route(source)
+        if route is None or self.site.generator == "none":
+            return None
+        base = posixpath.dirname("/" + route) if not _is_index(source) else "/" + route
+        if route in self.routes.slashed:
+            base = "/" + route  # Jekyll's `/:path/`: the page's URL is a folder's
+        # The page's URL holds the base path: `../../docs/x` from /docs/api/text climbs through it.
+        site_base = self.site.base_path
+        for start in dict.fromkeys([base, "/" + route]):
+            url = posixpath.normpath(posixpath.join(site_base + start, path))
+            if url.startswith("//") or url == "/..":
+                continue
+            hit = self._absolute.get(url)
+            if hit is None:
+                hit = self._absolute[url] = self._locate_absolute(url)
+            if hit.file is not None or hit.external:
+                return hit
+        return None
 
     def _locate_absolute(self, path: str) -> Located:
         base = self.site.base_path
@@ -832,6 +960,12 @@ class LinkResolver:
                         return Located(name, None, how="outside")
         if self.site.generator == "hugo":
             return self._hugo_generated(rel)
+        if self.site.html_pages:
+            if self._html_pages is None:
+                self._html_pages = dict(reversed(self.site.html_pages))  # the first of a route wins
+            page = self._html_pages.get(strip_page(rel))
+            if page is not None:
+                return Located(page, None, how="static")
         return Located(None, None)
 
     def _hugo_generated(self, rel: str) -> Located:
