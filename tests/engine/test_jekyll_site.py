@@ -151,3 +151,13 @@ def test_hostile_collections_and_permalinks_are_contained(tmp_path: Path) -> Non
     assert len(detected.mounts) <= 51
     settings = load_settings(cwd=tmp_path, root=site, state_dir=tmp_path / ".st")
     assert page_verdicts(settings, "index.md") == {"/ok/a": True}
+
+
+def test_an_html_page_added_or_moved_is_read_again(tmp_path: Path) -> None:
+    site = _site(tmp_path)
+    (site / "about.md").write_text("# About\n\n[n](/news/) [s](/showcase/)\n")
+    settings = load_settings(cwd=tmp_path, root=site, state_dir=tmp_path / ".st")
+    assert page_verdicts(settings, "about.md") == {"/news/": False, "/showcase/": True}
+    (site / "pages/news.html").write_text("---\npermalink: /news/\n---\n<p>News</p>\n")
+    (site / "pages/showcase.html").write_text("---\npermalink: /shown/\n---\n<p>Showcase</p>\n")
+    assert page_verdicts(settings, "about.md") == {"/news/": True, "/showcase/": False}

@@ -720,36 +720,40 @@ _HTML_HEAD = 4096
 _PERMALINK_LINE = re.compile(r"""^permalink:[ \t]*["']?([^"'#\n]*?)["']?[ \t]*(?:#.*)?$""", re.M)
 
 
-def _jekyll_html_pages(root: Path, here: Path) -> tuple[tuple[str, str], ...]:
-    """The HTML pages of a Jekyll site (a file whose front matter Jekyll renders): each one's route
-    key, its `permalink` or its path, and its path from the manual root; folders starting with `_`
-    or `.` are not read, and at most a few thousand files."""
-    pages: list[tuple[str, str]] = []
-    seen = 0
+def _jekyll_html_files(here: Path) -> list[Path]:
+    """The HTML files of a Jekyll site folder that may be pages (folders starting with `_` or `.`,
+    `node_modules` and `vendor` not read), sorted, at most a few thousand."""
+    found: list[Path] = []
     for current, dirs, files in os.walk(here):
         dirs[:] = sorted(
             d for d in dirs if not d.startswith(("_", ".")) and d not in ("node_modules", "vendor")
         )
         for name in sorted(files):
-            if not name.lower().endswith((".html", ".htm")) or name.startswith(("_", ".")):
-                continue
-            seen += 1
-            if seen > _MAX_HTML_PAGES:
-                return tuple(pages)
-            path = Path(current) / name
-            try:
-                head = read_head(path, _HTML_HEAD).decode("utf-8", "replace")
-            except OSError:
-                continue
-            if not head.startswith("---"):
-                continue  # no front matter: copied as it is, found as a static file
-            end = head.find("\n---", 3)
-            found = _PERMALINK_LINE.search(head, 0, end if end > 0 else len(head))
-            rel = os.path.relpath(path, root).replace(os.sep, "/")
-            if rel.startswith("../"):
-                continue
-            route = found.group(1) if found and found.group(1).strip() else os.path.relpath(path, here)
-            pages.append((strip_page(route.replace(os.sep, "/")), rel))
+            if name.lower().endswith((".html", ".htm")) and not name.startswith(("_", ".")):
+                found.append(Path(current) / name)
+                if len(found) >= _MAX_HTML_PAGES:
+                    return found
+    return found
+
+
+def _jekyll_html_pages(root: Path, here: Path) -> tuple[tuple[str, str], ...]:
+    """The HTML pages of a Jekyll site (a file whose front matter Jekyll renders): each one's route
+    key, its `permalink` or its path, and its path from the manual root."""
+    pages: list[tuple[str, str]] = []
+    for path in _jekyll_html_files(here):
+        try:
+            head = read_head(path, _HTML_HEAD).decode("utf-8", "replace")
+        except OSError:
+            continue
+        if not head.startswith("---"):
+            continue  # no front matter: copied as it is, found as a static file
+        end = head.find("\n---", 3)
+        found = _PERMALINK_LINE.search(head, 0, end if end > 0 else len(head))
+        rel = os.path.relpath(path, root).replace(os.sep, "/")
+        if rel.startswith("../"):
+            continue
+        route = found.group(1) if found and found.group(1).strip() else os.path.relpath(path, here)
+        pages.append((strip_page(route.replace(os.sep, "/")), rel))
     return tuple(pages)
 
 
@@ -1141,6 +1145,9 @@ def _config_files(path: Path, generator: str) -> list[Path]:
         return [path, *templates]
     if generator == "mkdocs" or path.name.lower().startswith("mkdocs"):
         return _inherit_chain(path)
+    if generator == "jekyll":
+        # Its HTML pages too: one added, removed or given another permalink moves a route.
+        return [path, *_jekyll_html_files(path.parent)]
     return [path]
 
 
