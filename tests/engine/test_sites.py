@@ -65,6 +65,14 @@ EXPECTED: dict[str, tuple[str, str, set[tuple[str, str, str]]]] = {
             ("index.mdx", "broken-anchor", "/quickstart#nope"),
         },
     ),
+    "jekyll": (
+        "",
+        "/proj",
+        {
+            ("_docs/install/other-linux.md", "broken-link", "/docs/missing/"),
+            ("_docs/install/other-linux.md", "broken-anchor", "../ubuntu/#nope"),
+        },
+    ),
     "none": (
         "plain",
         "",
