@@ -61,4 +61,6 @@ def json_shown(text: str) -> str:
     """JSON text (from json.dumps, which escapes C0 controls already) with the other hidden characters
     as JSON's own `\\uXXXX` escapes: the same data to a parser, nothing acted on by a terminal, and
     a lone surrogate written out without an encoding error."""
-    return text if text.isascii() else _JSON_HIDDEN.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    if text.isascii() and "\x7f" not in text:
+        return text
+    return _JSON_HIDDEN.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
