@@ -666,8 +666,7 @@ def _jekyll(root: Path, here: Path, text: str) -> Site:
     no page. A page's own `permalink` and `redirect_from` are read from its front matter."""
     data = _config_data(text, ".yml")
     data = data if isinstance(data, dict) else {}
-    style = data.get("permalink")
-    site_style = _JEKYLL_STYLES.get(style, style) if isinstance(style, str) and style.strip() else None
+    site_style = _jekyll_style(data.get("permalink"))
     raw = data.get("collections")
     collections: dict[str, dict[str, Any]] = {}
     if isinstance(raw, list):
@@ -687,12 +686,10 @@ def _jekyll(root: Path, here: Path, text: str) -> Site:
         mount = under(root, base / f"_{name}", "", f"jekyll:{name}", False)
         if mount is not None:
             mounts.append(mount)
-            pattern = options.get("permalink")
-            pattern = _JEKYLL_STYLES.get(pattern, pattern) if isinstance(pattern, str) else None
+            pattern = _jekyll_style(options.get("permalink"))
             permalinks.append((f"collection:{name}", pattern or site_style or _JEKYLL_COLLECTION))
             kept.append(f"_{name}")
-    pattern = posts.get("permalink") if isinstance(posts, dict) else None
-    posts_style = _JEKYLL_STYLES.get(pattern, pattern) if isinstance(pattern, str) else None
+    posts_style = _jekyll_style(posts.get("permalink") if isinstance(posts, dict) else None)
     permalinks.append(("collection:posts", posts_style or site_style or _JEKYLL_STYLES["date"]))
     if site_style is not None:
         permalinks.append(("pages", site_style))
@@ -715,6 +712,15 @@ def _jekyll(root: Path, here: Path, text: str) -> Site:
     )
 
 
+def _jekyll_style(value: Any) -> str | None:
+    """A permalink setting as its pattern (a style's name is its pattern); None when unset, or longer
+    than any URL pattern is (every page's route would be made from it)."""
+    if not isinstance(value, str) or not value.strip() or len(value) > _MAX_PATTERN:
+        return None
+    return _JEKYLL_STYLES.get(value.strip(), value.strip())
+
+
+_MAX_PATTERN = 300
 _MAX_HTML_PAGES = 5000
 _HTML_HEAD = 4096
 _PERMALINK_LINE = re.compile(r"""^permalink:[ \t]*["']?([^"'#\n]*?)["']?[ \t]*(?:#.*)?$""", re.M)
@@ -740,7 +746,10 @@ def _jekyll_html_pages(root: Path, here: Path) -> tuple[tuple[str, str], ...]:
     """The HTML pages of a Jekyll site (a file whose front matter Jekyll renders): each one's route
     key, its `permalink` or its path, and its path from the manual root."""
     pages: list[tuple[str, str]] = []
+    real = os.path.realpath(here)
     for path in _jekyll_html_files(here):
+        if path.is_symlink() and not within(os.path.realpath(path), real):
+            continue  # a link out of the site: no page of it, and nothing of that file is read
         try:
             head = read_head(path, _HTML_HEAD).decode("utf-8", "replace")
         except OSError:
