@@ -64,6 +64,9 @@ def explicit_anchors(text: str) -> set[str]:
 _NAMING = re.compile(
     r"""(?<![\w-])(?:id|name)=(?:"([^"\n<>]{0,300})"|'([^'\n<>]{0,300})')|\{#([^{}\s]{0,300})\}"""
     r"""|\{/\*[ \t]*([^{}\s*]{0,300})[ \t]*\*/\}|\{([^{}\n]*)\}"""
+    # MyST's targets: a `(label)=` line before a block, and a directive's `:name:` or `:label:` option
+    # (Sphinx with MyST-Parser, mystmd and Jupyter Book: `[](#eq:book)`).
+    r"""|(?m:^[ \t]{0,3}\(([^()\s]{1,300})\)=[ \t]*$|^[ \t]*:(?:name|label):[ \t]+([^\s]{1,300})[ \t]*$)"""
 )
 # Inside an attribute list: `#id` after its opening brace, a colon or a blank, up to a blank or its end.
 _MEMBER = re.compile(r"(?:^|(?<=[:\s]))#([^\s{}]+)")
@@ -71,12 +74,14 @@ _MEMBER = re.compile(r"(?:^|(?<=[:\s]))#([^\s{}]+)")
 
 def _named(text: str) -> set[str]:
     """The anchors the naming forms of the text hold (code and comments not told apart)."""
-    if "id=" not in text and "name=" not in text and "{" not in text:
+    if "id=" not in text and "name=" not in text and "{" not in text and ")=" not in text:
         return set()
     out: set[str] = set()
     for m in _NAMING.finditer(text):
-        double, single, attribute, comment, inner = m.groups()
-        if inner is not None:
+        double, single, attribute, comment, inner, target, option = m.groups()
+        if target is not None or option is not None:
+            out.add(target if target is not None else option)
+        elif inner is not None:
             out.update(_MEMBER.findall(inner))
         elif double is not None or single is not None:
             value = double if double is not None else single
@@ -125,10 +130,23 @@ def _without_code(text: str) -> str:
             if node.name == "fence":
                 newline = data.find(b"\n", start, end)
                 start = end if newline < 0 else newline
+                if bytes(data[start + 1 : start + 2]) == b":" and b"{" in data[span[0] : start]:
+                    # A MyST directive (```{code}): its leading `:name:`/`:label:` options name it.
+                    start = _after_options(data, start, end)
             data[start:end] = b" " * (end - start)
         else:
             stack.extend(node.children)
     return _without_comments(data.decode("utf-8", "replace"))
+
+
+_OPTION = re.compile(rb"\n[ \t]*:[\w-]+:[^\n]*")
+
+
+def _after_options(data: bytearray, start: int, end: int) -> int:
+    """Where a MyST directive's leading option lines (`:name: x`), from the newline at `start`, end."""
+    while (m := _OPTION.match(data, start, end)) is not None:
+        start = m.end()
+    return start
 
 
 def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool | re.Pattern[str]]:
