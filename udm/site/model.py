@@ -45,7 +45,7 @@ NOT_PUBLISHED = "is not published: the site builds no page from it (a partial, a
 
 # Raised whenever udm.site.routes resolves some link otherwise (a new rule, a new anchor form): an index
 # built under other rules then resolves every link anew, though no file and no config changed.
-RULES_VERSION = 11
+RULES_VERSION = 12
 GENERATORS = (
     "none",
     "docusaurus",
