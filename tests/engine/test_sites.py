@@ -73,6 +73,14 @@ EXPECTED: dict[str, tuple[str, str, set[tuple[str, str, str]]]] = {
             ("_docs/install/other-linux.md", "broken-anchor", "../ubuntu/#nope"),
         },
     ),
+    "myst": (
+        "",
+        "",
+        {
+            ("index.md", "broken-link", "#nothing-here"),
+            ("index.md", "broken-link", "missing-page"),
+        },
+    ),
     "none": (
         "plain",
         "",

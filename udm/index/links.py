@@ -154,6 +154,8 @@ def _internal_verdict(settings: Settings, site: Site, link: LinkSource) -> LinkR
         reason = f"no heading with anchor #{link.fragment} in {link.target_file}"
     elif link.form == "autoref":
         reason = no_holder(display_target(link.file, link.target))
+    elif site.labels and link.fragment and link.target in (link.fragment, f"#{link.fragment}"):
+        reason = no_holder(link.fragment)  # MyST: a reference to a target no page names
     elif site.unpublished_page(shown := display_target(link.file, link.target)):
         reason = f"{shown} {NOT_PUBLISHED}"
     else:

@@ -265,6 +265,9 @@ def _broken_links(con: duckdb.DuckDBPyConnection, site: Site) -> Iterator[Findin
                 "broken-link",
                 f"cross-reference {target}: {no_holder(display_target(file, target))}",
             )
+        elif site.labels and fragment and target in (fragment, f"#{fragment}"):
+            # MyST: a reference to a target no page names.
+            yield _finding(file, line, "broken-link", f"reference {target}: {no_holder(fragment)}")
         elif not target.startswith(("/", "{{")) and outside_root(shown := display_target(file, target)):
             if site.in_repository(shown):
                 yield _finding(

@@ -21,7 +21,7 @@ from udm.index.extract import TABLE_COLUMNS, ParseOptions, document_rows, parse_
 from udm.index.lookup import manual_pages
 from udm.index.schema import json_bytes
 from udm.markdown import MarkdownParseError, parse_document
-from udm.site import route_meta
+from udm.site import explicit_anchors, route_meta
 
 if TYPE_CHECKING:
     from udm.config import Settings
@@ -206,10 +206,31 @@ def _parse_file(root: str, rel: str, patterns: ParseOptions, now: str, out: Pars
     row = _file_row(rel, digest, st, now, doc.parser, "; ".join(doc.errors[:3]) or None, holds)
     # The front matter keys that move the page's route (Docusaurus slug/id, Hugo url/aliases).
     meta = route_meta(doc.front_matter)
+    labels = _preamble_labels(doc)
+    if labels:
+        # MyST targets before the first heading (`(intro)=` then `# Intro`) lie in no section whose
+        # text a cross-page reference is looked for in: kept here.
+        meta = {**(meta or {}), "labels": labels}
     if meta:
         row["site"] = json.dumps(meta, ensure_ascii=False)
     out.files.append(row)
     out.add(rows_by_table)
+
+
+_MAX_LABELS = 100
+
+
+def _preamble_labels(doc: Document) -> list[str]:
+    """The anchors a page names before its first heading (MyST's `(label)=` lines, a directive's
+    `:name:`), where such a form may be; sorted, at most a hundred."""
+    sections = doc.sections
+    end = sections[0].heading_start if sections else len(doc.lines)
+    if end <= 0:
+        return []
+    head = "".join(doc.lines[:end])
+    if ")=" not in head and ":name:" not in head and ":label:" not in head:
+        return []
+    return sorted(explicit_anchors(head))[:_MAX_LABELS]
 
 
 def parse_rows(root: str, relpaths: list[str], patterns: ParseOptions, out: ParsedRows) -> ParsedRows:

@@ -71,7 +71,10 @@ def resolve_index_links(
     the files read here for the next small refresh.
     """
     crossing = bool(routes.site.autorefs)
-    stored = _stored_rows(con, changed, moved, own=fresh is None, crossing=crossing)
+    # MyST's targets are the whole site's: a change anywhere may resolve a link that did not.
+    stored = _stored_rows(
+        con, changed, moved or bool(routes.site.labels), own=fresh is None, crossing=crossing
+    )
     new_links = fresh.links if fresh is not None else []
     rows: list[tuple[Any, str, str]] = [
         (("new", i), r["file"], r["target"]) for i, r in enumerate(new_links) if r["kind"] != "external"
@@ -88,7 +91,7 @@ def resolve_index_links(
         rows,
         _anchor_lookup(con, in_memory, cache),
         read_page,
-        _holders(con, in_memory, read_page, routes) if crossing else None,
+        _holders(con, in_memory, read_page, routes) if crossing or routes.site.labels else None,
     )
     updates = []
     for key, target_file, fragment, ok in verdicts:
@@ -179,10 +182,10 @@ def _present_pairs(con: duckdb.DuckDBPyConnection, pairs: set[tuple[str, str]]) 
     )
 
 
-_ANCHOR_ID = re.compile(r"[\w.:-]{1,200}")
-# Where a page names an id itself: `{#id}`, `[](){#id}`, `{ #id }`, `id="id"`, `name='id'` (the same
-# pattern for RE2 in DuckDB and for Python's re).
-_NAMED = r"(?:#|\b(?:id|name)=[\"']?)"
+_ANCHOR_ID = re.compile(r"[\w.:/-]{1,200}")
+# Where a page names an id itself: `{#id}`, `[](){#id}`, `{ #id }`, `id="id"`, `name='id'`, MyST's
+# `(id)=` and `:name: id` (the same pattern for RE2 in DuckDB and for Python's re).
+_NAMED = r"(?:#|\b(?:id|name)=[\"']?|\(|:(?:name|label):[ \t]+)"
 # One scan of the sections' text looks for this many characters of identifiers at once (RE2 compiles
 # an alternation of them; a much longer one runs out of its memory budget).
 _PATTERN_CHARS = 8_000
@@ -219,7 +222,7 @@ def _holders(
     autorefs alone, also the pages whose text names it as an id (`#id` of an attribute list or
     Markdown anchor, `id=`/`name=` of a tag: confirmed on the page's text), looked for the same way
     in the stored sections and in the changed files, so a small refresh agrees with a full build."""
-    explicit = routes.site.autorefs == "headings"
+    explicit = routes.site.autorefs == "headings" or routes.site.labels
     on_site = routes.page_route
 
     def sectioned(names: set[str]) -> dict[str, set[str]]:
@@ -261,6 +264,16 @@ def _holders(
                     ).fetchall()
                     if file not in in_memory  # their stored rows are about to be replaced
                 ]
+                if routes.site.labels:
+                    # MyST targets before a page's first heading are kept with its file row.
+                    found += [
+                        (file, meta)
+                        for file, meta in con.execute(
+                            "SELECT path, site FROM files WHERE site IS NOT NULL AND regexp_matches(site, ?)",
+                            ["(?:" + "|".join(re.escape(i) for i in part) + ")"],
+                        ).fetchall()
+                        if file not in in_memory
+                    ]
                 named = re.compile(pattern)
                 for file in in_memory:
                     text = text_of(file)

@@ -35,8 +35,9 @@ __all__ = [
 # JavaScript string is the string's value, and entity-escaped text (`src=&quot;x&quot;`) is no link;
 # 18: a `&lt;` inside a quoted value of a real tag hides none of its links, every spelling of an
 # escaped `<` or quote is one, and a JavaScript string's `\u`/`\x` escapes are undone; 19: a page's
-# route front matter holds Jekyll's permalink, redirect_from and categories
-SCHEMA_VERSION = 19
+# route front matter holds Jekyll's permalink, redirect_from and categories; 20: and the MyST targets
+# a page names before its first heading
+SCHEMA_VERSION = 20
 # ID definitions with their section's line range: the rows of the SQLite lookup mirror.
 DEFS_SQL = (
     "SELECT i.id, i.file, i.line, i.how, i.section, i.section_path, s.start_line, s.end_line "

@@ -131,7 +131,7 @@ class _Resolver:
         # Files and folders above the manual (a site's pages beside it, a repository's files).
         self._file_above = exists_within(str(ws.root))
         self._folder_above = exists_within(str(ws.root), folder=True)
-        meta_of = self.route_meta if site.generator in ("docusaurus", "hugo", "starlight") else None
+        meta_of = self.route_meta if site.generator in ("docusaurus", "hugo", "starlight", "jekyll") else None
         self.routes = Routes(site, _Pages(self), meta_of=meta_of)
         self.links = LinkResolver(self.routes, self.exists, self.is_folder)
 
@@ -215,11 +215,18 @@ class _Resolver:
             return found
 
         out: dict[str, tuple[bool, str]] = {}
-        holders = self.pages_with if self.routes.site.autorefs else None
+        holders = self.pages_with if self.routes.site.autorefs or self.routes.site.labels else None
         for target, file, fragment, ok in resolve_links(self.links, rows, anchors_in, self.text, holders):
             if ok is False:
                 if target.startswith("[") and autoref_ids(target):
                     why = no_holder(str(fragment))
+                elif (
+                    self.routes.site.labels
+                    and file is None
+                    and fragment
+                    and target in (fragment, f"#{fragment}")
+                ):
+                    why = no_holder(fragment)  # MyST: a reference to a target no page names
                 elif file is None:
                     shown = display_target(doc.path, target)
                     why = (
@@ -356,7 +363,7 @@ def validate_workspace(
     for path in lost_files:
         old = before_r.doc(path)
         found.lost_names.update(_names(path, old))
-        if old is not None and site.crossing_in(path):
+        if old is not None and (site.crossing_in(path) or site.labels):
             found.lost_anchors |= _page_ids(site, old)
     lost_ids = found.old_defined - found.new_defined
     if found.new_ids or found.lost_names or lost_ids or found.lost_anchors:
@@ -429,7 +436,8 @@ def _check_file(
     if old_doc and (lost or route_meta(old_doc.front_matter) != route_meta(new_doc.front_matter)):
         found.lost_names.update(_names(path, old_doc))
     site = before_r.routes.site
-    if old_doc and site.crossing_in(path):
+    if old_doc and (site.crossing_in(path) or site.labels):
+        # mkdocs-autorefs cross-references and MyST references may name an anchor of any page.
         found.lost_anchors |= _page_ids(site, old_doc) - _page_ids(site, new_doc)
     if old_doc is None and _shadows(path, before_r, after_r):
         # A new page takes a route something else served (Starlight's default-locale fallback, a
@@ -541,6 +549,10 @@ def _check_others(
             and "][" in text
             and ("][]" in text or any(label in text for label in labels))
             and before_r.routes.site.crossing_in(rel)
+        )
+        # MyST: `[](#label)` or `[](label)` of any page may name a target the patch removes.
+        linked = linked or (
+            bool(anchors) and bool(before_r.routes.site.labels) and any(a in text for a in anchors or ())
         )
         if not hits and not linked and not lost_hits:
             continue

@@ -88,6 +88,9 @@ _CONFIG_FILES: tuple[tuple[str, str], ...] = (
     # Jekyll's (GitHub Pages'): a common name, taken when the folder reads as a Jekyll site (`_is_for`).
     ("_config.yml", "jekyll"),
     ("_config.yaml", "jekyll"),
+    # MyST: mystmd's (Jupyter Book 2's) project file, or a Sphinx conf.py that loads MyST-Parser.
+    ("myst.yml", "myst"),
+    ("conf.py", "myst"),
     # Hugo's names, in Hugo's order; the config.* ones are common names, taken when they read as Hugo's.
     *((f"{name}.{ext}", "hugo") for name in ("hugo", "config") for ext in ("toml", "yaml", "yml", "json")),
     # Hugo's config folder (configDir `config`, environment `_default`).
@@ -158,6 +161,11 @@ def _is_for(name: str, path: Path) -> bool:
         return _looks_like_hugo(path)
     if name.startswith("_config."):
         return _looks_like_jekyll(path)
+    if name == "conf.py":
+        try:
+            return _SPHINX_MYST.search(_read_config(path)) is not None
+        except (OSError, ValueError):
+            return False
     if name.startswith("astro.config."):
         try:
             return "@astrojs/starlight" in _read_config(path)
@@ -712,6 +720,24 @@ def _jekyll(root: Path, here: Path, text: str) -> Site:
     )
 
 
+# What lets a reference name more than the site's own targets: Sphinx's autodoc (API objects) and
+# intersphinx (other projects'), mystmd's `references` (other projects').
+_MYST_OBJECTS = re.compile(
+    r"""["'](?:sphinx\.ext\.(?:autodoc|intersphinx)|autodoc2|autoapi\.extension)["']|^[ \t]*references:""",
+    re.M,
+)
+# A Sphinx conf.py that loads MyST's parser (in `extensions`, as most do).
+_SPHINX_MYST = re.compile(r"""["'](?:myst_parser|myst_nb)["']""")
+
+
+def _myst(root: Path, here: Path, text: str) -> Site:
+    """A MyST site (Sphinx with MyST-Parser, mystmd): the config's folder's pages by their paths, and
+    targets that are the whole site's (`[](#label)` may name one on another page)."""
+    mount = under(root, here, "", "docs", False)
+    labels = "objects" if _MYST_OBJECTS.search(text) else "site"
+    return Site(mounts=(mount,) if mount else (), static=static_folders(root, [here]), labels=labels)
+
+
 def _jekyll_style(value: Any) -> str | None:
     """A permalink setting as its pattern (a style's name is its pattern); None when unset, or longer
     than any URL pattern is (every page's route would be made from it)."""
@@ -1088,6 +1114,7 @@ _READERS: dict[str, Callable[[Path, Path, str], Site]] = {
     "mkdocs": _mkdocs,
     "mdbook": _mdbook,
     "jekyll": _jekyll,
+    "myst": _myst,
     "none": _plain,
 }
 

@@ -45,7 +45,7 @@ NOT_PUBLISHED = "is not published: the site builds no page from it (a partial, a
 
 # Raised whenever udm.site.routes resolves some link otherwise (a new rule, a new anchor form): an index
 # built under other rules then resolves every link anew, though no file and no config changed.
-RULES_VERSION = 12
+RULES_VERSION = 13
 GENERATORS = (
     "none",
     "docusaurus",
@@ -143,6 +143,11 @@ class Site:
     # Jekyll: the site's HTML pages (route key, file from the manual root): a home page `index.html`,
     # `pages/showcase.html` with `permalink: /showcase/`. Not indexed, but links land on them.
     html_pages: tuple[tuple[str, str], ...] = ()
+    # MyST (Sphinx with MyST-Parser, mystmd): a target (`(label)=`, a directive's `:name:`/`:label:`)
+    # is the whole site's, so `[](#label)` or `[](label)` may name one on another page: "site" (a
+    # name no page holds is broken) or "objects" (it may be an API object or another project's
+    # target: Sphinx's autodoc and intersphinx, mystmd's `references`, so unknown); "" elsewhere.
+    labels: str = ""
     problems: tuple[str, ...] = ()
 
     def excluded(self, target: str) -> bool:
@@ -223,6 +228,7 @@ class Site:
                 self.link_keywords,
                 self.hook_pages,
                 self.html_pages,
+                self.labels,
             ],
             sort_keys=True,
         )
@@ -257,6 +263,7 @@ class Site:
             **({"snippets": True} if self.snippets else {}),
             **({"link_hook_destinations": list(self.link_keywords)} if self.link_keywords else {}),
             **({"link_hook_finds_pages": True} if self.hook_pages else {}),
+            **({"labels": self.labels} if self.labels else {}),
             "problems": list(self.problems),
         }
 

@@ -660,6 +660,16 @@ class LinkResolver:
             found = self._locate_ref(source, HugoRef(path))
             if found.file is not None:
                 hit = found
+        if (
+            hit.file is None
+            and not hit.external
+            and self.site.labels
+            and frag is None
+            and _LABEL.fullmatch(path)
+            and not path.lower().endswith(ROUTE_SUFFIXES)
+        ):
+            # MyST: `[](label)` that names no page is a reference to a target of any page.
+            return Located(None, path, how="label")
         return hit if frag is None else Located(hit.file, frag, hit.external, hit.how)
 
     def _locate_included(self, source: str, path: str) -> Located:
@@ -1017,6 +1027,10 @@ def _is_index(path: str) -> bool:
     return any(name == n + s for n in INDEX_NAMES for s in PAGE_SUFFIXES)
 
 
+# A MyST target's name as a reference may write it (`syntax/colon_fence`, `eq:book`).
+_LABEL = re.compile(r"[\w.:/ -]{1,200}")
+
+
 def autoref_ids(target: str) -> tuple[str, ...]:
     """The identifiers a mkdocs-autorefs cross-reference is looked up by, in order, from its target as
     the parse records it (`[identifier]`, or `[title][]`: the title, then its slug; a title that is one
@@ -1090,6 +1104,18 @@ def resolve_links(
         for (key, _, target), (_, loc) in zip(rows, located, strict=True)
         if loc.how == "autoref"
     }
+    # MyST: a target is the whole site's; `[](label)`, and `[](#label)` that is no anchor of its page.
+    labelled = (
+        {
+            key: (loc.fragment,)
+            for (key, _, _), (_, loc) in zip(rows, located, strict=True)
+            if loc.fragment is not None
+            and (loc.how == "label" or (loc.how == "anchor" and _LABEL.fullmatch(loc.fragment)))
+        }
+        if resolver.site.labels
+        else {}
+    )
+    crossing.update(labelled)
     holders: dict[str, set[str]] = {}
     if crossing and pages_with is not None:
         holders = pages_with({i for ids in crossing.values() for i in ids})
@@ -1138,10 +1164,13 @@ def resolve_links(
                 present.add((page, anchor))
     out: list[Verdict] = []
     for key, loc in located:
-        if loc.how == "autoref":
-            out.append(
-                _cross_reference(key, crossing[key], holders, present, resolver.site.autorefs, pages_with)
-            )
+        if loc.how == "autoref" or loc.how == "label":
+            mode = _label_mode(resolver.site) if loc.how == "label" else resolver.site.autorefs
+            out.append(_cross_reference(key, crossing[key], holders, present, mode, pages_with))
+        elif key in labelled and loc.file is not None and (loc.file, loc.fragment) not in present:
+            # Not an anchor of its own page: a target of another, or broken.
+            mode = _label_mode(resolver.site)
+            out.append(_cross_reference(key, labelled[key], holders, present, mode, pages_with))
         elif loc.external:
             out.append((key, None, None, True if loc.how == "redirect" else None))
         elif loc.file is None:
@@ -1157,6 +1186,12 @@ def resolve_links(
             hidden = loc.file in unknown or (loc.file in partly and partly[loc.file].search(loc.fragment))
             out.append((key, loc.file, loc.fragment, None if hidden else False))
     return out
+
+
+def _label_mode(site: Site) -> str:
+    """How a MyST reference no page's target holds counts: broken ("headings") where only the site's
+    targets can be meant, unknown ("objects") where an API object or another project's may be."""
+    return "objects" if site.labels == "objects" else "headings"
 
 
 def _cross_reference(
