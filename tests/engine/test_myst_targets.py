@@ -165,7 +165,9 @@ def test_a_patch_removing_a_target_another_page_names_is_refused(tmp_path: Path)
     remove = {"op": "replace_text", "file": "other.md", "old": "(zebra)=\n", "new": ""}
     res = apply_patch(parse_patch({"description": "t", "operations": [remove]}), settings)
     assert res.status == "invalid", res
-    assert "index.md: link to #zebra would break (no heading or anchor #zebra on the site)" in (res.error or "")
+    assert "index.md: link to #zebra would break (no heading or anchor #zebra on the site)" in (
+        res.error or ""
+    )
 
 
 def test_a_reference_without_a_hash_names_a_target_when_no_page_is_there(tmp_path: Path) -> None:
@@ -174,7 +176,11 @@ def test_a_reference_without_a_hash_names_a_target_when_no_page_is_there(tmp_pat
     (site / "other.md").write_text("# Other\n\n(syntax/roles)=\n## Roles\n")
     settings = load_settings(cwd=tmp_path, root=site, state_dir=tmp_path / ".st")
     # `other` is a page; `syntax/roles` a target of one; `syntax/nothing` neither.
-    assert page_verdicts(settings, "index.md") == {"syntax/roles": True, "other": True, "syntax/nothing": False}
+    assert page_verdicts(settings, "index.md") == {
+        "syntax/roles": True,
+        "other": True,
+        "syntax/nothing": False,
+    }
 
 
 def test_lint_says_which_reference_names_no_target(tmp_path: Path) -> None:

@@ -188,7 +188,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
     manual.mkdir(parents=True)
     _undecodable_tree(manual)
     (manual / "ok.md").write_text(
-        f"# Ok {IN_FILE}\n\nSee [x](<gone\x1b]0;pwned\x07 \u202etxt.md>) and <a href=\"z\x1b[2J.md\">z</a>.\n"
+        f'# Ok {IN_FILE}\n\nSee [x](<gone\x1b]0;pwned\x07 \u202etxt.md>) and <a href="z\x1b[2J.md">z</a>.\n'
         "\n## Searchable sandbox \x1b]0;title\x07 words\n\nsandbox text\n"
     )
     for sub in ("state", "logs"):
