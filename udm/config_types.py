@@ -23,6 +23,7 @@ from udm.errors import ConfigError
 
 __all__ = [
     "DEFAULT_ID_PATTERNS",
+    "GENERATORS",
     "ApprovalPolicy",
     "CommaPaths",
     "CommaStrings",
@@ -59,8 +60,8 @@ DEFAULT_ID_PATTERNS: list[str] = [
 ]
 
 
-SITE_GENERATORS = (
-    "auto",
+# The site generators whose conventions links resolve by (udm.site); the setting may also be "auto".
+GENERATORS = (
     "none",
     "docusaurus",
     "mintlify",
@@ -69,7 +70,10 @@ SITE_GENERATORS = (
     "hugo",
     "starlight",
     "vitepress",
+    "jekyll",
+    "myst",
 )
+SITE_GENERATORS = ("auto", *GENERATORS)
 
 
 def split_commas(value: Any) -> Any:

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from udm.config import Settings, load_settings
+from udm.config_types import SITE_GENERATORS
 from udm.index import lint
 from udm.site import LinkResolver, Routes, resolve_links
 from udm.site.routes import detect_site
@@ -214,7 +215,7 @@ def test_hugo_module_mounts(tmp_path: Path) -> None:
 
 def test_unknown_generator_setting_is_refused(tmp_path: Path) -> None:
     with pytest.raises(Exception, match="site_generator"):
-        load_settings(cwd=tmp_path, site_generator="jekyll")
+        load_settings(cwd=tmp_path, site_generator="gatsby")
 
 
 def test_explicit_anchors() -> None:
@@ -486,3 +487,13 @@ def test_own_ids_read_as_the_generators_read_them() -> None:
     text = 'Write `<!--` to open one.\n\n<a id="real"></a>\n\n```mermaid\nA --> B\n```\n'
     assert explicit_anchors(text) == {"real"}
     assert explicit_anchors("<!-- <a id='gone'></a> -->\n<a id='kept'></a>\n") == {"kept"}
+
+
+@pytest.mark.parametrize("generator", SITE_GENERATORS)
+def test_every_generator_is_a_setting_and_its_conventions_apply(tmp_path: Path, generator: str) -> None:
+    # The setting's choices and the generators the site reads are one list: naming any applies it.
+    write_tree(tmp_path / "docs", {"index.md": "# Home\n\n[a](a.md)\n", "a.md": "# A\n"})
+    settings = load_settings(cwd=tmp_path, root="docs", state_dir="state", site_generator=generator)
+    site = detect_site(settings.udm_root, generator, stop=tmp_path)
+    assert site.generator == ("none" if generator == "auto" else generator)
+    assert page_verdicts(settings, "index.md") == {"a.md": True}

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from udm.config_types import GENERATORS
 from udm.site.gitignore import ignored, ignored_folder, last_match_ignored
 
 __all__ = [
@@ -46,17 +47,6 @@ NOT_PUBLISHED = "is not published: the site builds no page from it (a partial, a
 # Raised whenever udm.site.routes resolves some link otherwise (a new rule, a new anchor form): an index
 # built under other rules then resolves every link anew, though no file and no config changed.
 RULES_VERSION = 13
-GENERATORS = (
-    "none",
-    "docusaurus",
-    "mintlify",
-    "mkdocs",
-    "mdbook",
-    "hugo",
-    "starlight",
-    "vitepress",
-    "jekyll",
-)
 PAGE_SUFFIXES = (".md", ".mdx", ".markdown")
 # Suffixes a route may carry that name the same page (mdBook and MkDocs without directory URLs write .html).
 ROUTE_SUFFIXES = (*PAGE_SUFFIXES, ".html", ".htm")
