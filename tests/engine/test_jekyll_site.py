@@ -161,3 +161,23 @@ def test_an_html_page_added_or_moved_is_read_again(tmp_path: Path) -> None:
     (site / "pages/news.html").write_text("---\npermalink: /news/\n---\n<p>News</p>\n")
     (site / "pages/showcase.html").write_text("---\npermalink: /shown/\n---\n<p>Showcase</p>\n")
     assert page_verdicts(settings, "about.md") == {"/news/": True, "/showcase/": False}
+
+
+def test_two_pages_of_one_folder_resolve_a_relative_url_each_from_its_own_route(tmp_path: Path) -> None:
+    # `../setup/#only-in-guide` from a.md (at /docs/install/a/) finds no URL /docs/install/setup/ and
+    # falls back to the file it names from its folder, _docs/setup.md; from b.md, whose permalink is
+    # /guides/b/, the URL /guides/setup/ is the guide page holding the heading. What a.md found must
+    # not answer for b.md.
+    site = _site(tmp_path)
+    write_tree(
+        site,
+        {
+            "_docs/install/a.md": "# A\n\n[s](../setup/#only-in-guide)\n",
+            "_docs/install/b.md": "---\npermalink: /guides/b/\n---\n# B\n\n[s](../setup/#only-in-guide)\n",
+            "_docs/setup.md": "# Setup\n",
+            "pages/guide-setup.md": "---\npermalink: /guides/setup/\n---\n# Guide\n\n## Only in guide\n",
+        },
+    )
+    settings = load_settings(cwd=tmp_path, root=site, state_dir=tmp_path / ".st")
+    assert page_verdicts(settings, "_docs/install/a.md") == {"../setup/#only-in-guide": False}
+    assert page_verdicts(settings, "_docs/install/b.md") == {"../setup/#only-in-guide": True}

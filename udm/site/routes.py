@@ -651,6 +651,8 @@ class LinkResolver:
             # A file path lands in the same place from every page of a folder; a route-relative URL
             # depends on the page's own route, so that answer is kept per page.
             key = (source.rpartition("/")[0], path)
+            if self.site.generator == "jekyll" and not path.lower().endswith(PAGE_SUFFIXES):
+                key = (source, path)  # looked up as a URL from the page's own route first
             hit = self._relative.get(key) or self._relative.get((source, path))
             if hit is None:
                 hit = self._locate_relative(source, path)
