@@ -206,3 +206,67 @@ def test_udm_links_says_which_reference_names_no_target(tmp_path: Path) -> None:
         ("#later", "no heading or anchor #later on the site"),
         ("#api.Thing", "no heading or anchor #api.Thing on the site"),
     }
+
+
+# --- MyST roles: the links a reader clicks that the CommonMark parser reads as code -------------------
+
+ROLES = """\
+# Roles é
+
+See {ref}`guide:install`, {ref}`the guide <guide:install>`, {numref}`gone-label`,
+{doc}`other`, {doc}`the other page </other>`, {doc}`missing-page` and {download}`files/data.csv`.
+
+`{ref}`shown-only`` and:
+
+```text
+{ref}`in-a-fence`
+```
+"""
+
+
+def test_roles_are_links_on_a_myst_site_only() -> None:
+    from udm.markdown import parse_document
+
+    doc = parse_document(ROLES, "index.md", roles=True)
+    # (0-based line, target, form)
+    assert [(link.line, link.target, link.form) for link in doc.links] == [
+        (2, "{ref}guide:install", "role"),
+        (2, "{ref}guide:install", "role"),
+        (2, "{numref}gone-label", "role"),
+        (3, "{doc}other", "role"),
+        (3, "{doc}/other", "role"),
+        (3, "{doc}missing-page", "role"),
+        (3, "{download}files/data.csv", "role"),
+    ]
+    assert not parse_document(ROLES, "index.md").links  # elsewhere a role is text and a code span
+
+
+def test_roles_land_on_targets_pages_and_files(tmp_path: Path) -> None:
+    from udm.index import lint
+
+    site = _myst_site(tmp_path)
+    (site / "index.md").write_text(ROLES)
+    write_tree(site, {"files/data.csv": "a,b\n"})
+    settings = load_settings(cwd=tmp_path, root=site, state_dir=tmp_path / ".st")
+    assert page_verdicts(settings, "index.md") == {
+        "{ref}guide:install": True,
+        "{numref}gone-label": False,
+        "{doc}other": True,
+        "{doc}/other": True,
+        "{doc}missing-page": False,
+        "{download}files/data.csv": True,
+    }
+    messages = sorted(f.message for f in lint(settings) if f.file == "index.md")
+    assert messages == [
+        "link target {doc}missing-page does not exist",
+        "reference {numref}gone-label: no heading or anchor #gone-label on the site",
+    ]
+
+
+def test_crafted_roles_are_read_in_bounded_time() -> None:
+    from udm.markdown import parse_document
+
+    for text in ["{ref}`" * 200_000, ("{doc}`" + "a" * 299 + "` é ") * 3000, "{ref}`x <" * 100_000]:
+        started = time.perf_counter()
+        parse_document(text, "x.md", roles=True)
+        assert time.perf_counter() - started < 2.0

@@ -147,10 +147,15 @@ class ParseOptions:
     pages: tuple[str, ...] = ()
     autorefs: bool = False  # mkdocs-autorefs cross-references are links (udm.site.Site.autorefs)
     indented: tuple[str, ...] = ()  # indented blocks' markers (udm.site.Site.indented)
+    roles: bool = False  # MyST roles are links (udm.site.Site.labels)
 
     def crossing_in(self, rel: str) -> bool:
         """Whether the page `rel` is one of the site's, where cross-references are links."""
         return self.autorefs and on_pages(self.pages, rel)
+
+    def roles_in(self, rel: str) -> bool:
+        """Whether the page `rel` is one of a MyST site's, where its roles are links."""
+        return self.roles and on_pages(self.pages, rel)
 
     def indented_in(self, rel: str) -> tuple[str, ...]:
         """The markers of the indented blocks whose bodies are Markdown on the page `rel`."""
@@ -170,6 +175,7 @@ def parse_options(settings: Any) -> ParseOptions:
         tuple(m.folder for m in site.mounts),
         bool(site.autorefs),
         site.indented,
+        bool(site.labels),
     )
 
 

@@ -38,7 +38,16 @@ from udm.net import (
     split_url,
     url_port,
 )
-from udm.site import NOT_PUBLISHED, Site, display_target, excluded, no_holder, outside_root, settings_site
+from udm.site import (
+    NOT_PUBLISHED,
+    Site,
+    display_target,
+    excluded,
+    is_reference,
+    no_holder,
+    outside_root,
+    settings_site,
+)
 
 __all__ = [
     "LinkReport",
@@ -154,8 +163,8 @@ def _internal_verdict(settings: Settings, site: Site, link: LinkSource) -> LinkR
         reason = f"no heading with anchor #{link.fragment} in {link.target_file}"
     elif link.form == "autoref":
         reason = no_holder(display_target(link.file, link.target))
-    elif site.labels and link.fragment and link.target in (link.fragment, f"#{link.fragment}"):
-        reason = no_holder(link.fragment)  # MyST: a reference to a target no page names
+    elif site.labels and is_reference(link.target, link.fragment):
+        reason = no_holder(str(link.fragment))  # MyST: a reference to a target no page names
     elif site.unpublished_page(shown := display_target(link.file, link.target)):
         reason = f"{shown} {NOT_PUBLISHED}"
     else:

@@ -22,7 +22,7 @@ import duckdb
 from udm.config import Settings
 from udm.index.query import Definition, UdmQuery, definition_places, get_query
 from udm.markdown import id_family, id_matcher
-from udm.site import NOT_PUBLISHED, Site, display_target, no_holder, outside_root, site_notes
+from udm.site import NOT_PUBLISHED, Site, display_target, is_reference, no_holder, outside_root, site_notes
 
 __all__ = ["RULES", "Finding", "LintConfig", "apply_config", "exit_code", "find_cycles", "lint"]
 
@@ -265,7 +265,7 @@ def _broken_links(con: duckdb.DuckDBPyConnection, site: Site) -> Iterator[Findin
                 "broken-link",
                 f"cross-reference {target}: {no_holder(display_target(file, target))}",
             )
-        elif site.labels and fragment and target in (fragment, f"#{fragment}"):
+        elif site.labels and is_reference(target, fragment):
             # MyST: a reference to a target no page names.
             yield _finding(file, line, "broken-link", f"reference {target}: {no_holder(fragment)}")
         elif not target.startswith(("/", "{{")) and outside_root(shown := display_target(file, target)):

@@ -384,6 +384,7 @@ def parse_markdown(
     shortcodes: tuple[tuple[str, str], ...] | None = None,
     autorefs: bool = False,
     indented: tuple[str, ...] = (),
+    roles: bool = False,
 ) -> Parsed:
     """Headings (top level only), fences (any depth), links and MDX blocks of a file's lines.
 
@@ -393,7 +394,8 @@ def parse_markdown(
     `ref`/`relref` shortcodes are links too (elsewhere `{{< ref "x" >}}` is plain text). `autorefs`: a
     MkDocs site with mkdocs-autorefs, where a reference no definition defines is a cross-reference.
     `indented`: the markers of a MkDocs site's indented blocks (`!!!` admonitions, `???` details, `===`
-    tabs; `udm.markdown.indented`), whose bodies are Markdown, not indented code.
+    tabs; `udm.markdown.indented`), whose bodies are Markdown, not indented code. `roles`: a MyST
+    site, where the roles a reader clicks (`` {ref}`label` ``, `` {doc}`path` ``) are links.
     """
     src, same = _normalise(lines, first)
     # html: (byte offset, target, form) of the href and src of what was blanked (JSX, raw shortcodes)
@@ -421,6 +423,10 @@ def parse_markdown(
     if autorefs and not mdx:
         links += [
             RawLink(line_of(at), text, target, "autoref", at) for at, text, target in _autorefs(root, src)
+        ]
+    if roles and not mdx:
+        links += [
+            RawLink(line_of(at), text, target, "role", at) for at, text, target in _myst_roles(root, src)
         ]
     links.sort(key=lambda link: link.offset)
     return Parsed(headings, fences, links, opaque, tree.note())
@@ -456,6 +462,36 @@ class _Spans:
         """Whether `byte` lies in one of the spans (they do not overlap: no node of a kind is searched)."""
         i = bisect.bisect_right(self.starts, byte) - 1
         return i >= 0 and self.spans[i][0] <= byte < self.spans[i][1]
+
+
+# A MyST role a reader clicks: `{ref}`label``, `{doc}`text <path>``. The role's name is text; what
+# follows it is a code span to the CommonMark parser.
+_ROLE = re.compile(r"\{(ref|numref|doc|download)\}`([^`\n]{1,300})`")
+_ROLE_TITLED = re.compile(r"(.*?)\s*<([^<>]+)>\s*")
+
+
+def _myst_roles(root: Node, src: str) -> list[tuple[int, str, str]]:
+    """(byte offset, link text, `{role}target`) of the MyST roles that are links, outside code."""
+    if "}`" not in src:
+        return []
+    code = _Spans(root, _CODE_NODES)
+    out: list[tuple[int, str, str]] = []
+    ascii_text = src.isascii()
+    chars = done = 0  # bytes counted on from the last role: one pass in all
+    for m in _ROLE.finditer(src):
+        start = m.start()
+        if not ascii_text:
+            done += len(src[chars:start].encode("utf-8"))
+            chars = start
+        at = start if ascii_text else done
+        if code.inside(at):
+            continue  # a role shown in code, or in a fence
+        inner = m.group(2).strip()
+        titled = _ROLE_TITLED.fullmatch(inner)
+        text, target = (titled.group(1), titled.group(2).strip()) if titled else ("", inner)
+        if target:
+            out.append((at, text, f"{{{m.group(1)}}}{target}"))
+    return out
 
 
 def _hugo_refs(root: Node, src: str) -> list[tuple[int, str, str]]:

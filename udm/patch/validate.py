@@ -31,6 +31,7 @@ from udm.site import (
     display_target,
     exists_within,
     explicit_anchors,
+    is_reference,
     no_holder,
     page_anchors,
     repeated_from,
@@ -220,12 +221,7 @@ class _Resolver:
             if ok is False:
                 if target.startswith("[") and autoref_ids(target):
                     why = no_holder(str(fragment))
-                elif (
-                    self.routes.site.labels
-                    and file is None
-                    and fragment
-                    and target in (fragment, f"#{fragment}")
-                ):
+                elif self.routes.site.labels and file is None and fragment and is_reference(target, fragment):
                     why = no_holder(fragment)  # MyST: a reference to a target no page names
                 elif file is None:
                     shown = display_target(doc.path, target)

@@ -33,6 +33,7 @@ _CacheKey = tuple[
     tuple[tuple[str, str], ...] | None,
     tuple[str, ...],
     bool,
+    bool,
 ]
 _CACHE: OrderedDict[_CacheKey, Document] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
@@ -47,10 +48,11 @@ def cached_parse(
     shortcodes: tuple[tuple[str, str], ...] | None = None,
     indented: tuple[str, ...] = (),
     autorefs: bool = False,
+    roles: bool = False,
 ) -> Document:
     """parse_document, remembered for the last few texts: a plan and its commit parse the same files."""
     ids = tuple(id_patterns) if id_patterns is not None else None
-    key = (path, sha256_text(text), ids, data_sections, shortcodes, indented, autorefs)
+    key = (path, sha256_text(text), ids, data_sections, shortcodes, indented, autorefs, roles)
     with _CACHE_LOCK:
         doc = _CACHE.get(key)
         if doc is not None:
@@ -64,6 +66,7 @@ def cached_parse(
         shortcodes=shortcodes,
         indented=indented,
         autorefs=autorefs,
+        roles=roles,
     )
     with _CACHE_LOCK:
         _CACHE[key] = doc
@@ -210,8 +213,9 @@ class Workspace:
         """A text of the file `rel` parsed as the index parses that page (cached per text)."""
         site = self.site
         indented, crossing = (site.indented_in(rel), site.crossing_in(rel)) if site else ((), False)
+        roles = bool(site.labels) and site.publishes(rel) if site else False
         return cached_parse(
-            text, rel, self.id_patterns, self.data_sections, self.shortcodes, indented, crossing
+            text, rel, self.id_patterns, self.data_sections, self.shortcodes, indented, crossing, roles
         )
 
     def changed(self) -> dict[str, tuple[str | None, str | None]]:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from udm.site.routes import Routes as Routes
     from udm.site.routes import autoref_ids as autoref_ids
     from udm.site.routes import display_target as display_target
+    from udm.site.routes import is_reference as is_reference
     from udm.site.routes import no_holder as no_holder
     from udm.site.routes import resolve_links as resolve_links
     from udm.site.routes import route_meta as route_meta
@@ -43,6 +44,7 @@ _SURFACE = {
     "Site": "detect",
     "autoref_ids": "routes",
     "display_target": "routes",
+    "is_reference": "routes",
     "no_holder": "routes",
     "excluded": "model",
     "exists_within": "model",
@@ -70,6 +72,7 @@ __all__ = [
     "excluded",
     "exists_within",
     "explicit_anchors",
+    "is_reference",
     "no_holder",
     "note_line",
     "on_pages",

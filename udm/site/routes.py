@@ -58,6 +58,7 @@ __all__ = [
     "detect_site",
     "display_target",
     "has_explicit_anchor",
+    "is_reference",
     "no_holder",
     "resolve_links",
     "route_meta",
@@ -598,6 +599,10 @@ class LinkResolver:
         if text in self.site.link_keywords:
             # A destination the site's link render hook handles itself (a glossary term's `g`).
             return Located(None, None, external=True, how="hook")
+        if self.site.labels and text.startswith("{"):
+            role = _ROLE_TARGET.fullmatch(text)
+            if role is not None:
+                return self._locate_role(source, role.group(1), role.group(2))
         if text.startswith("{{"):
             ref = parse_ref(text)
             if ref is not None:
@@ -673,6 +678,22 @@ class LinkResolver:
             # MyST: `[](label)` that names no page is a reference to a target of any page.
             return Located(None, path, how="label")
         return hit if frag is None else Located(hit.file, frag, hit.external, hit.how)
+
+    def _locate_role(self, source: str, role: str, target: str) -> Located:
+        """Where a MyST role lands: `ref`/`numref` name a target of any page; `doc` a page by its path
+        without suffix (from the page's folder, or from the root with a leading `/`); `download` a
+        file."""
+        if role in ("ref", "numref"):
+            return Located(None, target, how="label")
+        base = "" if target.startswith("/") else posixpath.dirname(source)
+        joined = posixpath.normpath(posixpath.join(base, target.lstrip("/")))
+        if outside_root(joined):
+            return Located(None, None)
+        names = [joined] if role == "download" else [joined + s for s in PAGE_SUFFIXES] + [joined]
+        for name in names:
+            if (name in self.routes.pages or self.exists(name)) and not self.routes.is_unpublished(name):
+                return Located(name, None, how="file")
+        return Located(None, None)
 
     def _locate_included(self, source: str, path: str) -> Located:
         """A relative link of a file the site builds no page from (a partial, a snippet): a file beside
@@ -1029,6 +1050,8 @@ def _is_index(path: str) -> bool:
     return any(name == n + s for n in INDEX_NAMES for s in PAGE_SUFFIXES)
 
 
+# A MyST role's link as the parse records it: `{ref}label`, `{doc}path` (udm.markdown.scanner).
+_ROLE_TARGET = re.compile(r"\{(ref|numref|doc|download)\}(.+)", re.S)
 # A MyST target's name as a reference may write it (`syntax/colon_fence`, `eq:book`).
 _LABEL = re.compile(r"[\w.:/ -]{1,200}")
 
@@ -1188,6 +1211,17 @@ def resolve_links(
             hidden = loc.file in unknown or (loc.file in partly and partly[loc.file].search(loc.fragment))
             out.append((key, loc.file, loc.fragment, None if hidden else False))
     return out
+
+
+def is_reference(target: str, fragment: str | None) -> bool:
+    """Whether a link whose verdict names `fragment` is a MyST reference to a target (`#label`,
+    `label`, `{ref}label`), not a path: why it is broken is that no page names the target."""
+    return bool(fragment) and target in (
+        fragment,
+        f"#{fragment}",
+        f"{{ref}}{fragment}",
+        f"{{numref}}{fragment}",
+    )
 
 
 def _label_mode(site: Site) -> str:
