@@ -14,16 +14,14 @@ from typing import TextIO
 
 __all__ = ["for_stream", "json_shown", "shown", "shown_line"]
 
-# C0 and C1 controls (a tab and a line break kept by `shown`), the bidi and zero-width format
-# characters, line and paragraph separators, lone surrogates, and the two non-characters XML refuses.
-_HIDDEN = re.compile(
-    "\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u2028\u2029"
-    "\u202a-\u202e\u2060-\u2069\ufeff\ud800-\udfff\ufffe\uffff]"
+# Beyond C0: DEL and the C1 controls, the bidi and zero-width format characters, line and paragraph
+# separators, lone surrogates, and the two non-characters XML refuses.
+_BEYOND_C0 = (
+    "\x7f-\x9f\u061c\u200b\u200e\u200f\u2028\u2029\u202a-\u202e\u2060-\u2069\ufeff\ud800-\udfff\ufffe\uffff"
 )
-_HIDDEN_LINE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u2028\u2029"
-    "\u202a-\u202e\u2060-\u2069\ufeff\ud800-\udfff\ufffe\uffff]"
-)
+# `shown` keeps a tab and line breaks (a CR only ending a line); `shown_line` keeps none.
+_HIDDEN = re.compile(f"\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f{_BEYOND_C0}]")
+_HIDDEN_LINE = re.compile(f"[\x00-\x1f{_BEYOND_C0}]")
 
 
 def _escape(m: re.Match[str]) -> str:
@@ -51,10 +49,9 @@ def for_stream(text: str, stream: TextIO) -> str:
     return shown(text) if terminal else text
 
 
-# What json.dumps(..., ensure_ascii=False) leaves raw that a terminal acts on or UTF-8 cannot hold.
-_JSON_HIDDEN = re.compile(
-    "[\x7f-\x9f\u061c\u200b\u200e\u200f\u2028\u2029\u202a-\u202e\u2060-\u2069\ufeff\ud800-\udfff\ufffe\uffff]"
-)
+# What json.dumps(..., ensure_ascii=False) leaves raw (it escapes C0 itself) that a terminal acts on
+# or UTF-8 cannot hold.
+_JSON_HIDDEN = re.compile(f"[{_BEYOND_C0}]")
 
 
 def json_shown(text: str) -> str:

@@ -147,14 +147,15 @@ class ParseOptions:
     pages: tuple[str, ...] = ()
     autorefs: bool = False  # mkdocs-autorefs cross-references are links (udm.site.Site.autorefs)
     indented: tuple[str, ...] = ()  # indented blocks' markers (udm.site.Site.indented)
-    roles: bool = False  # MyST roles are links (udm.site.Site.labels)
+    roles: bool = False  # a MyST site (udm.site.Site.labels): its roles are links
 
     def crossing_in(self, rel: str) -> bool:
         """Whether the page `rel` is one of the site's, where cross-references are links."""
         return self.autorefs and on_pages(self.pages, rel)
 
     def roles_in(self, rel: str) -> bool:
-        """Whether the page `rel` is one of a MyST site's, where its roles are links."""
+        """Whether the page `rel` is one of a MyST site's: its roles are links, and the targets it names
+        before its first heading are kept with its file row."""
         return self.roles and on_pages(self.pages, rel)
 
     def indented_in(self, rel: str) -> tuple[str, ...]:

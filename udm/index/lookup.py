@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import sys
 
 TYPE_CHECKING = False
 
@@ -96,10 +97,12 @@ def scan_markdown(
                 # Undecodable bytes (kept as lone surrogates) can be neither stored nor printed, nor
                 # linked to from a page: the file, or the folder and all below it, is left out, said.
                 if skipped is not None and (name.lower().endswith(MARKDOWN_LIKE) or entry.is_dir()):
+                    from udm.guard import escape_name  # loaded only for such a name: the scan stays light
+
                     what = "folder" if entry.is_dir() else "file"
-                    skipped.append(
-                        (_shown_name(_rel(entry.path, base)), f"skipped: the {what} name is not valid UTF-8")
-                    )
+                    # The whole path is listed, however long: it says which file was left out.
+                    shown = escape_name(_rel(entry.path, base), limit=sys.maxsize)
+                    skipped.append((shown, f"skipped: the {what} name is not valid UTF-8"))
                 continue
             try:
                 if entry.is_dir(follow_symlinks=False):
@@ -147,11 +150,6 @@ def utf8_name(name: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
-
-
-def _shown_name(name: str) -> str:
-    """A file system name with its undecodable bytes shown as escapes (`bad\\xff.md`)."""
-    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _rel(path: str, base: int) -> str:

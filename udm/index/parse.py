@@ -207,7 +207,7 @@ def _parse_file(root: str, rel: str, patterns: ParseOptions, now: str, out: Pars
     row = _file_row(rel, digest, st, now, doc.parser, "; ".join(doc.errors[:3]) or None, holds)
     # The front matter keys that move the page's route (Docusaurus slug/id, Hugo url/aliases).
     meta = route_meta(doc.front_matter)
-    labels = _preamble_labels(doc)
+    labels = _preamble_labels(doc) if patterns.roles_in(rel) else []
     if labels:
         # MyST targets before the first heading (`(intro)=` then `# Intro`) lie in no section whose
         # text a cross-page reference is looked for in: kept here.

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from html import unescape
 
-from udm.markdown.lines import split_lines
+from udm.markdown.lines import ByteOffsets, split_lines
 
 __all__ = ["Opaque", "attr_links", "blank_spans", "mask_mdx"]
 
@@ -73,10 +73,9 @@ def attr_links(content: str, base: int, form: str, out: list[tuple[int, str, str
     low = content.lower()
     if "<script" in low or "<style" in low:
         content = _blank_code(content)
-    ascii_text = content.isascii()
     # Where each escaped `<` is, found once: looking back for the nearest is a bisect, not a search.
     shown = [m.start() for m in _ENTITY_LT.finditer(content)] if "&" in content else []
-    done_chars = done_bytes = 0  # counted on from the last match: linear on large blocks
+    offsets = ByteOffsets(content)  # counted on from the last match: linear on large blocks
     for m in _ATTR.finditer(content):
         if m.group(1).lower() == "src" and _tag_name(content, m.start()) == "style":
             # HTML's <style> has no src; Vue's single-file blocks in a VitePress page do, and name a
@@ -90,15 +89,9 @@ def attr_links(content: str, base: int, form: str, out: list[tuple[int, str, str
             continue
         if group in _ESCAPED_GROUPS and "\\" in value:
             value = _js_unescape(value)
-        if ascii_text:
-            at = m.start()
-        else:
-            done_bytes += len(content[done_chars : m.start()].encode("utf-8"))
-            done_chars = at = m.start()
-            at = done_bytes
         target = unescape(value).strip()
         if target:
-            out.append((base + at, target, form))
+            out.append((base + offsets.at(m.start()), target, form))
 
 
 def _blank_code(content: str) -> str:

@@ -28,7 +28,7 @@ from markdown_it_pyrs import Node
 from mdurl import decode as _url_decode
 
 from udm.markdown.indented import unindent
-from udm.markdown.lines import split_lines
+from udm.markdown.lines import ByteOffsets, split_lines
 from udm.markdown.mdx import Opaque, attr_links, blank_spans
 from udm.markdown.mdx import mask_mdx as _mask_mdx
 from udm.markdown.shortcodes import find_refs, opaque_shortcodes, parse_ref
@@ -476,14 +476,9 @@ def _myst_roles(root: Node, src: str) -> list[tuple[int, str, str]]:
         return []
     code = _Spans(root, _CODE_NODES)
     out: list[tuple[int, str, str]] = []
-    ascii_text = src.isascii()
-    chars = done = 0  # bytes counted on from the last role: one pass in all
+    offsets = ByteOffsets(src)
     for m in _ROLE.finditer(src):
-        start = m.start()
-        if not ascii_text:
-            done += len(src[chars:start].encode("utf-8"))
-            chars = start
-        at = start if ascii_text else done
+        at = offsets.at(m.start())
         if code.inside(at):
             continue  # a role shown in code, or in a fence
         inner = m.group(2).strip()
@@ -559,8 +554,7 @@ def _autorefs(root: Node, src: str) -> list[tuple[int, str, str]]:
     if _LABEL_START.search(src) is None:
         return []
     skip = _Spans(root, _NOT_TEXT)
-    ascii_text = src.isascii()
-    chars = done = 0  # bytes counted on from the last hit: the offsets cost one pass in all
+    offsets = ByteOffsets(src)
     taken = last = -1
     out: list[tuple[int, str, str]] = []
     for m in _LABEL_START.finditer(src):
@@ -587,12 +581,9 @@ def _autorefs(root: Node, src: str) -> list[tuple[int, str, str]]:
         title = src[opening + 1 : close]
         if not title.strip() or title.startswith("^") or _task_box(src, opening, title):
             continue
-        if not ascii_text:
-            done += len(src[chars:opening].encode("utf-8"))
-            chars = opening
-        byte = opening if ascii_text else done
+        byte = offsets.at(opening)
         # Inside code or HTML, or a link already: `[a] [b]` with `b` defined links `[b]` alone.
-        label_byte = m.end() - 1 if ascii_text else byte + len(src[opening : m.end() - 1].encode("utf-8"))
+        label_byte = byte + len(src[opening : m.end() - 1].encode("utf-8"))
         if skip.inside(byte) or skip.inside(label_byte):
             continue
         text = " ".join(title.split())

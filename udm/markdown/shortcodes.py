@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from udm.markdown.lines import ByteOffsets
+
 __all__ = ["HugoRef", "find_refs", "markdown_shortcodes_alone", "opaque_shortcodes", "parse_ref"]
 
 # Where a ref starts (`{{<` or `{{%`, then `ref` or `relref`); the rest is read by `_args`.
@@ -103,17 +105,13 @@ def find_refs(text: str) -> list[tuple[int, int, str]]:
     if "ref" not in text or "{{" not in text:
         return []
     found: list[tuple[int, int, str]] = []
-    ascii_text = text.isascii()
-    chars = done = 0  # bytes counted on from the last ref, so the offsets cost one pass in all
+    offsets = ByteOffsets(text)
     for m in _START.finditer(text):
         ref, end = _ref_at(text, m)
         if ref is None:
             continue
         start = m.start()
-        if not ascii_text:
-            done += len(text[chars:start].encode("utf-8"))
-            chars = start
-        found.append((start, start if ascii_text else done, text[start:end]))
+        found.append((start, offsets.at(start), text[start:end]))
     return found
 
 

@@ -162,16 +162,21 @@ def _is_for(name: str, path: Path) -> bool:
     if name.startswith("_config."):
         return _looks_like_jekyll(path)
     if name == "conf.py":
-        try:
-            return _SPHINX_MYST.search(_read_config(path)) is not None
-        except (OSError, ValueError):
-            return False
+        return _config_holds(path, _SPHINX_MYST)
     if name.startswith("astro.config."):
-        try:
-            return "@astrojs/starlight" in _read_config(path)
-        except (OSError, ValueError):
-            return False
+        return _config_holds(path, _STARLIGHT)
     return True
+
+
+_STARLIGHT = re.compile(re.escape("@astrojs/starlight"))
+
+
+def _config_holds(path: Path, pattern: re.Pattern[str]) -> bool:
+    """Whether a config file's text holds `pattern` (a file that cannot be read holds nothing)."""
+    try:
+        return pattern.search(_read_config(path)) is not None
+    except (OSError, ValueError):
+        return False
 
 
 def _looks_like_hugo(path: Path) -> bool:

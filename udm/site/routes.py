@@ -691,8 +691,9 @@ class LinkResolver:
             return Located(None, None)
         names = [joined] if role == "download" else [joined + s for s in PAGE_SUFFIXES] + [joined]
         for name in names:
-            if (name in self.routes.pages or self.exists(name)) and not self.routes.is_unpublished(name):
-                return Located(name, None, how="file")
+            hit = self._as_file(name, name)
+            if hit is not None:
+                return hit
         return Located(None, None)
 
     def _locate_included(self, source: str, path: str) -> Located:
