@@ -7,6 +7,7 @@ Exit codes: 0 success, 1 an error result (or findings), 2 a usage error, 130 int
 from __future__ import annotations
 
 import importlib
+import io
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import wiring
 from flows.say import json_text, say
 from udm.config import Settings, load_settings
 from udm.errors import UdmError
+from udm.shown import shown_line, utf8_name
 
 if __name__ == "__main__":
     # `python -m flows.cli`: the command modules import `flows.cli`, a second copy of this file that
@@ -111,12 +113,41 @@ for _name in wiring.COMMAND_GROUPS:
     importlib.import_module(_name).register(app)
 
 
+class _Captured(io.StringIO):
+    """A buffer click takes for a terminal, so it strips nothing: `say` shows every escape instead."""
+
+    def isatty(self) -> bool:
+        """True: click keeps the text whole (it would drop some escape sequences, not others)."""
+        return True
+
+
+def _usage_text(exc: Exception) -> str:
+    """A usage error as click words it (usage line, hint, message): it quotes what the caller typed,
+    so it is printed through `say`, never straight to a terminal."""
+    show = getattr(exc, "show", None)
+    if show is None:
+        return f"error: {exc}\n"
+    buffer = _Captured()
+    show(file=buffer)
+    return buffer.getvalue()
+
+
 def run(argv: list[str] | None = None, command: Any = None) -> int:
     """Run the CLI with these arguments and return the exit code (never raises for user errors).
 
     `command` is the app already built as a click command (`typer.main.get_command(app)`): the
     daemon builds it once instead of on every call."""
     args = sys.argv[1:] if argv is None else list(argv)
+    undecodable = next((a for a in args if not utf8_name(a)), None)
+    if undecodable is not None:
+        # Every text and path the engine takes is stored or looked up as UTF-8 (DuckDB, the journal):
+        # an argument holding bytes no character encodes is refused here, before any of it runs.
+        say(
+            f"error: the argument {shown_line(undecodable)} is not valid UTF-8 (it holds bytes that no "
+            "character encodes); udm takes its arguments, names and paths as UTF-8",
+            err=True,
+        )
+        return 2
     try:
         if command is not None:
             result = command.main(args=args, prog_name="udm", standalone_mode=False)
@@ -126,11 +157,7 @@ def run(argv: list[str] | None = None, command: Any = None) -> int:
         return int(exc.exit_code)
     except (TyperException, click.ClickException) as exc:
         # typer >= 0.22 vendors click: its usage errors are TyperExceptions, not click's classes.
-        show = getattr(exc, "show", None)
-        if show is not None:
-            show()
-        else:
-            say(f"error: {exc}", err=True)
+        say(_usage_text(exc), err=True, nl=False)
         return int(exc.exit_code)
     except (typer.Abort, click.exceptions.Abort):
         say("aborted", err=True)

@@ -59,12 +59,16 @@ def _settings(overrides: dict[str, str]) -> dict[str, str] | None:
         return None
     if values["approval_policy"] not in _UNATTENDED:
         return None
-    return {
+    conf = {
         "root": resolve_path(values["root"], cwd),
         "state": resolve_path(values["state_dir"], cwd),
         "logs": resolve_path(values["logs_dir"], cwd),
         "approval_policy": values["approval_policy"],
     }
+    # A path that is not valid UTF-8 is refused, with its reason, by the full path's settings.
+    from udm.shown import utf8_name
+
+    return conf if all(utf8_name(value) for value in conf.values()) else None
 
 
 # The `graph` commands that only read (export writes a file; it stays in the client's process).
@@ -161,6 +165,10 @@ def fast_query_id(argv: list[str]) -> int | None:
     if len(args) != 3 or args[:2] != ["query", "id"] or not args[2].strip() or args[2].startswith("-"):
         return None
     ident = args[2]
+    from udm.shown import utf8_name
+
+    if not utf8_name(ident):
+        return None  # an ID with an undecodable byte matches none: the full path says so
     conf = _settings(overrides)
     if conf is None:
         return None

@@ -39,6 +39,7 @@ from udm.config_types import (
 )
 from udm.datalimits import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, DEPTH_CEILING, apply_settings
 from udm.errors import ConfigError
+from udm.shown import shown_line, utf8_name
 
 __all__ = ["DEFAULT_ID_PATTERNS", "ApprovalPolicy", "Settings", "ensure_folder", "load_settings"]
 
@@ -465,6 +466,25 @@ def ensure_folder(path: Path) -> Path:
     return path
 
 
+def _utf8_folders(settings: Settings) -> None:
+    """ConfigError when a folder the engine records or opens has a path that is not valid UTF-8: DuckDB
+    stores and opens paths as UTF-8 only, so such a folder would end every command in its error."""
+    folders = (
+        ("root", settings.udm_root),
+        ("state_dir", settings.state_path),
+        ("logs_dir", settings.logs_path),
+        ("scratch_dir", settings.scratch_path),
+    )
+    for key, path in folders:
+        text = str(path)
+        if not utf8_name(text):
+            raise ConfigError(
+                f"{key}: the path {shown_line(text)} is not valid UTF-8 (it holds bytes "
+                "that no character encodes), and the index stores paths as UTF-8: rename the folder, "
+                f"or set {key} to a folder whose path is valid UTF-8"
+            )
+
+
 def load_settings(cwd: Path | str | None = None, **overrides: Any) -> Settings:
     """Settings as seen from `cwd` (default: the current directory), with explicit overrides on top."""
     base = Path(cwd).resolve() if cwd is not None else Path.cwd()
@@ -474,6 +494,7 @@ def load_settings(cwd: Path | str | None = None, **overrides: Any) -> Settings:
     try:
         overrides.setdefault("project_root", base)
         settings = Settings(**overrides)
+        _utf8_folders(settings)
         # Parsers without a settings object at hand (the document model) follow the last settings loaded.
         apply_settings(settings)
         return settings

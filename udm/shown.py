@@ -3,7 +3,8 @@
 A heading, a link target, a file name or a config value may hold an escape sequence (`\\x1b]0;...\\a`
 retitles a terminal, `\\x1b[2J` clears it), a bidi override (U+202E shows `txt.exe` as `exe.txt`) or
 an undecodable byte of a name (a lone surrogate, which cannot even be written out as UTF-8). Each is
-shown as its escape (`\\x1b`, `\\u202e`, `\\udcff`), as `ls` and `git` show such names. Only the
+shown as its escape (`\\x1b`, `\\u202e`; an undecodable byte as `\\xff`), as `ls` and `git` show
+such names. Only the
 standard library is imported: the `udm` client's fast paths use this module.
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import TextIO
 
-__all__ = ["for_stream", "json_shown", "shown", "shown_line"]
+__all__ = ["for_stream", "json_shown", "shown", "shown_line", "utf8_name"]
 
 # Beyond C0: DEL and the C1 controls, the bidi and zero-width format characters, line and paragraph
 # separators, lone surrogates, and the two non-characters XML refuses.
@@ -25,8 +26,12 @@ _HIDDEN_LINE = re.compile(f"[\x00-\x1f{_BEYOND_C0}]")
 
 
 def _escape(m: re.Match[str]) -> str:
-    """`\\x1b`, `\\u202e`, `\\udcff`: the character's Python escape."""
-    return m.group().encode("unicode_escape", "backslashreplace").decode("ascii")
+    """`\\x1b`, `\\u202e`: the character's Python escape; `\\xff` for a lone surrogate that stands
+    for an undecodable byte of a name (U+DC80..U+DCFF), the byte as `ls` and the skipped lists show it."""
+    char = m.group()
+    if "\udc80" <= char <= "\udcff":
+        return f"\\x{ord(char) - 0xDC00:02x}"
+    return char.encode("unicode_escape", "backslashreplace").decode("ascii")
 
 
 def shown(text: str) -> str:
@@ -61,3 +66,14 @@ def json_shown(text: str) -> str:
     if text.isascii() and "\x7f" not in text:
         return text
     return _JSON_HIDDEN.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def utf8_name(name: str) -> bool:
+    """Whether a name read from the file system is valid UTF-8 (no byte was surrogate-escaped)."""
+    if name.isascii():
+        return True
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 import sys
+
+from udm.shown import utf8_name
 
 TYPE_CHECKING = False
 
@@ -118,6 +121,9 @@ def scan_markdown(
                         continue
                     st = entry.stat()
                     out[entry.path[base:].replace(os.sep, "/")] = (st.st_size, st.st_mtime_ns)
+                elif skipped is not None and name.lower().endswith(suffixes):
+                    # A page's suffix on something that is not a readable file: the entry says why.
+                    skipped.append((_rel(entry.path, base), f"skipped: {_not_a_file(entry)}"))
                 elif skipped is not None and name.lower().endswith(MARKDOWN_LIKE):
                     suffix = "." + name.rsplit(".", 1)[-1]
                     skipped.append(
@@ -141,15 +147,19 @@ def manual_pages(settings: Settings) -> list[str]:
     return sorted(found)
 
 
-def utf8_name(name: str) -> bool:
-    """Whether a name read from the file system is valid UTF-8 (no byte was surrogate-escaped)."""
-    if name.isascii():
-        return True
+def _not_a_file(entry: os.DirEntry[str]) -> str:
+    """Why an entry named like a page is no file to read: a dangling link, a link to a folder, a pipe."""
+    link = entry.is_symlink()
     try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+        mode = os.stat(entry.path).st_mode
+    except OSError:
+        return "a symbolic link to nothing (its target does not exist)" if link else "it cannot be read"
+    if stat.S_ISDIR(mode):
+        kind = "folder"
+    else:
+        kinds = ((stat.S_ISFIFO, "named pipe"), (stat.S_ISSOCK, "socket"))
+        kind = next((word for test, word in kinds if test(mode)), "device")
+    return f"{'a symbolic link to ' if link else ''}a {kind}, not a regular file"
 
 
 def _rel(path: str, base: int) -> str:

@@ -13,7 +13,8 @@ import struct
 from contextlib import suppress
 from pathlib import Path
 
-from udm.index.lookup import MARKDOWN_SUFFIXES, scan_markdown, utf8_name
+from udm.index.lookup import MARKDOWN_SUFFIXES, scan_markdown
+from udm.shown import utf8_name
 
 __all__ = ["Inotify", "make_watcher", "restat", "scan_root"]
 
