@@ -128,7 +128,7 @@ TABLE_COLUMNS: dict[str, list[tuple[str, str]]] = {
         ("target_file", "VARCHAR"),
         ("fragment", "VARCHAR"),
         ("resolved", "BOOLEAN"),
-        # inline, reference, autolink, bare, image, html, jsx (see udm.markdown.document.Link)
+        # inline, reference, autolink, bare, image, html, jsx, autoref, ref, role, liquid (udm.markdown.Link)
         ("form", "VARCHAR"),
     ],
 }
@@ -148,6 +148,7 @@ class ParseOptions:
     autorefs: bool = False  # mkdocs-autorefs cross-references are links (udm.site.Site.autorefs)
     indented: tuple[str, ...] = ()  # indented blocks' markers (udm.site.Site.indented)
     roles: bool = False  # a MyST site (udm.site.Site.labels): its roles are links
+    liquid: bool = False  # a Jekyll site: destinations written in Liquid are links
 
     def crossing_in(self, rel: str) -> bool:
         """Whether the page `rel` is one of the site's, where cross-references are links."""
@@ -161,6 +162,10 @@ class ParseOptions:
     def indented_in(self, rel: str) -> tuple[str, ...]:
         """The markers of the indented blocks whose bodies are Markdown on the page `rel`."""
         return self.indented if self.indented and on_pages(self.pages, rel) else ()
+
+    def liquid_in(self, rel: str) -> bool:
+        """Whether the page `rel` is one of a Jekyll site's: its destinations in Liquid are links."""
+        return self.liquid and on_pages(self.pages, rel)
 
 
 def parse_options(settings: Any) -> ParseOptions:
@@ -177,6 +182,7 @@ def parse_options(settings: Any) -> ParseOptions:
         bool(site.autorefs),
         site.indented,
         bool(site.labels),
+        site.generator == "jekyll",
     )
 
 

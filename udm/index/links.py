@@ -29,6 +29,7 @@ from pydantic import BaseModel, Field
 
 from udm.config import Settings
 from udm.errors import BlockedAddressError, InvalidURLError
+from udm.markdown import liquid_target
 from udm.net import (
     AllowList,
     OriginPoolTransport,
@@ -167,9 +168,17 @@ def _internal_verdict(settings: Settings, site: Site, link: LinkSource) -> LinkR
         reason = no_holder(str(link.fragment))  # MyST: a reference to a target no page names
     elif site.unpublished_page(shown := display_target(link.file, link.target)):
         reason = f"{shown} {NOT_PUBLISHED}"
+    elif (tag := _liquid_tag(link.target)) == "post_url":
+        reason = f"no post {shown} in a _posts folder (Jekyll's build fails on it)"
     else:
-        reason = f"no such file {shown}"
+        reason = f"no such file {shown}" + (" (Jekyll's build fails on it)" if tag == "link" else "")
     return LinkResult(**base, status="broken", reason=reason)
+
+
+def _liquid_tag(target: str) -> str | None:
+    """`link` or `post_url` when the target is that Jekyll tag, else None."""
+    found = liquid_target(target) if target.startswith("{%") or "}}{%" in target else None
+    return found.kind if found is not None and found.kind != "url" else None
 
 
 @dataclass

@@ -179,6 +179,7 @@ def parse_page(rel: str, page: PageRead, options: ParseOptions) -> tuple[Documen
             autorefs=options.crossing_in(rel),
             indented=options.indented_in(rel),
             roles=options.roles_in(rel),
+            liquid=options.liquid_in(rel),
         )
         return doc, page
     except MarkdownParseError as exc:

@@ -36,8 +36,10 @@ __all__ = [
 # 18: a `&lt;` inside a quoted value of a real tag hides none of its links, every spelling of an
 # escaped `<` or quote is one, and a JavaScript string's `\u`/`\x` escapes are undone; 19: a page's
 # route front matter holds Jekyll's permalink, redirect_from and categories; 20: and the MyST targets
-# a page names before its first heading; 21: a MyST site's roles ({ref}`x`, {doc}`x`) are links
-SCHEMA_VERSION = 21
+# a page names before its first heading; 21: a MyST site's roles ({ref}`x`, {doc}`x`) are links;
+# 22: a Jekyll page's destinations written in Liquid ({% link x.md %}, {{ '/x/' | relative_url }})
+# are links, and kramdown's footnote anchors (fn:x, fnref:x) are a Jekyll page's
+SCHEMA_VERSION = 22
 # ID definitions with their section's line range: the rows of the SQLite lookup mirror.
 DEFS_SQL = (
     "SELECT i.id, i.file, i.line, i.how, i.section, i.section_path, s.start_line, s.end_line "

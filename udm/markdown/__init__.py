@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from udm.markdown.indented import INDENTED_BLOCKS as INDENTED_BLOCKS
     from udm.markdown.indented import TAB_TITLE as TAB_TITLE
     from udm.markdown.lines import split_lines as split_lines
+    from udm.markdown.liquid import LiquidTarget as LiquidTarget
+    from udm.markdown.liquid import liquid_target as liquid_target
     from udm.markdown.lookups import find_block as find_block
     from udm.markdown.lookups import find_section as find_section
     from udm.markdown.lookups import section_text as section_text
@@ -40,6 +42,7 @@ _SURFACE = {
     "Document": "document",
     "HugoRef": "shortcodes",
     "INDENTED_BLOCKS": "indented",
+    "LiquidTarget": "liquid",
     "MarkdownParseError": "tree",
     "TAB_TITLE": "indented",
     "Section": "model",
@@ -50,6 +53,7 @@ _SURFACE = {
     "id_family": "ids",
     "id_matcher": "ids",
     "inline_text": "scanner",
+    "liquid_target": "liquid",
     "load_document": "document",
     "markdown_shortcodes_alone": "shortcodes",
     "markdown_tree": "tree",
@@ -67,6 +71,7 @@ __all__ = [
     "Block",
     "Document",
     "HugoRef",
+    "LiquidTarget",
     "MarkdownParseError",
     "Section",
     "block_ids",
@@ -76,6 +81,7 @@ __all__ = [
     "id_family",
     "id_matcher",
     "inline_text",
+    "liquid_target",
     "load_document",
     "markdown_shortcodes_alone",
     "markdown_tree",

@@ -316,6 +316,7 @@ def parse_document(
     autorefs: bool = False,
     indented: tuple[str, ...] = (),
     roles: bool = False,
+    liquid: bool = False,
 ) -> Document:
     """Parse Markdown text; bad blocks become `errors`, never exceptions (but MarkdownParseError for
     the rare file the parser fails on with every rule set, see udm.markdown.tree).
@@ -326,7 +327,8 @@ def parse_document(
     shortcodes whose inner text is no Markdown (`udm.site.Site.shortcodes`). `autorefs`: a reference no
     definition defines is a mkdocs-autorefs cross-reference (`udm.site.Site.autorefs`). `indented`: the
     markers of a MkDocs site's indented blocks, whose bodies are Markdown (`udm.site.Site.indented`).
-    `roles`: a MyST site's roles are links (`` {ref}`label` ``, `udm.site.Site.labels`).
+    `roles`: a MyST site's roles are links (`` {ref}`label` ``, `udm.site.Site.labels`). `liquid`: a
+    Jekyll site's destinations written in Liquid are links (`udm.markdown.liquid`).
     Data blocks are parsed
     on first use of their `data`/`error`; the IDs they define, when `sections` or `id_defs` are
     first used, by a grammar-checked scan of flat blocks or by parsing the others.
@@ -347,6 +349,7 @@ def parse_document(
             autorefs=autorefs,
             indented=indented,
             roles=roles,
+            liquid=liquid,
         )
     except MarkdownParseError as exc:
         where = f"{path}:{exc.line}" if path else f"line {exc.line}"

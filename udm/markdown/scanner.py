@@ -29,6 +29,7 @@ from mdurl import decode as _url_decode
 
 from udm.markdown.indented import unindent
 from udm.markdown.lines import ByteOffsets, split_lines
+from udm.markdown.liquid import find_liquid_links, liquid_target
 from udm.markdown.mdx import Opaque, attr_links, blank_spans
 from udm.markdown.mdx import mask_mdx as _mask_mdx
 from udm.markdown.shortcodes import find_refs, opaque_shortcodes, parse_ref
@@ -385,6 +386,7 @@ def parse_markdown(
     autorefs: bool = False,
     indented: tuple[str, ...] = (),
     roles: bool = False,
+    liquid: bool = False,
 ) -> Parsed:
     """Headings (top level only), fences (any depth), links and MDX blocks of a file's lines.
 
@@ -395,7 +397,8 @@ def parse_markdown(
     MkDocs site with mkdocs-autorefs, where a reference no definition defines is a cross-reference.
     `indented`: the markers of a MkDocs site's indented blocks (`!!!` admonitions, `???` details, `===`
     tabs; `udm.markdown.indented`), whose bodies are Markdown, not indented code. `roles`: a MyST
-    site, where the roles a reader clicks (`` {ref}`label` ``, `` {doc}`path` ``) are links.
+    site, where the roles a reader clicks (`` {ref}`label` ``, `` {doc}`path` ``) are links. `liquid`: a
+    Jekyll site, where a destination written in Liquid (`({{ '/x/' | relative_url }})`) is a link.
     """
     src, same = _normalise(lines, first)
     # html: (byte offset, target, form) of the href and src of what was blanked (JSX, raw shortcodes)
@@ -427,6 +430,13 @@ def parse_markdown(
     if roles and not mdx:
         links += [
             RawLink(line_of(at), text, target, "role", at) for at, text, target in _myst_roles(root, src)
+        ]
+    if liquid and not mdx:
+        parsed = {(link.line, link.target) for link in links}
+        links += [
+            RawLink(line, text, target, "liquid", at)
+            for at, text, target in _liquid_links(root, src)
+            if (line := line_of(at), target) not in parsed
         ]
     links.sort(key=lambda link: link.offset)
     return Parsed(headings, fences, links, opaque, tree.note())
@@ -486,6 +496,28 @@ def _myst_roles(root: Node, src: str) -> list[tuple[int, str, str]]:
         text, target = (titled.group(1), titled.group(2).strip()) if titled else ("", inner)
         if target:
             out.append((at, text, f"{{{m.group(1)}}}{target}"))
+    return out
+
+
+def _liquid_links(root: Node, src: str) -> list[tuple[int, str, str]]:
+    """(byte offset, link text, destination) of the Markdown destinations written in Liquid (a Jekyll
+    page's) that name a page or a file, outside code; a reference definition's has no text."""
+    found = find_liquid_links(src)
+    if not found:
+        return []
+    code = _Spans(root, _CODE_NODES)
+    offsets = ByteOffsets(src)
+    out: list[tuple[int, str, str]] = []
+    for n, (start, dest_at, dest) in enumerate(found):
+        byte = offsets.at(dest_at)
+        # Only what names a page or a file is a link to check: `{{ site.repository }}/issues/1` is the
+        # build's to compute, as it was before Jekyll's conventions were read.
+        if code.inside(byte) or liquid_target(dest) is None:
+            continue
+        inline = src.startswith("](", start)
+        # The text is a nicety: past a few thousand links on one page it is left out (time stays linear).
+        text = _bracket_text(src, dest_at) if inline and n < _MAX_TEXTS else ""
+        out.append((byte, text, dest))
     return out
 
 

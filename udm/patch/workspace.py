@@ -34,6 +34,7 @@ _CacheKey = tuple[
     tuple[str, ...],
     bool,
     bool,
+    bool,
 ]
 _CACHE: OrderedDict[_CacheKey, Document] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
@@ -49,10 +50,11 @@ def cached_parse(
     indented: tuple[str, ...] = (),
     autorefs: bool = False,
     roles: bool = False,
+    liquid: bool = False,
 ) -> Document:
     """parse_document, remembered for the last few texts: a plan and its commit parse the same files."""
     ids = tuple(id_patterns) if id_patterns is not None else None
-    key = (path, sha256_text(text), ids, data_sections, shortcodes, indented, autorefs, roles)
+    key = (path, sha256_text(text), ids, data_sections, shortcodes, indented, autorefs, roles, liquid)
     with _CACHE_LOCK:
         doc = _CACHE.get(key)
         if doc is not None:
@@ -67,6 +69,7 @@ def cached_parse(
         indented=indented,
         autorefs=autorefs,
         roles=roles,
+        liquid=liquid,
     )
     with _CACHE_LOCK:
         _CACHE[key] = doc
@@ -214,8 +217,17 @@ class Workspace:
         site = self.site
         indented, crossing = (site.indented_in(rel), site.crossing_in(rel)) if site else ((), False)
         roles = bool(site.labels) and site.publishes(rel) if site else False
+        liquid = site.generator == "jekyll" and site.publishes(rel) if site else False
         return cached_parse(
-            text, rel, self.id_patterns, self.data_sections, self.shortcodes, indented, crossing, roles
+            text,
+            rel,
+            self.id_patterns,
+            self.data_sections,
+            self.shortcodes,
+            indented,
+            crossing,
+            roles,
+            liquid,
         )
 
     def changed(self) -> dict[str, tuple[str | None, str | None]]:

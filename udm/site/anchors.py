@@ -221,6 +221,10 @@ def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool | re.
             blind.append(rf"^(?:{names})(?:\.|--)")
         if not unknown and blind:
             return found, re.compile("|".join(f"(?:{b})" for b in blind))
+    if site.generator == "jekyll":
+        # kramdown, Jekyll's Markdown, gives a footnote `fn:<label>` and its reference `fnref:<label>`.
+        for label in _FOOTNOTE.findall(text):
+            found.update((f"fn:{label}", f"fnref:{label}"))
     if site.generator == "mintlify":
         # Mintlify makes ids its own way (`mintlify_slug`) and numbers a repeat -2, -3 across the page,
         # headings inside components too; its accordions and tabs take an id, by default their title's.

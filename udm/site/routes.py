@@ -23,7 +23,7 @@ from functools import partial
 from typing import Any, NamedTuple
 from urllib.parse import unquote
 
-from udm.markdown import HugoRef, parse_ref, slugify
+from udm.markdown import HugoRef, LiquidTarget, liquid_target, parse_ref, slugify
 from udm.site.anchors import (
     explicit_anchors,
     has_explicit_anchor,
@@ -610,6 +610,12 @@ class LinkResolver:
         if self.site.autorefs and autoref_ids(text):
             # Any page's anchor: `resolve_links` looks the identifiers up across the site.
             return Located(None, None, how="autoref")
+        if self.site.generator == "jekyll" and ("{{" in text or "{%" in text):
+            liquid = liquid_target(text)
+            if liquid is not None and liquid.kind != "url":
+                return self._locate_liquid(liquid)
+            if liquid is not None:
+                text = liquid.value  # a path of the site, read as if written so
         if SCHEME.match(text) or text.startswith("//") or "{{" in text or "{%" in text:
             # A URL, or a template placeholder (Hugo shortcodes, Jinja) only the generator can fill in.
             return Located(None, None, external=True)
@@ -695,6 +701,40 @@ class LinkResolver:
             if hit is not None:
                 return hit
         return Located(None, None)
+
+    def _locate_liquid(self, liquid: LiquidTarget) -> Located:
+        """Where a Jekyll `{% link path %}` lands (a file from the site's folder: Jekyll's build fails
+        on a missing one) or a `{% post_url name %}` (a post by its file's name, `2024-01-02-x`, with
+        the folders around its `_posts` when the name has them)."""
+        frag = unquote(liquid.fragment) if liquid.fragment else None
+        if liquid.kind == "link":
+            path = self._jekyll_source_file(liquid.value)
+            if path is not None and (path in self.routes.pages or self.exists(path)):
+                return Located(path, frag, how="file")
+            return Located(None, None)
+        name = liquid.value.strip("/")
+        for page in sorted(self.routes.pages):
+            parts = page.split("/")
+            if "_posts" not in parts[:-1]:
+                continue
+            stem = "/".join(p for p in parts if p != "_posts").rsplit(".", 1)[0]
+            if stem == name or stem.endswith("/" + name):
+                return Located(page, frag, how="file")
+        return Located(None, None)
+
+    def _jekyll_source_file(self, written: str) -> str | None:
+        """A path from a Jekyll site's folder as a path from the manual root (None: no such path)."""
+        mount = next((m for m in self.site.mounts if m.kind == "pages"), None)
+        path = posixpath.normpath(written.lstrip("/"))
+        if mount is None or path.startswith("../") or path == "..":
+            return None
+        prefix = mount.prefix
+        if not prefix:
+            return posixpath.normpath(posixpath.join(mount.folder, path)) if mount.folder else path
+        if path == prefix or path.startswith(prefix + "/"):
+            return path[len(prefix) :].lstrip("/") or "."
+        # The manual is a folder of the site's: a file elsewhere on the site lies above it.
+        return posixpath.normpath(posixpath.join(*[".."] * len(prefix.split("/")), path))
 
     def _locate_included(self, source: str, path: str) -> Located:
         """A relative link of a file the site builds no page from (a partial, a snippet): a file beside
@@ -1082,13 +1122,17 @@ def no_holder(ident: str) -> str:
 
 def display_target(source: str, target: str) -> str:
     """The file a broken link names, as the manual sees it (for messages); a Hugo ref, the page it
-    names; a mkdocs-autorefs cross-reference, its identifier."""
+    names; a mkdocs-autorefs cross-reference, its identifier; Jekyll's Liquid, what it names."""
     ref = parse_ref(target) if target.startswith("{{") else None
     if ref is not None:
         return ref.path.partition("#")[0].strip()
     ids = autoref_ids(target) if target.startswith("[") else ()
     if ids:
         return ids[0]
+    liquid = liquid_target(target) if target.startswith("{") else None
+    if liquid is not None:
+        # Jekyll: the site path a URL filter makes, the file a `link` names, the post a `post_url` does.
+        return liquid.value.partition("#")[0] if liquid.kind == "url" else liquid.value
     path = unquote(target.partition("#")[0].split("?", 1)[0])
     return (
         path if path.startswith("/") else posixpath.normpath(posixpath.join(posixpath.dirname(source), path))
