@@ -274,3 +274,37 @@ def test_crafted_roles_are_read_in_bounded_time() -> None:
             parse_document(text, "x.md", roles=True)
             best = min(best, time.perf_counter() - started)
         assert best < 2.0
+
+
+def test_mysts_project_and_path_schemes_name_the_projects_files_and_targets(tmp_path: Path) -> None:
+    # `project:#label` is a target of any page, `project:path#a` a page by its file's path (from the
+    # page's folder, or from the root with `/`), `path:file` a file to download. A file the repository
+    # ignores is one the build writes (autodoc2's apidocs/): unknown, not broken. Before: all were URLs
+    # of unknown schemes, never checked (MyST-Parser's docs: 14 such links, 13 resolve, 1 generated).
+    site = _myst_site(tmp_path)
+    (tmp_path / ".gitignore").write_text("book/apidocs\n")
+    write_tree(
+        site,
+        {
+            "sub/page.md": (
+                "# Page\n\n<project:#guide:install> [h](project:#install) [x](project:#nowhere)\n"
+                "[g](project:../guide.md#install) [r](project:/other.md) [n](project:../nope.md)\n"
+                "[f](path:data.txt) [m](path:missing.txt) [api](project:/apidocs/index.rst)\n"
+                "[up](project:../../outside.md)\n"
+            ),
+            "sub/data.txt": "x\n",
+        },
+    )
+    settings = load_settings(cwd=tmp_path, root=site, state_dir=tmp_path / ".st")
+    assert page_verdicts(settings, "sub/page.md") == {
+        "project:#guide:install": True,
+        "project:#install": True,  # a heading's slug, on another page
+        "project:#nowhere": False,
+        "project:../guide.md#install": True,
+        "project:/other.md": True,
+        "project:../nope.md": False,
+        "path:data.txt": True,
+        "path:missing.txt": False,
+        "project:/apidocs/index.rst": None,
+        "project:../../outside.md": False,
+    }

@@ -37,11 +37,16 @@ _FIELD_ANY = re.compile(
 
 
 _SCHEME = re.compile(r"[a-zA-Z][a-zA-Z0-9+.\-]*:")
+_MYST_SCHEMES = ("project:", "path:")
 
 
 def _link_kind(target: str) -> str:
     if target.startswith("#"):
         return "anchor"
+    if target.startswith(_MYST_SCHEMES):
+        # MyST's `project:path` and `path:file` name the project's own files (udm.site.routes); on
+        # another site they resolve to nothing and are left unchecked, as any unknown scheme.
+        return "internal"
     if _SCHEME.match(target) or target.startswith("//"):
         # A scheme (https:, mailto:) or a protocol-relative URL leaves the manual.
         return "external"

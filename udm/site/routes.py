@@ -603,6 +603,8 @@ class LinkResolver:
             role = _ROLE_TARGET.fullmatch(text)
             if role is not None:
                 return self._locate_role(source, role.group(1), role.group(2))
+        if self.site.labels and text.startswith(("project:", "path:")):
+            return self._locate_myst_scheme(source, text)
         if text.startswith("{{"):
             ref = parse_ref(text)
             if ref is not None:
@@ -735,6 +737,26 @@ class LinkResolver:
             return path[len(prefix) :].lstrip("/") or "."
         # The manual is a folder of the site's: a file elsewhere on the site lies above it.
         return posixpath.normpath(posixpath.join(*[".."] * len(prefix.split("/")), path))
+
+    def _locate_myst_scheme(self, source: str, text: str) -> Located:
+        """MyST's own link schemes: `project:#label` names a target of any page (as `#label` does),
+        `project:path#a` a page by its file's path (from the page's folder, or from the root with a
+        leading `/`), `path:file` a file to download from the page's folder."""
+        scheme, _, rest = text.partition(":")
+        path, _, fragment = rest.partition("#")
+        frag = unquote(fragment) or None
+        if scheme == "project" and not path:
+            return Located(None, frag, how="label") if frag else Located(None, None)
+        path = unquote(path)
+        base = "" if path.startswith("/") else posixpath.dirname(source)
+        joined = posixpath.normpath(posixpath.join(base, path.lstrip("/")))
+        hit = None if outside_root(joined) else self._as_file(joined, path)
+        if hit is None and not outside_root(joined) and self.site.build_output(joined):
+            # A file the repository ignores is one the build writes (autodoc2's `apidocs/`): unknown.
+            return Located(None, None, external=True, how="generated")
+        if hit is None:
+            return Located(None, None)
+        return hit if frag is None or scheme == "path" else Located(hit.file, frag, hit.external, hit.how)
 
     def _locate_included(self, source: str, path: str) -> Located:
         """A relative link of a file the site builds no page from (a partial, a snippet): a file beside
@@ -1264,6 +1286,7 @@ def is_reference(target: str, fragment: str | None) -> bool:
     return bool(fragment) and target in (
         fragment,
         f"#{fragment}",
+        f"project:#{fragment}",
         f"{{ref}}{fragment}",
         f"{{numref}}{fragment}",
     )
