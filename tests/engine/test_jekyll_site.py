@@ -181,3 +181,65 @@ def test_two_pages_of_one_folder_resolve_a_relative_url_each_from_its_own_route(
     settings = load_settings(cwd=tmp_path, root=site, state_dir=tmp_path / ".st")
     assert page_verdicts(settings, "_docs/install/a.md") == {"../setup/#only-in-guide": False}
     assert page_verdicts(settings, "_docs/install/b.md") == {"../setup/#only-in-guide": True}
+
+
+DEFAULTS = """\
+permalink: pretty
+defaults:
+  - scope: {path: "", type: posts}
+    values: {permalink: "/blog/:year/:title/"}
+  - scope: {path: guides}
+    values: {permalink: "/g/:basename/", layout: guide}
+  - scope: {path: guides/special}
+    values: {permalink: "/s/:basename/"}
+  - scope: {path: "guides/*.md", type: pages}
+    values: {layout: no-permalink-here}
+  - scope: {path: "", type: docs}
+    values: {layout: doc}
+  - scope: {path: notes}
+    values: {permalink: "/first/:basename/"}
+  - scope: {path: notes}
+    values: {permalink: "/second/:basename/"}
+  - not a scope
+  - scope: {path: ["a list"]}
+    values: {permalink: "/never/"}
+"""
+
+
+def test_front_matter_defaults_set_permalinks_by_scope(tmp_path: Path) -> None:
+    # Jekyll's `defaults` are front matter for a scope (a path from the site's folder, a type): the
+    # most specific scope's permalink is a page's, a later one of a scope as specific wins, and the
+    # page's own permalink beats them all. Before, such pages were looked for at their paths.
+    site = tmp_path / "site"
+    write_tree(
+        site,
+        {
+            "_config.yml": DEFAULTS,
+            "guides/a.md": "# A\n",
+            "guides/special/b.md": "# B\n",
+            "guides/own.md": "---\npermalink: /own/\n---\n# Own\n",
+            "notes/n.md": "# N\n",
+            "_posts/2024-01-02-hello.md": "# Hello\n",
+            "other.md": "# Other\n",
+            "index.md": (
+                "# Home\n\n[a](/g/a/) [b](/s/b/) [own](/own/) [n](/second/n/) [hello](/blog/2024/hello/)\n"
+                "[other](/other/) [old a](/guides/a/) [first n](/first/n/)\n"
+            ),
+        },
+    )
+    (tmp_path / ".git").mkdir()
+    settings = load_settings(cwd=tmp_path, root=site, state_dir=tmp_path / ".st")
+    assert page_verdicts(settings, "index.md") == {
+        "/g/a/": True,
+        "/s/b/": True,  # guides/special is more specific than guides
+        "/own/": True,
+        "/second/n/": True,  # the later of two scopes as specific
+        "/blog/2024/hello/": True,
+        "/other/": True,  # no scope: the site's style
+        "/guides/a/": False,  # where the page would be without its scope's permalink
+        "/first/n/": False,
+    }
+    # The manual is the site's guides/ folder: its pages keep the routes the site's scopes give them.
+    (site / "guides" / "links.md").write_text("# L\n\n[a](/g/a/) [b](/s/b/)\n")
+    settings = load_settings(cwd=tmp_path, root=site / "guides", state_dir=tmp_path / ".st2")
+    assert page_verdicts(settings, "links.md") == {"/g/a/": True, "/s/b/": True}

@@ -706,6 +706,7 @@ def _jekyll(root: Path, here: Path, text: str) -> Site:
     permalinks.append(("collection:posts", posts_style or site_style or _JEKYLL_STYLES["date"]))
     if site_style is not None:
         permalinks.append(("pages", site_style))
+    permalinks += _jekyll_defaults(data.get("defaults"))
     site = under(root, here, "", "pages", False)
     if site is not None:
         mounts.append(site)
@@ -741,6 +742,29 @@ def _myst(root: Path, here: Path, text: str) -> Site:
     mount = under(root, here, "", "docs", False)
     labels = "objects" if _MYST_OBJECTS.search(text) else "site"
     return Site(mounts=(mount,) if mount else (), static=static_folders(root, [here]), labels=labels)
+
+
+def _jekyll_defaults(raw: Any) -> list[tuple[str, str]]:
+    """The permalinks the config's front matter `defaults` set for a scope, as
+    (`default:<type>:<path>`, pattern): `type` a collection's name, `posts` or `pages` ("" for any),
+    `path` from the site's folder ("" for all of it), in the config's order (a later one of a scope
+    as specific wins, as Jekyll's does)."""
+    found: list[tuple[str, str]] = []
+    for entry in raw[:_MAX_DEFAULTS] if isinstance(raw, list) else []:
+        if not isinstance(entry, dict):
+            continue
+        scope, values = entry.get("scope"), entry.get("values")
+        pattern = _jekyll_style(values.get("permalink")) if isinstance(values, dict) else None
+        if pattern is None or not isinstance(scope, dict):
+            continue
+        path, kind = scope.get("path", ""), scope.get("type", "")
+        if not isinstance(path, str) or not isinstance(kind, str) or ":" in kind or len(path) > _MAX_PATTERN:
+            continue
+        found.append((f"default:{kind.strip()}:{path.strip().strip('/')}", pattern))
+    return found
+
+
+_MAX_DEFAULTS = 200
 
 
 def _jekyll_style(value: Any) -> str | None:

@@ -14,6 +14,7 @@ the content folder itself). A fragment must then name a heading anchor of the pa
 from __future__ import annotations
 
 import datetime
+import fnmatch
 import posixpath
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -158,6 +159,12 @@ class Routes:
         self._redirects: list[tuple[list[str], str]] | None = None
         self._rewrites: list[tuple[re.Pattern[str], str]] | None = None
         self._permalinks = dict(site.permalinks)
+        # Jekyll's front matter defaults that set a permalink: (type, path, pattern), in order.
+        self._jekyll_defaults = [
+            (key.split(":", 2)[1], key.split(":", 2)[2], pattern)
+            for key, pattern in site.permalinks
+            if key.startswith("default:")
+        ]
         # Jekyll: the routes whose URL ends in `/` (a relative link from one starts below it).
         self.slashed: set[str] = set()
         # Whether the site builds a page from each file asked about, worked out once per file.
@@ -209,9 +216,9 @@ class Routes:
         if self.is_unpublished(path):
             return None
         found = _mount_of(self.site, path)
-        return None if found is None else self._route(found[0], found[1], self._meta(path))
+        return None if found is None else self._route(found[0], found[1], self._meta(path), path)
 
-    def _route(self, mount: Mount, rel: str, meta: Mapping[str, Any]) -> str:
+    def _route(self, mount: Mount, rel: str, meta: Mapping[str, Any], path: str = "") -> str:
         gen = self.site.generator
         if gen == "vitepress" and self.site.rewrites:
             rel = self._rewrite(rel)
@@ -253,7 +260,7 @@ class Routes:
                 segments.pop()
             return _join(mount.prefix, *segments)
         if gen == "jekyll":
-            return self._jekyll_route(mount, parts, stem, meta)
+            return self._jekyll_route(mount, parts, stem, meta, path)
         if gen == "hugo":
             if meta.get("url"):
                 return _join(str(meta["url"])).lower()
@@ -306,12 +313,54 @@ class Routes:
         )
         return _join(lang, route).lower()
 
-    def _jekyll_route(self, mount: Mount, parts: list[str], stem: str, meta: Mapping[str, Any]) -> str:
+    def _jekyll_route(
+        self, mount: Mount, parts: list[str], stem: str, meta: Mapping[str, Any], path: str
+    ) -> str:
         """A Jekyll page's route (its URL ending in `/` or not is kept in `slashed`)."""
+        if not meta.get("permalink") and self._jekyll_defaults:
+            kind = mount.kind.partition(":")[2] if mount.kind.startswith("jekyll:") else ""
+            kind = kind or ("posts" if "_posts" in parts else "pages")
+            default = self._default_permalink(path, kind)
+            if default is not None:
+                meta = {**meta, "permalink": default}
         route, written = self._jekyll_url(mount, parts, stem, meta)
         if written.endswith("/"):
             self.slashed.add(route)
         return route
+
+    def _default_permalink(self, path: str, kind: str) -> str | None:
+        """The permalink the config's `defaults` give the page `path` (from the manual root) of `kind`
+        (a collection's name, `posts` or `pages`): the most specific scope's (the longest path, then one
+        naming the type), a later one of a scope as specific winning; None when no scope holds it."""
+        site_path = self._jekyll_site_path(path)
+        if site_path is None:
+            return None
+        best: tuple[int, int] | None = None
+        found = None
+        for scope_type, scope_path, pattern in self._jekyll_defaults:
+            if scope_type and scope_type != kind:
+                continue
+            if scope_path and not (
+                site_path == scope_path
+                or site_path.startswith(scope_path + "/")
+                or ("*" in scope_path and fnmatch.fnmatchcase(site_path, scope_path))
+            ):
+                continue
+            rank = (len(scope_path), 1 if scope_type else 0)
+            if best is None or rank >= best:
+                best, found = rank, pattern
+        return found
+
+    def _jekyll_site_path(self, path: str) -> str | None:
+        """A path from the manual root as a path from the Jekyll site's folder (None: not on the site)."""
+        mount = next((m for m in self.site.mounts if m.kind == "pages"), None)
+        if mount is None or not path:
+            return None
+        if mount.prefix:
+            return f"{mount.prefix}/{path}"
+        if not mount.folder:
+            return path
+        return path[len(mount.folder) + 1 :] if path.startswith(mount.folder + "/") else None
 
     def _jekyll_url(
         self, mount: Mount, parts: list[str], stem: str, meta: Mapping[str, Any]
