@@ -5,6 +5,7 @@ On Jekyll's own docs 157 lint errors were false before (collections and `../x/` 
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -243,3 +244,32 @@ def test_front_matter_defaults_set_permalinks_by_scope(tmp_path: Path) -> None:
     (site / "guides" / "links.md").write_text("# L\n\n[a](/g/a/) [b](/s/b/)\n")
     settings = load_settings(cwd=tmp_path, root=site / "guides", state_dir=tmp_path / ".st2")
     assert page_verdicts(settings, "links.md") == {"/g/a/": True, "/s/b/": True}
+
+
+def test_hostile_front_matter_defaults_are_bounded(tmp_path: Path) -> None:
+    # Thousands of scopes, globs of stars that backtrack in a naive matcher, scope paths past any real
+    # path, values of the wrong types: read in bounded time, nothing raised, the sane scope applied.
+    entries = "".join(
+        f'  - scope: {{path: "{"*" * 150}x{i}"}}\n    values: {{permalink: "/p{i}/:basename/"}}\n'
+        for i in range(2000)
+    )
+    config = (
+        "defaults:\n"
+        + entries
+        + '  - scope: {path: "'
+        + "a/" * 400
+        + '"}\n    values: {permalink: "/long/"}\n'
+        + "  - scope: {path: 7, type: [x]}\n    values: {permalink: 9}\n"
+        + '  - scope: {path: "docs"}\n    values: {permalink: "/d/:basename/"}\n'
+    )
+    site = tmp_path / "site"
+    pages = {f"docs/p{i}.md": f"# P{i}\n" for i in range(200)}
+    write_tree(site, {"_config.yml": config, **pages, "index.md": "[p](/d/p7/) [q](/docs/p7/)\n"})
+    (tmp_path / ".git").mkdir()
+    settings = load_settings(cwd=tmp_path, root=site, state_dir=tmp_path / ".st")
+    started = time.perf_counter()
+    verdicts = page_verdicts(settings, "index.md")
+    assert time.perf_counter() - started < 20
+    # Only the first 200 entries are read (star globs matching no page): the `docs` scope after them
+    # is not, so the page stays at its path.
+    assert verdicts == {"/d/p7/": False, "/docs/p7/": True}
