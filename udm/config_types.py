@@ -72,6 +72,7 @@ GENERATORS = (
     "vitepress",
     "jekyll",
     "myst",
+    "fumadocs",
 )
 SITE_GENERATORS = ("auto", *GENERATORS)
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from udm.datalimits import check_text
 from udm.markdown import INDENTED_BLOCKS
 from udm.shown import shown_line
+from udm.site.fumadocs import fumadocs, fumadocs_inputs
 from udm.site.gitignore import ignore_files, manual_ignored, pattern_lines, read_ignores
 from udm.site.jsconfig import (
     astro_redirect_files,
@@ -102,6 +103,8 @@ _CONFIG_FILES: tuple[tuple[str, str], ...] = (
     # An Astro config publishes a Starlight manual only when it uses the integration (`_is_for`).
     *((f"astro.config.{ext}", "starlight") for ext in ("mjs", "ts", "js", "mts", "cjs")),
     *((f".vitepress/config.{ext}", "vitepress") for ext in ("js", "ts", "mjs", "mts", "cjs", "cts")),
+    # Fumadocs' content config (a Next.js site), taken when it imports fumadocs-mdx.
+    *((f"source.config.{ext}", "fumadocs") for ext in ("ts", "mts", "js", "mjs")),
 )
 
 
@@ -165,10 +168,13 @@ def _is_for(name: str, path: Path) -> bool:
         return _config_holds(path, _SPHINX_MYST)
     if name.startswith("astro.config."):
         return _config_holds(path, _STARLIGHT)
+    if name.startswith("source.config."):
+        return _config_holds(path, _FUMADOCS)
     return True
 
 
 _STARLIGHT = re.compile(re.escape("@astrojs/starlight"))
+_FUMADOCS = re.compile(re.escape("fumadocs-mdx"))
 
 
 def _config_holds(path: Path, pattern: re.Pattern[str]) -> bool:
@@ -1144,6 +1150,7 @@ _READERS: dict[str, Callable[[Path, Path, str], Site]] = {
     "mdbook": _mdbook,
     "jekyll": _jekyll,
     "myst": _myst,
+    "fumadocs": fumadocs,
     "none": _plain,
 }
 
@@ -1213,6 +1220,9 @@ def _config_files(path: Path, generator: str) -> list[Path]:
     if generator == "jekyll":
         # Its HTML pages too: one added, removed or given another permalink moves a route.
         return [path, *_jekyll_html_files(path.parent)]
+    if generator == "fumadocs":
+        # The loaders' files and the app's pages: a new baseUrl or a page added moves a route.
+        return fumadocs_inputs(path)
     return [path]
 
 

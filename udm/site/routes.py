@@ -46,6 +46,7 @@ from udm.site.detect import (
     site_for,
     strip_page,
 )
+from udm.site.fumadocs import DOT_LANGUAGE
 from udm.site.model import outside_root
 
 __all__ = [
@@ -261,6 +262,13 @@ class Routes:
             return _join(mount.prefix, *segments)
         if gen == "jekyll":
             return self._jekyll_route(mount, parts, stem, meta, path)
+        if mount.kind.startswith("fumadocs"):
+            # Route groups `(name)` are no segment; a translation `x.cn` is `cn`'s page x.
+            parts = [p for p in parts if not (p.startswith("(") and p.endswith(")"))]
+            dotted = DOT_LANGUAGE.match(stem) if mount.kind == "fumadocs-i18n" else None
+            stem, lang = (dotted.group(1), dotted.group(2)) if dotted else (stem, "")
+            route = _join(mount.prefix, *parts, "" if stem.lower() in INDEX_NAMES else stem)
+            return _join(lang, route) if lang else route
         if gen == "hugo":
             if meta.get("url"):
                 return _join(str(meta["url"])).lower()
@@ -619,6 +627,7 @@ class LinkResolver:
     _relative: dict[tuple[str, str], Located] = field(default_factory=dict)
     _absolute: dict[str, Located] = field(default_factory=dict)
     _html_pages: dict[str, str] | None = None
+    _translated: bool | None = None  # whether the site has translations as files (Fumadocs' i18n)
     _has_pages: dict[str, bool] = field(default_factory=dict)
     # Hugo `ref` lookups per mount, built on the first ref.
     _refs: dict[Mount, _RefTables] = field(default_factory=dict)
@@ -704,9 +713,14 @@ class LinkResolver:
             if page is not None:
                 return Located(page, frag, how="file")
         if path.startswith("/"):
-            hit = self._absolute.get(path)
-            if hit is None:
-                hit = self._absolute[path] = self._locate_absolute(path)
+            hit = self._absolute_hit(path)
+            lang = self._language_of(source) if self._translated is not False else ""
+            if lang and not path.startswith(f"/{lang}/"):
+                # Fumadocs with i18n: a route without a language, clicked on a translated page, leads
+                # to that language's page (its middleware keeps the reader's language) where there is one.
+                translated = self._absolute_hit(f"/{lang}{path}")
+                if translated.file is not None and translated.how != "redirect":
+                    hit = translated
         elif self.routes.is_unpublished(source):
             hit = self._locate_included(source, path)
         else:
@@ -715,10 +729,11 @@ class LinkResolver:
             key = (source.rpartition("/")[0], path)
             if self.site.generator == "jekyll" and not path.lower().endswith(PAGE_SUFFIXES):
                 key = (source, path)  # looked up as a URL from the page's own route first
-            hit = self._relative.get(key) or self._relative.get((source, path))
-            if hit is None:
-                hit = self._locate_relative(source, path)
-                self._relative[key if hit.how in ("file", "path", "folder") else (source, path)] = hit
+            known = self._relative.get(key) or self._relative.get((source, path))
+            if known is None:
+                known = self._locate_relative(source, path)
+                self._relative[key if known.how in ("file", "path", "folder") else (source, path)] = known
+            hit = known
         if hit.file is None and not hit.external and self.site.hook_pages:
             # Hugo's link render hook looks the destination up as a page, as a `ref` does.
             found = self._locate_ref(source, HugoRef(path))
@@ -752,6 +767,24 @@ class LinkResolver:
             if hit is not None:
                 return hit
         return Located(None, None)
+
+    def _absolute_hit(self, path: str) -> Located:
+        """Where a path from the site's root lands (remembered: every page may link to it)."""
+        hit = self._absolute.get(path)
+        if hit is None:
+            hit = self._absolute[path] = self._locate_absolute(path)
+        return hit
+
+    def _language_of(self, source: str) -> str:
+        """The language of a translated page on a Fumadocs site with i18n (`x.cn.mdx` is `cn`), "" for
+        a page in the default language or on another site."""
+        if self._translated is None:
+            self._translated = any(m.kind == "fumadocs-i18n" for m in self.site.mounts)
+        if not self._translated:
+            return ""
+        stem = source.rpartition("/")[2].rpartition(".")[0]
+        dotted = DOT_LANGUAGE.match(stem)
+        return dotted.group(2) if dotted else ""
 
     def _locate_liquid(self, liquid: LiquidTarget) -> Located:
         """Where a Jekyll `{% link path %}` lands (a file from the site's folder: Jekyll's build fails

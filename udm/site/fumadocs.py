@@ -1,0 +1,200 @@
+"""Fumadocs sites (Next.js): `source.config.ts` declares the content collections, a `loader()` call
+publishes each under its `baseUrl`, and the Next app's own pages sit beside them. Read, never run.
+
+A collection is `export const docs = defineDocs({ dir: 'content/docs' })` (`dir` defaults to
+`content/docs`) or `defineCollections({ dir })`; its pages are published where the project's
+`loader({ baseUrl: '/docs', source: docs.toFumadocsSource() })` (or `createMDXSource(docs)`) says, in
+TypeScript files under `lib/`, `src/lib/`, `app/` or `src/` (the first 400 read). A collection no
+loader names is published under its folder's name (`content/docs` at `/docs`), as Fumadocs' templates
+do. With `i18n` in the loader, a page `x.cn.mdx` is the `cn` translation of `x.mdx`, at `/cn/docs/x`
+(Fumadocs' default "dot" parser), and a translation missing falls back to the default language's page.
+The app's pages (`app/[lang]/(home)/page.tsx` is `/`) are routes too: static segments only, route
+groups `(name)` and a leading language segment left out. `public/` is served at the site root.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from udm.site.jsconfig import _balanced, _consts, _js_string, _masked
+from udm.site.model import Mount, Site, read_head, static_folders, under
+
+__all__ = ["DOT_LANGUAGE", "fumadocs", "fumadocs_inputs", "is_fumadocs_config"]
+
+_COLLECTION = re.compile(
+    r"(?:export\s+)?(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=\s*(defineDocs|defineCollections)\s*\("
+)
+_LOADER = re.compile(r"(?<![\w$.])loader\s*\(")
+_SOURCE_NAME = re.compile(
+    r"([A-Za-z_$][\w$]*)\.toFumadocsSource\s*\(|createMDXSource\s*\(\s*([A-Za-z_$][\w$]*)"
+)
+_MAX_COLLECTIONS = 50
+_MAX_FILES = 400
+_MAX_FILE_BYTES = 256 * 1024
+_SCRIPT_SUFFIXES = (".ts", ".tsx", ".mts", ".js", ".jsx", ".mjs")
+_SKIPPED_DIRS = frozenset({"node_modules", ".next", ".source", "out", "dist", "build"})
+_PAGE_FILES = frozenset(f"page.{ext}" for ext in ("tsx", "ts", "jsx", "js", "mdx", "md"))
+# A Next route segment that is a parameter (`[slug]`, `[...slug]`, `[[...slug]]`).
+_PARAM = re.compile(r"^\[.*\]$")
+
+
+def is_fumadocs_config(text: str) -> bool:
+    """Whether a `source.config.*` file is Fumadocs' (it imports fumadocs-mdx's config)."""
+    return "fumadocs-mdx" in text
+
+
+def _collections(text: str) -> list[tuple[str, str]]:
+    """(name, folder from the config's folder) of each content collection the config defines."""
+    masked = _masked(text)
+    consts = _consts(text)
+    found: list[tuple[str, str]] = []
+    for m in _COLLECTION.finditer(text):
+        if len(found) >= _MAX_COLLECTIONS:
+            break
+        if masked[m.start() : m.end()] != text[m.start() : m.end()]:
+            continue  # in a comment or a string
+        end = _balanced(text, m.end() - 1)
+        block = text[m.end() : end] if end is not None else ""
+        folder = _js_string(block, "dir", consts)
+        if folder is None:
+            if m.group(2) != "defineDocs" or "dir" in block:
+                continue  # a computed dir, or a collection of another kind with none: not known
+            folder = "content/docs"
+        folder = folder.strip()
+        if os.path.isabs(folder) or ".." in folder.split("/"):
+            continue  # a folder outside the project is no collection of it
+        folder = folder.strip("/")
+        if folder and folder != ".":
+            found.append((m.group(1), folder))
+    return found
+
+
+def _script_files(here: Path) -> list[Path]:
+    """The project's TypeScript and JavaScript files where a `loader()` may be, and the Next app's page
+    files, sorted, at most a few hundred (node_modules and build output not read)."""
+    found: list[Path] = []
+    for top in ("lib", "src", "app"):
+        start = here / top
+        if not start.is_dir():
+            continue
+        for current, dirs, files in os.walk(start):
+            dirs[:] = sorted(d for d in dirs if d not in _SKIPPED_DIRS and not d.startswith("."))
+            for name in sorted(files):
+                if name.endswith(_SCRIPT_SUFFIXES) or name in _PAGE_FILES:
+                    found.append(Path(current) / name)
+                    if len(found) >= _MAX_FILES:
+                        return found
+    return found
+
+
+def fumadocs_inputs(config: Path) -> list[Path]:
+    """The files a Fumadocs site's routes are read from: the config, the scripts, the app's pages."""
+    return [config, *_script_files(config.parent)]
+
+
+def _loaders(files: list[Path]) -> tuple[dict[str, tuple[str, bool]], bool]:
+    """Each collection's `baseUrl`, and whether its loader has `i18n` (its pages' translations are
+    files `x.<lang>.mdx`), by the name its loader's source names; and whether any loader has `i18n`."""
+    bases: dict[str, tuple[str, bool]] = {}
+    i18n = False
+    for path in files:
+        if not path.name.endswith(_SCRIPT_SUFFIXES) or path.name in _PAGE_FILES:
+            continue
+        try:
+            text = read_head(path, _MAX_FILE_BYTES).decode("utf-8", "replace")
+        except OSError:
+            continue
+        if "loader" not in text:
+            continue
+        consts = _consts(text)
+        masked = _masked(text)
+        for m in _LOADER.finditer(text):
+            if masked[m.start() : m.end()] != text[m.start() : m.end()]:
+                continue
+            end = _balanced(text, m.end() - 1)
+            if end is None:
+                continue
+            block = text[m.end() : end]
+            base = _js_string(block, "baseUrl", consts)
+            names = [a or b for a, b in _SOURCE_NAME.findall(block)]
+            if base is None or not names:
+                continue
+            translated = re.search(r"(?<![\w$.])i18n\b", block) is not None
+            i18n = i18n or translated
+            for name in names:
+                bases.setdefault(name, (base, translated))
+    return bases, i18n
+
+
+def _app_pages(root: Path, here: Path, files: list[Path]) -> tuple[tuple[str, str], ...]:
+    """The Next app's static routes (route key, file from the manual root): route groups `(x)` and a
+    leading parameter (the language, `[lang]`) left out; a route with another parameter is the
+    content's (a catch-all) or not known, and not listed."""
+    pages: list[tuple[str, str]] = []
+    for path in files:
+        if path.name not in _PAGE_FILES:
+            continue
+        for app in (here / "app", here / "src" / "app"):
+            try:
+                segments = path.parent.relative_to(app).parts
+            except ValueError:
+                continue
+            segments = tuple(s for s in segments if not (s.startswith("(") and s.endswith(")")))
+            if segments and _PARAM.match(segments[0]) and not segments[0].startswith("[..."):
+                segments = segments[1:]
+            if any(_PARAM.match(s) for s in segments):
+                break
+            rel = os.path.relpath(path, root).replace(os.sep, "/")
+            pages.append(("/".join(segments), rel))
+            break
+    return tuple(pages)
+
+
+def fumadocs(root: Path, here: Path, text: str) -> Site:
+    """A Fumadocs site: each content collection published under its loader's `baseUrl`, the app's pages
+    at their routes, `public/` at the site root."""
+    files = _script_files(here)
+    bases, any_i18n = _loaders(files)
+    mounts: list[Mount] = []
+    languages: set[str] = set()
+    for name, folder in _collections(text):
+        # A collection no loader names: under its folder's name, translated if the project is.
+        base, i18n = bases.get(name, (folder.rsplit("/", 1)[-1], any_i18n))
+        kind = "fumadocs-i18n" if i18n else "fumadocs"
+        mount = under(root, here / folder, base.strip().strip("/"), kind, False)
+        if mount is not None:
+            mounts.append(mount)
+            if i18n:
+                languages |= _languages(here / folder)
+    # A page not translated is served at its language's route with the default language's content.
+    redirects = tuple((f"/{lang}/:slug*", "/:slug*") for lang in sorted(languages))
+    return Site(
+        mounts=tuple(mounts),
+        redirects=redirects,
+        static=static_folders(root, [here / "public"]),
+        html_pages=_app_pages(root, here, files),
+    )
+
+
+# A translation's file name: `page.cn.mdx`, `index.pt-BR.md`.
+DOT_LANGUAGE = re.compile(r"^(.+)\.([a-z]{2,3}(?:-[A-Za-z0-9]{2,8})?)$")
+_MAX_NAMES = 20_000
+
+
+def _languages(folder: Path) -> set[str]:
+    """The languages of a collection's translations, told by its files' names (the first 20,000)."""
+    found: set[str] = set()
+    seen = 0
+    for _current, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _SKIPPED_DIRS]
+        for name in files:
+            seen += 1
+            stem, dot, suffix = name.rpartition(".")
+            m = DOT_LANGUAGE.match(stem) if dot and suffix.lower() in ("md", "mdx") else None
+            if m is not None:
+                found.add(m.group(2))
+            if seen >= _MAX_NAMES:
+                return found
+    return found
