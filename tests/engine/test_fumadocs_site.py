@@ -173,3 +173,35 @@ def test_hostile_fumadocs_projects_are_contained(tmp_path: Path) -> None:
     assert {m.folder for m in site.mounts} == {"docs"}
     settings = load_settings(cwd=tmp_path, root=tmp_path / "content", state_dir=tmp_path / ".st")
     assert page_verdicts(settings, "docs/a.mdx") == {"#b": True, "/docs/a": True}
+
+
+def test_collections_defined_by_the_macro_and_the_two_argument_loader(tmp_path: Path) -> None:
+    # fumadocs-mdx's macro defines the collections in a script (`dir` by default content/docs), and a
+    # loader may take the source first and its options second, or several sources at once. A page that
+    # `<include>`s another file has the other's headings: its anchors are unknown, not broken.
+    write_tree(
+        tmp_path,
+        {
+            "source.config.ts": "import { defineConfig } from 'fumadocs-mdx/config';\nexport default defineConfig();\n",
+            "lib/source/index.tsx": (
+                "import { defineCollections, defineDocs } from 'fumadocs-mdx/macro';\n"
+                "const docs = defineDocs({ docs: { schema: pageSchema.extend({ baseDir: 'x' }) } });\n"
+                "const blog = defineCollections({ type: 'doc', dir: 'content/blog' });\n"
+                "export const source = loader({ docs: docs.toFumadocsSource(), other: x }, { baseUrl: '/docs' });\n"
+                "export const blogLoader = loader(blog.toFumadocsSource(), {\n  baseUrl: '/blog',\n});\n"
+            ),
+            "content/docs/(framework)/conventions.mdx": "---\ntitle: C\n---\n\n<include>../shared/conv.mdx</include>\n",
+            "content/docs/shared/conv.mdx": "# Conventions\n\n## Meta\n",
+            "content/docs/index.mdx": "# D\n\n[c](/docs/conventions#meta) [p](/blog/post) [s](/docs/shared/conv#meta)\n",
+            "content/blog/post.mdx": "# Post\n",
+        },
+    )
+    (tmp_path / ".git").mkdir()
+    site = detect_site(tmp_path / "content", stop=tmp_path)
+    assert {(m.folder, m.prefix) for m in site.mounts} == {("docs", "docs"), ("blog", "blog")}
+    settings = load_settings(cwd=tmp_path, root=tmp_path / "content", state_dir=tmp_path / ".st")
+    assert page_verdicts(settings, "docs/index.mdx") == {
+        "/docs/conventions#meta": None,  # its headings are an included file's: unknown
+        "/blog/post": True,
+        "/docs/shared/conv#meta": True,
+    }

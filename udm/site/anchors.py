@@ -227,6 +227,8 @@ def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool | re.
             custom = _CUSTOM_ID.search(title)
             if custom is not None:
                 found.update((custom.group(1), slugify(title[: custom.start()])))
+        if "<include" in text and _INCLUDE.search(text):
+            unknown = True  # `<include>other.mdx</include>`: the other file's headings are the page's
     if site.generator == "jekyll":
         # kramdown, Jekyll's Markdown, gives a footnote `fn:<label>` and its reference `fnref:<label>`.
         for label in _FOOTNOTE.findall(text):
@@ -332,6 +334,7 @@ _COMPONENT_TAG = re.compile(r"^[ \t]*<[A-Z][A-Za-z0-9]*(?:[ \t][^<>\n]{0,500})?/
 _IMPORT_PARTIAL = re.compile(
     r"""^import[ \t]+([A-Za-z_$][\w$]{0,100})[ \t]+from[ \t]+['"][^'"\n]{1,300}\.mdx?['"]""", re.M
 )
+_INCLUDE = re.compile(r"^[ \t]*<include[\s>]", re.M)
 _CUSTOM_ID = re.compile(r"[ \t]*\[#([^\]\s]{1,200})\][ \t]*$")
 _FOOTNOTE = re.compile(r"^[ ]{0,3}\[\^([^\]\s]{1,100})\]:", re.M)
 

@@ -26,6 +26,7 @@ __all__ = ["DOT_LANGUAGE", "fumadocs", "fumadocs_inputs", "is_fumadocs_config"]
 _COLLECTION = re.compile(
     r"(?:export\s+)?(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=\s*(defineDocs|defineCollections)\s*\("
 )
+_DIR_KEY = re.compile(r"(?<![\w$.])dir\s*:")
 _LOADER = re.compile(r"(?<![\w$.])loader\s*\(")
 _SOURCE_NAME = re.compile(
     r"([A-Za-z_$][\w$]*)\.toFumadocsSource\s*\(|createMDXSource\s*\(\s*([A-Za-z_$][\w$]*)"
@@ -59,7 +60,7 @@ def _collections(text: str) -> list[tuple[str, str]]:
         block = text[m.end() : end] if end is not None else ""
         folder = _js_string(block, "dir", consts)
         if folder is None:
-            if m.group(2) != "defineDocs" or "dir" in block:
+            if m.group(2) != "defineDocs" or _DIR_KEY.search(_masked(block)):
                 continue  # a computed dir, or a collection of another kind with none: not known
             folder = "content/docs"
         folder = folder.strip()
@@ -94,11 +95,9 @@ def fumadocs_inputs(config: Path) -> list[Path]:
     return [config, *_script_files(config.parent)]
 
 
-def _loaders(files: list[Path]) -> tuple[dict[str, tuple[str, bool]], bool]:
-    """Each collection's `baseUrl`, and whether its loader has `i18n` (its pages' translations are
-    files `x.<lang>.mdx`), by the name its loader's source names; and whether any loader has `i18n`."""
-    bases: dict[str, tuple[str, bool]] = {}
-    i18n = False
+def _scripts(files: list[Path]) -> list[str]:
+    """The texts of the scripts that may define collections (`fumadocs-mdx/macro`) or call `loader()`."""
+    texts: list[str] = []
     for path in files:
         if not path.name.endswith(_SCRIPT_SUFFIXES) or path.name in _PAGE_FILES:
             continue
@@ -106,6 +105,17 @@ def _loaders(files: list[Path]) -> tuple[dict[str, tuple[str, bool]], bool]:
             text = read_head(path, _MAX_FILE_BYTES).decode("utf-8", "replace")
         except OSError:
             continue
+        if "loader" in text or "fumadocs-mdx" in text:
+            texts.append(text)
+    return texts
+
+
+def _loaders(texts: list[str]) -> tuple[dict[str, tuple[str, bool]], bool]:
+    """Each collection's `baseUrl`, and whether its loader has `i18n` (its pages' translations are
+    files `x.<lang>.mdx`), by the name its loader's source names; and whether any loader has `i18n`."""
+    bases: dict[str, tuple[str, bool]] = {}
+    i18n = False
+    for text in texts:
         if "loader" not in text:
             continue
         consts = _consts(text)
@@ -156,10 +166,13 @@ def fumadocs(root: Path, here: Path, text: str) -> Site:
     """A Fumadocs site: each content collection published under its loader's `baseUrl`, the app's pages
     at their routes, `public/` at the site root."""
     files = _script_files(here)
-    bases, any_i18n = _loaders(files)
+    scripts = _scripts(files)
+    bases, any_i18n = _loaders(scripts)
     mounts: list[Mount] = []
     languages: set[str] = set()
-    for name, folder in _collections(text):
+    # Collections are defined in the config, or (fumadocs-mdx's macro) in the project's scripts.
+    collections = [c for t in [text, *(s for s in scripts if "fumadocs-mdx" in s)] for c in _collections(t)]
+    for name, folder in dict(collections).items():
         # A collection no loader names: under its folder's name, translated if the project is.
         base, i18n = bases.get(name, (folder.rsplit("/", 1)[-1], any_i18n))
         kind = "fumadocs-i18n" if i18n else "fumadocs"
