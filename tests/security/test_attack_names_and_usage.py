@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import json
 import os
-import pty
-import select
 import subprocess
 import sys
-import time
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from .cli_process import REPO, run_udm
 
 # What a terminal acts on (or UTF-8 cannot hold): none may reach a terminal raw.
 _ACTED_ON = frozenset(
@@ -41,34 +38,7 @@ def _run(
     cwd: Path | bytes, *args: str, terminal: bool = False, env: dict[str, str] | None = None
 ) -> tuple[int, bytes]:
     """`udm ARGS` as a process in `cwd`: its exit code and its stdout+stderr bytes."""
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("UDM_")}
-    environ["PYTHONPATH"] = str(REPO)
-    environ.update(env or {})
-    command = [sys.executable, "-c", "from flows.entry import main; main()", *args]
-    if not terminal:
-        proc = subprocess.run(command, cwd=cwd, env=environ, capture_output=True, timeout=300)
-        return proc.returncode, proc.stdout + proc.stderr
-    master, slave = pty.openpty()
-    child = subprocess.Popen(
-        command, cwd=cwd, env=environ, stdout=slave, stderr=slave, stdin=subprocess.DEVNULL
-    )
-    os.close(slave)
-    out = b""
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([master], [], [], 1.0)
-        if ready:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            out += chunk
-        elif child.poll() is not None:
-            break
-    os.close(master)
-    return child.wait(timeout=60), out
+    return run_udm(cwd, *args, terminal=terminal, env=env)
 
 
 def _text(out: bytes) -> str:

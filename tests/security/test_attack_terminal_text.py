@@ -14,10 +14,6 @@ from __future__ import annotations
 import json
 import os
 import pty
-import select
-import subprocess
-import sys
-import time
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
@@ -30,7 +26,7 @@ from udm.index.lint_rules import Finding
 from udm.index.lookup import scan_markdown
 from udm.shown import for_stream, json_shown, shown, shown_line
 
-REPO = Path(__file__).resolve().parents[2]
+from .cli_process import run_udm
 
 # What a terminal acts on or UTF-8 cannot hold: none may reach the output raw.
 _ACTED_ON = [chr(c) for c in [*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0)]] + [
@@ -154,31 +150,8 @@ def test_undecodable_names_are_left_out_with_a_reason(tmp_path: Path) -> None:
 
 
 def _cli(cwd: Path, *args: str, terminal: bool = False) -> tuple[int, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("UDM_")}
-    env["PYTHONPATH"] = str(REPO)
-    command = [sys.executable, "-c", "from flows.entry import main; main()", *args]
-    if not terminal:
-        proc = subprocess.run(command, cwd=cwd, env=env, capture_output=True, timeout=300)
-        return proc.returncode, (proc.stdout + proc.stderr).decode("utf-8")
-    master, slave = pty.openpty()
-    proc2 = subprocess.Popen(command, cwd=cwd, env=env, stdout=slave, stderr=slave, stdin=subprocess.DEVNULL)
-    os.close(slave)
-    out = b""
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([master], [], [], 1.0)
-        if ready:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # the child closed its end
-                break
-            if not chunk:
-                break
-            out += chunk
-        elif proc2.poll() is not None:
-            break
-    os.close(master)
-    return proc2.wait(timeout=60), out.decode("utf-8")
+    code, out = run_udm(cwd, *args, terminal=terminal)
+    return code, out.decode("utf-8")
 
 
 @pytest.fixture(scope="module")
