@@ -82,6 +82,14 @@ EXPECTED: dict[str, tuple[str, str, set[tuple[str, str, str]]]] = {
             ("index.md", "broken-link", "missing-page"),
         },
     ),
+    "fumadocs": (
+        "web/content",
+        "",
+        {
+            ("docs/index.mdx", "broken-link", "/docs/nope"),
+            ("docs/index.mdx", "broken-anchor", "/docs/install#nope"),
+        },
+    ),
     "none": (
         "plain",
         "",
