@@ -334,10 +334,10 @@ def _load_steps(steps_file: Path) -> tuple[Any, list[Any]]:
 
     from flows.cli import fail
     from tasks.browser.catalog import browser_tool
-    from udm.datalimits import DataLimitError, check_text
+    from udm.datalimits import DataLimitError, check_text, read_utf8
 
     try:
-        text = steps_file.read_text(encoding="utf-8")
+        text = read_utf8(steps_file)
         check_text(text, "json" if steps_file.suffix == ".json" else "yaml", what=str(steps_file))
         raw = json.loads(text) if steps_file.suffix == ".json" else yaml.safe_load(text)
     except DataLimitError as exc:
@@ -346,6 +346,8 @@ def _load_steps(steps_file: Path) -> tuple[Any, list[Any]]:
         raise fail(f"cannot read {steps_file}: {exc.strerror or exc}", 2) from exc
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
         raise fail(f"{steps_file} is not valid YAML/JSON: {exc}", 2) from exc
+    except ValueError as exc:  # not UTF-8 text
+        raise fail(str(exc), 2) from exc
     steps = raw.get("steps") if isinstance(raw, dict) else raw
     if not isinstance(steps, list):
         raise fail(f"{steps_file}: expected a list of {{tool, input}} steps", 2)

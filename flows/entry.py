@@ -97,6 +97,10 @@ def _leading(argv: list[str]) -> tuple[dict[str, str], list[str]] | None:
 
 def daemon_eligible(argv: list[str]) -> dict[str, str] | None:
     """The settings (root, state, logs, policy) when the daemon may answer this command line, else None."""
+    from udm.shown import utf8_name
+
+    if not all(utf8_name(a) for a in argv):
+        return None  # refused by the full CLI, before any daemon is asked or started
     parsed = _leading(argv)
     if parsed is None:
         return None

@@ -16,6 +16,7 @@ from typing import Any
 import typer
 
 from flows.say import say
+from udm.datalimits import read_utf8
 from wiring import DEPLOYMENT_ENV, DEPLOYMENTS, WORK_POOL, WORK_QUEUE, DeploymentDef
 
 __all__ = ["register", "render_prefect_yaml"]
@@ -136,11 +137,14 @@ def prefect_yaml(
     """Write prefect.yaml from wiring.DEPLOYMENTS (--check: say whether it is up to date)."""
     text = render_prefect_yaml()
     try:
-        current = file.read_text(encoding="utf-8")
+        current: str | None = read_utf8(file)
     except FileNotFoundError:
         current = None
     except OSError as exc:
         say(f"error: cannot read {file}: {exc.strerror}", err=True)
+        raise typer.Exit(1) from None
+    except ValueError as exc:
+        say(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
     if current == text:
         say(f"{file} is up to date ({len(DEPLOYMENTS)} deployments)")

@@ -44,6 +44,7 @@ from tasks.base import (
 )
 from tasks.llm_tools import envelope_text
 from tasks.registry import all_tools
+from udm.datalimits import lone_surrogate
 
 __all__ = [
     "APPROVAL_KEY",
@@ -254,11 +255,48 @@ def build_server(
 
 
 def stream_error(exc: Exception) -> types.JSONRPCError:
-    """The JSON-RPC error for an undecodable line: -32700 for bad JSON, -32600 for a non-message."""
+    """The JSON-RPC error for an undecodable line: -32700 for bad JSON, -32600 for a non-message, and
+    -32602 for the request's own id when its JSON holds a lone surrogate (`"\\udcff"`, what a name's
+    undecodable byte becomes): well-formed JSON, but no text a tool can take."""
     code, message = types.INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message"
-    if isinstance(exc, ValidationError) and any(e["type"] == "json_invalid" for e in exc.errors()):
+    ident: str | int | None = None
+    invalid = (
+        [e for e in exc.errors() if e["type"] == "json_invalid"] if isinstance(exc, ValidationError) else []
+    )
+    if invalid:
         code, message = types.PARSE_ERROR, "Parse error: the line is not valid JSON"
-    return types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=message))
+        found = _with_lone_surrogate(invalid[0].get("input"))
+        if found is not None:
+            ident, where = found
+            code = types.INVALID_PARAMS
+            message = (
+                f"Invalid params: {where} holds a lone surrogate, which is not a character: "
+                "text and names must be valid UTF-8"
+            )
+    return types.JSONRPCError(jsonrpc="2.0", id=ident, error=types.ErrorData(code=code, message=message))
+
+
+def _with_lone_surrogate(line: Any) -> tuple[str | int | None, str] | None:
+    """(id, where) of a request line that is JSON but for a lone surrogate escape (pydantic's parser
+    refuses those, Python's reads them); None for any other line."""
+    if not isinstance(line, str | bytes) or len(line) > _MAX_LINE:
+        return None
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    where = lone_surrogate(data, "the request")
+    if where is None:
+        return None
+    ident = data.get("id")
+    valid = isinstance(ident, str | int) and not isinstance(ident, bool) and lone_surrogate(ident) is None
+    return (ident if valid else None), where
+
+
+# A line is read whole by the SDK before this sees it; past this size it is not parsed again.
+_MAX_LINE = 16 * 1024 * 1024
 
 
 def run_stdio(server: Server[Any]) -> None:

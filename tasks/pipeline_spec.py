@@ -42,7 +42,7 @@ from tasks.pipeline_model import (
     pipeline_json_schema,
 )
 from tasks.registry import get_tool
-from udm.datalimits import DataLimitError, check_yaml
+from udm.datalimits import DataLimitError, check_yaml, read_utf8
 from udm.errors import ToolError
 
 __all__ = [
@@ -81,9 +81,11 @@ def load_spec(source: str | Path | Mapping[str, Any]) -> PipelineSpec:
         text = source
         if isinstance(source, Path):
             try:
-                text = source.read_text(encoding="utf-8")
+                text = read_utf8(source)
             except OSError as exc:
                 raise PipelineCheckError([f"cannot read {source}: {exc.strerror}"]) from exc
+            except ValueError as exc:
+                raise PipelineCheckError([str(exc)]) from exc
         try:
             check_yaml(str(text), what="the pipeline spec")
             raw = yaml.safe_load(str(text))

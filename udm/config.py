@@ -477,9 +477,13 @@ def _utf8_folders(settings: Settings) -> None:
     )
     for key, path in folders:
         text = str(path)
-        if not utf8_name(text):
+        # The manual's files are also opened by their real paths (the journal's guard resolves them):
+        # a root that is a link to a folder whose path is not UTF-8 is refused by that path.
+        real = os.path.realpath(text) if key == "root" and utf8_name(text) else text
+        if not utf8_name(real):
+            where = shown_line(text) if real == text else f"{shown_line(text)} (really {shown_line(real)})"
             raise ConfigError(
-                f"{key}: the path {shown_line(text)} is not valid UTF-8 (it holds bytes "
+                f"{key}: the path {where} is not valid UTF-8 (it holds bytes "
                 "that no character encodes), and the index stores paths as UTF-8: rename the folder, "
                 f"or set {key} to a folder whose path is valid UTF-8"
             )

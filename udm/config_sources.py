@@ -50,6 +50,11 @@ def _toml(path: str) -> dict[str, Any]:
         except RecursionError:
             # tomllib recurses into nested arrays and inline tables: a file's depth is its own to choose.
             raise tomllib.TOMLDecodeError(f"{os.path.basename(path)} is nested too deeply") from None
+        except UnicodeDecodeError as exc:
+            # TOML is UTF-8: a file saved in another encoding (Latin-1) is not TOML, said in one line.
+            raise tomllib.TOMLDecodeError(
+                f"{os.path.basename(path)} is not valid UTF-8 (byte {exc.start})"
+            ) from None
 
 
 def _table(data: dict[str, Any], *keys: str) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from pydantic import AfterValidator, BeforeValidator, ValidationError
 from pydantic_settings import NoDecode, SettingsError
 
 from udm.errors import ConfigError
+from udm.shown import shown_line, utf8_name
 
 __all__ = [
     "DEFAULT_ID_PATTERNS",
@@ -92,6 +93,10 @@ def _suffixes(value: list[str]) -> list[str]:
     out = ["." + v.strip().lower().lstrip(".") for v in value if v.strip().strip(".")]
     if not out:
         raise ValueError("markdown_suffixes needs at least one suffix, e.g. .md")
+    bad = next((v for v in out if not utf8_name(v)), None)
+    if bad is not None:
+        # A suffix is stored with the index's lookup and matched against names that are valid UTF-8.
+        raise ValueError(f"the suffix {shown_line(bad)} is not valid UTF-8")
     return out
 
 

@@ -36,6 +36,8 @@ __all__ = [
     "current_limits",
     "load_json",
     "load_yaml",
+    "lone_surrogate",
+    "read_utf8",
     "set_limits",
 ]
 
@@ -66,6 +68,59 @@ class DataLimits:
 
 
 _current = DataLimits()
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# A path in the data as a chain of (parent, step): a key, or a one-item list holding an index.
+_Where = tuple[Any, Any] | None
+
+
+def lone_surrogate(data: Any, whole: str = "the data") -> str | None:
+    """Where the first lone surrogate in parsed data sits (e.g. `operations[0].new`; `whole` when it is
+    the data itself), or None."""
+    # A lone surrogate (JSON "\ud800") is a str in Python but can never be written as UTF-8;
+    # found here it is bad input, found at the commit it would be a traceback. Iterative: the
+    # data's depth is the input's to choose. Each item carries a link to its parent's path, spelled
+    # out only for the answer: building every item's path text would cost the depth squared.
+    stack: list[tuple[_Where, Any]] = [(None, data)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, str):
+            m = _SURROGATE.search(item)
+            if m:
+                return f"{_spell(where) or whole} (U+{ord(m.group()):04X} at character {m.start()})"
+        elif isinstance(item, dict):
+            for key, value in reversed(list(item.items())):
+                if isinstance(key, str) and _SURROGATE.search(key):
+                    return f"the key {key!r} of {_spell(where) or whole}"
+                stack.append(((where, key), value))
+        elif isinstance(item, list | tuple):
+            stack.extend(((where, [i]), v) for i, v in reversed(list(enumerate(item))))
+    return None
+
+
+def _spell(where: _Where) -> str:
+    """The path text of a chain, e.g. `operations[0].new`."""
+    steps: list[Any] = []
+    while where is not None:
+        where, step = where
+        steps.append(step)
+    text = ""
+    for step in reversed(steps):
+        index = isinstance(step, list)
+        text += f"[{step[0]}]" if index else f".{step}" if text else str(step)
+    return text
+
+
+def read_utf8(path: Any, what: str | None = None) -> str:
+    """A file's text; OSError as reading raises it, ValueError naming the file (or `what`) and the first
+    byte that is not UTF-8, for a file saved in another encoding."""
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{what or path} is not UTF-8 text (byte {exc.start})") from None
 
 
 def current_limits() -> DataLimits:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Literal
 
 from udm.errors import InvalidPathError, PathChangedError, PathOutsideError
+from udm.shown import shown_line
 
 __all__ = [
     "MAX_NAME_BYTES",
@@ -55,6 +56,12 @@ def escape_name(name: str, limit: int = 160) -> str:
         # A surrogate that no undecodable byte produced (a JSON "\ud800"): shown as its escape.
         text = name.encode("utf-8", "backslashreplace").decode("utf-8")
     return text if len(text) <= limit else f"{text[: limit - 20]}...({len(text)} chars)"
+
+
+def _quoted(name: str) -> str:
+    """A name in quotes for a message: every character a terminal acts on, and each undecodable byte
+    (`\\xff`), written as its escape once (a repr would double the escapes), bounded in length."""
+    return f"'{escape_name(shown_line(name))}'"
 
 
 def _plain_kind(mode: int) -> Literal["file", "directory"] | None:
@@ -119,7 +126,7 @@ def _check_text(text: str, what: str) -> None:
         encoded = text.encode("utf-8")
     except UnicodeEncodeError:
         raise InvalidPathError(
-            f"{what} is not valid UTF-8 ({escape_name(text)!r} holds undecodable bytes)"
+            f"{what} is not valid UTF-8 (it holds bytes that no character encodes)"
         ) from None
     if len(encoded) > MAX_PATH_BYTES:
         raise InvalidPathError(f"{what} is {len(encoded)} bytes long; the limit is {MAX_PATH_BYTES}")
@@ -235,9 +242,9 @@ class PathGuard:
         text = os.fspath(path)
         if not text:
             raise InvalidPathError("the path is empty")
-        _check_text(text, f"path {escape_name(text)!r}")
+        _check_text(text, f"path {_quoted(text)}")
         norm = _normalize(text if os.path.isabs(text) else os.path.join(self.project_root, text))
-        _check_text(norm, f"path {escape_name(text)!r} (resolved to {escape_name(norm)!r})")
+        _check_text(norm, f"path {_quoted(text)} (resolved to {_quoted(norm)})")
         return norm
 
     def _locate(self, abs_path: str) -> tuple[_Root, tuple[str, ...]] | None:

@@ -9,6 +9,7 @@ caller takes the full path, which refreshes the index. This module imports only 
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
 import stat
@@ -130,6 +131,9 @@ def scan_markdown(
                         (_rel(entry.path, base), f"skipped: suffix {suffix} is not in markdown_suffixes")
                     )
             except OSError:
+                # A link that loops (`loop.md -> loop.md`): is_file() itself fails; said, like the rest.
+                if skipped is not None and name.lower().endswith(suffixes):
+                    skipped.append((_rel(entry.path, base), f"skipped: {_not_a_file(entry)}"))
                 continue
     return out
 
@@ -152,8 +156,12 @@ def _not_a_file(entry: os.DirEntry[str]) -> str:
     link = entry.is_symlink()
     try:
         mode = os.stat(entry.path).st_mode
-    except OSError:
-        return "a symbolic link to nothing (its target does not exist)" if link else "it cannot be read"
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a symbolic link that loops (it never reaches a file)"
+        if link and exc.errno == errno.ENOENT:
+            return "a symbolic link to nothing (its target does not exist)"
+        return f"it cannot be read ({exc.strerror or exc})"
     if stat.S_ISDIR(mode):
         kind = "folder"
     else:

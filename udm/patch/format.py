@@ -16,6 +16,8 @@ from pydantic import (
     model_validator,
 )
 
+from udm.datalimits import lone_surrogate
+
 __all__ = [
     "DESTRUCTIVE_OPS",
     "OPERATION_TYPES",
@@ -46,47 +48,11 @@ __all__ = [
 ]
 
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-# A path in the data as a chain of (parent, step): a key, or a one-item list holding an index.
-_Where = tuple[Any, Any] | None
 
 
 def _lone_surrogate(data: Any) -> str | None:
-    """Where the first lone surrogate in parsed data sits (e.g. `operations[0].new`), or None."""
-    # A lone surrogate (JSON "\ud800") is a str in Python but can never be written as UTF-8;
-    # found here it is bad input, found at the commit it would be a traceback. Iterative: the
-    # data's depth is the input's to choose. Each item carries a link to its parent's path, spelled
-    # out only for the answer: building every item's path text would cost the depth squared.
-    stack: list[tuple[_Where, Any]] = [(None, data)]
-    while stack:
-        where, item = stack.pop()
-        if isinstance(item, str):
-            m = _SURROGATE.search(item)
-            if m:
-                return f"{_spell(where) or 'the patch'} (U+{ord(m.group()):04X} at character {m.start()})"
-        elif isinstance(item, dict):
-            for key, value in reversed(list(item.items())):
-                if isinstance(key, str) and _SURROGATE.search(key):
-                    return f"the key {key!r} of {_spell(where) or 'the patch'}"
-                stack.append(((where, key), value))
-        elif isinstance(item, list | tuple):
-            stack.extend(((where, [i]), v) for i, v in reversed(list(enumerate(item))))
-    return None
-
-
-def _spell(where: _Where) -> str:
-    """The path text of a chain, e.g. `operations[0].new`."""
-    steps: list[Any] = []
-    while where is not None:
-        where, step = where
-        steps.append(step)
-    text = ""
-    for step in reversed(steps):
-        index = isinstance(step, list)
-        text += f"[{step[0]}]" if index else f".{step}" if text else str(step)
-    return text
+    """Where the first lone surrogate in a patch's data sits (e.g. `operations[0].new`), or None."""
+    return lone_surrogate(data, "the patch")
 
 
 def _surrogate_message(where: str) -> str:

@@ -122,7 +122,7 @@ class TxRoots:
         try:
             self.guards[root].absolute(rel)  # NUL, control and bidi characters, undecodable, too long
         except InvalidPathError as exc:
-            raise Refused(str(exc)) from None
+            raise Refused(f"has an invalid path: {exc}") from None
         t = Target(root, rel)
         self._check_state(t)
         return t
@@ -134,7 +134,7 @@ class TxRoots:
         real = os.path.join(real_root, t.rel)
         for state in {self.state_real, self.state_abs}:
             if _inside(real, state) and not _inside(real_root, state):
-                raise Refused(f"{escape_name(real)} lies in the engine's state folder")
+                raise Refused(f"lies in the engine's state folder ({escape_name(real)})")
 
     def locate(self, path: Any) -> Target:
         """The root and relative path of an absolute path inside one of the roots; Refused otherwise."""
@@ -150,7 +150,7 @@ class TxRoots:
             try:
                 norm = guard.absolute(text)
             except InvalidPathError as exc:
-                raise Refused(str(exc)) from None
+                raise Refused(f"has an invalid path: {exc}") from None
             found = guard._locate(norm)
             if found is None or not found[1]:
                 continue
@@ -159,7 +159,7 @@ class TxRoots:
                 best = (name, found[1], depth)
         if best is None:
             roots = ", ".join(str(g.roots[0]) for g in self.guards.values())
-            raise Refused(f"{escape_name(text)} lies outside the transaction's roots ({roots})")
+            raise Refused(f"lies outside the transaction's roots ({roots})")
         return self.target(best[0], "/".join(best[1]))
 
     def is_root(self, path: Any) -> bool:

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from udm.datalimits import DataLimitError, check_alias_expansion, check_text
+from udm.datalimits import DataLimitError, check_alias_expansion, check_text, read_utf8
 from udm.errors import DocumentError, PatchError
 from udm.patch.format import OPERATION_TYPES, Patch, _lone_surrogate, _surrogate_message
 
@@ -58,13 +58,11 @@ def load_patch(path: Path | str) -> Patch:
     """Read a patch file (YAML, or JSON which is YAML too); PatchError for unreadable or invalid files."""
     p = Path(path)
     try:
-        raw = p.read_bytes()
+        text = read_utf8(p, f"patch file {p}")
     except OSError as exc:
         raise PatchError(f"cannot read patch file {p}: {exc.strerror or exc}") from exc
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise PatchError(f"patch file {p} is not UTF-8 text (byte {exc.start})") from exc
+    except ValueError as exc:
+        raise PatchError(str(exc)) from exc
     return loads_patch(text, str(p))
 
 

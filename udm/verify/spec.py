@@ -20,7 +20,7 @@ import yaml
 from pydantic import ValidationError
 
 from udm.config import Settings
-from udm.datalimits import check_text
+from udm.datalimits import check_text, read_utf8
 from udm.errors import DocumentError, InvalidURLError
 from udm.index import manual_documents, skip_reason
 from udm.markdown import Document
@@ -54,9 +54,11 @@ def _describe(exc: ValidationError) -> str:
 def load_spec_file(path: Path) -> tuple[list[Check], list[CheckProblem], VerifySpec | None]:
     """Checks of a YAML/JSON spec file; problems name the file (and the check) that is wrong."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_utf8(path)
     except OSError as exc:
         raise DocumentError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    except ValueError as exc:
+        raise DocumentError(str(exc)) from exc
     try:
         check_text(text, "json" if path.suffix.lower() == ".json" else "yaml", what=str(path))
         raw = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
