@@ -85,6 +85,13 @@ def test_liquid_links_carry_their_line_text_and_form() -> None:
     assert not [link for link in doc.links if "in-code" in link.target or "in-raw" in link.target]
 
 
+def test_liquid_in_an_html_block_is_no_markdown_link() -> None:
+    # kramdown reads no Markdown inside an HTML block: `[t]({% link a.md %})` there is text.
+    text = "# T\n\n<div>\n[in html]({% link a.md %})\n</div>\n\n[out]({% link b.md %})\n"
+    doc = parse_document(text, "p.md", liquid=True)
+    assert [(link.target, link.form) for link in doc.links] == [("{% link b.md %}", "liquid")]
+
+
 def test_outside_a_jekyll_site_liquid_is_text(tmp_path: Path) -> None:
     # No Jekyll config: `({{ '/x/' | relative_url }})` is what CommonMark reads, text.
     write_tree(tmp_path / "docs", {"a.md": PAGE, "about.md": "# About\n"})

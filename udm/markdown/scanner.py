@@ -505,7 +505,8 @@ def _liquid_links(root: Node, src: str) -> list[tuple[int, str, str]]:
     found = find_liquid_links(src)
     if not found:
         return []
-    code = _Spans(root, _CODE_NODES)
+    # In an HTML block Markdown makes no link (its `href`s are found as HTML attributes).
+    code = _Spans(root, _CODE_NODES | {"html_block"})
     offsets = ByteOffsets(src)
     out: list[tuple[int, str, str]] = []
     for n, (start, dest_at, dest) in enumerate(found):
