@@ -87,9 +87,9 @@ def test_the_config_and_its_loaders_are_read(tmp_path: Path) -> None:
     assert site.generator == "fumadocs"
     mounts = {(m.folder, m.prefix, m.kind) for m in site.mounts}
     assert mounts == {
-        ("docs", "docs", "fumadocs-i18n"),
+        ("docs", "docs", "fumadocs-i18n:en:cn"),  # lib/i18n.ts: default en, and cn
         ("blog", "news", "fumadocs"),  # this loader has no i18n
-        ("guides", "guides", "fumadocs-i18n"),  # no loader names it: its folder's name
+        ("guides", "guides", "fumadocs-i18n:en:cn"),  # no loader names it: its folder's name
     }
     assert ("/cn/:slug*", "/:slug*") in site.redirects
     assert ("", "../app/[lang]/(home)/page.tsx") in site.html_pages

@@ -224,9 +224,9 @@ def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool | re.
     if site.generator == "fumadocs":
         # Fumadocs: `## Title [#custom-id]` gives the heading that id (the title's slug otherwise).
         for title in [t for t, own in headings if own is None] + nested:
-            custom = _CUSTOM_ID.search(title)
+            custom = _custom_id(title)
             if custom is not None:
-                found.update((custom.group(1), slugify(title[: custom.start()])))
+                found.update(custom)
         if "<include" in text and _INCLUDE.search(text):
             unknown = True  # `<include>other.mdx</include>`: the other file's headings are the page's
     if site.generator == "jekyll":
@@ -335,7 +335,19 @@ _IMPORT_PARTIAL = re.compile(
     r"""^import[ \t]+([A-Za-z_$][\w$]{0,100})[ \t]+from[ \t]+['"][^'"\n]{1,300}\.mdx?['"]""", re.M
 )
 _INCLUDE = re.compile(r"^[ \t]*<include[\s>]", re.M)
-_CUSTOM_ID = re.compile(r"[ \t]*\[#([^\]\s]{1,200})\][ \t]*$")
+_CUSTOM_ID = re.compile(r"[^\]\s]{1,200}")
+
+
+def _custom_id(title: str) -> tuple[str, str] | None:
+    """(id, the slug of the rest) of a Fumadocs heading `Title [#id]`, None for a title without one
+    (read from its end, not searched for: a title of many spaces costs one pass)."""
+    text = title.rstrip()
+    start = text.rfind("[#") if text.endswith("]") else -1
+    if start < 0 or not _CUSTOM_ID.fullmatch(text, start + 2, len(text) - 1):
+        return None
+    return text[start + 2 : -1], slugify(text[:start])
+
+
 _FOOTNOTE = re.compile(r"^[ ]{0,3}\[\^([^\]\s]{1,100})\]:", re.M)
 
 

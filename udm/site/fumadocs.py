@@ -14,14 +14,15 @@ groups `(name)` and a leading language segment left out. `public/` is served at 
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from pathlib import Path
 
-from udm.site.jsconfig import _balanced, _consts, _js_string, _masked
-from udm.site.model import Mount, Site, read_head, static_folders, under
+from udm.site.jsconfig import _balanced, _consts, _js_block, _js_string, _js_strings, _masked
+from udm.site.model import Mount, Site, read_head, static_folders, under, within
 
-__all__ = ["DOT_LANGUAGE", "fumadocs", "fumadocs_inputs", "is_fumadocs_config"]
+__all__ = ["DOT_LANGUAGE", "fumadocs", "fumadocs_inputs", "is_fumadocs_config", "mount_languages"]
 
 _COLLECTION = re.compile(
     r"(?:export\s+)?(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=\s*(defineDocs|defineCollections)\s*\("
@@ -32,6 +33,8 @@ _SOURCE_NAME = re.compile(
     r"([A-Za-z_$][\w$]*)\.toFumadocsSource\s*\(|createMDXSource\s*\(\s*([A-Za-z_$][\w$]*)"
 )
 _MAX_COLLECTIONS = 50
+# The calls of one script looked at (`loader(`, `defineDocs(`): a script of thousands is no config.
+_MAX_CALLS = 200
 _MAX_FILES = 400
 _MAX_FILE_BYTES = 256 * 1024
 _SCRIPT_SUFFIXES = (".ts", ".tsx", ".mts", ".js", ".jsx", ".mjs")
@@ -51,13 +54,15 @@ def _collections(text: str) -> list[tuple[str, str]]:
     masked = _masked(text)
     consts = _consts(text)
     found: list[tuple[str, str]] = []
-    for m in _COLLECTION.finditer(text):
+    for m in itertools.islice(_COLLECTION.finditer(text), _MAX_CALLS):
         if len(found) >= _MAX_COLLECTIONS:
             break
         if masked[m.start() : m.end()] != text[m.start() : m.end()]:
             continue  # in a comment or a string
         end = _balanced(text, m.end() - 1)
-        block = text[m.end() : end] if end is not None else ""
+        if end is None:
+            break  # never closed: nor is any call after it (each would be scanned to the end)
+        block = text[m.end() : end]
         folder = _js_string(block, "dir", consts)
         if folder is None:
             if m.group(2) != "defineDocs" or _DIR_KEY.search(_masked(block)):
@@ -76,17 +81,24 @@ def _script_files(here: Path) -> list[Path]:
     """The project's TypeScript and JavaScript files where a `loader()` may be, and the Next app's page
     files, sorted, at most a few hundred (node_modules and build output not read)."""
     found: list[Path] = []
+    real = os.path.realpath(here)
     for top in ("lib", "src", "app"):
         start = here / top
-        if not start.is_dir():
+        # A folder (or, below, a file) linked out of the project is not read: only the project's own
+        # scripts say where its pages are published.
+        if not start.is_dir() or not within(os.path.realpath(start), real):
             continue
         for current, dirs, files in os.walk(start):
             dirs[:] = sorted(d for d in dirs if d not in _SKIPPED_DIRS and not d.startswith("."))
             for name in sorted(files):
-                if name.endswith(_SCRIPT_SUFFIXES) or name in _PAGE_FILES:
-                    found.append(Path(current) / name)
-                    if len(found) >= _MAX_FILES:
-                        return found
+                if not (name.endswith(_SCRIPT_SUFFIXES) or name in _PAGE_FILES):
+                    continue
+                path = Path(current) / name
+                if path.is_symlink() and not within(os.path.realpath(path), real):
+                    continue
+                found.append(path)
+                if len(found) >= _MAX_FILES:
+                    return found
     return found
 
 
@@ -96,7 +108,8 @@ def fumadocs_inputs(config: Path) -> list[Path]:
 
 
 def _scripts(files: list[Path]) -> list[str]:
-    """The texts of the scripts that may define collections (`fumadocs-mdx/macro`) or call `loader()`."""
+    """The texts of the scripts that may define collections (`fumadocs-mdx/macro`), call `loader()` or
+    name the languages (`defineI18n`)."""
     texts: list[str] = []
     for path in files:
         if not path.name.endswith(_SCRIPT_SUFFIXES) or path.name in _PAGE_FILES:
@@ -105,7 +118,7 @@ def _scripts(files: list[Path]) -> list[str]:
             text = read_head(path, _MAX_FILE_BYTES).decode("utf-8", "replace")
         except OSError:
             continue
-        if "loader" in text or "fumadocs-mdx" in text:
+        if "loader" in text or "fumadocs-mdx" in text or "defineI18n" in text:
             texts.append(text)
     return texts
 
@@ -120,12 +133,12 @@ def _loaders(texts: list[str]) -> tuple[dict[str, tuple[str, bool]], bool]:
             continue
         consts = _consts(text)
         masked = _masked(text)
-        for m in _LOADER.finditer(text):
+        for m in itertools.islice(_LOADER.finditer(text), _MAX_CALLS):
             if masked[m.start() : m.end()] != text[m.start() : m.end()]:
                 continue
             end = _balanced(text, m.end() - 1)
             if end is None:
-                continue
+                break  # never closed: nor is any call after it (each would be scanned to the end)
             block = text[m.end() : end]
             base = _js_string(block, "baseUrl", consts)
             names = [a or b for a, b in _SOURCE_NAME.findall(block)]
@@ -168,21 +181,27 @@ def fumadocs(root: Path, here: Path, text: str) -> Site:
     files = _script_files(here)
     scripts = _scripts(files)
     bases, any_i18n = _loaders(scripts)
-    mounts: list[Mount] = []
-    languages: set[str] = set()
     # Collections are defined in the config, or (fumadocs-mdx's macro) in the project's scripts.
     collections = [c for t in [text, *(s for s in scripts if "fumadocs-mdx" in s)] for c in _collections(t)]
-    for name, folder in dict(collections).items():
+    folders = dict(collections)
+    configured = _i18n_languages(scripts) if any_i18n else None
+    default, languages = configured or ("", set())
+    if any_i18n and configured is None:
+        # `languages` computed at build time: those whose files translate a page beside them.
+        for name, folder in folders.items():
+            if bases.get(name, ("", any_i18n))[1]:
+                languages |= _translations(here / folder)
+    others = sorted(languages - {default})
+    mounts: list[Mount] = []
+    for name, folder in folders.items():
         # A collection no loader names: under its folder's name, translated if the project is.
         base, i18n = bases.get(name, (folder.rsplit("/", 1)[-1], any_i18n))
-        kind = "fumadocs-i18n" if i18n else "fumadocs"
+        kind = f"fumadocs-i18n:{default}:{','.join(others)}" if i18n else "fumadocs"
         mount = under(root, here / folder, base.strip().strip("/"), kind, False)
         if mount is not None:
             mounts.append(mount)
-            if i18n:
-                languages |= _languages(here / folder)
     # A page not translated is served at its language's route with the default language's content.
-    redirects = tuple((f"/{lang}/:slug*", "/:slug*") for lang in sorted(languages))
+    redirects = tuple((f"/{lang}/:slug*", "/:slug*") for lang in others)
     return Site(
         mounts=tuple(mounts),
         redirects=redirects,
@@ -194,19 +213,48 @@ def fumadocs(root: Path, here: Path, text: str) -> Site:
 # A translation's file name: `page.cn.mdx`, `index.pt-BR.md`.
 DOT_LANGUAGE = re.compile(r"^(.+)\.([a-z]{2,3}(?:-[A-Za-z0-9]{2,8})?)$")
 _MAX_NAMES = 20_000
+_I18N = re.compile(r"(?<![\w$.])defineI18n\s*\(")
 
 
-def _languages(folder: Path) -> set[str]:
-    """The languages of a collection's translations, told by its files' names (the first 20,000)."""
+def mount_languages(kind: str) -> tuple[str, frozenset[str]]:
+    """The default language and the other languages of a Fumadocs mount's kind (`fumadocs-i18n:en:cn,ja`);
+    ("", empty) for a collection without translations."""
+    _, _, rest = kind.partition(":")
+    default, _, others = rest.partition(":")
+    return default, frozenset(o for o in others.split(",") if o)
+
+
+def _i18n_languages(texts: list[str]) -> tuple[str, set[str]] | None:
+    """The default language and the languages `defineI18n({ defaultLanguage, languages: [...] })`
+    names as literals, or None when no script names them so (computed at build time)."""
+    for text in texts:
+        for m in itertools.islice(_I18N.finditer(text), _MAX_CALLS):
+            end = _balanced(text, m.end() - 1)
+            if end is None:
+                break
+            block = text[m.end() : end]
+            listed = _js_block(block, "languages")
+            if listed is None or not listed.startswith("["):
+                continue
+            languages = {s for s in _js_strings(listed) if DOT_LANGUAGE.match(f"x.{s}")}
+            if languages:
+                return _js_string(block, "defaultLanguage") or "", languages
+    return None
+
+
+def _translations(folder: Path) -> set[str]:
+    """The languages of a collection's translations, told by its files' names (the first 20,000): a
+    suffix is a language where a file `x.<lang>.mdx` translates a page `x.mdx` beside it (so that
+    `node.js.mdx` alone is no translation)."""
     found: set[str] = set()
     seen = 0
     for _current, dirs, files in os.walk(folder):
         dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _SKIPPED_DIRS]
-        for name in files:
+        pages = {name.rpartition(".")[0] for name in files if name.lower().endswith((".md", ".mdx"))}
+        for stem in pages:
             seen += 1
-            stem, dot, suffix = name.rpartition(".")
-            m = DOT_LANGUAGE.match(stem) if dot and suffix.lower() in ("md", "mdx") else None
-            if m is not None:
+            m = DOT_LANGUAGE.match(stem)
+            if m is not None and m.group(1) in pages:
                 found.add(m.group(2))
             if seen >= _MAX_NAMES:
                 return found

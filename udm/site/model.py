@@ -46,7 +46,7 @@ NOT_PUBLISHED = "is not published: the site builds no page from it (a partial, a
 
 # Raised whenever udm.site.routes resolves some link otherwise (a new rule, a new anchor form): an index
 # built under other rules then resolves every link anew, though no file and no config changed.
-RULES_VERSION = 15
+RULES_VERSION = 16
 PAGE_SUFFIXES = (".md", ".mdx", ".markdown")
 # Suffixes a route may carry that name the same page (mdBook and MkDocs without directory URLs write .html).
 ROUTE_SUFFIXES = (*PAGE_SUFFIXES, ".html", ".htm")
@@ -164,9 +164,9 @@ class Site:
         root): its config (or the generator's own rule) leaves it out, as a partial or a snippet."""
         if not self.unpublished:
             return False
-        # A partial's images are bundled with the page that renders it (Docusaurus, Astro); MkDocs
-        # and Mintlify publish no file their exclusions name, page or not.
-        if self.generator not in ("mkdocs", "mintlify") and not rel.lower().endswith(PAGE_SUFFIXES):
+        # A partial's images are bundled with the page that renders it (Docusaurus, Astro); MkDocs,
+        # Mintlify and Jekyll publish no file their exclusions name, page or not.
+        if self.generator not in ("mkdocs", "mintlify", "jekyll") and not rel.lower().endswith(PAGE_SUFFIXES):
             return False
         return _unpublished(self._unpublished_table, rel)
 

@@ -46,7 +46,7 @@ from udm.site.detect import (
     site_for,
     strip_page,
 )
-from udm.site.fumadocs import DOT_LANGUAGE
+from udm.site.fumadocs import DOT_LANGUAGE, mount_languages
 from udm.site.model import outside_root
 
 __all__ = [
@@ -263,10 +263,14 @@ class Routes:
         if gen == "jekyll":
             return self._jekyll_route(mount, parts, stem, meta, path)
         if mount.kind.startswith("fumadocs"):
-            # Route groups `(name)` are no segment; a translation `x.cn` is `cn`'s page x.
+            # Route groups `(name)` are no segment; a translation `x.cn` is `cn`'s page x (cn one of
+            # the site's languages; `x.en` is x, en being the default).
             parts = [p for p in parts if not (p.startswith("(") and p.endswith(")"))]
-            dotted = DOT_LANGUAGE.match(stem) if mount.kind == "fumadocs-i18n" else None
-            stem, lang = (dotted.group(1), dotted.group(2)) if dotted else (stem, "")
+            default, languages = mount_languages(mount.kind)
+            dotted = DOT_LANGUAGE.match(stem) if languages or default else None
+            lang = ""
+            if dotted and (dotted.group(2) in languages or dotted.group(2) == default):
+                stem, lang = dotted.group(1), "" if dotted.group(2) == default else dotted.group(2)
             route = _join(mount.prefix, *parts, "" if stem.lower() in INDEX_NAMES else stem)
             return _join(lang, route) if lang else route
         if gen == "hugo":
@@ -627,7 +631,10 @@ class LinkResolver:
     _relative: dict[tuple[str, str], Located] = field(default_factory=dict)
     _absolute: dict[str, Located] = field(default_factory=dict)
     _html_pages: dict[str, str] | None = None
-    _translated: bool | None = None  # whether the site has translations as files (Fumadocs' i18n)
+    # Jekyll's posts by every name `post_url` may give them, built on the first one.
+    _posts: dict[str, str] | None = None
+    # The languages of a site's translations as files (Fumadocs' i18n), once known.
+    _languages: frozenset[str] | None = None
     _has_pages: dict[str, bool] = field(default_factory=dict)
     # Hugo `ref` lookups per mount, built on the first ref.
     _refs: dict[Mount, _RefTables] = field(default_factory=dict)
@@ -714,7 +721,7 @@ class LinkResolver:
                 return Located(page, frag, how="file")
         if path.startswith("/"):
             hit = self._absolute_hit(path)
-            lang = self._language_of(source) if self._translated is not False else ""
+            lang = self._language_of(source) if self._languages is None or self._languages else ""
             if lang and not path.startswith(f"/{lang}/"):
                 # Fumadocs with i18n: a route without a language, clicked on a translated page, leads
                 # to that language's page (its middleware keeps the reader's language) where there is one.
@@ -778,13 +785,13 @@ class LinkResolver:
     def _language_of(self, source: str) -> str:
         """The language of a translated page on a Fumadocs site with i18n (`x.cn.mdx` is `cn`), "" for
         a page in the default language or on another site."""
-        if self._translated is None:
-            self._translated = any(m.kind == "fumadocs-i18n" for m in self.site.mounts)
-        if not self._translated:
+        if self._languages is None:
+            self._languages = frozenset().union(*(mount_languages(m.kind)[1] for m in self.site.mounts))
+        if not self._languages:
             return ""
         stem = source.rpartition("/")[2].rpartition(".")[0]
         dotted = DOT_LANGUAGE.match(stem)
-        return dotted.group(2) if dotted else ""
+        return dotted.group(2) if dotted and dotted.group(2) in self._languages else ""
 
     def _locate_liquid(self, liquid: LiquidTarget) -> Located:
         """Where a Jekyll `{% link path %}` lands (a file from the site's folder: Jekyll's build fails
@@ -793,18 +800,18 @@ class LinkResolver:
         frag = unquote(liquid.fragment) if liquid.fragment else None
         if liquid.kind == "link":
             path = self._jekyll_source_file(liquid.value)
-            if path is not None and (path in self.routes.pages or self.exists(path)):
-                return Located(path, frag, how="file")
-            return Located(None, None)
-        name = liquid.value.strip("/")
-        for page in sorted(self.routes.pages):
-            parts = page.split("/")
-            if "_posts" not in parts[:-1]:
-                continue
-            stem = "/".join(p for p in parts if p != "_posts").rsplit(".", 1)[0]
-            if stem == name or stem.endswith("/" + name):
-                return Located(page, frag, how="file")
-        return Located(None, None)
+            # Only what Jekyll writes (a page, a document, a static file): a partial, an excluded file
+            # or the config fails its build, as a missing file does.
+            hit = self._as_file(path, path) if path is not None and not outside_root(path) else None
+            if hit is None and path is not None and outside_root(path) and self.exists(path):
+                hit = Located(path, None, how="file")  # the site's, above the manual
+            if hit is None or hit.file is None:
+                return Located(None, None, how=hit.how if hit else "")
+            return Located(hit.file, frag, how="file")
+        if self._posts is None:
+            self._posts = _posts_by_name(self.routes.pages)
+        page = self._posts.get(liquid.value.strip("/"))
+        return Located(page, frag, how="file") if page is not None else Located(None, None)
 
     def _jekyll_source_file(self, written: str) -> str | None:
         """A path from a Jekyll site's folder as a path from the manual root (None: no such path)."""
@@ -1178,6 +1185,22 @@ class LinkResolver:
         dest = dest.partition("#")[0].split("?", 1)[0]
         hit = self._route(posixpath.normpath(posixpath.join(posixpath.dirname(route), dest)), hops + 1)
         return Located(hit.file, None, hit.external, "redirect" if hit.file or hit.external else "")
+
+
+def _posts_by_name(pages: Iterable[str]) -> dict[str, str]:
+    """Jekyll's posts (files in a `_posts` folder) by the names a `post_url` may give: the file's name
+    without its suffix (`2024-01-02-x`), and with the folders around `_posts` before it (`blog/...`,
+    `_posts/sub/...` as `sub/...`); the first page in path order wins a name."""
+    found: dict[str, str] = {}
+    for page in sorted(pages):
+        parts = page.split("/")
+        if "_posts" not in parts[:-1]:
+            continue
+        steps = [p for p in parts if p != "_posts"]
+        steps[-1] = steps[-1].rsplit(".", 1)[0]
+        for k in range(1, len(steps) + 1):
+            found.setdefault("/".join(steps[-k:]), page)
+    return found
 
 
 def _beside(path: str, code: bool = False, indexes: tuple[str, ...] = ("index", "README")) -> list[str]:
