@@ -1,4 +1,5 @@
-"""`udm` run as a separate process, in a pipe or under a pseudo-terminal (what a person's terminal sees)."""
+"""`udm` run as a separate process, in a pipe or under a pseudo-terminal (what a person's terminal sees),
+and what a terminal must never receive raw."""
 
 from __future__ import annotations
 
@@ -46,3 +47,38 @@ def run_udm(
             break
     os.close(master)
     return child.wait(timeout=60), out
+
+
+# What a terminal acts on (or UTF-8 cannot hold): none may reach a terminal raw.
+ACTED_ON = frozenset(
+    [chr(c) for c in [*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0)]]
+    + ["\u061c", "\u200e", "\u200f", "\u2028", "\u2029"]
+    + [chr(c) for c in range(0x202A, 0x202F)]
+    + [chr(c) for c in range(0x2066, 0x206A)]
+)
+ESC = "\x1b]0;pwned\x07\x1b[2J\u202etxt.exe\x9b1m"
+HEADING = "\x1b]0;pwned\x07 \x1b[2J \u202etxt.exe \x9b1m"
+
+
+def acted_on(text: str) -> list[str]:
+    """The characters of `text` a terminal would act on (line breaks and tabs aside)."""
+    return sorted({c for c in text.replace("\r\n", "\n") if c in ACTED_ON and c not in "\n\t"})
+
+
+def utf8_text(out: bytes) -> str:
+    """Output decoded strictly: correct output is UTF-8 whatever the names and input held."""
+    return out.decode("utf-8")
+
+
+def hostile_manual(base: Path, root: bytes = b"udm") -> bytes:
+    """A small manual under base/docs/<root> whose headings hold escape sequences, state and logs
+    beside it; the manual's path (bytes)."""
+    manual = os.path.join(os.fsencode(base), b"docs", root)
+    os.makedirs(manual)
+    with open(os.path.join(manual, b"a.md"), "wb") as fh:
+        fh.write(
+            f"# Intro {HEADING}\n\n## 1.1 Component COMP-001: Thing {HEADING}\n\nsandbox words\n".encode()
+        )
+    for sub in (b"state", b"logs"):
+        os.makedirs(os.path.join(os.fsencode(base), sub), exist_ok=True)
+    return manual

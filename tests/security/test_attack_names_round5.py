@@ -18,21 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from .cli_process import REPO, run_udm
-
-# What a terminal acts on (or UTF-8 cannot hold): none may reach a terminal raw.
-_ACTED_ON = frozenset(
-    [chr(c) for c in [*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0)]]
-    + ["\u061c", "\u200e", "\u200f", "\u2028", "\u2029"]
-    + [chr(c) for c in range(0x202A, 0x202F)]
-    + [chr(c) for c in range(0x2066, 0x206A)]
-)
-ESC = "\x1b]0;pwned\x07\x1b[2J\u202etxt.exe\x9b1m"
-HEADING = "\x1b]0;pwned\x07 \x1b[2J \u202etxt.exe \x9b1m"
-
-
-def _acted_on(text: str) -> list[str]:
-    return sorted({c for c in text.replace("\r\n", "\n") if c in _ACTED_ON and c not in "\n\t"})
+from .cli_process import ESC, REPO, run_udm
+from .cli_process import acted_on as _acted_on
+from .cli_process import hostile_manual as _manual
+from .cli_process import utf8_text as _text
 
 
 def _run(
@@ -40,24 +29,6 @@ def _run(
 ) -> tuple[int, bytes]:
     """`udm ARGS` as a process in `cwd`: its exit code and its stdout+stderr bytes."""
     return run_udm(cwd, *args, terminal=terminal, env=env)
-
-
-def _text(out: bytes) -> str:
-    # Correct output is UTF-8 whatever the names and input held: decoding strictly is part of each check.
-    return out.decode("utf-8")
-
-
-def _manual(base: Path, root: bytes = b"udm") -> bytes:
-    """A small manual under base/docs/<root>, state and logs beside it; the manual's path (bytes)."""
-    manual = os.path.join(os.fsencode(base), b"docs", root)
-    os.makedirs(manual)
-    with open(os.path.join(manual, b"a.md"), "wb") as fh:
-        fh.write(
-            f"# Intro {HEADING}\n\n## 1.1 Component COMP-001: Thing {HEADING}\n\nsandbox words\n".encode()
-        )
-    for sub in (b"state", b"logs"):
-        os.makedirs(os.path.join(os.fsencode(base), sub), exist_ok=True)
-    return manual
 
 
 # ----- `udm index` lists each page-named entry that is no regular file, with its true reason -------------
