@@ -7,7 +7,10 @@ A collection is `export const docs = defineDocs({ dir: 'content/docs' })` (`dir`
 TypeScript files under `lib/`, `src/lib/`, `app/` or `src/` (the first 400 read). A collection no
 loader names is published under its folder's name (`content/docs` at `/docs`), as Fumadocs' templates
 do. With `i18n` in the loader, a page `x.cn.mdx` is the `cn` translation of `x.mdx`, at `/cn/docs/x`
-(Fumadocs' default "dot" parser), and a translation missing falls back to the default language's page.
+(Fumadocs' default "dot" parser; `cn` one of `defineI18n`'s literal `languages`, or, where those are
+computed, a suffix whose files translate a page beside them), and a translation missing falls back to
+the default language's page. Nothing linked out of the project is read, and a script's first 200 calls
+only.
 The app's pages (`app/[lang]/(home)/page.tsx` is `/`) are routes too: static segments only, route
 groups `(name)` and a leading language segment left out. `public/` is served at the site root.
 """
@@ -22,7 +25,7 @@ from pathlib import Path
 from udm.site.jsconfig import _balanced, _consts, _js_block, _js_string, _js_strings, _masked
 from udm.site.model import Mount, Site, read_head, static_folders, under, within
 
-__all__ = ["DOT_LANGUAGE", "fumadocs", "fumadocs_inputs", "is_fumadocs_config", "mount_languages"]
+__all__ = ["DOT_LANGUAGE", "fumadocs", "fumadocs_inputs", "mount_languages"]
 
 _COLLECTION = re.compile(
     r"(?:export\s+)?(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=\s*(defineDocs|defineCollections)\s*\("
@@ -44,11 +47,6 @@ _PAGE_FILES = frozenset(f"page.{ext}" for ext in ("tsx", "ts", "jsx", "js", "mdx
 _PARAM = re.compile(r"^\[.*\]$")
 
 
-def is_fumadocs_config(text: str) -> bool:
-    """Whether a `source.config.*` file is Fumadocs' (it imports fumadocs-mdx's config)."""
-    return "fumadocs-mdx" in text
-
-
 def _collections(text: str) -> list[tuple[str, str]]:
     """(name, folder from the config's folder) of each content collection the config defines."""
     masked = _masked(text)
@@ -61,7 +59,7 @@ def _collections(text: str) -> list[tuple[str, str]]:
             continue  # in a comment or a string
         end = _balanced(text, m.end() - 1)
         if end is None:
-            break  # never closed: nor is any call after it (each would be scanned to the end)
+            break  # never closed: the calls after it are not read (each would be scanned to the end)
         block = text[m.end() : end]
         folder = _js_string(block, "dir", consts)
         if folder is None:
@@ -138,7 +136,7 @@ def _loaders(texts: list[str]) -> tuple[dict[str, tuple[str, bool]], bool]:
                 continue
             end = _balanced(text, m.end() - 1)
             if end is None:
-                break  # never closed: nor is any call after it (each would be scanned to the end)
+                break  # never closed: the calls after it are not read (each would be scanned to the end)
             block = text[m.end() : end]
             base = _js_string(block, "baseUrl", consts)
             names = [a or b for a, b in _SOURCE_NAME.findall(block)]
