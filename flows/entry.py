@@ -24,6 +24,7 @@ import time
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:  # runtime imports stay minimal: this module runs before every `udm` command
+    from collections.abc import Iterable
     from typing import Any
 
 __all__ = ["daemon_eligible", "fast_query_id", "main", "via_daemon"]
@@ -66,9 +67,15 @@ def _settings(overrides: dict[str, str]) -> dict[str, str] | None:
         "approval_policy": values["approval_policy"],
     }
     # A path that is not valid UTF-8 is refused, with its reason, by the full path's settings.
+    return conf if _all_utf8(conf.values()) else None
+
+
+def _all_utf8(texts: Iterable[str]) -> bool:
+    """Whether every text (an argument, a path) is valid UTF-8: the full CLI refuses any other, in one
+    line, before anything runs, so neither the daemon nor the fast path takes it."""
     from udm.shown import utf8_name
 
-    return conf if all(utf8_name(value) for value in conf.values()) else None
+    return all(utf8_name(text) for text in texts)
 
 
 # The `graph` commands that only read (export writes a file; it stays in the client's process).
@@ -97,10 +104,8 @@ def _leading(argv: list[str]) -> tuple[dict[str, str], list[str]] | None:
 
 def daemon_eligible(argv: list[str]) -> dict[str, str] | None:
     """The settings (root, state, logs, policy) when the daemon may answer this command line, else None."""
-    from udm.shown import utf8_name
-
-    if not all(utf8_name(a) for a in argv):
-        return None  # refused by the full CLI, before any daemon is asked or started
+    if not _all_utf8(argv):
+        return None
     parsed = _leading(argv)
     if parsed is None:
         return None
@@ -162,6 +167,8 @@ def via_daemon(argv: list[str]) -> int | None:
 def fast_query_id(argv: list[str]) -> int | None:
     """Exit code when the fast path answered, None when the full CLI must."""
     started = time.perf_counter()
+    if not _all_utf8(argv):
+        return None
     parsed = _leading(argv)
     if parsed is None:
         return None
@@ -169,10 +176,6 @@ def fast_query_id(argv: list[str]) -> int | None:
     if len(args) != 3 or args[:2] != ["query", "id"] or not args[2].strip() or args[2].startswith("-"):
         return None
     ident = args[2]
-    from udm.shown import utf8_name
-
-    if not utf8_name(ident):
-        return None  # an ID with an undecodable byte matches none: the full path says so
     conf = _settings(overrides)
     if conf is None:
         return None

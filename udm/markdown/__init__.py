@@ -12,6 +12,7 @@ from udm._lazy import load_surface_name
 
 if TYPE_CHECKING:
     from udm.markdown.blockdata import parse_front_matter as parse_front_matter
+    from udm.markdown.definitions import MYST_SCHEMES as MYST_SCHEMES
     from udm.markdown.definitions import definition_line as definition_line
     from udm.markdown.document import Document as Document
     from udm.markdown.document import load_document as load_document
@@ -43,6 +44,7 @@ _SURFACE = {
     "HugoRef": "shortcodes",
     "INDENTED_BLOCKS": "indented",
     "LiquidTarget": "liquid",
+    "MYST_SCHEMES": "definitions",
     "MarkdownParseError": "tree",
     "TAB_TITLE": "indented",
     "Section": "model",
@@ -67,6 +69,7 @@ _SURFACE = {
 
 __all__ = [
     "INDENTED_BLOCKS",
+    "MYST_SCHEMES",
     "TAB_TITLE",
     "Block",
     "Document",

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from udm.markdown.document import Document
 
 __all__ = [
+    "MYST_SCHEMES",
     "all_defs",
     "defining_sections",
     "definition_line",
@@ -37,13 +38,14 @@ _FIELD_ANY = re.compile(
 
 
 _SCHEME = re.compile(r"[a-zA-Z][a-zA-Z0-9+.\-]*:")
-_MYST_SCHEMES = ("project:", "path:")
+# MyST's own link schemes: the project's files and targets (resolved in udm.site.routes).
+MYST_SCHEMES = ("project:", "path:")
 
 
 def _link_kind(target: str) -> str:
     if target.startswith("#"):
         return "anchor"
-    if target.startswith(_MYST_SCHEMES):
+    if target.startswith(MYST_SCHEMES):
         # MyST's `project:path` and `path:file` name the project's own files (udm.site.routes); on
         # another site they resolve to nothing and are left unchecked, as any unknown scheme.
         return "internal"

@@ -197,13 +197,15 @@ def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool | re.
     if site.snippets and "8<" in text and _includes_markdown_snippet(doc):
         # pymdownx.snippets writes another Markdown file into the page: its headings are the page's.
         unknown = True
-    if site.generator == "mkdocs":
-        # Python-Markdown's toc makes ids its own way and numbers a repeat `_1`; its footnotes
-        # extension gives `fn:<label>` and `fnref:<label>`.
-        used: Counter[str] = Counter()
-        found.update(_unique(python_markdown_slug(t), used) for t in texts + nested)
+    if site.generator in ("mkdocs", "jekyll"):
+        # Python-Markdown's footnotes extension (MkDocs) and kramdown (Jekyll's Markdown) give a
+        # footnote `fn:<label>` and its reference `fnref:<label>`.
         for label in _FOOTNOTE.findall(text):
             found.update((f"fn:{label}", f"fnref:{label}"))
+    if site.generator == "mkdocs":
+        # Python-Markdown's toc makes ids its own way and numbers a repeat `_1`.
+        used: Counter[str] = Counter()
+        found.update(_unique(python_markdown_slug(t), used) for t in texts + nested)
         if site.tab_ids and "===" in text:
             found |= _tab_ids(doc, site.tab_ids)
         blind: list[str] = []
@@ -229,10 +231,6 @@ def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool | re.
                 found.update(custom)
         if "<include" in text and _INCLUDE.search(text):
             unknown = True  # `<include>other.mdx</include>`: the other file's headings are the page's
-    if site.generator == "jekyll":
-        # kramdown, Jekyll's Markdown, gives a footnote `fn:<label>` and its reference `fnref:<label>`.
-        for label in _FOOTNOTE.findall(text):
-            found.update((f"fn:{label}", f"fnref:{label}"))
     if site.generator == "mintlify":
         # Mintlify makes ids its own way (`mintlify_slug`) and numbers a repeat -2, -3 across the page,
         # headings inside components too; its accordions and tabs take an id, by default their title's.

@@ -24,7 +24,7 @@ from functools import partial
 from typing import Any, NamedTuple
 from urllib.parse import unquote
 
-from udm.markdown import HugoRef, LiquidTarget, liquid_target, parse_ref, slugify
+from udm.markdown import MYST_SCHEMES, HugoRef, LiquidTarget, liquid_target, parse_ref, slugify
 from udm.site.anchors import (
     explicit_anchors,
     has_explicit_anchor,
@@ -340,6 +340,10 @@ class Routes:
             self.slashed.add(route)
         return route
 
+    def site_mount(self) -> Mount | None:
+        """The site's `pages` mount: on a Jekyll site, its own folder (its pages where they lie)."""
+        return next((m for m in self.site.mounts if m.kind == "pages"), None)
+
     def _default_permalink(self, path: str, kind: str) -> str | None:
         """The permalink the config's `defaults` give the page `path` (from the manual root) of `kind`
         (a collection's name, `posts` or `pages`): the most specific scope's (the longest path, then one
@@ -365,7 +369,7 @@ class Routes:
 
     def _jekyll_site_path(self, path: str) -> str | None:
         """A path from the manual root as a path from the Jekyll site's folder (None: not on the site)."""
-        mount = next((m for m in self.site.mounts if m.kind == "pages"), None)
+        mount = self.site_mount()
         if mount is None or not path:
             return None
         if mount.prefix:
@@ -668,7 +672,7 @@ class LinkResolver:
             role = _ROLE_TARGET.fullmatch(text)
             if role is not None:
                 return self._locate_role(source, role.group(1), role.group(2))
-        if self.site.labels and text.startswith(("project:", "path:")):
+        if self.site.labels and text.startswith(MYST_SCHEMES):
             return self._locate_myst_scheme(source, text)
         if text.startswith("{{"):
             ref = parse_ref(text)
@@ -764,9 +768,8 @@ class LinkResolver:
         file."""
         if role in ("ref", "numref"):
             return Located(None, target, how="label")
-        base = "" if target.startswith("/") else posixpath.dirname(source)
-        joined = posixpath.normpath(posixpath.join(base, target.lstrip("/")))
-        if outside_root(joined):
+        joined = _from_page(source, target)
+        if joined is None:
             return Located(None, None)
         names = [joined] if role == "download" else [joined + s for s in PAGE_SUFFIXES] + [joined]
         for name in names:
@@ -815,7 +818,7 @@ class LinkResolver:
 
     def _jekyll_source_file(self, written: str) -> str | None:
         """A path from a Jekyll site's folder as a path from the manual root (None: no such path)."""
-        mount = next((m for m in self.site.mounts if m.kind == "pages"), None)
+        mount = self.routes.site_mount()
         path = posixpath.normpath(written.lstrip("/"))
         if mount is None or path.startswith("../") or path == "..":
             return None
@@ -837,10 +840,11 @@ class LinkResolver:
         if scheme == "project" and not path:
             return Located(None, frag, how="label") if frag else Located(None, None)
         path = unquote(path)
-        base = "" if path.startswith("/") else posixpath.dirname(source)
-        joined = posixpath.normpath(posixpath.join(base, path.lstrip("/")))
-        hit = None if outside_root(joined) else self._as_file(joined, path)
-        if hit is None and not outside_root(joined) and self.site.build_output(joined):
+        joined = _from_page(source, path)
+        if joined is None:
+            return Located(None, None)
+        hit = self._as_file(joined, path)
+        if hit is None and self.site.build_output(joined):
             # A file the repository ignores is one the build writes (autodoc2's `apidocs/`): unknown.
             return Located(None, None, external=True, how="generated")
         if hit is None:
@@ -1185,6 +1189,14 @@ class LinkResolver:
         dest = dest.partition("#")[0].split("?", 1)[0]
         hit = self._route(posixpath.normpath(posixpath.join(posixpath.dirname(route), dest)), hops + 1)
         return Located(hit.file, None, hit.external, "redirect" if hit.file or hit.external else "")
+
+
+def _from_page(source: str, path: str) -> str | None:
+    """A path MyST writes from the page `source`'s folder (from the root with a leading `/`), made a
+    path from the manual root; None when it climbs out of the root."""
+    base = "" if path.startswith("/") else posixpath.dirname(source)
+    joined = posixpath.normpath(posixpath.join(base, path.lstrip("/")))
+    return None if outside_root(joined) else joined
 
 
 def _posts_by_name(pages: Iterable[str]) -> dict[str, str]:
