@@ -74,6 +74,7 @@ GENERATORS = (
     "jekyll",
     "myst",
     "fumadocs",
+    "nextra",
 )
 SITE_GENERATORS = ("auto", *GENERATORS)
 

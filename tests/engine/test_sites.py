@@ -90,6 +90,14 @@ EXPECTED: dict[str, tuple[str, str, set[tuple[str, str, str]]]] = {
             ("docs/index.mdx", "broken-anchor", "/docs/install#nope"),
         },
     ),
+    "nextra": (
+        "site",
+        "/kb",
+        {
+            ("app/docs/page.mdx", "broken-link", "/docs/nope"),
+            ("app/docs/start/page.mdx", "broken-anchor", "/docs/theming/layout#nope"),
+        },
+    ),
     "none": (
         "plain",
         "",

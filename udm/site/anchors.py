@@ -223,13 +223,13 @@ def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool | re.
             blind.append(rf"^(?:{names})(?:\.|--)")
         if not unknown and blind:
             return found, re.compile("|".join(f"(?:{b})" for b in blind))
-    if site.generator == "fumadocs":
-        # Fumadocs: `## Title [#custom-id]` gives the heading that id (the title's slug otherwise).
+    if site.generator in ("fumadocs", "nextra"):
+        # Fumadocs and Nextra: `## Title [#custom-id]` gives the heading that id (the title's slug otherwise).
         for title in [t for t, own in headings if own is None] + nested:
             custom = _custom_id(title)
             if custom is not None:
                 found.update(custom)
-        if "<include" in text and _INCLUDE.search(text):
+        if site.generator == "fumadocs" and "<include" in text and _INCLUDE.search(text):
             unknown = True  # `<include>other.mdx</include>`: the other file's headings are the page's
     if site.generator == "mintlify":
         # Mintlify makes ids its own way (`mintlify_slug`) and numbers a repeat -2, -3 across the page,

@@ -26,6 +26,7 @@ from udm.shown import shown_line
 from udm.site.fumadocs import fumadocs, fumadocs_inputs
 from udm.site.gitignore import ignore_files, manual_ignored, pattern_lines, read_ignores
 from udm.site.jsconfig import (
+    _without_comments,
     astro_redirect_files,
     docs_versions_files,
     docusaurus,
@@ -50,6 +51,7 @@ from udm.site.model import (
     unpublished_rule,
     within,
 )
+from udm.site.nextra import NEXTRA, nextra, nextra_inputs
 
 if TYPE_CHECKING:
     from udm.config import Settings
@@ -105,6 +107,8 @@ _CONFIG_FILES: tuple[tuple[str, str], ...] = (
     *((f".vitepress/config.{ext}", "vitepress") for ext in ("js", "ts", "mjs", "mts", "cjs", "cts")),
     # Fumadocs' content config (a Next.js site), taken when it imports fumadocs-mdx.
     *((f"source.config.{ext}", "fumadocs") for ext in ("ts", "mts", "js", "mjs")),
+    # A Next.js config publishes a Nextra site only when it wraps its config in Nextra's.
+    *((f"next.config.{ext}", "nextra") for ext in ("js", "mjs", "ts", "mts", "cjs")),
 )
 
 
@@ -170,6 +174,12 @@ def _is_for(name: str, path: Path) -> bool:
         return _config_holds(path, _STARLIGHT)
     if name.startswith("source.config."):
         return _config_holds(path, _FUMADOCS)
+    if name.startswith("next.config."):
+        # `import nextra from 'nextra'` in the code, not in a comment.
+        try:
+            return NEXTRA.search(_without_comments(_read_config(path))) is not None
+        except (OSError, ValueError):
+            return False
     return True
 
 
@@ -1151,6 +1161,7 @@ _READERS: dict[str, Callable[[Path, Path, str], Site]] = {
     "jekyll": _jekyll,
     "myst": _myst,
     "fumadocs": fumadocs,
+    "nextra": nextra,
     "none": _plain,
 }
 
@@ -1223,6 +1234,9 @@ def _config_files(path: Path, generator: str) -> list[Path]:
     if generator == "fumadocs":
         # The loaders' files and the app's pages: a new baseUrl or a page added moves a route.
         return fumadocs_inputs(path)
+    if generator == "nextra":
+        # The app's page files: one added or removed moves a route.
+        return nextra_inputs(path)
     return [path]
 
 

@@ -46,7 +46,7 @@ NOT_PUBLISHED = "is not published: the site builds no page from it (a partial, a
 
 # Raised whenever udm.site.routes resolves some link otherwise (a new rule, a new anchor form): an index
 # built under other rules then resolves every link anew, though no file and no config changed.
-RULES_VERSION = 16
+RULES_VERSION = 17
 PAGE_SUFFIXES = (".md", ".mdx", ".markdown")
 # Suffixes a route may carry that name the same page (mdBook and MkDocs without directory URLs write .html).
 ROUTE_SUFFIXES = (*PAGE_SUFFIXES, ".html", ".htm")
@@ -138,6 +138,11 @@ class Site:
     # name no page holds is broken) or "objects" (it may be an API object or another project's
     # target: Sphinx's autodoc and intersphinx, mystmd's `references`, so unknown); "" elsewhere.
     labels: str = ""
+    # Nextra (Next.js): route prefixes below a page with a parameter (`app/api/[name]/page.tsx`): the
+    # pages there are the build's, so a link below one is unknown, not broken.
+    generated: tuple[str, ...] = ()
+    # Next's `trailingSlash`: every page's URL ends in `/`, so a relative link starts below it.
+    trailing_slash: bool = False
     problems: tuple[str, ...] = ()
 
     def excluded(self, target: str) -> bool:
@@ -219,6 +224,8 @@ class Site:
                 self.hook_pages,
                 self.html_pages,
                 self.labels,
+                self.generated,
+                self.trailing_slash,
             ],
             sort_keys=True,
         )
@@ -254,6 +261,7 @@ class Site:
             **({"link_hook_destinations": list(self.link_keywords)} if self.link_keywords else {}),
             **({"link_hook_finds_pages": True} if self.hook_pages else {}),
             **({"labels": self.labels} if self.labels else {}),
+            **({"generated_routes": ["/" + g for g in self.generated]} if self.generated else {}),
             "problems": list(self.problems),
         }
 

@@ -262,7 +262,15 @@ class Routes:
             return _join(mount.prefix, *segments)
         if gen == "jekyll":
             return self._jekyll_route(mount, parts, stem, meta, path)
-        if mount.kind.startswith("fumadocs"):
+        if mount.kind.startswith("nextra-app"):
+            # The App Router: a page is its folder's `page.mdx`; route groups `(name)` are no segment.
+            parts = [p for p in parts if not (p.startswith("(") and p.endswith(")"))]
+            return _join(mount.prefix, *parts)
+        if mount.kind.startswith("nextra-i18n"):
+            # Nextra's content folder with i18n: its first folder is the language, before the base.
+            lang, inner = (parts[0], parts[1:]) if parts else ("", [])
+            return _join(lang, mount.prefix, *inner, "" if stem.lower() == "index" else stem)
+        if mount.kind.startswith(("fumadocs", "nextra-pages")):
             # Route groups `(name)` are no segment; a translation `x.cn` is `cn`'s page x (cn one of
             # the site's languages; `x.en` is x, en being the default).
             parts = [p for p in parts if not (p.startswith("(") and p.endswith(")"))]
@@ -271,8 +279,13 @@ class Routes:
             lang = ""
             if dotted and (dotted.group(2) in languages or dotted.group(2) == default):
                 stem, lang = dotted.group(1), "" if dotted.group(2) == default else dotted.group(2)
-            route = _join(mount.prefix, *parts, "" if stem.lower() in INDEX_NAMES else stem)
+            index = (
+                stem.lower() == "index" if mount.kind.startswith("nextra") else stem.lower() in INDEX_NAMES
+            )
+            route = _join(mount.prefix, *parts, "" if index else stem)
             return _join(lang, route) if lang else route
+        if mount.kind == "nextra":
+            return _join(mount.prefix, *parts, "" if stem.lower() == "index" else stem)
         if gen == "hugo":
             if meta.get("url"):
                 return _join(str(meta["url"])).lower()
@@ -585,8 +598,14 @@ def _join(*parts: str) -> str:
     return "/".join(p.strip("/") for p in parts if p and p.strip("/"))
 
 
+# Next's (path-to-regexp's) `:name(a|b|c)`: a segment that is one of a few words. Another
+# expression in the brackets is not read (a config gets no regular expression of its own through).
+_CHOICE_PARAM = re.compile(r":([A-Za-z_]\w{0,50})\(([\w.~-]{1,100}(?:\|[\w.~-]{1,100}){0,50})\)")
+
+
 def _match(pattern: list[str], parts: list[str]) -> dict[str, str] | None:
-    """Bindings of a redirect source (`:name` one segment, `:name*` or `*` the rest) against a route."""
+    """Bindings of a redirect source (`:name` one segment, `:name(a|b)` one of those, `:name*` or `*`
+    the rest) against a route."""
     bound: dict[str, str] = {}
     for i, seg in enumerate(pattern):
         if seg == "*" or (seg.startswith(":") and seg.endswith("*")):
@@ -594,7 +613,12 @@ def _match(pattern: list[str], parts: list[str]) -> dict[str, str] | None:
             return bound
         if i >= len(parts):
             return None
-        if seg.startswith(":"):
+        if seg.startswith(":") and seg.endswith(")"):
+            choice = _CHOICE_PARAM.fullmatch(seg)
+            if choice is None or parts[i] not in choice.group(2).split("|"):
+                return None
+            bound[choice.group(1)] = parts[i]
+        elif seg.startswith(":"):
             bound[seg[1:]] = parts[i]
         elif seg != parts[i]:
             return None
@@ -732,6 +756,8 @@ class LinkResolver:
                 translated = self._absolute_hit(f"/{lang}{path}")
                 if translated.file is not None and translated.how != "redirect":
                     hit = translated
+            if hit.file is None and not hit.external and self.site.generator == "nextra":
+                hit = self._unrouted_file(source, path) or hit
         elif self.routes.is_unpublished(source):
             hit = self._locate_included(source, path)
         else:
@@ -785,13 +811,30 @@ class LinkResolver:
             hit = self._absolute[path] = self._locate_absolute(path)
         return hit
 
+    def _unrouted_file(self, source: str, path: str) -> Located | None:
+        """On a Nextra site, `/x.md` written in a file no folder of the site publishes (a README of
+        the repository, read on GitHub): the manual's file of that path, if there is one."""
+        if self.site.publishes(source):
+            return None
+        candidate = posixpath.normpath(path.lstrip("/"))
+        if outside_root(candidate) or candidate == "." or not self.exists(candidate):
+            return None
+        return Located(candidate, None, how="repository")
+
     def _language_of(self, source: str) -> str:
         """The language of a translated page on a Fumadocs site with i18n (`x.cn.mdx` is `cn`), "" for
         a page in the default language or on another site."""
         if self._languages is None:
-            self._languages = frozenset().union(*(mount_languages(m.kind)[1] for m in self.site.mounts))
+            self._languages = frozenset().union(*(_languages(m.kind) for m in self.site.mounts))
         if not self._languages:
             return ""
+        found = _mount_of(self.site, source)
+        if found is not None and found[0].kind.startswith("nextra-i18n"):
+            # Nextra's content folder: the page's first folder; Nextra's middleware sends a route
+            # without a language to the reader's, which is the page's (its cookie) or the default.
+            default, others = mount_languages(found[0].kind)
+            first = found[1].split("/", 1)[0]
+            return first if first in others or first == default else default
         stem = source.rpartition("/")[2].rpartition(".")[0]
         dotted = DOT_LANGUAGE.match(stem)
         return dotted.group(2) if dotted and dotted.group(2) in self._languages else ""
@@ -1036,6 +1079,16 @@ class LinkResolver:
         # Jekyll writes a link as it is: one that names no Markdown file is a URL relative to the
         # page's own (`../starting-a-project/` from /ar/building-community/ is /ar/starting-a-project/),
         # looked up before the file it would name from the page's folder.
+        if self.site.generator == "nextra" and self.routes.page_route(source) is not None:
+            # Nextra: a link to a Markdown file is a URL from the page's once its suffix is dropped
+            # (a file beside an index page at `/docs` is not below its URL); an image is imported
+            # from the page's folder, a file of the build.
+            stripped = _NEXTRA_SUFFIX.sub("", path)
+            hit = self._relative_url(source, stripped)
+            if hit is not None:
+                return hit
+            as_file = self._as_file(joined, path) if inside and stripped == path else None
+            return as_file or Located(None, None)
         url_first = self.site.generator == "jekyll" and not path.lower().endswith(PAGE_SUFFIXES)
         if url_first:
             hit = self._relative_url(source, path)
@@ -1082,11 +1135,15 @@ class LinkResolver:
         if route is None or self.site.generator == "none":
             return None
         base = posixpath.dirname("/" + route) if not _is_index(source) else "/" + route
-        if route in self.routes.slashed:
-            base = "/" + route  # Jekyll's `/:path/`: the page's URL is a folder's
+        if route in self.routes.slashed or self.site.trailing_slash:
+            base = "/" + route  # Jekyll's `/:path/`, Next's `trailingSlash`: the page's URL is a folder's
+        starts = [base, "/" + route]
+        if self.site.generator == "nextra":
+            # Next's URLs end in no `/` (but with `trailingSlash`): an index page's too.
+            starts = ["/" + route if self.site.trailing_slash else posixpath.dirname("/" + route)]
         # The page's URL holds the base path: `../../docs/x` from /docs/api/text climbs through it.
         site_base = self.site.base_path
-        for start in dict.fromkeys([base, "/" + route]):
+        for start in dict.fromkeys(starts):
             url = posixpath.normpath(posixpath.join(site_base + start, path))
             if url.startswith("//") or url == "/..":
                 continue
@@ -1155,6 +1212,10 @@ class LinkResolver:
             page = self._html_pages.get(strip_page(rel))
             if page is not None:
                 return Located(page, None, how="static")
+        key = rel.strip("/")
+        if any(not g or key == g or key.startswith(g + "/") for g in self.site.generated):
+            # Below a Next page with a parameter (`app/api/[name]/page.tsx`): a page the build makes.
+            return Located(None, None, external=True, how="generated")
         return Located(None, None)
 
     def _hugo_generated(self, rel: str) -> Located:
@@ -1189,6 +1250,17 @@ class LinkResolver:
         dest = dest.partition("#")[0].split("?", 1)[0]
         hit = self._route(posixpath.normpath(posixpath.join(posixpath.dirname(route), dest)), hops + 1)
         return Located(hit.file, None, hit.external, "redirect" if hit.file or hit.external else "")
+
+
+def _languages(kind: str) -> frozenset[str]:
+    """The languages a mount's pages may be in other than one served without a prefix: Fumadocs'
+    and Nextra's Pages Router's other languages; every language of Nextra's content folder."""
+    default, others = mount_languages(kind)
+    return others | {default} if kind.startswith("nextra-i18n") and default else others
+
+
+# Nextra drops a Markdown suffix from a link (`./x.mdx#a` is `./x#a`) before the browser reads it.
+_NEXTRA_SUFFIX = re.compile(r"\.mdx?$")
 
 
 def _from_page(source: str, path: str) -> str | None:

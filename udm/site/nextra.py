@@ -1,0 +1,211 @@
+"""Nextra sites (Next.js): `next.config.*` wraps the Next config in `nextra({...})`. Read, never run.
+
+Nextra publishes Markdown three ways, each read here:
+- the App Router's page files, `app/docs/guide/page.mdx` at `/docs/guide` (Nextra 4): route groups
+  `(name)` are no segment, a private folder `_name` and any other Markdown file of `app/` is no page;
+- the content folder, `content/` (or `src/content/`), served by the catch-all `[[...mdxPath]]` under
+  `contentDirBasePath` (default `/`): `content/docs/x.mdx` at `/docs/x`, `index.mdx` its folder's.
+  With Next's `i18n`, its first folder is the language (`content/es/docs/x.mdx` at `/es/docs/x`);
+- the Pages Router's `pages/` (Nextra 2 and 3): `_` files and `pages/api/` are no pages; with `i18n`
+  a page's language is its suffix, `x.zh-CN.mdx` at `/zh-CN/x` (the default language's at `/x`).
+The app's other page files (`page.tsx`) are routes too; one under a parameter (`[name]`) other than
+the language and the content's catch-all makes pages only the build knows, so links below it are
+unknown. `public/` is served at the site root; Next's `basePath`, `trailingSlash` and the literal
+`source`/`destination` pairs of its `redirects` are read. Nextra drops `.md`/`.mdx` from a link and the
+browser resolves the rest from the page's URL, which ends in `/` only with `trailingSlash`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+from pathlib import Path
+
+from udm.site.fumadocs import _PAGE_FILES, _PARAM, _SKIPPED_DIRS, _app_pages
+from udm.site.jsconfig import _balanced, _consts, _js_block, _js_string, _js_strings, _masked
+from udm.site.model import Mount, Site, path_of_url, static_folders, under, unpublished_rule, within
+
+__all__ = ["NEXTRA", "NEXTRA_LANGUAGE", "nextra", "nextra_inputs"]
+
+# `import nextra from 'nextra'`, `require("nextra")`: the config wraps its Next config in Nextra's.
+NEXTRA = re.compile(r"""(?:from|require\s*\(|import\s*\()\s*['"]nextra['"]""")
+# A Next.js locale: `en`, `zh-CN`, `pt-BR`.
+NEXTRA_LANGUAGE = re.compile(r"^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})?$")
+_MAX_FILES = 2000
+_MAX_LOCALES = 100
+_MAX_REDIRECTS = 500
+_MARKDOWN_PAGES = frozenset({"page.md", "page.mdx"})
+_REDIRECTS = re.compile(r"(?<![\w$.])redirects\b")
+
+
+def _app_files(here: Path) -> list[Path]:
+    """The page files of the Next app (`app/` or `src/app/`), sorted, at most a couple of thousand;
+    build output and folders linked out of the project not read."""
+    found: list[Path] = []
+    real = os.path.realpath(here)
+    for top in (here / "app", here / "src" / "app"):
+        if not top.is_dir() or not within(os.path.realpath(top), real):
+            continue
+        for current, dirs, files in os.walk(top):
+            dirs[:] = sorted(d for d in dirs if d not in _SKIPPED_DIRS and not d.startswith("."))
+            for name in sorted(files):
+                path = Path(current) / name
+                if name in _PAGE_FILES and not (
+                    path.is_symlink() and not within(os.path.realpath(path), real)
+                ):
+                    found.append(path)
+                    if len(found) >= _MAX_FILES:
+                        return found
+    return found
+
+
+def nextra_inputs(config: Path) -> list[Path]:
+    """The files a Nextra site's routes are read from: the config and the app's page files."""
+    return [config, *_app_files(config.parent)]
+
+
+def _options(text: str) -> str:
+    """The text of the `nextra({...})` call's options ("" when the config names none)."""
+    masked = _masked(text)
+    for m in itertools.islice(re.finditer(r"(?<![\w$.])nextra\s*\(\s*\{", masked), 20):
+        end = _balanced(text, m.end() - 1)
+        if end is not None:
+            return text[m.end() - 1 : end + 1]
+    return ""
+
+
+def _locales(text: str) -> tuple[str, list[str]]:
+    """Next's `i18n: { locales: [...], defaultLocale }` as literals: (default, the others), or ("", [])."""
+    block = _js_block(text, "i18n")
+    listed = _js_block(block, "locales") if block else None
+    if block is None or listed is None or not listed.startswith("["):
+        return "", []
+    locales = [s for s in _js_strings(listed)[:_MAX_LOCALES] if NEXTRA_LANGUAGE.match(s)]
+    default = _js_string(block, "defaultLocale") or ""
+    if default not in locales:
+        return "", []
+    return default, [s for s in dict.fromkeys(locales) if s != default]
+
+
+def _redirects(text: str) -> list[tuple[str, str]]:
+    """The literal `{ source, destination }` pairs of Next's `redirects` (a function returning an
+    array, or an array): each source a path pattern (`/docs/:slug*`)."""
+    masked = _masked(text)
+    for m in itertools.islice(_REDIRECTS.finditer(masked), 20):
+        start = masked.find("[", m.end(), m.end() + 200)
+        if start < 0:
+            continue
+        end = _balanced(text, start)
+        if end is None:
+            return []
+        block = text[start : end + 1]
+        pairs: list[tuple[str, str]] = []
+        k = 1
+        while k < len(block) and len(pairs) < _MAX_REDIRECTS:
+            if block[k] == "{":
+                close = _balanced(block, k)
+                if close is None:
+                    break
+                item = block[k : close + 1]
+                source, dest = _js_string(item, "source"), _js_string(item, "destination")
+                if source and dest and source.startswith("/"):
+                    pairs.append((source, dest))
+                k = close
+            k += 1
+        return pairs
+    return []
+
+
+def _content_folder(here: Path) -> Path | None:
+    for folder in (here / "content", here / "src" / "content"):
+        if folder.is_dir():
+            return folder
+    return None
+
+
+def _generated(here: Path, files: list[Path], base: str, languages: list[str]) -> list[str]:
+    """Route prefixes under a page file with a parameter (`app/api/[name]/page.tsx` makes `/api/*`):
+    what lies below is made by the build. The language parameter and the content's catch-all (its
+    `[[...mdxPath]]`, or the catch-all at `contentDirBasePath`) make none."""
+    found: list[str] = []
+    for path in files:
+        for app in (here / "app", here / "src" / "app"):
+            try:
+                segments = path.parent.relative_to(app).parts
+            except ValueError:
+                continue
+            segments = tuple(s for s in segments if not (s.startswith("(") and s.endswith(")")))
+            prefixes = [""]
+            if languages and segments and _PARAM.match(segments[0]) and not segments[0].startswith("[..."):
+                segments = segments[1:]
+                prefixes = ["", *languages]
+            cut = next((i for i, s in enumerate(segments) if _PARAM.match(s)), None)
+            if cut is None:
+                break
+            static = "/".join(segments[:cut])
+            if "mdxPath" in segments[cut] or (segments[cut].startswith("[[...") and static == base):
+                break  # the gateway to the content folder: its pages are the content's
+            found += ["/".join(p for p in (lang, static) if p) for lang in prefixes]
+            break
+    return list(dict.fromkeys(found))
+
+
+def nextra(root: Path, here: Path, text: str) -> Site:
+    """A Nextra site: the app's page files, the content folder under `contentDirBasePath`, `pages/`,
+    the app's other pages, `public/`, Next's base path and redirects."""
+    consts = _consts(text)
+    options = _options(text)
+    base = (_js_string(options, "contentDirBasePath", consts) or "").strip().strip("/") if options else ""
+    if ".." in base.split("/"):
+        base = ""
+    default, others = _locales(text)
+    files = _app_files(here)
+    mounts: list[Mount] = []
+    rules = []
+    for app in (here / "app", here / "src" / "app"):
+        if app.is_dir() and within(os.path.realpath(app), os.path.realpath(here)):
+            mount = under(root, app, "", "nextra-app", False)
+            if mount is not None:
+                mounts.append(mount)
+            # Only `page.md(x)` is a page; a private folder `_x` is no route at all.
+            rules.append(
+                unpublished_rule(
+                    "app",
+                    root,
+                    [app],
+                    "gitignore",
+                    ["*.md", "*.mdx", "*.markdown", "!page.md", "!page.mdx", "_*/"],
+                )
+            )
+    content = _content_folder(here)
+    if content is not None and within(os.path.realpath(content), os.path.realpath(here)):
+        kind = f"nextra-i18n:{default}:{','.join(others)}" if default else "nextra"
+        mount = under(root, content, base, kind, False)
+        if mount is not None:
+            mounts.append(mount)
+    for pages in (here / "pages", here / "src" / "pages"):
+        if pages.is_dir() and within(os.path.realpath(pages), os.path.realpath(here)):
+            # The Pages Router: a translation is a suffix, as Fumadocs' dot parser reads one.
+            kind = f"nextra-pages-i18n:{default}:{','.join(others)}" if default else "nextra-pages"
+            mount = under(root, pages, "", kind, False)
+            if mount is not None:
+                mounts.append(mount)
+            rules.append(unpublished_rule("pages", root, [pages], "gitignore", ["_*", "/api/"]))
+            break
+    html_pages = tuple(
+        (route, rel)
+        for route, rel in _app_pages(root, here, files)
+        if rel.rpartition("/")[2] not in _MARKDOWN_PAGES
+    )
+    trailing = re.search(r"(?<![\w$.])trailingSlash\s*:\s*true\b", _masked(text)) is not None
+    return Site(
+        mounts=tuple(mounts),
+        base_path=path_of_url(_js_string(text, "basePath", consts)),
+        redirects=tuple(_redirects(text)),
+        static=static_folders(root, [here / "public"]),
+        html_pages=html_pages,
+        unpublished=tuple(r for r in rules if r is not None),
+        generated=tuple(_generated(here, files, base, [default, *others] if default else [])),
+        trailing_slash=trailing,
+    )
