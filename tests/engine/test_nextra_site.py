@@ -1,7 +1,7 @@
 """Nextra (Next.js) conventions, on sites written here: the App Router's `page.mdx` files, the content
 folder under `contentDirBasePath`, the Pages Router with translations as suffixes, Next's URLs (no
 trailing `/`, so a relative link starts from the page's parent route), Next's redirects, pages under a
-parameter, `## Title [#id]`. On Nextra's own docs lint said 45 broken links before, 1 after (a
+parameter, `## Title [#id]`. On Nextra's own docs (51 pages) lint said 45 broken links before, 1 after (a
 redirected link to an anchor the new page lacks); on its i18n example 13, all true."""
 
 from __future__ import annotations
@@ -255,3 +255,36 @@ def test_hostile_nextra_projects_are_contained(tmp_path: Path) -> None:
     assert site.generated == ()
     settings = load_settings(cwd=project, root=project, state_dir=tmp_path / ".st")
     assert page_verdicts(settings, "content/a.mdx") == {"/a": True, "/secret": False}
+
+
+@pytest.mark.parametrize(
+    "redirects",
+    [
+        "async redirects() { return OLD.map((r) => ({ source: r.from, destination: r.to, permanent: true })) }",
+        "redirects: async () => [...OLD, { source: '/x', destination: '/docs' }]",
+    ],
+)
+def test_redirects_from_an_array_constant_the_config_maps_or_spreads(tmp_path: Path, redirects: str) -> None:
+    # dRPC's docs (Pages Router) keep their redirects in a constant of `{ from, to }` that `redirects()`
+    # maps: 2,198 lint errors before Nextra was read, 82 with literal pairs only, 17 now.
+    config = (
+        "import nextra from 'nextra'\n"
+        "const OLD = [\n  { from: '/bartio-api/:slug*', to: '/berachain-api/:slug*' },\n  { from: '/old', to: '/x' },\n]\n"
+        f"export default nextra({{}})({{ {redirects} }})\n"
+    )
+    write_tree(
+        tmp_path,
+        {
+            "next.config.mjs": config,
+            "pages/index.mdx": "# Home\n\n[moved](/bartio-api/accounts/balance) [gone](/bartio-api/nothing)\n",
+            "pages/berachain-api/accounts/balance.mdx": "# Balance\n",
+        },
+    )
+    (tmp_path / ".git").mkdir()
+    site = detect_site(tmp_path, stop=tmp_path)
+    assert ("/bartio-api/:slug*", "/berachain-api/:slug*") in site.redirects
+    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".st")
+    assert page_verdicts(settings, "pages/index.mdx") == {
+        "/bartio-api/accounts/balance": True,
+        "/bartio-api/nothing": False,
+    }

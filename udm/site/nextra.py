@@ -89,32 +89,61 @@ def _locales(text: str) -> tuple[str, list[str]]:
 
 
 def _redirects(text: str) -> list[tuple[str, str]]:
-    """The literal `{ source, destination }` pairs of Next's `redirects` (a function returning an
-    array, or an array): each source a path pattern (`/docs/:slug*`)."""
+    """The literal pairs of Next's `redirects` (a function returning an array, or an array): `{ source,
+    destination }` objects written there, or in an array constant the function returns, spreads or
+    maps (`REDIRECTS.map((r) => ({ source: r.from, destination: r.to }))`, so `{ from, to }` too);
+    each source a path pattern (`/docs/:slug*`)."""
     masked = _masked(text)
     for m in itertools.islice(_REDIRECTS.finditer(masked), 20):
         start = masked.find("[", m.end(), m.end() + 200)
-        if start < 0:
+        body = masked[m.end() : m.end() + 400]
+        names = list(dict.fromkeys(a or b for a, b in _ARRAY_USE.findall(body)))[:10]
+        if start < 0 and not names:
             continue
-        end = _balanced(text, start)
-        if end is None:
-            return []
-        block = text[start : end + 1]
+        blocks: list[str] = []
+        if start >= 0:
+            end = _balanced(text, start)
+            if end is not None:
+                blocks.append(text[start : end + 1])
+        for name in names:
+            const = re.search(
+                rf"(?<![\w$.])(?:const|let|var)\s+{re.escape(name)}\s*(?::[^=]{{0,100}})?=\s*\[", masked
+            )
+            if const is not None:
+                end = _balanced(text, const.end() - 1)
+                if end is not None:
+                    blocks.append(text[const.end() - 1 : end + 1])
         pairs: list[tuple[str, str]] = []
-        k = 1
-        while k < len(block) and len(pairs) < _MAX_REDIRECTS:
-            if block[k] == "{":
-                close = _balanced(block, k)
-                if close is None:
-                    break
-                item = block[k : close + 1]
-                source, dest = _js_string(item, "source"), _js_string(item, "destination")
-                if source and dest and source.startswith("/"):
-                    pairs.append((source, dest))
-                k = close
-            k += 1
+        for block in blocks:
+            pairs += _pairs(block, _MAX_REDIRECTS - len(pairs))
         return pairs
     return []
+
+
+# An array constant a `redirects` function uses: `...NAME`, `NAME.map(`, `return NAME`.
+_ARRAY_USE = re.compile(
+    r"(?:\.\.\.|return\s+)([A-Za-z_$][\w$]*)\b(?!\s*\()|([A-Za-z_$][\w$]*)\.(?:map|concat|flatMap)\("
+)
+
+
+def _pairs(block: str, limit: int) -> list[tuple[str, str]]:
+    """The (source, destination) of each `{...}` item of an array's text, by `source`/`destination`
+    or `from`/`to`, at most `limit`."""
+    pairs: list[tuple[str, str]] = []
+    k = 1
+    while k < len(block) and len(pairs) < limit:
+        if block[k] == "{":
+            close = _balanced(block, k)
+            if close is None:
+                break
+            item = block[k : close + 1]
+            source = _js_string(item, "source") or _js_string(item, "from")
+            dest = _js_string(item, "destination") or _js_string(item, "to")
+            if source and dest and source.startswith("/"):
+                pairs.append((source, dest))
+            k = close
+        k += 1
+    return pairs
 
 
 def _content_folder(here: Path) -> Path | None:
