@@ -299,7 +299,7 @@ def detect_site(
     ignores = read_ignores(root, files)
     if manual_ignored(ignores):
         return site  # a scratch copy in a folder the repository ignores: none of its files
-    if site.generator == "none" and files:
+    if site.generator in ("none", "nextra") and files:
         # The repository's root, from the manual's: its `.gitignore` files run from there down to it.
         site = replace(site, repository="/".join([".."] * (len(files) - 1)))
     return replace(site, ignores=ignores)

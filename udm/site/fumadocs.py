@@ -150,9 +150,9 @@ def _loaders(texts: list[str]) -> tuple[dict[str, tuple[str, bool]], bool]:
 
 
 def _app_pages(root: Path, here: Path, files: list[Path]) -> tuple[tuple[str, str], ...]:
-    """The Next app's static routes (route key, file from the manual root): route groups `(x)` and a
-    leading parameter (the language, `[lang]`) left out; a route with another parameter is the
-    content's (a catch-all) or not known, and not listed."""
+    """The Next app's static routes (route key, file from the manual root): route groups `(x)`, slots
+    `@x` and a leading parameter (the language, `[lang]`) left out; a route with another parameter
+    is the content's (a catch-all) or not known, and one in a private folder `_x` is none: not listed."""
     pages: list[tuple[str, str]] = []
     for path in files:
         if path.name not in _PAGE_FILES:
@@ -162,7 +162,12 @@ def _app_pages(root: Path, here: Path, files: list[Path]) -> tuple[tuple[str, st
                 segments = path.parent.relative_to(app).parts
             except ValueError:
                 continue
-            segments = tuple(s for s in segments if not (s.startswith("(") and s.endswith(")")))
+            if any(s.startswith("_") for s in segments):
+                break  # a private folder `_x`: no route below it
+            # Route groups `(x)` and parallel routes' slots `@x` are no segment of the URL.
+            segments = tuple(
+                s for s in segments if not (s.startswith("(") and s.endswith(")")) and s[:1] != "@"
+            )
             if segments and _PARAM.match(segments[0]) and not segments[0].startswith("[..."):
                 segments = segments[1:]
             if any(_PARAM.match(s) for s in segments):

@@ -112,7 +112,8 @@ class Site:
     # they are one; `..` where one is above the other); None elsewhere. `/x.md` and `@site/x.md`
     # links are looked for from the site's folder.
     site_folder: tuple[str, str] | None = None
-    # With no generator: the git repository holding the manual, from the manual root (`..` for a manual
+    # With no generator (and on a Nextra site, for the files it publishes no page of): the git
+    # repository holding the manual, from the manual root (`..` for a manual
     # in `docs/`; "" when the manual is its root or none holds it). GitHub shows a relative link to any
     # file of the repository, so one above the manual may still land on a file.
     repository: str = ""

@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from udm.site.fumadocs import _PAGE_FILES, _PARAM, _SKIPPED_DIRS, _app_pages
@@ -180,6 +181,58 @@ def _generated(here: Path, files: list[Path], base: str, languages: list[str]) -
     return list(dict.fromkeys(found))
 
 
+_UNDER_LANGUAGE = re.compile(r"(?:^|/)app/(?:\([^/]*\)/)*\[[^/.\]]+\]/")
+_MAX_GENERATED = 5000
+_MAX_NAMES = 20_000
+
+
+def _language_pages(here: Path, files: list[Path], default: str, others: list[str]) -> list[tuple[str, str]]:
+    """Redirects that serve a `page.mdx` under the language parameter (`app/[lang]/guide/page.mdx`,
+    routed in the default language) in every other language too."""
+    out: list[tuple[str, str]] = []
+    for path in files:
+        if path.name not in _MARKDOWN_PAGES:
+            continue
+        for app in (here / "app", here / "src" / "app"):
+            try:
+                segments = path.parent.relative_to(app).parts
+            except ValueError:
+                continue
+            kept = [s for s in segments if not (s.startswith("(") and s.endswith(")")) and s[:1] != "@"]
+            if kept and _PARAM.match(kept[0]) and not any(_PARAM.match(s) for s in kept[1:]):
+                rest = "/".join(kept[1:])
+                out += [(f"/{lang}/{rest}".rstrip("/"), f"/{default}/{rest}".rstrip("/")) for lang in others]
+            break
+    return out
+
+
+def _pages_params(pages: Path) -> list[str]:
+    """Route prefixes of the Pages Router's dynamic routes (`pages/blog/[slug].tsx` makes `/blog/*`),
+    from the first 20,000 names of the folder (`api/` holds no pages)."""
+    found: list[str] = []
+    seen = 0
+    real = os.path.realpath(pages)
+    for current, dirs, files in os.walk(pages):
+        if not within(os.path.realpath(current), real):
+            dirs[:] = []
+            continue
+        dirs[:] = sorted(d for d in dirs if d not in _SKIPPED_DIRS and not d.startswith((".", "_")))
+        rel = os.path.relpath(current, pages).replace(os.sep, "/")
+        prefix = "" if rel == "." else rel
+        if prefix == "api" or prefix.startswith("api/"):
+            dirs[:] = []
+            continue
+        for name in [*dirs, *files]:
+            seen += 1
+            if seen > _MAX_NAMES or len(found) >= _MAX_GENERATED:
+                return found
+            if name.startswith("[") and (name in dirs or name.rpartition(".")[0].endswith("]")):
+                found.append(prefix)
+        # Below a parameter every route is the build's already.
+        dirs[:] = [d for d in dirs if not d.startswith("[")]
+    return found
+
+
 def nextra(root: Path, here: Path, text: str) -> Site:
     """A Nextra site: the app's page files, the content folder under `contentDirBasePath`, `pages/`,
     the app's other pages, `public/`, Next's base path and redirects."""
@@ -192,25 +245,24 @@ def nextra(root: Path, here: Path, text: str) -> Site:
     files = _app_files(here)
     mounts: list[Mount] = []
     rules = []
+    redirects = _redirects(text)
+    generated = _generated(here, files, base, [default, *others] if default else [])
     for app in (here / "app", here / "src" / "app"):
         if app.is_dir() and within(os.path.realpath(app), os.path.realpath(here)):
-            mount = under(root, app, "", "nextra-app", False)
+            mount = under(root, app, "", f"nextra-app:{default}" if default else "nextra-app", False)
             if mount is not None:
                 mounts.append(mount)
             # Only `page.md(x)` is a page; a private folder `_x` is no route at all.
-            rules.append(
-                unpublished_rule(
-                    "app",
-                    root,
-                    [app],
-                    "gitignore",
-                    ["*.md", "*.mdx", "*.markdown", "!page.md", "!page.mdx", "_*/"],
-                )
-            )
+            patterns = ["*.md", "*.mdx", "*.markdown", "!page.md", "!page.mdx", "_*/"]
+            rules.append(unpublished_rule("app", root, [app], "gitignore", patterns))
     content = _content_folder(here)
     if content is not None and within(os.path.realpath(content), os.path.realpath(here)):
-        kind = f"nextra-i18n:{default}:{','.join(others)}" if default else "nextra"
-        mount = under(root, content, base, kind, False)
+        if default:
+            # The language comes first in the route, then the base (`Mount.content`), then the rest.
+            mount = under(root, content, "", f"nextra-i18n:{default}:{','.join(others)}", False)
+            mount = None if mount is None else replace(mount, content=base)
+        else:
+            mount = under(root, content, base, "nextra", False)
         if mount is not None:
             mounts.append(mount)
     for pages in (here / "pages", here / "src" / "pages"):
@@ -221,20 +273,29 @@ def nextra(root: Path, here: Path, text: str) -> Site:
             if mount is not None:
                 mounts.append(mount)
             rules.append(unpublished_rule("pages", root, [pages], "gitignore", ["_*", "/api/"]))
+            generated += _pages_params(pages)
+            if default:
+                # Next serves the default language with its prefix too: `/en/x` is `/x`.
+                redirects.append((f"/{default}/:slug*", "/:slug*"))
             break
-    html_pages = tuple(
-        (route, rel)
-        for route, rel in _app_pages(root, here, files)
-        if rel.rpartition("/")[2] not in _MARKDOWN_PAGES
-    )
+    html_pages: list[tuple[str, str]] = []
+    for route, rel in _app_pages(root, here, files):
+        if rel.rpartition("/")[2] in _MARKDOWN_PAGES:
+            continue
+        if default and _UNDER_LANGUAGE.search(rel):
+            # `app/[lang]/about/page.tsx`: /about in each language.
+            html_pages += [("/".join(p for p in (lang, route) if p), rel) for lang in (default, *others)]
+        html_pages.append((route, rel))
+    if default:
+        redirects += _language_pages(here, files, default, others)
     trailing = re.search(r"(?<![\w$.])trailingSlash\s*:\s*true\b", _masked(text)) is not None
     return Site(
         mounts=tuple(mounts),
         base_path=path_of_url(_js_string(text, "basePath", consts)),
-        redirects=tuple(_redirects(text)),
+        redirects=tuple(redirects),
         static=static_folders(root, [here / "public"]),
-        html_pages=html_pages,
+        html_pages=tuple(html_pages),
         unpublished=tuple(r for r in rules if r is not None),
-        generated=tuple(_generated(here, files, base, [default, *others] if default else [])),
+        generated=tuple(dict.fromkeys(generated))[:_MAX_GENERATED],
         trailing_slash=trailing,
     )

@@ -157,7 +157,7 @@ class Routes:
         self.meta_of = meta_of
         self._by_path: dict[str, str] | None = None
         self._by_route: dict[str, str] | None = None
-        self._redirects: list[tuple[list[str], str]] | None = None
+        self._redirects: list[tuple[list[str | tuple[str, frozenset[str]]], str]] | None = None
         self._rewrites: list[tuple[re.Pattern[str], str]] | None = None
         self._permalinks = dict(site.permalinks)
         # Jekyll's front matter defaults that set a permalink: (type, path, pattern), in order.
@@ -263,13 +263,21 @@ class Routes:
         if gen == "jekyll":
             return self._jekyll_route(mount, parts, stem, meta, path)
         if mount.kind.startswith("nextra-app"):
-            # The App Router: a page is its folder's `page.mdx`; route groups `(name)` are no segment.
-            parts = [p for p in parts if not (p.startswith("(") and p.endswith(")"))]
-            return _join(mount.prefix, *parts)
+            # The App Router: a page is its folder's `page.mdx`; route groups `(name)` and parallel
+            # routes' slots `@name` are no segment (the manual may be inside one); a page under the
+            # language parameter is the default language's (its others are redirects to it).
+            segments = [*mount.prefix.split("/"), *parts]
+            kept = [p for p in segments if p and not (p.startswith("(") and p.endswith(")")) and p[0] != "@"]
+            default = mount.kind.partition(":")[2]
+            if default and kept and kept[0].startswith("[") and kept[0].endswith("]"):
+                kept[0] = default
+            return _join(*kept)
         if mount.kind.startswith("nextra-i18n"):
-            # Nextra's content folder with i18n: its first folder is the language, before the base.
-            lang, inner = (parts[0], parts[1:]) if parts else ("", [])
-            return _join(lang, mount.prefix, *inner, "" if stem.lower() == "index" else stem)
+            # Nextra's content folder with i18n: its first folder is the language, before the base
+            # (`Mount.content`); the manual may be that folder or one below it.
+            full = [p for p in [*mount.prefix.split("/"), *parts] if p]
+            lang, inner = (full[0], full[1:]) if full else ("", [])
+            return _join(lang, mount.content, *inner, "" if stem.lower() == "index" else stem)
         if mount.kind.startswith(("fumadocs", "nextra-pages")):
             # Route groups `(name)` are no segment; a translation `x.cn` is `cn`'s page x (cn one of
             # the site's languages; `x.en` is x, en being the default).
@@ -486,7 +494,7 @@ class Routes:
         """Where the site's redirects send `route` (a route or a URL), or None."""
         if self._redirects is None:
             self._redirects = [
-                ([s for s in self._norm_route(src).split("/") if s], dest)
+                ([_segment(s) for s in self._norm_route(src).split("/") if s], dest)
                 for src, dest in self.site.redirects
             ]
         parts = [s for s in self._norm_route(route).split("/") if s]
@@ -603,22 +611,31 @@ def _join(*parts: str) -> str:
 _CHOICE_PARAM = re.compile(r":([A-Za-z_]\w{0,50})\(([\w.~-]{1,100}(?:\|[\w.~-]{1,100}){0,50})\)")
 
 
-def _match(pattern: list[str], parts: list[str]) -> dict[str, str] | None:
+def _segment(seg: str) -> str | tuple[str, frozenset[str]]:
+    """A redirect source's segment as `_match` reads it: `:name(a|b)` parsed once into (name, words);
+    one with another expression in its brackets a name no route holds."""
+    if not (seg.startswith(":") and seg.endswith(")")):
+        return seg
+    choice = _CHOICE_PARAM.fullmatch(seg)
+    return (choice.group(1), frozenset(choice.group(2).split("|"))) if choice else ("", frozenset())
+
+
+def _match(pattern: list[str | tuple[str, frozenset[str]]], parts: list[str]) -> dict[str, str] | None:
     """Bindings of a redirect source (`:name` one segment, `:name(a|b)` one of those, `:name*` or `*`
     the rest) against a route."""
     bound: dict[str, str] = {}
     for i, seg in enumerate(pattern):
+        if isinstance(seg, tuple):
+            if i >= len(parts) or parts[i] not in seg[1]:
+                return None
+            bound[seg[0]] = parts[i]
+            continue
         if seg == "*" or (seg.startswith(":") and seg.endswith("*")):
             bound[seg[1:-1] if seg != "*" else "*"] = "/".join(parts[i:])
             return bound
         if i >= len(parts):
             return None
-        if seg.startswith(":") and seg.endswith(")"):
-            choice = _CHOICE_PARAM.fullmatch(seg)
-            if choice is None or parts[i] not in choice.group(2).split("|"):
-                return None
-            bound[choice.group(1)] = parts[i]
-        elif seg.startswith(":"):
+        if seg.startswith(":"):
             bound[seg[1:]] = parts[i]
         elif seg != parts[i]:
             return None
@@ -659,6 +676,7 @@ class LinkResolver:
     _relative: dict[tuple[str, str], Located] = field(default_factory=dict)
     _absolute: dict[str, Located] = field(default_factory=dict)
     _html_pages: dict[str, str] | None = None
+    _generated: frozenset[str] | None = None
     # Jekyll's posts by every name `post_url` may give them, built on the first one.
     _posts: dict[str, str] | None = None
     # The languages of a site's translations as files (Fumadocs' i18n), once known.
@@ -813,11 +831,14 @@ class LinkResolver:
 
     def _unrouted_file(self, source: str, path: str) -> Located | None:
         """On a Nextra site, `/x.md` written in a file no folder of the site publishes (a README of
-        the repository, read on GitHub): the manual's file of that path, if there is one."""
+        the repository, read on GitHub): the repository's file of that path, if there is one."""
         if self.site.publishes(source):
             return None
-        candidate = posixpath.normpath(path.lstrip("/"))
-        if outside_root(candidate) or candidate == "." or not self.exists(candidate):
+        inner = posixpath.normpath(path.lstrip("/"))
+        if outside_root(inner) or inner == ".":
+            return None
+        candidate = posixpath.normpath(posixpath.join(self.site.repository, inner))
+        if not self.exists(candidate):
             return None
         return Located(candidate, None, how="repository")
 
@@ -833,7 +854,7 @@ class LinkResolver:
             # Nextra's content folder: the page's first folder; Nextra's middleware sends a route
             # without a language to the reader's, which is the page's (its cookie) or the default.
             default, others = mount_languages(found[0].kind)
-            first = found[1].split("/", 1)[0]
+            first = f"{found[0].prefix}/{found[1]}".strip("/").split("/", 1)[0]
             return first if first in others or first == default else default
         stem = source.rpartition("/")[2].rpartition(".")[0]
         dotted = DOT_LANGUAGE.match(stem)
@@ -1138,11 +1159,10 @@ class LinkResolver:
         if route in self.routes.slashed or self.site.trailing_slash:
             base = "/" + route  # Jekyll's `/:path/`, Next's `trailingSlash`: the page's URL is a folder's
         starts = [base, "/" + route]
-        if self.site.generator == "nextra":
-            # Next's URLs end in no `/` (but with `trailingSlash`): an index page's too.
-            starts = ["/" + route if self.site.trailing_slash else posixpath.dirname("/" + route)]
         # The page's URL holds the base path: `../../docs/x` from /docs/api/text climbs through it.
         site_base = self.site.base_path
+        if self.site.generator == "nextra":
+            return self._next_relative(route, path)
         for start in dict.fromkeys(starts):
             url = posixpath.normpath(posixpath.join(site_base + start, path))
             if url.startswith("//") or url == "/..":
@@ -1154,9 +1174,35 @@ class LinkResolver:
                 return hit
         return None
 
+    def _below_generated(self, key: str) -> bool:
+        """Whether a route lies below one of the site's generated prefixes (looked up per segment)."""
+        if self._generated is None:
+            self._generated = frozenset(self.site.generated)
+        if "" in self._generated:
+            return True
+        parts = key.split("/")
+        return any("/".join(parts[:i]) in self._generated for i in range(1, len(parts) + 1))
+
+    def _next_relative(self, route: str, path: str) -> Located | None:
+        """A relative link on a Next page: from its URL (base path and all), which ends in no `/` but
+        with `trailingSlash`, an index page's too; a URL leaving the base path is no page here."""
+        page = (self.site.base_path + "/" + route).rstrip("/") or "/"
+        start = page + "/" if self.site.trailing_slash else posixpath.dirname(page)
+        url = posixpath.normpath(posixpath.join(start, path))
+        base = self.site.base_path
+        if url.startswith("//") or url == "/..":
+            return None
+        if base:
+            if not (url == base or url.startswith(base + "/")):
+                return None
+            url = url[len(base) :] or "/"
+        hit = self._absolute_hit(url)
+        return hit if hit.file is not None or hit.external else None
+
     def _locate_absolute(self, path: str) -> Located:
         base = self.site.base_path
-        if base and (path == base or path.startswith(base + "/")):
+        # Next's links are written without the base path (`next/link` adds it to every `/x`).
+        if base and (path == base or path.startswith(base + "/")) and self.site.generator != "nextra":
             path = path[len(base) :] or "/"
         path = posixpath.normpath(path)
         hit = self._route(path)
@@ -1172,6 +1218,14 @@ class LinkResolver:
                 continue
             inner = rel[len(mount.prefix) :].lstrip("/")
             candidate = posixpath.join(mount.folder, inner) if mount.folder else inner
+            if mount.kind.startswith("nextra"):
+                # Next serves no source file of app/, content/ or pages/; the Pages Router's pages
+                # may be components (`pages/showcase.tsx` is /showcase).
+                if mount.kind.startswith("nextra-pages") and (candidate or mount.folder):
+                    for name in _beside(candidate or mount.folder, True, ("index",)):
+                        if name not in self.routes.pages and self.exists(name):
+                            return Located(name, None, how="outside")
+                continue
             # Docusaurus serves no Markdown file as it is: a link to one is a page's or nothing.
             raw_page = self._docusaurus_markdown(candidate)
             if (
@@ -1212,8 +1266,7 @@ class LinkResolver:
             page = self._html_pages.get(strip_page(rel))
             if page is not None:
                 return Located(page, None, how="static")
-        key = rel.strip("/")
-        if any(not g or key == g or key.startswith(g + "/") for g in self.site.generated):
+        if self.site.generated and self._below_generated(rel.strip("/")):
             # Below a Next page with a parameter (`app/api/[name]/page.tsx`): a page the build makes.
             return Located(None, None, external=True, how="generated")
         return Located(None, None)
