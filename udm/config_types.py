@@ -75,6 +75,7 @@ GENERATORS = (
     "myst",
     "fumadocs",
     "nextra",
+    "rspress",
 )
 SITE_GENERATORS = ("auto", *GENERATORS)
 

@@ -98,6 +98,14 @@ EXPECTED: dict[str, tuple[str, str, set[tuple[str, str, str]]]] = {
             ("app/docs/start/page.mdx", "broken-anchor", "/docs/theming/layout#nope"),
         },
     ),
+    "rspress": (
+        "site",
+        "/kit",
+        {
+            ("en/index.md", "broken-link", "/guide/nope"),
+            ("en/guide/config.mdx", "broken-anchor", "./start#nope"),
+        },
+    ),
     "none": (
         "plain",
         "",

@@ -52,6 +52,7 @@ from udm.site.model import (
     within,
 )
 from udm.site.nextra import NEXTRA, nextra, nextra_inputs
+from udm.site.rspress import RSPRESS, rspress
 
 if TYPE_CHECKING:
     from udm.config import Settings
@@ -109,6 +110,10 @@ _CONFIG_FILES: tuple[tuple[str, str], ...] = (
     *((f"source.config.{ext}", "fumadocs") for ext in ("ts", "mts", "js", "mjs")),
     # A Next.js config publishes a Nextra site only when it wraps its config in Nextra's.
     *((f"next.config.{ext}", "nextra") for ext in ("js", "mjs", "ts", "mts", "cjs")),
+    # Rspress' config, taken when it imports Rspress.
+    *((f"rspress.config.{ext}", "rspress") for ext in ("ts", "mts", "js", "mjs", "cjs")),
+    # Rstack's config: an Rspress site where it defines one (`define.doc({...})`).
+    *((f"rstack.config.{ext}", "rspress") for ext in ("ts", "mts", "js", "mjs")),
 )
 
 
@@ -174,10 +179,11 @@ def _is_for(name: str, path: Path) -> bool:
         return _config_holds(path, _STARLIGHT)
     if name.startswith("source.config."):
         return _config_holds(path, _FUMADOCS)
-    if name.startswith("next.config."):
-        # `import nextra from 'nextra'` in the code, not in a comment.
+    if name.startswith(("next.config.", "rspress.config.", "rstack.config.")):
+        # `import nextra from 'nextra'`, `from '@rspress/core'` in the code, not in a comment.
+        pattern = NEXTRA if name.startswith("next.") else RSPRESS
         try:
-            return NEXTRA.search(_without_comments(_read_config(path))) is not None
+            return pattern.search(_without_comments(_read_config(path))) is not None
         except (OSError, ValueError):
             return False
     return True
@@ -1162,6 +1168,7 @@ _READERS: dict[str, Callable[[Path, Path, str], Site]] = {
     "myst": _myst,
     "fumadocs": fumadocs,
     "nextra": nextra,
+    "rspress": rspress,
     "none": _plain,
 }
 

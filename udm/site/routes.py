@@ -221,7 +221,7 @@ class Routes:
 
     def _route(self, mount: Mount, rel: str, meta: Mapping[str, Any], path: str = "") -> str:
         gen = self.site.generator
-        if gen == "vitepress" and self.site.rewrites:
+        if gen in ("vitepress", "rspress") and self.site.rewrites:
             rel = self._rewrite(rel)
         dirs, _, name = rel.rpartition("/")
         parts = [p for p in dirs.split("/") if p]
@@ -774,6 +774,15 @@ class LinkResolver:
                 translated = self._absolute_hit(f"/{lang}{path}")
                 if translated.file is not None and translated.how != "redirect":
                     hit = translated
+                elif (
+                    self.site.generator == "rspress"
+                    and not hit.external
+                    and hit.how != "static"
+                    and not self._names_language(path)
+                ):
+                    # Rspress prefixes the page's language itself (not a static file's): a page missing
+                    # in that language is a dead link.
+                    hit = translated
             if hit.file is None and not hit.external and self.site.generator == "nextra":
                 hit = self._unrouted_file(source, path) or hit
         elif self.routes.is_unpublished(source):
@@ -829,6 +838,16 @@ class LinkResolver:
             hit = self._absolute[path] = self._locate_absolute(path)
         return hit
 
+    def _names_language(self, path: str) -> bool:
+        """Whether a route starts with one of the site's languages (its default one too)."""
+        first = path.lstrip("/").split("/", 1)[0]
+        return any(
+            first == lang or first in mount_languages(m.kind)[1]
+            for m in self.site.mounts
+            for lang in [mount_languages(m.kind)[0]]
+            if lang
+        )
+
     def _unrouted_file(self, source: str, path: str) -> Located | None:
         """On a Nextra site, `/x.md` written in a file no folder of the site publishes (a README of
         the repository, read on GitHub): the repository's file of that path, if there is one."""
@@ -850,6 +869,11 @@ class LinkResolver:
         if not self._languages:
             return ""
         found = _mount_of(self.site, source)
+        if found is not None and found[0].kind.startswith("rspress-i18n"):
+            # Rspress: the page's first folder, when it is one of the other languages' (the default
+            # language's pages are served without theirs).
+            first = f"{found[0].prefix}/{found[1]}".strip("/").split("/", 1)[0]
+            return first if first in (self._languages or ()) else ""
         if found is not None and found[0].kind.startswith("nextra-i18n"):
             # Nextra's content folder: the page's first folder; Nextra's middleware sends a route
             # without a language to the reader's, which is the page's (its cookie) or the default.
@@ -1201,8 +1225,13 @@ class LinkResolver:
 
     def _locate_absolute(self, path: str) -> Located:
         base = self.site.base_path
-        # Next's links are written without the base path (`next/link` adds it to every `/x`).
-        if base and (path == base or path.startswith(base + "/")) and self.site.generator != "nextra":
+        # Next's and Rspress' links are written without the base path (`next/link` adds it to every
+        # `/x`; Rspress checks the route before it adds the base).
+        if (
+            base
+            and (path == base or path.startswith(base + "/"))
+            and self.site.generator not in ("nextra", "rspress")
+        ):
             path = path[len(base) :] or "/"
         path = posixpath.normpath(path)
         hit = self._route(path)
