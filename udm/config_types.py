@@ -76,6 +76,7 @@ GENERATORS = (
     "fumadocs",
     "nextra",
     "rspress",
+    "vuepress",
 )
 SITE_GENERATORS = ("auto", *GENERATORS)
 

@@ -106,6 +106,14 @@ EXPECTED: dict[str, tuple[str, str, set[tuple[str, str, str]]]] = {
             ("en/guide/config.mdx", "broken-anchor", "./start#nope"),
         },
     ),
+    "vuepress": (
+        "docs",
+        "/press",
+        {
+            ("README.md", "broken-link", "/guide/nope.html"),
+            ("guide/README.md", "broken-anchor", "../config.md#nope"),
+        },
+    ),
     "none": (
         "plain",
         "",

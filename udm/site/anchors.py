@@ -178,7 +178,7 @@ def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool | re.
     )
     own_rule = (
         vitepress_slug
-        if site.generator == "vitepress"
+        if site.generator in ("vitepress", "vuepress")
         else _HUGO_RULES.get(site.heading_ids)
         if site.generator == "hugo"
         else None

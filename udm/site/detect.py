@@ -33,6 +33,7 @@ from udm.site.jsconfig import (
     starlight,
     tsconfig_file,
     vitepress,
+    vuepress,
 )
 from udm.site.model import (
     GENERATORS,
@@ -106,6 +107,7 @@ _CONFIG_FILES: tuple[tuple[str, str], ...] = (
     # An Astro config publishes a Starlight manual only when it uses the integration (`_is_for`).
     *((f"astro.config.{ext}", "starlight") for ext in ("mjs", "ts", "js", "mts", "cjs")),
     *((f".vitepress/config.{ext}", "vitepress") for ext in ("js", "ts", "mjs", "mts", "cjs", "cts")),
+    *((f".vuepress/config.{ext}", "vuepress") for ext in ("js", "ts", "mjs", "mts", "cjs", "cts")),
     # Fumadocs' content config (a Next.js site), taken when it imports fumadocs-mdx.
     *((f"source.config.{ext}", "fumadocs") for ext in ("ts", "mts", "js", "mjs")),
     # A Next.js config publishes a Nextra site only when it wraps its config in Nextra's.
@@ -1161,6 +1163,7 @@ _READERS: dict[str, Callable[[Path, Path, str], Site]] = {
     "docusaurus": docusaurus,
     "starlight": starlight,
     "vitepress": vitepress,
+    "vuepress": vuepress,
     "mintlify": _mintlify,
     "mkdocs": _mkdocs,
     "mdbook": _mdbook,

@@ -42,6 +42,7 @@ __all__ = [
     "ts_aliases",
     "tsconfig_file",
     "vitepress",
+    "vuepress",
 ]
 
 
@@ -697,6 +698,22 @@ def _config_object(text: str) -> str | None:
     found = _EXPORTED.search(_masked(text))
     end = _balanced(text, found.end() - 1) if found else None
     return None if found is None or end is None else text[found.end() - 1 : end + 1]
+
+
+def vuepress(root: Path, here: Path, text: str) -> Site:
+    """VuePress (1 and 2): `.vuepress/` in the source folder, whose Markdown files are the pages
+    (`README.md` or `index.md` a folder's, `x.md` at `/x.html`); `.vuepress/public` at the root."""
+    project = here.parent if here.name == ".vuepress" else here
+    mount = under(root, project, "", "docs", False)
+    # VuePress reads `**/*.md` but dot folders (its own `.vuepress/`) and node_modules.
+    rule = unpublished_rule("docs", root, [project], "gitignore", [".*", "node_modules/"])
+    exported = _config_object(text) or text
+    return Site(
+        mounts=(mount,) if mount else (),
+        base_path=path_of_url(_js_string(_own_level(exported), "base", _consts(text))),
+        static=static_folders(root, [project / ".vuepress" / "public"]),
+        unpublished=(rule,) if rule else (),
+    )
 
 
 def vitepress(root: Path, here: Path, text: str) -> Site:

