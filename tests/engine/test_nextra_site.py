@@ -70,7 +70,7 @@ def test_the_app_router_content_folder_and_config_are_read(tmp_path: Path) -> No
         ("content", "docs", "nextra"),
     }
     # The catch-all at contentDirBasePath is the content's; `[name]` makes the build's pages.
-    assert site.generated == ("api",)
+    assert site.generated == ("api/*",)  # one segment below /api
     assert ("showcase", "app/showcase/(overview)/page.tsx") in site.html_pages
     # Only the literal words of `:slug(a|b)` are read; another expression is a redirect not followed.
     assert ("/old/:path*", "/docs/:path*") in site.redirects
@@ -85,7 +85,7 @@ def test_links_land_where_nextra_publishes_the_pages(tmp_path: Path) -> None:
         "./team/page.mdx": False,
         "/showcase": True,  # the app's page.tsx, its route group no segment
         "/api/use-config": None,  # under app/api/[name]: the build's page
-        "/api": None,
+        "/api": False,  # `[name]` is one segment: no page at /api itself
         "/docs/guide/latex#maths": True,  # redirected by `:slug(latex|mermaid)`
         "/docs/guide/tables": False,  # the `(?!x).*` expression is not read
         "/old/advanced/latex": True,

@@ -165,7 +165,9 @@ def _generated(here: Path, files: list[Path], base: str, languages: list[str]) -
                 segments = path.parent.relative_to(app).parts
             except ValueError:
                 continue
-            segments = tuple(s for s in segments if not (s.startswith("(") and s.endswith(")")))
+            segments = tuple(
+                s for s in segments if not (s.startswith("(") and s.endswith(")")) and s[:1] != "@"
+            )
             prefixes = [""]
             if languages and segments and _PARAM.match(segments[0]) and not segments[0].startswith("[..."):
                 segments = segments[1:]
@@ -176,34 +178,32 @@ def _generated(here: Path, files: list[Path], base: str, languages: list[str]) -
             static = "/".join(segments[:cut])
             if "mdxPath" in segments[cut] or (segments[cut].startswith("[[...") and static == base):
                 break  # the gateway to the content folder: its pages are the content's
-            found += ["/".join(p for p in (lang, static) if p) for lang in prefixes]
+            # `[name]` last: one segment there (`x/*`); a catch-all or a parameter above more: all below.
+            one = (
+                cut == len(segments) - 1
+                and not segments[cut].startswith("[...")
+                and not segments[cut].startswith("[[")
+            )
+            found += ["/".join(p for p in (lang, static, "*" if one else "") if p) for lang in prefixes]
             break
     return list(dict.fromkeys(found))
 
 
-_UNDER_LANGUAGE = re.compile(r"(?:^|/)app/(?:\([^/]*\)/)*\[[^/.\]]+\]/")
 _MAX_GENERATED = 5000
 _MAX_NAMES = 20_000
 
 
-def _language_pages(here: Path, files: list[Path], default: str, others: list[str]) -> list[tuple[str, str]]:
-    """Redirects that serve a `page.mdx` under the language parameter (`app/[lang]/guide/page.mdx`,
-    routed in the default language) in every other language too."""
-    out: list[tuple[str, str]] = []
-    for path in files:
-        if path.name not in _MARKDOWN_PAGES:
+def _under_language(here: Path, path: Path) -> bool:
+    """Whether an app page lies under a leading parameter (`app/[lang]/about/page.tsx`), route groups
+    and slots aside."""
+    for app in (here / "app", here / "src" / "app"):
+        try:
+            segments = path.parent.relative_to(app).parts
+        except ValueError:
             continue
-        for app in (here / "app", here / "src" / "app"):
-            try:
-                segments = path.parent.relative_to(app).parts
-            except ValueError:
-                continue
-            kept = [s for s in segments if not (s.startswith("(") and s.endswith(")")) and s[:1] != "@"]
-            if kept and _PARAM.match(kept[0]) and not any(_PARAM.match(s) for s in kept[1:]):
-                rest = "/".join(kept[1:])
-                out += [(f"/{lang}/{rest}".rstrip("/"), f"/{default}/{rest}".rstrip("/")) for lang in others]
-            break
-    return out
+        kept = [s for s in segments if not (s.startswith("(") and s.endswith(")")) and s[:1] != "@"]
+        return bool(kept) and _PARAM.match(kept[0]) is not None and not kept[0].startswith("[.")
+    return False
 
 
 def _pages_params(pages: Path) -> list[str]:
@@ -227,7 +227,9 @@ def _pages_params(pages: Path) -> list[str]:
             if seen > _MAX_NAMES or len(found) >= _MAX_GENERATED:
                 return found
             if name.startswith("[") and (name in dirs or name.rpartition(".")[0].endswith("]")):
-                found.append(prefix)
+                # `[slug].tsx` is one segment (`x/*`); a catch-all file or a parameter folder, all below.
+                one = name not in dirs and not name.startswith(("[...", "[[..."))
+                found.append("/".join(p for p in (prefix, "*" if one else "") if p))
         # Below a parameter every route is the build's already.
         dirs[:] = [d for d in dirs if not d.startswith("[")]
     return found
@@ -249,7 +251,8 @@ def nextra(root: Path, here: Path, text: str) -> Site:
     generated = _generated(here, files, base, [default, *others] if default else [])
     for app in (here / "app", here / "src" / "app"):
         if app.is_dir() and within(os.path.realpath(app), os.path.realpath(here)):
-            mount = under(root, app, "", f"nextra-app:{default}" if default else "nextra-app", False)
+            kind = f"nextra-app:{default}:{','.join(others)}" if default else "nextra-app"
+            mount = under(root, app, "", kind, False)
             if mount is not None:
                 mounts.append(mount)
             # Only `page.md(x)` is a page; a private folder `_x` is no route at all.
@@ -279,15 +282,16 @@ def nextra(root: Path, here: Path, text: str) -> Site:
                 redirects.append((f"/{default}/:slug*", "/:slug*"))
             break
     html_pages: list[tuple[str, str]] = []
+    under_language = {
+        os.path.relpath(p, root).replace(os.sep, "/") for p in files if _under_language(here, p)
+    }
     for route, rel in _app_pages(root, here, files):
         if rel.rpartition("/")[2] in _MARKDOWN_PAGES:
             continue
-        if default and _UNDER_LANGUAGE.search(rel):
+        if default and rel in under_language:
             # `app/[lang]/about/page.tsx`: /about in each language.
             html_pages += [("/".join(p for p in (lang, route) if p), rel) for lang in (default, *others)]
         html_pages.append((route, rel))
-    if default:
-        redirects += _language_pages(here, files, default, others)
     trailing = re.search(r"(?<![\w$.])trailingSlash\s*:\s*true\b", _masked(text)) is not None
     return Site(
         mounts=tuple(mounts),

@@ -268,7 +268,7 @@ class Routes:
             # language parameter is the default language's (its others are redirects to it).
             segments = [*mount.prefix.split("/"), *parts]
             kept = [p for p in segments if p and not (p.startswith("(") and p.endswith(")")) and p[0] != "@"]
-            default = mount.kind.partition(":")[2]
+            default = mount_languages(mount.kind)[0]
             if default and kept and kept[0].startswith("[") and kept[0].endswith("]"):
                 kept[0] = default
             return _join(*kept)
@@ -468,9 +468,26 @@ class Routes:
             route = self.page_route(path)
             if route is not None:
                 by_route.setdefault(route, path)
+                for other in self._language_routes(path, route):
+                    by_route.setdefault(other, path)
             for alias in self._meta(path).get("aliases") or []:
                 by_route.setdefault(self._norm_route(str(alias)), path)
         self._by_path, self._by_route = by_path, by_route
+
+    def _language_routes(self, path: str, route: str) -> list[str]:
+        """The other routes of a Next app page under the language parameter (`app/[lang]/guide/page.mdx`,
+        routed in the default language, is served in every language)."""
+        found = _mount_of(self.site, path)
+        if found is None or not found[0].kind.startswith("nextra-app:"):
+            return []
+        mount, rel = found
+        default, others = mount_languages(mount.kind)
+        segments = [p for p in [*mount.prefix.split("/"), *rel.split("/")[:-1]] if p]
+        kept = [p for p in segments if not (p.startswith("(") and p.endswith(")")) and p[0] != "@"]
+        if not (kept and kept[0].startswith("[") and kept[0].endswith("]")) or not route.startswith(default):
+            return []
+        rest = route[len(default) :]
+        return [f"{lang}{rest}" for lang in sorted(others)]
 
     def _norm_route(self, route: str) -> str:
         key = strip_page(route)
@@ -856,10 +873,18 @@ class LinkResolver:
         inner = posixpath.normpath(path.lstrip("/"))
         if outside_root(inner) or inner == ".":
             return None
-        candidate = posixpath.normpath(posixpath.join(self.site.repository, inner))
-        if not self.exists(candidate):
+        return self._repository_entry(posixpath.normpath(posixpath.join(self.site.repository, inner)))
+
+    def _repository_entry(self, joined: str) -> Located | None:
+        """A file or folder of the repository as GitHub shows it (`joined` normalised, from the manual
+        root): git's own folder and what the repository ignores are not shown."""
+        if ".git" in joined.split("/"):
             return None
-        return Located(candidate, None, how="repository")
+        is_file = self.exists(joined)
+        is_dir = not is_file and self.is_folder is not None and self.is_folder(joined)
+        if (is_file or is_dir) and not self.site.build_output(joined, folder=is_dir):
+            return Located(joined, None, how="repository")
+        return None
 
     def _language_of(self, source: str) -> str:
         """The language of a translated page on a Fumadocs site with i18n (`x.cn.mdx` is `cn`), "" for
@@ -874,6 +899,10 @@ class LinkResolver:
             # language's pages are served without theirs).
             first = f"{found[0].prefix}/{found[1]}".strip("/").split("/", 1)[0]
             return first if first in (self._languages or ()) else ""
+        if found is not None and found[0].kind.startswith("nextra-app:"):
+            # An app page: Nextra's middleware sends a route without a language to the reader's,
+            # the default language's unless the reader chose another.
+            return mount_languages(found[0].kind)[0]
         if found is not None and found[0].kind.startswith("nextra-i18n"):
             # Nextra's content folder: the page's first folder; Nextra's middleware sends a route
             # without a language to the reader's, which is the page's (its cookie) or the default.
@@ -1154,11 +1183,10 @@ class LinkResolver:
                 return hit
         # A manual read on GitHub: a file (or folder) of its repository above the manual is shown there;
         # git's own folder and the files the repository ignores are not.
-        if not inside and self.site.in_repository(joined) and ".git" not in joined.split("/"):
-            is_file = self.exists(joined)
-            is_dir = not is_file and self.is_folder is not None and self.is_folder(joined)
-            if (is_file or is_dir) and not self.site.build_output(joined, folder=is_dir):
-                return Located(joined, None, how="repository")
+        if not inside and self.site.in_repository(joined):
+            shown = self._repository_entry(joined)
+            if shown is not None:
+                return shown
         if inside and self.site.generator != "none" and self.site.build_output(joined):
             # A file the repository ignores is one its build writes (uv's and ruff's generated reference
             # pages): not there to check, so not known to be broken. GitHub shows no such file.
@@ -1205,7 +1233,11 @@ class LinkResolver:
         if "" in self._generated:
             return True
         parts = key.split("/")
-        return any("/".join(parts[:i]) in self._generated for i in range(1, len(parts) + 1))
+        # `x/*`: exactly one segment below x (a `[slug]` page); `x`: anything below it (a catch-all).
+        one = "/".join([*parts[:-1], "*"])
+        return one in self._generated or any(
+            "/".join(parts[:i]) in self._generated for i in range(1, len(parts) + 1)
+        )
 
     def _next_relative(self, route: str, path: str) -> Located | None:
         """A relative link on a Next page: from its URL (base path and all), which ends in no `/` but
