@@ -13,29 +13,14 @@ from udm.site.nextra import nextra
 from udm.site.routes import detect_site
 
 from ..engine.conftest import link_verdicts, page_verdicts, write_tree
+from .nextra_sites import I18N, PLAIN
+from .nextra_sites import project as _project
+from .nextra_sites import verdicts as _verdicts
 
-PLAIN = "import nextra from 'nextra'\nexport default nextra({})({})\n"
-I18N = (
-    "import nextra from 'nextra'\n"
-    "export default nextra({})({ i18n: { locales: ['en', 'es'], defaultLocale: 'en' } })\n"
-)
 PAGES_I18N = (
     "const withNextra = require('nextra')({ theme: 'nextra-theme-docs' })\n"
     "module.exports = withNextra({ i18n: { locales: ['en', 'es'], defaultLocale: 'en' } })\n"
 )
-
-
-def _project(tmp_path: Path, files: dict[str, str]) -> Path:
-    write_tree(tmp_path, files)
-    (tmp_path / ".git").mkdir(exist_ok=True)
-    return tmp_path
-
-
-def _verdicts(tmp_path: Path, files: dict[str, str], page: str, root: str = "") -> dict[str, bool | None]:
-    project = _project(tmp_path, files)
-    manual = project / root if root else project
-    settings = load_settings(cwd=manual, root=manual, state_dir=tmp_path / ".st")
-    return page_verdicts(settings, page)
 
 
 # --- wrong verdicts: the App Router -------------------------------------------------------------
