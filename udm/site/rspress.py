@@ -12,6 +12,7 @@ file (`./x`, `x`, `../x.md`), an absolute one from the site root, given the page
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 
@@ -73,15 +74,31 @@ def _languages(exported: str, consts: dict[str, str]) -> tuple[str, list[str]]:
     return (default, [lang for lang in found if lang != default]) if default in found else ("", [])
 
 
-# `defineConfig({...})` not exported as it is, or Rstack's `define.doc({...})` (`rstack.config.ts`).
-_CONFIG_CALL = re.compile(r"(?<![\w$])(?:defineConfig|define\.doc)\s*\(\s*\{")
+# `defineConfig({...})` not exported as it is, or Rstack's `define.doc({...})` (`rstack.config.ts`);
+# either may take a function returning the object (`define.doc(async () => { ...; return {...} })`).
+_CONFIG_CALL = re.compile(r"(?<![\w$])(?:defineConfig|define\.doc)\s*\(")
+_RETURNED = re.compile(r"(?:(?<![\w$])return\s*\(?|=>\s*\()\s*\{")
 
 
 def _called_object(text: str) -> str | None:
-    """The object the config passes to `defineConfig(` or Rstack's `define.doc(`, if any."""
-    found = _CONFIG_CALL.search(_masked(text))
+    """The object the config passes to `defineConfig(` or Rstack's `define.doc(` (or that the function
+    it passes returns last), if any."""
+    masked = _masked(text)
+    found = _CONFIG_CALL.search(masked)
     end = _balanced(text, found.end() - 1) if found else None
-    return None if found is None or end is None else text[found.end() - 1 : end + 1]
+    if found is None or end is None:
+        return None
+    start = found.end() + len(masked[found.end() : end]) - len(masked[found.end() : end].lstrip())
+    if text[start : start + 1] == "{":
+        close = _balanced(text, start)
+        return None if close is None else text[start : close + 1]
+    # A function: the largest object it returns (the config holds the callbacks' smaller ones).
+    best: tuple[int, int] | None = None
+    for m in itertools.islice(_RETURNED.finditer(masked, start, end), 200):
+        close = _balanced(text, m.end() - 1)
+        if close is not None and close <= end and (best is None or close - m.end() > best[1] - best[0]):
+            best = (m.end() - 1, close)
+    return None if best is None else text[best[0] : best[1] + 1]
 
 
 def rspress(root: Path, here: Path, text: str) -> Site:
