@@ -177,7 +177,9 @@ def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool | re.
         any(own is None and ("{{<" in t or "{{%" in t) for t, own in headings) or _inserts_markdown(doc)
     )
     own_rule = (
-        vitepress_slug
+        vuepress1_slug
+        if site.generator == "vuepress" and site.heading_ids == "vuepress1"
+        else vitepress_slug
         if site.generator in ("vitepress", "vuepress")
         else _HUGO_RULES.get(site.heading_ids)
         if site.generator == "hugo"
@@ -187,8 +189,10 @@ def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool | re.
     attributes = site.generator in _ATTRIBUTE_SITES
     texts = [_strip_attributes(t) if attributes else t for t, own in headings if own is None]
     if own_rule is not None:
-        # Both number a repeated id as GitHub does: -1, -2, ...
-        found.update(_numbered([own_rule(t) for t in texts + nested], first=1))
+        # Both number a repeated id as GitHub does: -1, -2, ... (VuePress 1's markdown-it-anchor 5
+        # from -2).
+        first = 2 if own_rule is vuepress1_slug else 1
+        found.update(_numbered([own_rule(t) for t in texts + nested], first=first))
     elif attributes:
         found.update(slugify(t) for t in texts)
     if site.generator == "mkdocs" and ":::" in text and _CLI_REFERENCE.search(text):
@@ -497,6 +501,17 @@ _HUGO_RULES = {"blackfriday": blackfriday_slug, "github-ascii": github_ascii_slu
 # the hyphen-less few it keeps, and typographic quotes.
 _VP_SPECIAL = re.compile(r"""[\s~`!@#$%^&*()\-_+=\[\]{}|\\;:"'\u201c\u201d\u2018\u2019<>,.?/]+""")
 _VP_CONTROL = re.compile(r"[\x00-\x1f]")
+
+
+_VP1_SPECIAL = re.compile(
+    r"""[\s~`!@#$%^&*()\-_+=\[\]{}|\\;:"'\u201c\u201d\u2018\u2019\u2013\u2014<>,.?/]+"""
+)
+
+
+def vuepress1_slug(text: str) -> str:
+    """A heading's anchor as VuePress 1 makes it: VitePress' rule (which came from it), but en and em
+    dashes are separators too."""
+    return vitepress_slug(_VP1_SPECIAL.sub("-", text))
 
 
 def vitepress_slug(text: str) -> str:

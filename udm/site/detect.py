@@ -53,7 +53,7 @@ from udm.site.model import (
     within,
 )
 from udm.site.nextra import NEXTRA, nextra, nextra_inputs
-from udm.site.rspress import RSPRESS, rspress
+from udm.site.rspress import RSPRESS, rspress, rspress_inputs
 
 if TYPE_CHECKING:
     from udm.config import Settings
@@ -1247,6 +1247,8 @@ def _config_files(path: Path, generator: str) -> list[Path]:
     if generator == "nextra":
         # The app's page files: one added or removed moves a route.
         return nextra_inputs(path)
+    if generator == "rspress":
+        return rspress_inputs(path)
     return [path]
 
 

@@ -24,6 +24,7 @@ from udm.site.model import (
     Mount,
     Site,
     UnpublishedRule,
+    component_pages,
     glob_lines,
     path_of_url,
     read_head,
@@ -700,19 +701,46 @@ def _config_object(text: str) -> str | None:
     return None if found is None or end is None else text[found.end() - 1 : end + 1]
 
 
+_VUEPRESS_VERSION = re.compile(r'"vuepress"\s*:\s*"[~^>=v ]*(\d+|next)')
+
+
+def vuepress_major(project: Path, text: str) -> int:
+    """VuePress' major version: 2 where the config uses 2's API (`defineUserConfig`, a bundler), 1
+    where it imports 1's types (`vuepress/config`) or is a CommonJS object; else by the `vuepress`
+    dependency of a `package.json` at or above the source folder (2 when none says)."""
+    if re.search(r"defineUserConfig|@vuepress/bundler|(?:vite|webpack)Bundler\s*\(", text):
+        return 2
+    if re.search(r"['\"]vuepress/config['\"]", text):
+        return 1
+    for folder in [project, *project.parents][:4]:
+        try:
+            found = _VUEPRESS_VERSION.search(
+                read_head(folder / "package.json", 1 << 20).decode("utf-8", "replace")
+            )
+        except OSError:
+            continue
+        if found is not None:
+            return 1 if found.group(1) == "1" else 2
+    return 1 if "module.exports" in text else 2
+
+
 def vuepress(root: Path, here: Path, text: str) -> Site:
     """VuePress (1 and 2): `.vuepress/` in the source folder, whose Markdown files are the pages
-    (`README.md` or `index.md` a folder's, `x.md` at `/x.html`); `.vuepress/public` at the root."""
+    (`README.md` or `index.md` a folder's, `x.md` at `/x.html`, VuePress 1's `.vue` files too);
+    `.vuepress/public` at the root; heading ids by VuePress 1's rule or 2's."""
     project = here.parent if here.name == ".vuepress" else here
     mount = under(root, project, "", "docs", False)
     # VuePress reads `**/*.md` but dot folders (its own `.vuepress/`) and node_modules.
     rule = unpublished_rule("docs", root, [project], "gitignore", [".*", "node_modules/"])
     exported = _config_object(text) or text
+    major = vuepress_major(project, text)
     return Site(
         mounts=(mount,) if mount else (),
         base_path=path_of_url(_js_string(_own_level(exported), "base", _consts(text))),
         static=static_folders(root, [project / ".vuepress" / "public"]),
         unpublished=(rule,) if rule else (),
+        heading_ids="vuepress1" if major == 1 else "github",
+        html_pages=component_pages(root, project, (".vue",)) if major == 1 else (),
     )
 
 

@@ -31,6 +31,7 @@ __all__ = [
     "Mount",
     "Site",
     "UnpublishedRule",
+    "component_pages",
     "excluded",
     "glob_lines",
     "path_of_url",
@@ -498,6 +499,46 @@ def static_folders(root: Path, folders: Iterable[Path]) -> tuple[str, ...]:
         # Beside the manual too (Docusaurus static/ when the manual is docs/): files there only have to exist.
         out.append("" if f == root_s else os.path.relpath(f, root_s).replace(os.sep, "/"))
     return tuple(out)
+
+
+_MAX_COMPONENT_NAMES = 20_000
+
+
+def component_pages(
+    root: Path, folder: Path, suffixes: tuple[str, ...], *, partials: bool = False
+) -> tuple[tuple[str, str], ...]:
+    """The pages a site makes of its content folder's component files (Rspress' `page.tsx`, VuePress
+    1's `.vue`): (route key, file from the manual root), from the first 20,000 names; dot folders,
+    `node_modules`, `public` and anything linked out of the folder not read, and with `partials` a
+    `_x` name (but `__x`) is none."""
+    found: list[tuple[str, str]] = []
+    real = os.path.realpath(folder)
+    seen = 0
+    for current, dirs, files in os.walk(folder):
+        if not within(os.path.realpath(current), real):
+            dirs[:] = []
+            continue
+        dirs[:] = sorted(
+            d
+            for d in dirs
+            if not d.startswith(".")
+            and d not in ("node_modules", "public")
+            and not (partials and d.startswith("_") and not d.startswith("__"))
+        )
+        rel = os.path.relpath(current, folder).replace(os.sep, "/")
+        for name in sorted(files):
+            seen += 1
+            if seen > _MAX_COMPONENT_NAMES:
+                return tuple(found)
+            if not name.endswith(suffixes) or name.endswith(".d.ts"):
+                continue
+            if partials and name.startswith("_") and not name.startswith("__"):
+                continue
+            stem = name.rsplit(".", 1)[0]
+            key = "/".join(p for p in (rel if rel != "." else "", "" if stem == "index" else stem) if p)
+            path = os.path.relpath(os.path.join(current, name), root).replace(os.sep, "/")
+            found.append((key, path))
+    return tuple(found)
 
 
 def path_of_url(value: Any) -> str:

@@ -221,7 +221,18 @@ class Routes:
 
     def _route(self, mount: Mount, rel: str, meta: Mapping[str, Any], path: str = "") -> str:
         gen = self.site.generator
-        if gen in ("vitepress", "rspress") and self.site.rewrites:
+        if gen == "vuepress" and meta.get("permalink"):
+            # Front matter `permalink: /custom/path/` moves the page (its own path redirects there).
+            return _join(str(meta["permalink"]))
+        if gen == "rspress":
+            # The path from Rspress' root (the manual may be a folder of it), the default language's
+            # folder rewritten away; only `index` is a folder's page (`README.md` is /README).
+            whole = "/".join(p for p in (mount.prefix, rel) if p)
+            whole = self._rewrite(whole) if self.site.rewrites else whole
+            folder, _, name = whole.rpartition("/")
+            bare = name.rsplit(".", 1)[0] if "." in name else name
+            return _join(folder, "" if bare.lower() == "index" else bare)
+        if gen == "vitepress" and self.site.rewrites:
             rel = self._rewrite(rel)
         dirs, _, name = rel.rpartition("/")
         parts = [p for p in dirs.split("/") if p]
@@ -470,6 +481,10 @@ class Routes:
                 by_route.setdefault(route, path)
                 for other in self._language_routes(path, route):
                     by_route.setdefault(other, path)
+                if self.site.generator == "vuepress" and self._meta(path).get("permalink"):
+                    found = _mount_of(self.site, path)
+                    if found is not None:
+                        by_route.setdefault(self._route(found[0], found[1], {}, path), path)
             for alias in self._meta(path).get("aliases") or []:
                 by_route.setdefault(self._norm_route(str(alias)), path)
         self._by_path, self._by_route = by_path, by_route
@@ -490,6 +505,11 @@ class Routes:
         return [f"{lang}{rest}" for lang in sorted(others)]
 
     def _norm_route(self, route: str) -> str:
+        if self.site.generator == "rspress":
+            # Rspress folds `index` only: `/guide/README` is README.md's route, `/guide/` none.
+            key = _strip_suffix(route.strip("/"))
+            head, _, last = key.rpartition("/")
+            return head if last.lower() == "index" else key
         key = strip_page(route)
         return key.lower() if self.site.generator == "hugo" else key
 
@@ -1163,6 +1183,9 @@ class LinkResolver:
                 return hit
             as_file = self._as_file(joined, path) if inside and stripped == path else None
             return as_file or Located(None, None)
+        if self.site.generator == "rspress" and self._out_of_mount(source, joined):
+            # Rspress makes a route of every relative link: a file out of its root is a dead link.
+            return Located(None, None)
         url_first = self.site.generator == "jekyll" and not path.lower().endswith(PAGE_SUFFIXES)
         if url_first:
             hit = self._relative_url(source, path)
@@ -1255,14 +1278,30 @@ class LinkResolver:
         hit = self._absolute_hit(url)
         return hit if hit.file is not None or hit.external else None
 
+    def _out_of_mount(self, source: str, joined: str) -> bool:
+        """Whether `joined` (normalised, from the manual root) lies outside the content folder of the
+        mount publishing `source` (the manual may be that folder, a folder of it, or above it)."""
+        found = _mount_of(self.site, source)
+        if found is None:
+            return False
+        mount = found[0]
+        if mount.folder:
+            if not joined.startswith(mount.folder + "/"):
+                return True
+            joined = joined[len(mount.folder) + 1 :]
+        return outside_root(posixpath.normpath(posixpath.join(mount.prefix, joined)))
+
     def _locate_absolute(self, path: str) -> Located:
         base = self.site.base_path
         # Next's and Rspress' links are written without the base path (`next/link` adds it to every
         # `/x`; Rspress checks the route before it adds the base).
+        # VuePress makes a router link of one to a page (`.md`, `.html`), and the router adds the base.
+        router = self.site.generator == "vuepress" and path.lower().endswith((".md", ".html"))
         if (
             base
             and (path == base or path.startswith(base + "/"))
             and self.site.generator not in ("nextra", "rspress")
+            and not router
         ):
             path = path[len(base) :] or "/"
         path = posixpath.normpath(path)
@@ -1287,6 +1326,10 @@ class LinkResolver:
                         if name not in self.routes.pages and self.exists(name):
                             return Located(name, None, how="outside")
                 continue
+            if self.site.generator in ("vuepress", "vitepress") and any(
+                p.startswith(".") for p in candidate.split("/")
+            ):
+                continue  # `.vuepress/`, `.vitepress/`: the site's own code, not served
             # Docusaurus serves no Markdown file as it is: a link to one is a page's or nothing.
             raw_page = self._docusaurus_markdown(candidate)
             if (
@@ -1364,6 +1407,12 @@ class LinkResolver:
         dest = dest.partition("#")[0].split("?", 1)[0]
         hit = self._route(posixpath.normpath(posixpath.join(posixpath.dirname(route), dest)), hops + 1)
         return Located(hit.file, None, hit.external, "redirect" if hit.file or hit.external else "")
+
+
+def _strip_suffix(key: str) -> str:
+    """A route without a page's suffix (`.md`, `.mdx`, `.html`...)."""
+    lower = key.lower()
+    return next((key[: -len(sfx)] for sfx in ROUTE_SUFFIXES if lower.endswith(sfx)), key)
 
 
 def _languages(kind: str) -> frozenset[str]:

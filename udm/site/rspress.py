@@ -12,7 +12,6 @@ file (`./x`, `x`, `../x.md`), an absolute one from the site root, given the page
 
 from __future__ import annotations
 
-import itertools
 import re
 from pathlib import Path
 
@@ -28,9 +27,18 @@ from udm.site.jsconfig import (
     _own_value,
     _without_comments,
 )
-from udm.site.model import Site, glob_lines, path_of_url, static_folders, under, unpublished_rule
+from udm.site.model import (
+    Site,
+    component_pages,
+    glob_lines,
+    path_of_url,
+    read_head,
+    static_folders,
+    under,
+    unpublished_rule,
+)
 
-__all__ = ["RSPRESS", "rspress"]
+__all__ = ["RSPRESS", "rspress", "rspress_inputs"]
 
 # The config imports Rspress's `defineConfig` (`@rspress/core`, `rspress/config`, `@rspress/shared`).
 RSPRESS = re.compile(r"""['"](?:@rspress/[\w-]+|rspress)(?:/[\w/-]*)?['"]|(?<![\w$])define\.doc\s*\(""")
@@ -77,38 +85,70 @@ def _languages(exported: str, consts: dict[str, str]) -> tuple[str, list[str]]:
 # `defineConfig({...})` not exported as it is, or Rstack's `define.doc({...})` (`rstack.config.ts`);
 # either may take a function returning the object (`define.doc(async () => { ...; return {...} })`).
 _CONFIG_CALL = re.compile(r"(?<![\w$])(?:defineConfig|define\.doc)\s*\(")
-_RETURNED = re.compile(r"(?:(?<![\w$])return\s*\(?|=>\s*\()\s*\{")
+_RETURNED = re.compile(r"(?<![\w$])return\s*\(?\s*\{")
+_ARROW_OBJECT = re.compile(r"=>\s*\(\s*$")
 
 
 def _called_object(text: str) -> str | None:
-    """The object the config passes to `defineConfig(` or Rstack's `define.doc(` (or that the function
-    it passes returns last), if any."""
+    """The object the config passes to `defineConfig(` or Rstack's `define.doc(`, or that the function
+    it passes returns (`=> ({...})`, or a body's own `return {...}`), if any."""
     masked = _masked(text)
     found = _CONFIG_CALL.search(masked)
     end = _balanced(text, found.end() - 1) if found else None
     if found is None or end is None:
         return None
-    start = found.end() + len(masked[found.end() : end]) - len(masked[found.end() : end].lstrip())
-    if text[start : start + 1] == "{":
-        close = _balanced(text, start)
-        return None if close is None else text[start : close + 1]
-    # A function: the largest object it returns (the config holds the callbacks' smaller ones).
-    best: tuple[int, int] | None = None
-    for m in itertools.islice(_RETURNED.finditer(masked, start, end), 200):
-        close = _balanced(text, m.end() - 1)
-        if close is not None and close <= end and (best is None or close - m.end() > best[1] - best[0]):
-            best = (m.end() - 1, close)
-    return None if best is None else text[best[0] : best[1] + 1]
+    brace = masked.find("{", found.end(), end)
+    if brace < 0:
+        return None
+    close = _balanced(text, brace)
+    if close is None:
+        return None
+    before = masked[found.end() : brace]
+    if not before.strip() or _ARROW_OBJECT.search(before):
+        return text[brace : close + 1]  # the object itself, or an arrow function's `=> ({...})`
+    # A function's body: the object its own `return` gives (one in a nested callback is not read).
+    own = _own_level(text[brace : close + 1])
+    returned = _RETURNED.search(own)
+    if returned is None:
+        return None
+    start = brace + returned.end() - 1
+    stop = _balanced(text, start)
+    return None if stop is None else text[start : stop + 1]
+
+
+def _content(here: Path, text: str) -> Path:
+    """Rspress' root folder (a root outside the project is none of it: the default, `docs`)."""
+    folder = _root(text, _consts(text)).strip()
+    if folder.startswith("/") or ".." in folder.split("/"):
+        folder = "docs"
+    return here / folder
+
+
+def rspress_inputs(config: Path) -> list[Path]:
+    """The files an Rspress site's routes are read from: the config and its component pages (one added
+    or removed moves a route)."""
+    try:
+        text = read_head(config, 1 << 20).decode("utf-8", "replace")
+    except OSError:
+        return [config]
+    content = _content(config.parent, text)
+    return [
+        config,
+        *(
+            content.parent / f
+            for _, f in component_pages(content.parent, content, _COMPONENTS, partials=True)
+        ),
+    ]
+
+
+_COMPONENTS = (".js", ".jsx", ".ts", ".tsx")
 
 
 def rspress(root: Path, here: Path, text: str) -> Site:
     """An Rspress site: the pages under `root`, the default language's served without its folder,
     `route.exclude` and `_` files left out, `<root>/public`, `base`."""
     consts = _consts(text)
-    folder = _root(text, consts).strip()
-    if folder.startswith("/") or ".." in folder.split("/"):
-        folder = "docs"  # a root outside the project is none of it
-    content = here / folder
+    content = _content(here, text)
     exported = _config_object(text) or _called_object(text) or text
     default, others = _languages(exported, consts)
     kind = f"rspress-i18n:{default}:{','.join(others)}" if default else "rspress"
@@ -121,7 +161,13 @@ def rspress(root: Path, here: Path, text: str) -> Site:
     rule = unpublished_rule("docs", root, [content], "gitignore", ["_*", "!__*", *lines])
     # `llms: true` (SSG-MD) or the llms plugin writes `/llms.txt` and `/llms-full.txt` at build time.
     llms = re.search(r"(?<![\w$.])llms\s*:\s*(?:true|\{)|plugin-llms", _without_comments(text)) is not None
+    # Rspress' pages are components too (`playground.tsx` is /playground); the default language's
+    # folder is served at the root.
+    pages = component_pages(root, content, _COMPONENTS, partials=True)
+    if default:
+        pages = tuple(("" if k == default else k.removeprefix(default + "/"), f) for k, f in pages)
     return Site(
+        html_pages=pages,
         generated=("llms.txt", "llms-full.txt") if llms else (),
         mounts=(mount,) if mount else (),
         base_path=path_of_url(_js_string(_own_level(exported), "base", consts)),
