@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from udm.config import load_settings
+from udm.site.detect import site_for
 from udm.site.routes import detect_site
 
 from .conftest import page_verdicts, write_tree
@@ -58,3 +59,12 @@ def test_vuepress_is_detected_by_its_config(tmp_path: Path, files: dict[str, str
     write_tree(tmp_path, {**files, "a.md": "# A\n"})
     (tmp_path / ".git").mkdir()
     assert detect_site(tmp_path, stop=tmp_path).generator == generator
+
+
+def test_a_vue_page_added_to_a_vuepress_1_site_is_seen_at_once(tmp_path: Path) -> None:
+    # The site is cached while its inputs stay the same: VuePress 1's `.vue` pages are inputs.
+    write_tree(tmp_path, {"docs/.vuepress/config.js": "module.exports = {}\n", "docs/README.md": "# Home\n"})
+    (tmp_path / ".git").mkdir()
+    assert site_for(tmp_path / "docs", stop=tmp_path).html_pages == ()
+    write_tree(tmp_path, {"docs/about.vue": "<template><p>About</p></template>\n"})
+    assert site_for(tmp_path / "docs", stop=tmp_path).html_pages == (("about", "about.vue"),)

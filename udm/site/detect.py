@@ -34,6 +34,7 @@ from udm.site.jsconfig import (
     tsconfig_file,
     vitepress,
     vuepress,
+    vuepress_inputs,
 )
 from udm.site.model import (
     GENERATORS,
@@ -1249,6 +1250,8 @@ def _config_files(path: Path, generator: str) -> list[Path]:
         return nextra_inputs(path)
     if generator == "rspress":
         return rspress_inputs(path)
+    if generator == "vuepress":
+        return vuepress_inputs(path)
     return [path]
 
 

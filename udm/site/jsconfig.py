@@ -44,6 +44,7 @@ __all__ = [
     "tsconfig_file",
     "vitepress",
     "vuepress",
+    "vuepress_inputs",
 ]
 
 
@@ -722,6 +723,19 @@ def vuepress_major(project: Path, text: str) -> int:
         if found is not None:
             return 1 if found.group(1) == "1" else 2
     return 1 if "module.exports" in text else 2
+
+
+def vuepress_inputs(config: Path) -> list[Path]:
+    """The files a VuePress site's routes are read from: the config, and VuePress 1's `.vue` pages
+    (one added or removed moves a route)."""
+    project = config.parent.parent if config.parent.name == ".vuepress" else config.parent
+    try:
+        text = read_head(config, 1 << 20).decode("utf-8", "replace")
+    except OSError:
+        return [config]
+    if vuepress_major(project, text) != 1:
+        return [config]
+    return [config, *(project / f for _, f in component_pages(project, project, (".vue",)))]
 
 
 def vuepress(root: Path, here: Path, text: str) -> Site:
