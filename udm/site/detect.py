@@ -1425,8 +1425,9 @@ def _shown(problem: str, config: str | None, where: str) -> str:
     return problem
 
 
-def strip_page(path: str) -> str:
-    """A path as a route key: no slashes at the ends, no page suffix, no trailing index/README."""
+def strip_page(path: str, indexes: tuple[str, ...] = INDEX_NAMES) -> str:
+    """A path as a route key: no slashes at the ends, no page suffix, no trailing index name (index,
+    README, _index; a generator folding `index` only names it)."""
     key = path.strip("/")
     lower = key.lower()
     for suffix in ROUTE_SUFFIXES:
@@ -1434,6 +1435,6 @@ def strip_page(path: str) -> str:
             key = key[: -len(suffix)]
             break
     head, _, last = key.rpartition("/")
-    if last.lower() in INDEX_NAMES:
+    if last.lower() in indexes:
         key = head
     return key

@@ -20,12 +20,20 @@ from __future__ import annotations
 import itertools
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 from udm.site.jsconfig import _balanced, _consts, _js_block, _js_string, _js_strings, _masked
 from udm.site.model import Mount, Site, read_head, static_folders, under, within
 
-__all__ = ["DOT_LANGUAGE", "fumadocs", "fumadocs_inputs", "mount_languages"]
+__all__ = [
+    "DOT_LANGUAGE",
+    "app_folder_parts",
+    "fumadocs",
+    "fumadocs_inputs",
+    "mount_languages",
+    "next_segments",
+]
 
 _COLLECTION = re.compile(
     r"(?:export\s+)?(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=\s*(defineDocs|defineCollections)\s*\("
@@ -149,32 +157,38 @@ def _loaders(texts: list[str]) -> tuple[dict[str, tuple[str, bool]], bool]:
     return bases, i18n
 
 
+def next_segments(parts: Iterable[str]) -> list[str]:
+    """A Next app folder's path as the URL's segments: route groups `(x)` and parallel routes' slots
+    `@x` are none."""
+    return [p for p in parts if p and not (p.startswith("(") and p.endswith(")")) and p[0] != "@"]
+
+
+def app_folder_parts(here: Path, path: Path) -> tuple[str, ...] | None:
+    """The folders from the Next app (`app/` or `src/app/` of the project `here`) to a page file,
+    None for a file of neither."""
+    for app in (here / "app", here / "src" / "app"):
+        try:
+            return path.parent.relative_to(app).parts
+        except ValueError:
+            continue
+    return None
+
+
 def _app_pages(root: Path, here: Path, files: list[Path]) -> tuple[tuple[str, str], ...]:
     """The Next app's static routes (route key, file from the manual root): route groups `(x)`, slots
     `@x` and a leading parameter (the language, `[lang]`) left out; a route with another parameter
     is the content's (a catch-all) or not known, and one in a private folder `_x` is none: not listed."""
     pages: list[tuple[str, str]] = []
     for path in files:
-        if path.name not in _PAGE_FILES:
+        parts = app_folder_parts(here, path) if path.name in _PAGE_FILES else None
+        if parts is None or any(s.startswith("_") for s in parts):
+            continue  # no page file of the app, or in a private folder `_x`: no route
+        segments = next_segments(parts)
+        if segments and _PARAM.match(segments[0]) and not segments[0].startswith("[..."):
+            segments = segments[1:]
+        if any(_PARAM.match(s) for s in segments):
             continue
-        for app in (here / "app", here / "src" / "app"):
-            try:
-                segments = path.parent.relative_to(app).parts
-            except ValueError:
-                continue
-            if any(s.startswith("_") for s in segments):
-                break  # a private folder `_x`: no route below it
-            # Route groups `(x)` and parallel routes' slots `@x` are no segment of the URL.
-            segments = tuple(
-                s for s in segments if not (s.startswith("(") and s.endswith(")")) and s[:1] != "@"
-            )
-            if segments and _PARAM.match(segments[0]) and not segments[0].startswith("[..."):
-                segments = segments[1:]
-            if any(_PARAM.match(s) for s in segments):
-                break
-            rel = os.path.relpath(path, root).replace(os.sep, "/")
-            pages.append(("/".join(segments), rel))
-            break
+        pages.append(("/".join(segments), os.path.relpath(path, root).replace(os.sep, "/")))
     return tuple(pages)
 
 

@@ -23,16 +23,16 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from udm.site.fumadocs import _PAGE_FILES, _PARAM, _SKIPPED_DIRS, _app_pages
+from udm.site.fumadocs import _PAGE_FILES, _PARAM, _SKIPPED_DIRS, _app_pages, app_folder_parts, next_segments
 from udm.site.jsconfig import _balanced, _consts, _js_block, _js_string, _js_strings, _masked
 from udm.site.model import Mount, Site, path_of_url, static_folders, under, unpublished_rule, within
 
-__all__ = ["NEXTRA", "NEXTRA_LANGUAGE", "nextra", "nextra_inputs"]
+__all__ = ["LANGUAGE_TAG", "NEXTRA", "nextra", "nextra_inputs"]
 
 # `import nextra from 'nextra'`, `require("nextra")`: the config wraps its Next config in Nextra's.
 NEXTRA = re.compile(r"""(?:from|require\s*\(|import\s*\()\s*['"]nextra['"]""")
-# A Next.js locale: `en`, `zh-CN`, `pt-BR`.
-NEXTRA_LANGUAGE = re.compile(r"^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})?$")
+# A Next.js (and Rspress) locale: `en`, `zh-CN`, `pt-BR`.
+LANGUAGE_TAG = re.compile(r"^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})?$")
 _MAX_FILES = 2000
 _MAX_LOCALES = 100
 _MAX_REDIRECTS = 500
@@ -82,7 +82,7 @@ def _locales(text: str) -> tuple[str, list[str]]:
     listed = _js_block(block, "locales") if block else None
     if block is None or listed is None or not listed.startswith("["):
         return "", []
-    locales = [s for s in _js_strings(listed)[:_MAX_LOCALES] if NEXTRA_LANGUAGE.match(s)]
+    locales = [s for s in _js_strings(listed)[:_MAX_LOCALES] if LANGUAGE_TAG.match(s)]
     default = _js_string(block, "defaultLocale") or ""
     if default not in locales:
         return "", []
@@ -160,32 +160,23 @@ def _generated(here: Path, files: list[Path], base: str, languages: list[str]) -
     `[[...mdxPath]]`, or the catch-all at `contentDirBasePath`) make none."""
     found: list[str] = []
     for path in files:
-        for app in (here / "app", here / "src" / "app"):
-            try:
-                segments = path.parent.relative_to(app).parts
-            except ValueError:
-                continue
-            segments = tuple(
-                s for s in segments if not (s.startswith("(") and s.endswith(")")) and s[:1] != "@"
-            )
-            prefixes = [""]
-            if languages and segments and _PARAM.match(segments[0]) and not segments[0].startswith("[..."):
-                segments = segments[1:]
-                prefixes = ["", *languages]
-            cut = next((i for i, s in enumerate(segments) if _PARAM.match(s)), None)
-            if cut is None:
-                break
-            static = "/".join(segments[:cut])
-            if "mdxPath" in segments[cut] or (segments[cut].startswith("[[...") and static == base):
-                break  # the gateway to the content folder: its pages are the content's
-            # `[name]` last: one segment there (`x/*`); a catch-all or a parameter above more: all below.
-            one = (
-                cut == len(segments) - 1
-                and not segments[cut].startswith("[...")
-                and not segments[cut].startswith("[[")
-            )
-            found += ["/".join(p for p in (lang, static, "*" if one else "") if p) for lang in prefixes]
-            break
+        parts = app_folder_parts(here, path)
+        if parts is None:
+            continue
+        segments = next_segments(parts)
+        prefixes = [""]
+        if languages and segments and _PARAM.match(segments[0]) and not segments[0].startswith("[..."):
+            segments = segments[1:]
+            prefixes = ["", *languages]
+        cut = next((i for i, s in enumerate(segments) if _PARAM.match(s)), None)
+        if cut is None:
+            continue
+        static = "/".join(segments[:cut])
+        if "mdxPath" in segments[cut] or (segments[cut].startswith("[[...") and static == base):
+            continue  # the gateway to the content folder: its pages are the content's
+        # `[name]` last: one segment there (`x/*`); a catch-all or a parameter above more: all below.
+        one = cut == len(segments) - 1 and not segments[cut].startswith(("[...", "[["))
+        found += ["/".join(p for p in (lang, static, "*" if one else "") if p) for lang in prefixes]
     return list(dict.fromkeys(found))
 
 
@@ -196,14 +187,9 @@ _MAX_NAMES = 20_000
 def _under_language(here: Path, path: Path) -> bool:
     """Whether an app page lies under a leading parameter (`app/[lang]/about/page.tsx`), route groups
     and slots aside."""
-    for app in (here / "app", here / "src" / "app"):
-        try:
-            segments = path.parent.relative_to(app).parts
-        except ValueError:
-            continue
-        kept = [s for s in segments if not (s.startswith("(") and s.endswith(")")) and s[:1] != "@"]
-        return bool(kept) and _PARAM.match(kept[0]) is not None and not kept[0].startswith("[.")
-    return False
+    parts = app_folder_parts(here, path)
+    kept = next_segments(parts or ())
+    return bool(kept) and _PARAM.match(kept[0]) is not None and not kept[0].startswith("[.")
 
 
 def _pages_params(pages: Path) -> list[str]:

@@ -46,7 +46,7 @@ from udm.site.detect import (
     site_for,
     strip_page,
 )
-from udm.site.fumadocs import DOT_LANGUAGE, mount_languages
+from udm.site.fumadocs import DOT_LANGUAGE, mount_languages, next_segments
 from udm.site.model import outside_root
 
 __all__ = [
@@ -277,8 +277,7 @@ class Routes:
             # The App Router: a page is its folder's `page.mdx`; route groups `(name)` and parallel
             # routes' slots `@name` are no segment (the manual may be inside one); a page under the
             # language parameter is the default language's (its others are redirects to it).
-            segments = [*mount.prefix.split("/"), *parts]
-            kept = [p for p in segments if p and not (p.startswith("(") and p.endswith(")")) and p[0] != "@"]
+            kept = next_segments([*mount.prefix.split("/"), *parts])
             default = mount_languages(mount.kind)[0]
             if default and kept and kept[0].startswith("[") and kept[0].endswith("]"):
                 kept[0] = default
@@ -497,8 +496,7 @@ class Routes:
             return []
         mount, rel = found
         default, others = mount_languages(mount.kind)
-        segments = [p for p in [*mount.prefix.split("/"), *rel.split("/")[:-1]] if p]
-        kept = [p for p in segments if not (p.startswith("(") and p.endswith(")")) and p[0] != "@"]
+        kept = next_segments([*mount.prefix.split("/"), *rel.split("/")[:-1]])
         if not (kept and kept[0].startswith("[") and kept[0].endswith("]")) or not route.startswith(default):
             return []
         rest = route[len(default) :]
@@ -507,9 +505,7 @@ class Routes:
     def _norm_route(self, route: str) -> str:
         if self.site.generator == "rspress":
             # Rspress folds `index` only: `/guide/README` is README.md's route, `/guide/` none.
-            key = _strip_suffix(route.strip("/"))
-            head, _, last = key.rpartition("/")
-            return head if last.lower() == "index" else key
+            return strip_page(route, ("index",))
         key = strip_page(route)
         return key.lower() if self.site.generator == "hugo" else key
 
@@ -878,12 +874,11 @@ class LinkResolver:
     def _names_language(self, path: str) -> bool:
         """Whether a route starts with one of the site's languages (its default one too)."""
         first = path.lstrip("/").split("/", 1)[0]
-        return any(
-            first == lang or first in mount_languages(m.kind)[1]
-            for m in self.site.mounts
-            for lang in [mount_languages(m.kind)[0]]
-            if lang
-        )
+        for mount in self.site.mounts:
+            default, others = mount_languages(mount.kind)
+            if default and (first == default or first in others):
+                return True
+        return False
 
     def _unrouted_file(self, source: str, path: str) -> Located | None:
         """On a Nextra site, `/x.md` written in a file no folder of the site publishes (a README of
@@ -1230,15 +1225,14 @@ class LinkResolver:
         route = self.routes.page_route(source)
         if route is None or self.site.generator == "none":
             return None
-        base = posixpath.dirname("/" + route) if not _is_index(source) else "/" + route
-        if route in self.routes.slashed or self.site.trailing_slash:
-            base = "/" + route  # Jekyll's `/:path/`, Next's `trailingSlash`: the page's URL is a folder's
-        starts = [base, "/" + route]
-        # The page's URL holds the base path: `../../docs/x` from /docs/api/text climbs through it.
-        site_base = self.site.base_path
         if self.site.generator == "nextra":
             return self._next_relative(route, path)
-        for start in dict.fromkeys(starts):
+        base = posixpath.dirname("/" + route) if not _is_index(source) else "/" + route
+        if route in self.routes.slashed:
+            base = "/" + route  # Jekyll's `/:path/`: the page's URL is a folder's
+        # The page's URL holds the base path: `../../docs/x` from /docs/api/text climbs through it.
+        site_base = self.site.base_path
+        for start in dict.fromkeys([base, "/" + route]):
             url = posixpath.normpath(posixpath.join(site_base + start, path))
             if url.startswith("//") or url == "/..":
                 continue
@@ -1407,12 +1401,6 @@ class LinkResolver:
         dest = dest.partition("#")[0].split("?", 1)[0]
         hit = self._route(posixpath.normpath(posixpath.join(posixpath.dirname(route), dest)), hops + 1)
         return Located(hit.file, None, hit.external, "redirect" if hit.file or hit.external else "")
-
-
-def _strip_suffix(key: str) -> str:
-    """A route without a page's suffix (`.md`, `.mdx`, `.html`...)."""
-    lower = key.lower()
-    return next((key[: -len(sfx)] for sfx in ROUTE_SUFFIXES if lower.endswith(sfx)), key)
 
 
 def _languages(kind: str) -> frozenset[str]:

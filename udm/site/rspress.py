@@ -37,6 +37,7 @@ from udm.site.model import (
     under,
     unpublished_rule,
 )
+from udm.site.nextra import LANGUAGE_TAG
 
 __all__ = ["RSPRESS", "rspress", "rspress_inputs"]
 
@@ -48,7 +49,6 @@ _ROOT_CALL = re.compile(
     r"(?:__dirname|import\.meta\.dirname|process\.cwd\(\))((?:\s*,\s*(['\"])[^'\"\n]{0,200}\2){0,8})\s*\)"
 )
 _BARE_ROOT = re.compile(r"(?<![\w$.])root\s*:\s*(?:__dirname|import\.meta\.dirname)\s*[,}\n]")
-_LANGUAGE = re.compile(r"^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})?$")
 _MAX_LOCALES = 100
 
 
@@ -71,11 +71,11 @@ def _languages(exported: str, consts: dict[str, str]) -> tuple[str, list[str]]:
     theme = _own_value(exported, "themeConfig")
     # `locales` of the config, or (older configs) of its `themeConfig`.
     listed = _own_value(exported, "locales") or (_own_value(theme, "locales") if theme else None)
-    if not listed or not listed.startswith("[") or not _LANGUAGE.match(default):
+    if not listed or not listed.startswith("[") or not LANGUAGE_TAG.match(default):
         return "", []
     found: list[str] = []
     for m in re.finditer(r"(?<![\w$.])lang\s*:\s*(['\"])([^'\"\n]{1,20})\1", listed):
-        if _LANGUAGE.match(m.group(2)) and m.group(2) not in found:
+        if LANGUAGE_TAG.match(m.group(2)) and m.group(2) not in found:
             found.append(m.group(2))
         if len(found) >= _MAX_LOCALES:
             break
