@@ -14,15 +14,35 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 
+def _environ(env: dict[str, str] | None) -> dict[str, str]:
+    """This process's environment without our UDM_* variables, the repository importable, plus `env`."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("UDM_")}
+    environ["PYTHONPATH"] = str(REPO)
+    environ.update(env or {})
+    return environ
+
+
+def _command(args: tuple[str, ...]) -> list[str]:
+    return [sys.executable, "-c", "from flows.entry import main; main()", *args]
+
+
+def run_udm_streams(
+    cwd: Path, *args: str, env: dict[str, str] | None = None, stdin: bytes | None = None, timeout: int = 300
+) -> subprocess.CompletedProcess[bytes]:
+    """`udm ARGS` as a process in `cwd` fed `stdin`, with its stdout and stderr apart (a tool call's
+    JSON envelope is stdout alone)."""
+    return subprocess.run(
+        _command(args), cwd=cwd, env=_environ(env), input=stdin, capture_output=True, timeout=timeout
+    )
+
+
 def run_udm(
     cwd: Path | bytes, *args: str, terminal: bool = False, env: dict[str, str] | None = None
 ) -> tuple[int, bytes]:
     """`udm ARGS` as a process in `cwd` (no UDM_* variable of ours leaks in): its exit code and its
     stdout+stderr bytes, read from a pipe or, with `terminal`, from a pseudo-terminal."""
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("UDM_")}
-    environ["PYTHONPATH"] = str(REPO)
-    environ.update(env or {})
-    command = [sys.executable, "-c", "from flows.entry import main; main()", *args]
+    environ = _environ(env)
+    command = _command(args)
     if not terminal:
         proc = subprocess.run(command, cwd=cwd, env=environ, capture_output=True, timeout=300)
         return proc.returncode, proc.stdout + proc.stderr

@@ -17,7 +17,7 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from .cli_process import ESC, REPO, run_udm
+from .cli_process import ESC, REPO, run_udm, run_udm_streams
 from .cli_process import acted_on as _acted_on
 from .cli_process import hostile_manual as _manual
 from .cli_process import utf8_text as _text
@@ -296,25 +296,8 @@ def test_guard_tool_calls_with_hostile_json_print_valid_escaped_json(tmp_path: P
         ("udmQueryTool", {hostile: 1}),
     ]
     for name, raw in calls:
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                "from flows.entry import main; main()",
-                "tools",
-                "call",
-                name,
-                "--json",
-                json.dumps(raw),
-            ],
-            cwd=tmp_path,
-            env={
-                **{k: v for k, v in os.environ.items() if not k.startswith("UDM_")},
-                "PYTHONPATH": str(REPO),
-                "PYTHONIOENCODING": "utf-8",
-            },
-            capture_output=True,
-            timeout=300,
+        proc = run_udm_streams(
+            tmp_path, "tools", "call", name, "--json", json.dumps(raw), env={"PYTHONIOENCODING": "utf-8"}
         )
         out = proc.stdout.decode("utf-8")
         assert not _acted_on(out), out

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from .cli_process import ESC, REPO, run_udm
+from .cli_process import ESC, REPO, run_udm, run_udm_streams
 from .cli_process import acted_on as _acted_on
 from .cli_process import hostile_manual as _manual
 from .cli_process import utf8_text as _text
@@ -411,23 +411,14 @@ def test_guard_patch_and_tool_input_with_lone_surrogates_are_refused_in_one_line
     code, out = _run(tmp_path, "patch", "apply", "--yes", "p.json")
     text = _text(out)
     assert code == 1 and text.count("\n") == 1 and "lone surrogate" in text, text
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("UDM_")}
-    environ["PYTHONPATH"] = str(REPO)
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from flows.entry import main; main()",
-            "tools",
-            "call",
-            "udmQueryTool",
-            "--json",
-            "-",
-        ],
-        cwd=tmp_path,
-        env=environ,
-        input=b'{"query_type":"find_by_id","udm_path_or_id":"X\xff"}',
-        capture_output=True,
+    proc = run_udm_streams(
+        tmp_path,
+        "tools",
+        "call",
+        "udmQueryTool",
+        "--json",
+        "-",
+        stdin=b'{"query_type":"find_by_id","udm_path_or_id":"X\xff"}',
         timeout=120,
     )
     assert proc.returncode == 1 and b"Traceback" not in proc.stderr, proc.stderr
