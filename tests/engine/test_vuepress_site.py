@@ -68,3 +68,69 @@ def test_a_vue_page_added_to_a_vuepress_1_site_is_seen_at_once(tmp_path: Path) -
     assert site_for(tmp_path / "docs", stop=tmp_path).html_pages == ()
     write_tree(tmp_path, {"docs/about.vue": "<template><p>About</p></template>\n"})
     assert site_for(tmp_path / "docs", stop=tmp_path).html_pages == (("about", "about.vue"),)
+
+
+@pytest.mark.parametrize("config", [".vitepress/config.ts", ".vuepress/config.ts"])
+def test_githubs_form_of_an_id_the_site_makes_otherwise_is_broken(tmp_path: Path, config: str) -> None:
+    # VitePress and VuePress 2 make `## markdown.links.internalTag` `#markdown-links-internaltag`;
+    # GitHub's `#markdownlinksinternaltag` is a dead anchor there (VuePress 2's own docs wrote it twice).
+    write_tree(
+        tmp_path,
+        {
+            f"docs/{config}": "export default {}\n",
+            "docs/index.md": "# Home\n\n[a](/guide.md#markdown-links-internaltag) [b](/guide.md#markdownlinksinternaltag)\n"
+            "[c](/guide.md#same-1) [d](/guide.md#own)\n",
+            "docs/guide.md": "# Guide\n\n## markdown.links.internalTag\n\n## Same\n\n## Same\n\n## Named {#own}\n",
+        },
+    )
+    (tmp_path / ".git").mkdir()
+    settings = load_settings(cwd=tmp_path, root=tmp_path / "docs", state_dir=tmp_path / ".st")
+    assert page_verdicts(settings, "index.md") == {
+        "/guide.md#markdown-links-internaltag": True,
+        "/guide.md#markdownlinksinternaltag": False,
+        "/guide.md#same-1": True,
+        "/guide.md#own": True,
+    }
+
+
+@pytest.mark.parametrize(
+    ("config", "body"),
+    [
+        (
+            ".vitepress/config.ts",
+            "export default { markdown: { anchor: { slugify: (s) => s.toLowerCase() } } }\n",
+        ),
+        (
+            ".vitepress/config.ts",
+            "import { slugify } from './slug'\nexport default { markdown: { anchor: { slugify } } }\n",
+        ),
+        (".vuepress/config.js", "module.exports = { markdown: { slugify: require('./slug') } }\n"),
+    ],
+)
+def test_a_config_with_its_own_slugify_leaves_other_ids_unknown(
+    tmp_path: Path, config: str, body: str
+) -> None:
+    write_tree(
+        tmp_path,
+        {
+            f"docs/{config}": body,
+            "docs/index.md": "# Home\n\n[a](/guide.md#markdownlinksinternaltag) [b](/guide.md#markdown.links.internaltag)\n",
+            "docs/guide.md": "# Guide\n\n## markdown.links.internalTag\n",
+        },
+    )
+    (tmp_path / ".git").mkdir()
+    assert detect_site(tmp_path / "docs", stop=tmp_path).heading_ids == "custom"
+    settings = load_settings(cwd=tmp_path, root=tmp_path / "docs", state_dir=tmp_path / ".st")
+    # GitHub's form stays accepted; any other is the config's code to tell, not broken.
+    assert page_verdicts(settings, "index.md") == {
+        "/guide.md#markdownlinksinternaltag": True,
+        "/guide.md#markdown.links.internaltag": None,
+    }
+
+
+def test_a_slugify_in_a_comment_is_no_option(tmp_path: Path) -> None:
+    write_tree(
+        tmp_path, {"docs/.vitepress/config.ts": "// markdown: { anchor: { slugify } }\nexport default {}\n"}
+    )
+    (tmp_path / ".git").mkdir()
+    assert detect_site(tmp_path / "docs", stop=tmp_path).heading_ids == "github"

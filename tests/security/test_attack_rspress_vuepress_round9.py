@@ -1,8 +1,9 @@
 """Attacker round 9: Rspress sites (commit b0cbda3, 439c209) and VuePress sites (commit 6d5fe3a). Each
 test either guards a behaviour that holds, or was written failing on a real bug (marked `# FINDING`,
 with what happened and what should, checked against Rspress' source (packages/core/src/node/route,
-mdx/remarkPlugins/link.ts) and VuePress 1's (packages/@vuepress/*)). Ten findings are fixed; two are
-left open and marked `xfail` (strict), each with why."""
+mdx/remarkPlugins/link.ts) and VuePress 1's (packages/@vuepress/*)). Eleven findings are fixed (GitHub's
+repeat id on VuePress 1 later, with the site's heading rule made exclusive); one is left open and
+marked `xfail` (strict), with why."""
 
 from __future__ import annotations
 
@@ -188,11 +189,6 @@ def test_vuepress1_repeated_heading_ids_start_at_2(tmp_path: Path) -> None:
     assert (verdicts["#foo-2"], verdicts["#foo"]) == (True, True)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="left open: a section's own anchor is GitHub's on every site (#foo-1 for a repeat); a site's "
-    "rule only adds its ids (VuePress 1's #foo-2), so #foo-1 stays accepted there",
-)
 def test_vuepress1_githubs_repeat_id_is_no_anchor(tmp_path: Path) -> None:
     project = _vuepress1(tmp_path, {"docs/README.md": "# Home\n\n## Foo\n\n## Foo\n\n[b](#foo-1)\n"})
     assert _verdicts(project, "README.md", root=project / "docs") == {"#foo-1": False}

@@ -26,6 +26,8 @@ from udm.markdown import (
 from udm.site.model import Site
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from udm.markdown import Document
 
 __all__ = [
@@ -34,6 +36,7 @@ __all__ = [
     "github_ascii_slug",
     "has_explicit_anchor",
     "mintlify_slug",
+    "own_heading_rule",
     "page_anchors",
     "repeated_from",
     "vitepress_slug",
@@ -149,6 +152,17 @@ def _after_options(data: bytearray, start: int, end: int) -> int:
     return start
 
 
+def own_heading_rule(site: Site) -> Callable[[str], str] | None:
+    """The rule the site makes every heading's id with where it is not GitHub's (VitePress,
+    VuePress, Hugo's other `autoHeadingIDType`s), known exactly: there a page's anchors are the
+    rule's alone, and a GitHub form it does not make is broken."""
+    if site.generator == "vuepress" and site.heading_ids == "vuepress1":
+        return vuepress1_slug
+    if site.generator in ("vitepress", "vuepress") and site.heading_ids != "custom":
+        return vitepress_slug
+    return _HUGO_RULES.get(site.heading_ids) if site.generator == "hugo" else None
+
+
 def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool | re.Pattern[str]]:
     """Anchors of a page beyond its sections' GitHub ones (headings inside containers, definition
     terms where Hugo gives them ids, every heading's id where the site makes them its own way), and
@@ -176,15 +190,9 @@ def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool | re.
     unknown = site.generator == "hugo" and (
         any(own is None and ("{{<" in t or "{{%" in t) for t, own in headings) or _inserts_markdown(doc)
     )
-    own_rule = (
-        vuepress1_slug
-        if site.generator == "vuepress" and site.heading_ids == "vuepress1"
-        else vitepress_slug
-        if site.generator in ("vitepress", "vuepress")
-        else _HUGO_RULES.get(site.heading_ids)
-        if site.generator == "hugo"
-        else None
-    )
+    own_rule = own_heading_rule(site)
+    if site.heading_ids == "custom" and site.generator in ("vitepress", "vuepress"):
+        unknown = True  # the config's own slugify makes the ids: only GitHub's forms are known
     # `## Spell check {.notranslate lang=en}`: where the site reads attribute lists, one is no text.
     attributes = site.generator in _ATTRIBUTE_SITES
     texts = [_strip_attributes(t) if attributes else t for t, own in headings if own is None]

@@ -705,6 +705,16 @@ def _config_object(text: str) -> str | None:
 _VUEPRESS_VERSION = re.compile(r'"vuepress"\s*:\s*"[~^>=v ]*(\d+|next)')
 
 
+# A `slugify` option or argument (`markdown: {anchor: {slugify}}`, `slugify: (s) => ...`, a markdown-it
+# anchor plugin given one): heading ids made by code the config holds.
+_SLUGIFY = re.compile(r"\bslugify\s*(?::|,|\}|\(|=>)")
+
+
+def _custom_slug(text: str) -> bool:
+    """Whether the config gives heading ids a slugify of its own (outside comments)."""
+    return "slugify" in text and _SLUGIFY.search(_without_comments(text)) is not None
+
+
 def vuepress_major(project: Path, text: str) -> int:
     """VuePress' major version: 2 where the config uses 2's API (`defineUserConfig`, a bundler), 1
     where it imports 1's types (`vuepress/config`) or is a CommonJS object; else by the `vuepress`
@@ -753,7 +763,7 @@ def vuepress(root: Path, here: Path, text: str) -> Site:
         base_path=path_of_url(_js_string(_own_level(exported), "base", _consts(text))),
         static=static_folders(root, [project / ".vuepress" / "public"]),
         unpublished=(rule,) if rule else (),
-        heading_ids="vuepress1" if major == 1 else "github",
+        heading_ids="custom" if _custom_slug(text) else "vuepress1" if major == 1 else "github",
         html_pages=component_pages(root, project, (".vue",)) if major == 1 else (),
     )
 
@@ -778,4 +788,5 @@ def vitepress(root: Path, here: Path, text: str) -> Site:
         static=static_folders(root, [content / "public"]),
         rewrites=tuple(_vitepress_rewrites(text)),
         unpublished=(rule,) if rule else (),
+        heading_ids="custom" if _custom_slug(text) else "github",
     )

@@ -80,8 +80,9 @@ class Site:
     redirects: tuple[tuple[str, str], ...] = ()  # (source route pattern, destination route or URL)
     static: tuple[str, ...] = ()  # folders (relative to the root) whose files are served from the site root
     term_ids: bool = False  # definition-list terms get ids (Hugo's autoDefinitionTermID)
-    # How the generator makes heading ids: github (also VitePress's own rule, by generator), or Hugo's
-    # other autoHeadingIDType values, github-ascii and blackfriday.
+    # How the generator makes heading ids: github (also VitePress's and VuePress 2's own rule, by
+    # generator), vuepress1, Hugo's other autoHeadingIDType values (github-ascii, blackfriday), or
+    # custom (a VitePress or VuePress config's own slugify: ids other than GitHub's are unknown).
     heading_ids: str = "github"
     # Import aliases a link may start with (tsconfig `paths`: `@assets/` -> `../../assets/`), each to a
     # folder relative to the manual root.

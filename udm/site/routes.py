@@ -28,6 +28,7 @@ from udm.markdown import MYST_SCHEMES, HugoRef, LiquidTarget, liquid_target, par
 from udm.site.anchors import (
     explicit_anchors,
     has_explicit_anchor,
+    own_heading_rule,
     page_anchors,
     python_markdown_slug,
     vitepress_slug,
@@ -1563,7 +1564,10 @@ def resolve_links(
     fold = resolver.site.generator == "none"
     if fold:
         wanted |= {(page, anchor.lower()) for page, anchor in wanted if anchor != anchor.lower()}
-    present = anchors_in(wanted) if wanted else set()
+    # Where the site makes every heading id its own way, the index's GitHub forms are no evidence:
+    # each page asked about is read and its anchors are the site's alone.
+    own_ids = text_of is not None and own_heading_rule(resolver.site) is not None
+    present = anchors_in(wanted) if wanted and not own_ids else set()
     # Pages with a heading whose id only the site's templates know: a missing anchor there is unknown.
     unknown: set[str] = set()
     partly: dict[str, re.Pattern[str]] = {}  # pages where the anchors a pattern finds are unknown
