@@ -396,7 +396,7 @@ def test_bare_hash_is_the_top_of_the_page(tmp_path: Path) -> None:
     settings = _site_copy(tmp_path, "none")
     assert link_verdicts(settings).get(("README.md", "#"), True) is True
     resolver = LinkResolver(Routes(detect_site(settings.udm_root, "none"), ["README.md"]), lambda rel: False)
-    verdicts = resolve_links(resolver, [(0, "README.md", "#")], lambda pairs: set())
+    verdicts = resolve_links(resolver, [(0, "README.md", "#", False)], lambda pairs: set())
     assert verdicts == [(0, "README.md", None, True)]
 
 

@@ -1,17 +1,15 @@
 """Attacker round 9: Rspress sites (commit b0cbda3, 439c209) and VuePress sites (commit 6d5fe3a). Each
 test either guards a behaviour that holds, or was written failing on a real bug (marked `# FINDING`,
 with what happened and what should, checked against Rspress' source (packages/core/src/node/route,
-mdx/remarkPlugins/link.ts) and VuePress 1's (packages/@vuepress/*)). Eleven findings are fixed (GitHub's
-repeat id on VuePress 1 later, with the site's heading rule made exclusive); one is left open and
-marked `xfail` (strict), with why."""
+mdx/remarkPlugins/link.ts) and VuePress 1's (packages/@vuepress/*)). All twelve findings are fixed (two
+later: GitHub's repeat id on VuePress 1, with the site's heading rule made exclusive, and a relative
+link to a file that is no page on Rspress, with images told from links)."""
 
 from __future__ import annotations
 
 import os
 import time
 from pathlib import Path
-
-import pytest
 
 from udm.config import load_settings
 from udm.site.anchors import vitepress_slug
@@ -87,11 +85,6 @@ def test_rspress_tsx_page_is_a_route(tmp_path: Path) -> None:
     assert _verdicts(project, "docs/index.md") == {"/playground": True}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="left open: the resolver is not told a link from an image, and an image beside the page is "
-    "bundled (found); Rspress makes a route of a link to it, a dead one",
-)
 def test_rspress_relative_link_to_a_non_page_file_is_dead(tmp_path: Path) -> None:
     # FINDING: `[data](./data.json)` from docs/index.md is accepted because docs/data.json exists.
     # Rspress turns a relative link into a route (absolutePathToRoutePath -> /data.json), finds no route

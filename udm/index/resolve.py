@@ -21,7 +21,9 @@ from udm.site import LinkResolver, Routes, Site, exists_within, repeated_from, r
 
 __all__ = ["FreshRows", "resolve_index_links", "routes_from"]
 
-_STORED = "SELECT rowid, file, target, target_file, fragment, resolved FROM links WHERE kind <> 'external'"
+_STORED = (
+    "SELECT rowid, file, target, target_file, fragment, resolved, form FROM links WHERE kind <> 'external'"
+)
 # Up to this many files, their anchors are read with point queries (and may be kept in a cache);
 # past it, one semi join answers just the (file, anchor) pairs the links ask for.
 _POINT_FILES = 256
@@ -76,11 +78,13 @@ def resolve_index_links(
         con, changed, moved or bool(routes.site.labels), own=fresh is None, crossing=crossing
     )
     new_links = fresh.links if fresh is not None else []
-    rows: list[tuple[Any, str, str]] = [
-        (("new", i), r["file"], r["target"]) for i, r in enumerate(new_links) if r["kind"] != "external"
+    rows: list[tuple[Any, str, str, bool]] = [
+        (("new", i), r["file"], r["target"], r["form"] == "image")
+        for i, r in enumerate(new_links)
+        if r["kind"] != "external"
     ]
-    rows += [(("old", r[0]), r[1], r[2]) for r in stored]
-    before = {("old", r[0]): r[3:] for r in stored}
+    rows += [(("old", r[0]), r[1], r[2], r[6] == "image") for r in stored]
+    before = {("old", r[0]): r[3:6] for r in stored}
     in_memory = fresh.anchors if fresh is not None else {}
     cache = {} if anchor_cache is None else anchor_cache
     for path in changed or ():

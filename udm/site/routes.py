@@ -707,7 +707,7 @@ class LinkResolver:
     exists: Callable[[str], bool]
     # Whether a folder exists: with no generator a link may name one, as GitHub lists a folder's files.
     is_folder: Callable[[str], bool] | None = None
-    _relative: dict[tuple[str, str], Located] = field(default_factory=dict)
+    _relative: dict[tuple[str, str, bool], Located] = field(default_factory=dict)
     _absolute: dict[str, Located] = field(default_factory=dict)
     _html_pages: dict[str, str] | None = None
     _generated: frozenset[str] | None = None
@@ -736,8 +736,9 @@ class LinkResolver:
             self._has_pages[folder] = known
         return known
 
-    def locate(self, source: str, target: str) -> Located:
-        """Where the link `target` written in `source` lands (before any anchor check)."""
+    def locate(self, source: str, target: str, media: bool = False) -> Located:
+        """Where the link `target` written in `source` lands (before any anchor check); `media`: it
+        is an image's source, which a site may find otherwise than a link's."""
         text = target.strip()
         if self.site.excluded(text):
             return Located(None, None, external=True, how="excluded")
@@ -824,13 +825,15 @@ class LinkResolver:
         else:
             # A file path lands in the same place from every page of a folder; a route-relative URL
             # depends on the page's own route, so that answer is kept per page.
-            key = (source.rpartition("/")[0], path)
+            key = (source.rpartition("/")[0], path, media)
             if self.site.generator == "jekyll" and not path.lower().endswith(PAGE_SUFFIXES):
-                key = (source, path)  # looked up as a URL from the page's own route first
-            known = self._relative.get(key) or self._relative.get((source, path))
+                key = (source, path, media)  # looked up as a URL from the page's own route first
+            known = self._relative.get(key) or self._relative.get((source, path, media))
             if known is None:
-                known = self._locate_relative(source, path)
-                self._relative[key if known.how in ("file", "path", "folder") else (source, path)] = known
+                known = self._locate_relative(source, path, media)
+                self._relative[key if known.how in ("file", "path", "folder") else (source, path, media)] = (
+                    known
+                )
             hit = known
         if hit.file is None and not hit.external and self.site.hook_pages:
             # Hugo's link render hook looks the destination up as a page, as a `ref` does.
@@ -1163,7 +1166,7 @@ class LinkResolver:
             tables = self._refs[mount] = _RefTables(paths, names, folders)
         return tables
 
-    def _locate_relative(self, source: str, path: str) -> Located:
+    def _locate_relative(self, source: str, path: str, media: bool = False) -> Located:
         joined = posixpath.normpath(posixpath.join(posixpath.dirname(source), path))
         inside = not outside_root(joined)
         # Jekyll writes a link as it is: one that names no Markdown file is a URL relative to the
@@ -1189,6 +1192,10 @@ class LinkResolver:
                 return hit
         if inside:
             as_file = self._as_file(joined, path)
+            if as_file is not None and self.site.generator == "rspress" and not media:
+                # Rspress makes a route of a relative link, not of an image: a file beside the page
+                # that is no page is a dead link (its build says so), though an image of it is bundled.
+                as_file = as_file if as_file.file in self.routes.pages else None
             if as_file is not None:
                 return as_file
             found = self.routes.by_path(strip_page("" if joined == "." else joined))
@@ -1325,6 +1332,8 @@ class LinkResolver:
                 p.startswith(".") for p in candidate.split("/")
             ):
                 continue  # `.vuepress/`, `.vitepress/`: the site's own code, not served
+            if self.site.generator == "rspress" and candidate not in self.routes.pages:
+                continue  # Rspress serves its pages and `public/`, no other file of its root
             # Docusaurus serves no Markdown file as it is: a link to one is a page's or nothing.
             raw_page = self._docusaurus_markdown(candidate)
             if (
@@ -1502,7 +1511,7 @@ def display_target(source: str, target: str) -> str:
     )
 
 
-Row = tuple[Any, str, str]  # (row key, source file, target)
+Row = tuple[Any, str, str, bool]  # (row key, source file, target, an image's source)
 Verdict = tuple[Any, str | None, str | None, bool | None]  # (row key, target file, fragment, resolved)
 
 
@@ -1524,7 +1533,7 @@ def resolve_links(
     their text), for mkdocs-autorefs cross-references; without it they are unknown.
     """
     rows = list(rows)
-    located = [(key, resolver.locate(source, target)) for key, source, target in rows]
+    located = [(key, resolver.locate(source, target, media)) for key, source, target, media in rows]
     pages = resolver.routes.pages
     wanted = {
         (loc.file, loc.fragment)
@@ -1534,14 +1543,14 @@ def resolve_links(
     # mkdocs-autorefs: each cross-reference's identifiers and the pages that may hold them.
     crossing = {
         key: autoref_ids(target)
-        for (key, _, target), (_, loc) in zip(rows, located, strict=True)
+        for (key, _, target, _), (_, loc) in zip(rows, located, strict=True)
         if loc.how == "autoref"
     }
     # MyST: a target is the whole site's; `[](label)`, and `[](#label)` that is no anchor of its page.
     labelled = (
         {
             key: (loc.fragment,)
-            for (key, _, _), (_, loc) in zip(rows, located, strict=True)
+            for (key, _, _, _), (_, loc) in zip(rows, located, strict=True)
             if loc.fragment is not None
             and (loc.how == "label" or (loc.how == "anchor" and _LABEL.fullmatch(loc.fragment)))
         }
