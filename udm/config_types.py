@@ -77,6 +77,7 @@ GENERATORS = (
     "nextra",
     "rspress",
     "vuepress",
+    "docsify",
 )
 SITE_GENERATORS = ("auto", *GENERATORS)
 

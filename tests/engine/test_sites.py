@@ -114,6 +114,14 @@ EXPECTED: dict[str, tuple[str, str, set[tuple[str, str, str]]]] = {
             ("guide/README.md", "broken-anchor", "../config.md#nope"),
         },
     ),
+    "docsify": (
+        "docs",
+        "",
+        {
+            ("guide/README.md", "broken-link", "guide/nope.md"),
+            ("guide/install.md", "broken-anchor", "#2-setup"),
+        },
+    ),
     "none": (
         "plain",
         "",

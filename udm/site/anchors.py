@@ -23,6 +23,7 @@ from udm.markdown import (
     parse_document,
     slugify,
 )
+from udm.site.docsify import docsify_heading_id
 from udm.site.model import Site
 
 if TYPE_CHECKING:
@@ -154,10 +155,12 @@ def _after_options(data: bytearray, start: int, end: int) -> int:
 
 def own_heading_rule(site: Site) -> Callable[[str], str] | None:
     """The rule the site makes every heading's id with where it is not GitHub's (VitePress,
-    VuePress, Hugo's other `autoHeadingIDType`s), known exactly: there a page's anchors are the
+    VuePress, Docsify, Hugo's other `autoHeadingIDType`s), known exactly: there a page's anchors are the
     rule's alone, and a GitHub form it does not make is broken."""
     if site.generator == "vuepress" and site.heading_ids == "vuepress1":
         return vuepress1_slug
+    if site.generator == "docsify":
+        return docsify_heading_id
     if site.generator in ("vitepress", "vuepress") and site.heading_ids != "custom":
         return vitepress_slug
     return _HUGO_RULES.get(site.heading_ids) if site.generator == "hugo" else None

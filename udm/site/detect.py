@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from udm.datalimits import check_text
 from udm.markdown import INDENTED_BLOCKS
 from udm.shown import shown_line
+from udm.site.docsify import docsify, docsify_inputs, is_docsify_page
 from udm.site.fumadocs import fumadocs, fumadocs_inputs
 from udm.site.gitignore import ignore_files, manual_ignored, pattern_lines, read_ignores
 from udm.site.jsconfig import (
@@ -117,6 +118,8 @@ _CONFIG_FILES: tuple[tuple[str, str], ...] = (
     *((f"rspress.config.{ext}", "rspress") for ext in ("ts", "mts", "js", "mjs", "cjs")),
     # Rstack's config: an Rspress site where it defines one (`define.doc({...})`).
     *((f"rstack.config.{ext}", "rspress") for ext in ("ts", "mts", "js", "mjs")),
+    # Docsify's page: a common name, taken when its script sets `window.$docsify` or loads Docsify.
+    ("index.html", "docsify"),
 )
 
 
@@ -182,6 +185,12 @@ def _is_for(name: str, path: Path) -> bool:
         return _config_holds(path, _STARLIGHT)
     if name.startswith("source.config."):
         return _config_holds(path, _FUMADOCS)
+    if name == "index.html":
+        try:
+            page = _read_config(path)
+        except (OSError, ValueError):
+            return False
+        return is_docsify_page(page)
     if name.startswith(("next.config.", "rspress.config.", "rstack.config.")):
         # `import nextra from 'nextra'`, `from '@rspress/core'` in the code, not in a comment.
         pattern = NEXTRA if name.startswith("next.") else RSPRESS
@@ -1173,6 +1182,7 @@ _READERS: dict[str, Callable[[Path, Path, str], Site]] = {
     "fumadocs": fumadocs,
     "nextra": nextra,
     "rspress": rspress,
+    "docsify": docsify,
     "none": _plain,
 }
 
@@ -1252,6 +1262,9 @@ def _config_files(path: Path, generator: str) -> list[Path]:
         return rspress_inputs(path)
     if generator == "vuepress":
         return vuepress_inputs(path)
+    if generator == "docsify":
+        # The Docsify pages below: one added or removed makes a folder another site.
+        return docsify_inputs(path)
     return [path]
 
 

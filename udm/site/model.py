@@ -4,6 +4,7 @@ config readers share (`udm.site.detect` for YAML/TOML/JSON configs, `udm.site.js
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import functools
 import hashlib
@@ -28,6 +29,7 @@ __all__ = [
     "PAGE_SUFFIXES",
     "ROUTE_SUFFIXES",
     "SCHEME",
+    "Docsify",
     "Mount",
     "Site",
     "UnpublishedRule",
@@ -67,6 +69,21 @@ class Mount:
     # the content tree, which is what a `ref` names (`/docs/x`), whatever the language's URL prefix.
     lang: str = ""
     content: str = ""
+
+
+@dataclass(frozen=True)
+class Docsify:
+    """The options of a Docsify site (`window.$docsify`) that route a link."""
+
+    homepage: str = "README.md"  # the file `/` shows (from the site's folder; a URL: another site's)
+    relative: bool = False  # `relativePath`: a relative link is read from the page's folder, not the root
+    # `alias`: (pattern, replacement) in JavaScript's syntax, each pattern one `alias_pattern` reads.
+    aliases: tuple[tuple[str, str], ...] = ()
+    cover: str = ""  # the cover page's file, shown above the home page ("" without one)
+    ext: str = ".md"
+    # The sites in folders below (a Docsify page of their own: a demo or test site), deepest first:
+    # (folder from this site's folder, its options). Their pages are routed by theirs.
+    nested: tuple[tuple[str, Docsify], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -146,6 +163,8 @@ class Site:
     generated: tuple[str, ...] = ()
     # Next's `trailingSlash`: every page's URL ends in `/`, so a relative link starts below it.
     trailing_slash: bool = False
+    # Docsify: the options that route a link; None on other sites.
+    docsify: Docsify | None = None
     problems: tuple[str, ...] = ()
 
     def excluded(self, target: str) -> bool:
@@ -229,6 +248,7 @@ class Site:
                 self.labels,
                 self.generated,
                 self.trailing_slash,
+                dataclasses.asdict(self.docsify) if self.docsify else None,
             ],
             sort_keys=True,
         )

@@ -47,8 +47,9 @@ from udm.site.detect import (
     site_for,
     strip_page,
 )
+from udm.site.docsify import alias_pattern, route_file
 from udm.site.fumadocs import DOT_LANGUAGE, mount_languages, next_segments
-from udm.site.model import outside_root
+from udm.site.model import Docsify, outside_root
 
 __all__ = [
     "GENERATORS",
@@ -708,6 +709,7 @@ class LinkResolver:
     # Whether a folder exists: with no generator a link may name one, as GitHub lists a folder's files.
     is_folder: Callable[[str], bool] | None = None
     _relative: dict[tuple[str, str, bool], Located] = field(default_factory=dict)
+    _aliases: dict[str, list[tuple[re.Pattern[str], str]]] = field(default_factory=dict)
     _absolute: dict[str, Located] = field(default_factory=dict)
     _html_pages: dict[str, str] | None = None
     _generated: frozenset[str] | None = None
@@ -767,6 +769,10 @@ class LinkResolver:
         if SCHEME.match(text) or text.startswith("//") or "{{" in text or "{%" in text:
             # A URL, or a template placeholder (Hugo shortcodes, Jinja) only the generator can fill in.
             return Located(None, None, external=True)
+        if self.site.docsify is not None:
+            routed = self._locate_docsify(source, text, media)
+            if routed is not None:
+                return routed
         path, _, fragment = text.partition("#")
         if ":~:" in fragment:
             # A text fragment (`#:~:text=timeout`, `#setup:~:text=x`) is the browser's, no anchor: the
@@ -851,6 +857,83 @@ class LinkResolver:
             # MyST: `[](label)` that names no page is a reference to a target of any page.
             return Located(None, path, how="label")
         return hit if frag is None else Located(hit.file, frag, hit.external, hit.how)
+
+    def _locate_docsify(self, source: str, text: str, media: bool) -> Located | None:
+        """Where a link of a Docsify page lands, as its router takes it (`udm.site.docsify`); None for a
+        file of the manual outside the site's folder (read as any other manual's)."""
+        top = self.site.docsify
+        mount = self.site.mounts[0] if self.site.mounts else None
+        at = _docsify_site_path(mount, source) if top is not None and mount is not None else None
+        if top is None or mount is None or at is None:
+            return None
+        # The page's own site: the deepest folder with a Docsify page of its own, or the top one.
+        folder, options = next(((f, o) for f, o in top.nested if at.startswith(f + "/")), ("", top))
+        page = at[len(folder) + 1 :] if folder else at
+
+        def manual(file: str) -> str:
+            # `..` climbs through the site's folder as the browser resolves the fetch, to the top's.
+            return _docsify_manual_path(mount, _docsify_clean(f"/{folder}/{file}").lstrip("/"))
+
+        if text.startswith("#") and not text.startswith("#/"):
+            frag = unquote(text[1:].partition(":~:")[0]) or None
+            name = page.rpartition("/")[2]
+            if options.cover and page == options.cover:
+                # The cover is shown above the home page: its anchors are the home page's.
+                home = manual(route_file("/", options.ext, options.homepage))
+                return Located(home, frag, how="anchor") if self.exists(home) else Located(None, None, True)
+            if name in ("_sidebar.md", "_navbar.md"):
+                # Shown beside every page of its folder: an anchor of whichever page is open.
+                return Located(None, None, external=True, how="included")
+            return Located(source, frag, how="anchor")
+        # `router.toURL`: `#/x` is a route as Docsify's own URLs write it; `#x` is `?id=x`, the heading.
+        written = text[1:] if text.startswith("#/") else text
+        path, _, query = written.replace("#", "?id=", 1).partition("?")
+        frag = next(
+            (unquote(v) for k, _, v in (p.partition("=") for p in query.split("&")) if k == "id"), None
+        )
+        path = unquote(path) if "%" in path else path
+        if len(path) > _MAX_DOCSIFY_ROUTE:
+            return Located(None, None)
+        if media:
+            # An image is read from the page's folder, even one written from the root (`/x.png`).
+            file = manual(posixpath.join(posixpath.dirname(page), path.lstrip("/")))
+            return Located(file, None, how="file") if self.exists(file) else Located(None, None)
+        route = path[:-3] if path.endswith(".md") else path
+        if options.relative and not route.startswith("/"):
+            route = _docsify_clean(posixpath.join("/" + posixpath.dirname(page), route))
+        route = self._docsify_alias(folder, options, "/" + route.lstrip("/"))
+        if SCHEME.match(route) or route.startswith("//"):
+            return Located(None, None, external=True, how="alias")  # another site's file
+        file = route_file(route, options.ext, options.homepage)
+        if SCHEME.match(file):
+            return Located(None, None, external=True, how="alias")  # a home page of another site
+        found = manual(file)
+        if self.exists(found):
+            return Located(found, frag, how="route")
+        # A link Docsify leaves as written (`':ignore'` in its title) is the file itself, from the root.
+        raw = manual(route.lstrip("/"))
+        if raw not in (".", "") and not route.endswith("/") and self.exists(raw):
+            return Located(raw, None, how="file")
+        return Located(None, None)
+
+    def _docsify_alias(self, folder: str, options: Docsify, route: str) -> str:
+        """A route after Docsify's `alias` (each pattern tried in order; a match rewrites the route,
+        which is tried again, as `History.#getAlias` does, until none matches or it repeats)."""
+        if not options.aliases:
+            return route
+        compiled = self._aliases.get(folder)
+        if compiled is None:
+            pairs = [(alias_pattern(p), r) for p, r in options.aliases]
+            compiled = self._aliases[folder] = [(p, _js_replacement(r, p.groups)) for p, r in pairs if p]
+        last = None
+        for _ in range(_MAX_ALIAS_STEPS):
+            hit = next((pr for pr in compiled if pr[0].match(route) and route != last), None)
+            if hit is None:
+                break
+            last, route = route, hit[0].sub(hit[1], route, count=1)
+            if len(route) > _MAX_DOCSIFY_ROUTE:
+                break
+        return route
 
     def _locate_role(self, source: str, role: str, target: str) -> Located:
         """Where a MyST role lands: `ref`/`numref` name a target of any page; `doc` a page by its path
@@ -1422,6 +1505,60 @@ def _languages(kind: str) -> frozenset[str]:
 
 # Nextra drops a Markdown suffix from a link (`./x.mdx#a` is `./x#a`) before the browser reads it.
 _NEXTRA_SUFFIX = re.compile(r"\.mdx?$")
+
+
+_MAX_DOCSIFY_ROUTE = 300  # longer routes are no page's (and bound what an alias pattern is run on)
+_MAX_ALIAS_STEPS = 8
+
+
+def _docsify_site_path(mount: Mount, source: str) -> str | None:
+    """A manual file's path from a Docsify site's folder, None when it lies outside it."""
+    if mount.prefix:
+        return posixpath.join(mount.prefix, source)
+    if not mount.folder:
+        return source
+    return source[len(mount.folder) + 1 :] if source.startswith(mount.folder + "/") else None
+
+
+def _docsify_manual_path(mount: Mount, file: str) -> str:
+    """A path from a Docsify site's folder as a path from the manual root."""
+    if mount.prefix:
+        if file == mount.prefix or file.startswith(mount.prefix + "/"):
+            return file[len(mount.prefix) :].lstrip("/") or "."
+        return posixpath.normpath(posixpath.join(*[".."] * len(mount.prefix.split("/")), file))
+    return posixpath.normpath(posixpath.join(mount.folder, file)) if mount.folder else file
+
+
+def _docsify_clean(path: str) -> str:
+    """A route with `.` and `..` segments resolved, never above the site root, its trailing `/`
+    kept (Docsify's `resolvePath` and `cleanPath`)."""
+    parts: list[str] = []
+    for segment in path.split("/"):
+        if segment == "..":
+            if parts:
+                parts.pop()
+        elif segment not in (".", ""):
+            parts.append(segment)
+    tail = "/" if path.endswith(("/", "/.", "/..")) and parts else ""
+    return "/" + "/".join(parts) + tail
+
+
+def _js_replacement(value: str, groups: int) -> str:
+    """A JavaScript `String.replace` replacement (`$1`, `$&`, `$$`) as Python's `re.sub` takes it; a
+    `$n` of a group the pattern lacks stays as written, as JavaScript leaves it."""
+
+    def one(m: re.Match[str]) -> str:
+        token = m.group(0)
+        if token == "$$":
+            return "$"
+        if token == "$&":
+            return "\\g<0>"
+        if token == "\\":
+            return "\\\\"
+        n = int(token[1:])
+        return f"\\g<{n}>" if 0 < n <= groups else token
+
+    return re.sub(r"\$\$|\$&|\$\d{1,2}|\\", one, value)
 
 
 def _from_page(source: str, path: str) -> str | None:
