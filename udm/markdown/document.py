@@ -268,6 +268,11 @@ class Document:
         first = self.front_matter_range[1] if self.front_matter_range else 0
         return _without_bom(self.lines), first
 
+    def heading_sources(self) -> list[str]:
+        """Each section heading's text as written (entities and markup as they are in the source)."""
+        outline = self._outline
+        return [] if outline is None else [h.title for h in outline.headings]
+
     def heading_texts(self) -> list[tuple[str, str | None]]:
         """Each section heading's rendered text and the id it names itself (None when it names none)."""
         outline = self._outline

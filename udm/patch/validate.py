@@ -33,6 +33,7 @@ from udm.site import (
     explicit_anchors,
     is_reference,
     no_holder,
+    own_heading_rule,
     page_anchors,
     repeated_from,
     resolve_links,
@@ -432,10 +433,14 @@ def _check_file(
     if not revert:
         old_links = before_r.verdicts(old_doc) if old_doc else {}
         found.breaks += _newly_broken(path, old_links, after_r.verdicts(new_doc))
+    site = before_r.routes.site
     lost = _anchors(old_doc) - _anchors(new_doc) if old_doc else set()
+    if old_doc and not lost and own_heading_rule(site) is not None:
+        # The site makes its ids its own way: `## What's new` to `## Whats new` keeps GitHub's
+        # `whats-new` but takes VitePress' `what-s-new` away.
+        lost = _page_ids(site, old_doc) - _page_ids(site, new_doc)
     if old_doc and (lost or route_meta(old_doc.front_matter) != route_meta(new_doc.front_matter)):
         found.lost_names.update(_names(path, old_doc))
-    site = before_r.routes.site
     if old_doc and (site.crossing_in(path) or site.labels):
         # mkdocs-autorefs cross-references and MyST references may name an anchor of any page.
         found.lost_anchors |= _page_ids(site, old_doc) - _page_ids(site, new_doc)

@@ -12,6 +12,7 @@ from udm._lazy import load_surface_name
 
 if TYPE_CHECKING:
     from udm.site.anchors import explicit_anchors as explicit_anchors
+    from udm.site.anchors import own_heading_rule as own_heading_rule
     from udm.site.anchors import page_anchors as page_anchors
     from udm.site.anchors import repeated_from as repeated_from
     from udm.site.detect import NUMBER_PREFIX as NUMBER_PREFIX
@@ -49,6 +50,7 @@ _SURFACE = {
     "excluded": "model",
     "exists_within": "model",
     "explicit_anchors": "anchors",
+    "own_heading_rule": "anchors",
     "page_anchors": "anchors",
     "repeated_from": "anchors",
     "on_pages": "model",
@@ -77,6 +79,7 @@ __all__ = [
     "note_line",
     "on_pages",
     "outside_root",
+    "own_heading_rule",
     "page_anchors",
     "repeated_from",
     "resolve_links",

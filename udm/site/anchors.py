@@ -200,10 +200,7 @@ def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool | re.
     attributes = site.generator in _ATTRIBUTE_SITES
     texts = [_strip_attributes(t) if attributes else t for t, own in headings if own is None]
     if own_rule is not None:
-        # Both number a repeated id as GitHub does: -1, -2, ... (VuePress 1's markdown-it-anchor 5
-        # from -2).
-        first = 2 if own_rule is vuepress1_slug else 1
-        found.update(_numbered([own_rule(t) for t in texts + nested], first=first))
+        found.update(_own_ids(site, own_rule, doc, headings, texts, nested))
     elif attributes:
         found.update(slugify(t) for t in texts)
     if site.generator == "mkdocs" and ":::" in text and _CLI_REFERENCE.search(text):
@@ -257,7 +254,9 @@ def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool | re.
         found.update(ids)
         found.update(mintlify_slug(t) for t in named)
         found.update(slugify(t.replace(".", "-")) for t in titles + named)
-    if site.generator == "vitepress" and ("<!--@include:" in text or _renders_vue_component(text)):
+    if site.generator == "vitepress" and (
+        ("@include:" in text and _VP_INCLUDE.search(text)) or _renders_vue_component(text)
+    ):
         # Headings of another file, included (vitest's CLI page), or a Vue component's, whose ids only
         # its code tells (Vue's docs: the API index and the examples are components on their page).
         unknown = True
@@ -305,6 +304,75 @@ def repeated_from(anchor: str) -> str | None:
 
 
 _REPEAT = re.compile(r"_\d+$")
+
+
+def _own_ids(
+    site: Site,
+    rule: Callable[[str], str],
+    doc: Document,
+    headings: list[tuple[str, str | None]],
+    texts: list[str],
+    nested: list[str],
+) -> set[str]:
+    """Every heading's id where the site makes them by its own rule, numbered as it numbers a repeat."""
+    vue = site.generator in ("vitepress", "vuepress")
+    if vue:
+        # The emoji plugin's `:tada:` is no text of the id: markdown-it-anchor reads text tokens only.
+        headings = [(_no_emoji(t), own) for t, own in headings]
+        texts, nested = [_no_emoji(t) for t in texts], [_no_emoji(t) for t in nested]
+    if rule is vuepress1_slug or rule is docsify_heading_id:
+        # markdown-it-anchor 5 (VuePress 1) and Docsify count each slug: a repeat is -2 (-1), whatever
+        # ids other headings have.
+        found = set(_numbered([rule(t) for t in texts + nested], first=2 if rule is vuepress1_slug else 1))
+    else:
+        # markdown-it-anchor 8/9 (VitePress, VuePress 2) and Hugo's idFactory take a heading's own id
+        # as it is and give a made one that is taken `-1`, `-2`, ... the first free, in page order.
+        made = rule if vue else lambda t: _hugo_empty(rule(t))
+        attributes = site.generator in _ATTRIBUTE_SITES
+        ids = [
+            (own, True) if own is not None else (made(_strip_attributes(t) if attributes else t), False)
+            for t, own in headings
+        ]
+        found = set(_claimed(ids + [(made(t), False) for t in nested]))
+    if vue:
+        # VitePress 1.2+ keeps a character reference as written (`&lt;` is `lt`), earlier ones decode
+        # it: both are taken.
+        variants = [_no_emoji(w) for w in doc.heading_sources() if "&" in w and _ENTITY.search(w)]
+        found.update(_claimed([(rule(v), False) for v in variants]))
+    return found
+
+
+_EMOJI_CODE = re.compile(r":[a-z0-9_+-]{1,60}:")
+_ENTITY = re.compile(r"&(?:#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+
+
+def _no_emoji(text: str) -> str:
+    """A heading's text without its emoji shortcodes (`:tada:`), which render no text."""
+    return _EMOJI_CODE.sub("", text) if ":" in text else text
+
+
+def _hugo_empty(slug: str) -> str:
+    """Hugo's id for a heading whose rule leaves nothing (`## 安装` under github-ascii): `heading`."""
+    return slug or "heading"
+
+
+def _claimed(ids: list[tuple[str, bool]]) -> list[str]:
+    """Ids in page order as markdown-it-anchor's `uniqueSlug` and Hugo's idFactory give them: an
+    explicit one (True) as it is, a made one that is taken with the first free `-1`, `-2`, ..."""
+    taken: set[str] = set()
+    following: dict[str, int] = {}  # where each slug's search for a free number goes on from
+    out: list[str] = []
+    for slug, explicit in ids:
+        unique = slug
+        if not explicit:
+            n = following.get(slug, 1)
+            while unique in taken:
+                unique = f"{slug}-{n}"
+                n += 1
+            following[slug] = n
+        taken.add(unique)
+        out.append(unique)
+    return out
 
 
 def _numbered(slugs: list[str], first: int) -> list[str]:
@@ -433,6 +501,10 @@ def _within_ranges(ranges: list[tuple[int, int]], line: int) -> bool:
     """Whether `line` lies in one of the ordered, non-overlapping ranges [start, end)."""
     i = bisect.bisect_right(ranges, (line, float("inf"))) - 1
     return i >= 0 and ranges[i][0] <= line < ranges[i][1]
+
+
+# VitePress' include (`processIncludes`: `<!--\s*@include:\s*(.*?)\s*-->`), blanks allowed.
+_VP_INCLUDE = re.compile(r"<!--\s*@include:")
 
 
 def _renders_vue_component(text: str) -> bool:

@@ -108,6 +108,8 @@ _CONFIG_FILES: tuple[tuple[str, str], ...] = (
     ),
     # An Astro config publishes a Starlight manual only when it uses the integration (`_is_for`).
     *((f"astro.config.{ext}", "starlight") for ext in ("mjs", "ts", "js", "mts", "cjs")),
+    # VitePress looks for `config/index.*` first (`resolveUserConfig`), then `config.*`.
+    *((f".vitepress/config/index.{ext}", "vitepress") for ext in ("js", "ts", "mjs", "mts")),
     *((f".vitepress/config.{ext}", "vitepress") for ext in ("js", "ts", "mjs", "mts", "cjs", "cts")),
     *((f".vuepress/config.{ext}", "vuepress") for ext in ("js", "ts", "mjs", "mts", "cjs", "cts")),
     # Fumadocs' content config (a Next.js site), taken when it imports fumadocs-mdx.

@@ -705,14 +705,21 @@ def _config_object(text: str) -> str | None:
 _VUEPRESS_VERSION = re.compile(r'"vuepress"\s*:\s*"[~^>=v ]*(\d+|next)')
 
 
-# A `slugify` option or argument (`markdown: {anchor: {slugify}}`, `slugify: (s) => ...`, a markdown-it
-# anchor plugin given one): heading ids made by code the config holds.
-_SLUGIFY = re.compile(r"\bslugify\s*(?::|,|\}|\(|=>)")
+# A `slugify` option (`markdown: {anchor: {slugify}}`, `'slugify': (s) => ...`, `slugify(s) {...}`, a
+# markdown-it anchor plugin given one): heading ids made by code the config holds. Not a call of some
+# slugify (`slugify(p)` building sidebar links), its import or the word in a string.
+_SLUGIFY_OPTION = re.compile(
+    r"""(?<![\w$.])(['"]?)slugify\1\s*:|(?<![\w$.])slugify\s*\([^()]{0,200}\)\s*\{|[{,]\s*slugify\s*[,}]"""
+)
+# Braces that bind names, not an object: `import { slugify } from`, `const { slugify } = ...`.
+_BINDING = re.compile(r"""(?:\bimport|\bexport|\b(?:const|let|var))\s*\{[^{}]{0,2000}\}""")
 
 
 def _custom_slug(text: str) -> bool:
-    """Whether the config gives heading ids a slugify of its own (outside comments)."""
-    return "slugify" in text and _SLUGIFY.search(_without_comments(text)) is not None
+    """Whether the config gives heading ids a slugify of its own (code, not a comment or string)."""
+    if "slugify" not in text:
+        return False
+    return _SLUGIFY_OPTION.search(_BINDING.sub("", _masked(text))) is not None
 
 
 def vuepress_major(project: Path, text: str) -> int:
@@ -771,6 +778,8 @@ def vuepress(root: Path, here: Path, text: str) -> Site:
 def vitepress(root: Path, here: Path, text: str) -> Site:
     """VitePress: `.vitepress/` in the project folder, pages under `srcDir`, `<srcDir>/public` at the
     root, pages routed through `rewrites`."""
+    if here.name == "config" and here.parent.name == ".vitepress":
+        here = here.parent  # `.vitepress/config/index.ts`
     project = here.parent if here.name == ".vitepress" else here
     consts = _consts(text)
     content = project / (_js_string(text, "srcDir", consts) or ".")
