@@ -121,9 +121,9 @@ def test_a_config_with_its_own_slugify_leaves_other_ids_unknown(
     (tmp_path / ".git").mkdir()
     assert detect_site(tmp_path / "docs", stop=tmp_path).heading_ids == "custom"
     settings = load_settings(cwd=tmp_path, root=tmp_path / "docs", state_dir=tmp_path / ".st")
-    # GitHub's form stays accepted; any other is the config's code to tell, not broken.
+    # Every id is the config's code to tell, GitHub's form too: unknown, not broken.
     assert page_verdicts(settings, "index.md") == {
-        "/guide.md#markdownlinksinternaltag": True,
+        "/guide.md#markdownlinksinternaltag": None,
         "/guide.md#markdown.links.internaltag": None,
     }
 

@@ -34,6 +34,7 @@ from udm.site.jsconfig import (
     starlight,
     tsconfig_file,
     vitepress,
+    vitepress_inputs,
     vuepress,
     vuepress_inputs,
 )
@@ -1264,6 +1265,9 @@ def _config_files(path: Path, generator: str) -> list[Path]:
         return rspress_inputs(path)
     if generator == "vuepress":
         return vuepress_inputs(path)
+    if generator == "vitepress":
+        # The config's own modules (`./shared`): one may set the heading ids' slugify.
+        return vitepress_inputs(path)
     if generator == "docsify":
         # The Docsify pages below: one added or removed makes a folder another site.
         return docsify_inputs(path)

@@ -694,6 +694,25 @@ def _vitepress_rewrites(text: str) -> list[tuple[str, str]]:
 _EXPORTED = re.compile(r"(?:export\s+default|module\.exports\s*=)\s*(?:defineConfig\s*\(\s*)?\{")
 
 
+# `export default extendConfig(config)`, `export default config`: the name of the object exported.
+_EXPORTED_NAME = re.compile(r"export\s+default\s+(?:[\w$.]+\s*\(\s*)?([A-Za-z_$][\w$]*)\s*\)?\s*;?\s*$", re.M)
+
+
+def _named_config_object(text: str) -> str | None:
+    """The object a config exports by a name (`const config = defineConfig({...})`; `export default
+    withMermaid(config)`), None when it is no literal object of the file."""
+    masked = _masked(text)
+    found = _EXPORTED_NAME.search(masked)
+    if found is None:
+        return None
+    name = re.escape(found.group(1))
+    const = re.search(
+        rf"(?<![\w$.])(?:const|let|var)\s+{name}\s*(?::[^=\n]{{0,100}})?=\s*(?:[\w$.]+\s*\(\s*)?\{{", masked
+    )
+    end = _balanced(text, const.end() - 1) if const else None
+    return None if const is None or end is None else text[const.end() - 1 : end + 1]
+
+
 def _config_object(text: str) -> str | None:
     """The object a JavaScript config exports (`export default defineConfig({...})`), None when it
     exports a name or a call (`export default config`)."""
@@ -775,27 +794,80 @@ def vuepress(root: Path, here: Path, text: str) -> Site:
     )
 
 
+# A module of the config's own, imported by a relative path: `import { shared } from './shared'`,
+# `import('./en.mjs')`, `require('../x')`.
+_LOCAL_IMPORT = re.compile(
+    r"""(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+|\brequire\s*\(\s*)(['"])(\.{1,2}/[^'"\n]{1,200})\1"""
+)
+_MODULE_SUFFIXES = ("", ".ts", ".mts", ".js", ".mjs", ".cts", ".cjs", "/index.ts", "/index.js")
+_MAX_IMPORTS = 10
+
+
+def local_imports(folder: Path, text: str, within: Path) -> list[Path]:
+    """The modules a config in `folder` imports by a relative path, as a bundler finds them (a suffix
+    added, or a folder's index), inside `within` (VitePress' `.vitepress` folder); at most ten."""
+    found: list[Path] = []
+    limit = os.path.join(os.path.normpath(within), "")
+    for m in _LOCAL_IMPORT.finditer(_without_comments(text)):
+        base = os.path.normpath(os.path.join(folder, m.group(2)))
+        for suffix in _MODULE_SUFFIXES:
+            candidate = base + suffix
+            if candidate.startswith(limit) and os.path.isfile(candidate):
+                if Path(candidate) not in found:
+                    found.append(Path(candidate))
+                break
+        if len(found) >= _MAX_IMPORTS:
+            break
+    return found
+
+
+def vitepress_inputs(config: Path) -> list[Path]:
+    """The files a VitePress site's routes and ids are read from: the config and its own modules."""
+    try:
+        text = read_head(config, 1 << 20).decode("utf-8", "replace")
+    except OSError:
+        return [config]
+    return [config, *local_imports(config.parent, text, _vitepress_folder(config.parent))]
+
+
+def _vitepress_folder(here: Path) -> Path:
+    """The `.vitepress` folder of a config's folder (`.vitepress/config/` for `config/index.ts`)."""
+    return here.parent if here.name == "config" and here.parent.name == ".vitepress" else here
+
+
+def _imports_slugify(folder: Path, text: str, within: Path) -> bool:
+    """Whether a module of the config's own it imports (`./shared`) sets a slugify option."""
+    for module in local_imports(folder, text, within):
+        try:
+            if _custom_slug(read_head(module, 1 << 20).decode("utf-8", "replace")):
+                return True
+        except OSError:
+            continue
+    return False
+
+
 def vitepress(root: Path, here: Path, text: str) -> Site:
     """VitePress: `.vitepress/` in the project folder, pages under `srcDir`, `<srcDir>/public` at the
     root, pages routed through `rewrites`."""
-    if here.name == "config" and here.parent.name == ".vitepress":
-        here = here.parent  # `.vitepress/config/index.ts`
+    config_dir, here = here, _vitepress_folder(here)  # `.vitepress/config/index.ts`: `.vitepress`
     project = here.parent if here.name == ".vitepress" else here
     consts = _consts(text)
-    content = project / (_js_string(text, "srcDir", consts) or ".")
+    # The config's own keys, not those of a sidebar item (`{ text, base: '/reference', items }`).
+    exported = _config_object(text) or _named_config_object(text)
+    own = _own_level(exported) if exported else text
+    content = project / (_js_string(own, "srcDir", consts) or ".")
     mount = under(root, content, "", "docs", False)
     # VitePress finds its pages by `**/*.md` under srcDir (no dot files), leaving out node_modules,
     # dist and `srcExclude`: the config's own option, not one of the same name a plugin takes.
-    exported = _config_object(text)
     value = _own_value(exported, "srcExclude") if exported else _js_block(text, "srcExclude")
     excluded = _js_strings(value)[:200] if value and value.startswith("[") else []
     lines = [line for glob in ["**/node_modules/**", "**/dist/**", *excluded] for line in glob_lines(glob)]
     rule = unpublished_rule("docs", root, [content], "gitignore", [".*", *lines])
     return Site(
         mounts=(mount,) if mount else (),
-        base_path=path_of_url(_js_string(text, "base", consts)),
+        base_path=path_of_url(_js_string(own, "base", consts)),
         static=static_folders(root, [content / "public"]),
         rewrites=tuple(_vitepress_rewrites(text)),
         unpublished=(rule,) if rule else (),
-        heading_ids="custom" if _custom_slug(text) else "github",
+        heading_ids="custom" if _custom_slug(text) or _imports_slugify(config_dir, text, here) else "github",
     )

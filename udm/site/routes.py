@@ -1460,7 +1460,24 @@ class LinkResolver:
         if self.site.generated and self._below_generated(rel.strip("/")):
             # Below a Next page with a parameter (`app/api/[name]/page.tsx`): a page the build makes.
             return Located(None, None, external=True, how="generated")
+        if self.site.ignores and self._ignored_route(rel.strip("/")):
+            # Pages a build step writes where the repository ignores them (Rolldown's typedoc
+            # reference in `docs/reference`, gitignored): not there to check, so not known broken.
+            return Located(None, None, external=True, how="generated")
         return Located(None, None)
+
+    def _ignored_route(self, rel: str) -> bool:
+        """Whether a route lands in a folder of the site the repository's `.gitignore` leaves out."""
+        if not rel or self.site.generator == "none":
+            return False
+        for mount in self.site.mounts:
+            if mount.prefix and not (rel == mount.prefix or rel.startswith(mount.prefix + "/")):
+                continue
+            inner = rel[len(mount.prefix) :].lstrip("/")
+            candidate = posixpath.normpath(posixpath.join(mount.folder, inner) if mount.folder else inner)
+            if inner and not outside_root(candidate) and self.site.build_output(candidate):
+                return True
+        return False
 
     def _hugo_generated(self, rel: str) -> Located:
         """A page Hugo makes without a content file: a language's home page, a top-level section's list,
@@ -1712,7 +1729,9 @@ def resolve_links(
         wanted |= {(page, anchor.lower()) for page, anchor in wanted if anchor != anchor.lower()}
     # Where the site makes every heading id its own way, the index's GitHub forms are no evidence:
     # each page asked about is read and its anchors are the site's alone.
-    own_ids = text_of is not None and own_heading_rule(resolver.site) is not None
+    own_ids = text_of is not None and (
+        own_heading_rule(resolver.site) is not None or resolver.site.heading_ids == "custom"
+    )
     present = anchors_in(wanted) if wanted and not own_ids else set()
     # Pages with a heading whose id only the site's templates know: a missing anchor there is unknown.
     unknown: set[str] = set()
