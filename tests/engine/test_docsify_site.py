@@ -107,7 +107,8 @@ def test_heading_ids_are_docsifys(tmp_path: Path) -> None:
             "docs/README.md": (
                 "# Home\n\n## Über uns\n\n## 2. Setup\n\n## Setup\n\n## Setup\n\n## Options :id=opts\n\n"
                 "[a](#Über-uns) [b](#über-uns) [c](#_2-setup) [d](#2-setup) [e](#setup-1) [f](#opts)\n"
-                "[g](?id=setup) [h](README?id=_2-setup) [i](README.md#setup) [j](#/README?id=opts)\n"
+                "[g](?id=setup) [h](README?id=_2-setup) [i](README.md#Setup) [j](#/README?id=opts)\n\n"
+                '<a href="#/?id=opts">k</a>\n'
             ),
         },
     )
@@ -120,8 +121,9 @@ def test_heading_ids_are_docsifys(tmp_path: Path) -> None:
         "#opts": True,
         "?id=setup": True,
         "README?id=_2-setup": True,
-        "README.md#setup": True,
-        "#/README?id=opts": True,  # a hash route, as Docsify's URLs are written
+        "README.md#Setup": True,  # Docsify lower-cases a link's query (ASCII only)
+        "#/README?id=opts": False,  # a Markdown link: the open page's heading `/readme?id` (none)
+        "#/?id=opts": True,  # a raw HTML link to Docsify's own URL: that route's heading
     }
 
 

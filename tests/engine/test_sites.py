@@ -355,7 +355,7 @@ def test_a_text_fragment_is_no_anchor(tmp_path: Path) -> None:
 
 
 def test_an_attributes_character_references_are_decoded() -> None:
-    from udm.site.routes import explicit_anchors, has_explicit_anchor
+    from udm.site.anchors import explicit_anchors, has_explicit_anchor
 
     # typedoc's HTML in MCP's schema pages: `id="result-&#x5F;meta"` is the anchor #result-_meta.
     text = '<div id="result-&#x5F;meta">x</div> <a name=\'a&amp;b\'></a> <p id="&#58;x&colon;">y</p>\n'
@@ -404,7 +404,7 @@ def test_bare_hash_is_the_top_of_the_page(tmp_path: Path) -> None:
     settings = _site_copy(tmp_path, "none")
     assert link_verdicts(settings).get(("README.md", "#"), True) is True
     resolver = LinkResolver(Routes(detect_site(settings.udm_root, "none"), ["README.md"]), lambda rel: False)
-    verdicts = resolve_links(resolver, [(0, "README.md", "#", False)], lambda pairs: set())
+    verdicts = resolve_links(resolver, [(0, "README.md", "#", "inline")], lambda pairs: set())
     assert verdicts == [(0, "README.md", None, True)]
 
 

@@ -78,12 +78,12 @@ def resolve_index_links(
         con, changed, moved or bool(routes.site.labels), own=fresh is None, crossing=crossing
     )
     new_links = fresh.links if fresh is not None else []
-    rows: list[tuple[Any, str, str, bool]] = [
-        (("new", i), r["file"], r["target"], r["form"] == "image")
+    rows: list[tuple[Any, str, str, str]] = [
+        (("new", i), r["file"], r["target"], r["form"])
         for i, r in enumerate(new_links)
         if r["kind"] != "external"
     ]
-    rows += [(("old", r[0]), r[1], r[2], r[6] == "image") for r in stored]
+    rows += [(("old", r[0]), r[1], r[2], r[6] or "") for r in stored]
     before = {("old", r[0]): r[3:6] for r in stored}
     in_memory = fresh.anchors if fresh is not None else {}
     cache = {} if anchor_cache is None else anchor_cache

@@ -78,6 +78,8 @@ class Link:
     'autolink' `<https://x>`, 'bare' (a GFM extended autolink: `www.x.org`, `https://x`),
     'image' `![alt](x)`, 'html' (href/src of an HTML tag), 'jsx' (href/src of an MDX/JSX tag),
     'ref' (a Hugo `{{< ref "x" >}}` or `relref` shortcode; its target is the shortcode as written),
+    'embed' (a link whose title holds Docsify's `:include`: `[x](part.md ':include')` embeds the file),
+    'ignore' (one whose title holds Docsify's `:ignore`: the link is left as written),
     'autoref' (a mkdocs-autorefs cross-reference: `[t][id]` no definition defines, target `[id]`; or
     `[t][]`, target `[t][]`).
     """

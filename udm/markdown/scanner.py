@@ -448,6 +448,8 @@ _CODE_NODES = frozenset({"code_inline", "code_block", "fence"})
 
 # Nodes whose source is no Markdown text: an autorefs cross-reference is not looked for there (a
 # link's own brackets are a link already).
+# Docsify's options in a link's title (`':include'`, `':include :type=code'`, `':ignore'`).
+_DOCSIFY_TITLE = re.compile(r"(?:^|\s):(include|ignore)(?=\s|$)")
 _NOT_TEXT = _CODE_NODES | {"html_block", "html_inline", "link", "image", "autolink", "definition"}
 
 
@@ -691,6 +693,12 @@ def _walk(
             if span is not None:
                 if name == "link":
                     form = "inline" if char_at(span[1] - 1) == ")" else "reference"
+                    title = node.meta.get("title", "")
+                    docsify = _DOCSIFY_TITLE.search(title) if ":" in title else None
+                    if docsify is not None:
+                        # Docsify's `[x](part.md ':include')` embeds the file; `':ignore'` leaves the
+                        # link as written.
+                        form = "embed" if docsify.group(1) == "include" else "ignore"
                 elif name == "image":
                     form = "image"
                 elif name == "autolink":

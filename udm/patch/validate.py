@@ -207,9 +207,7 @@ class _Resolver:
     def verdicts(self, doc: Document) -> dict[str, tuple[bool, str]]:
         """Link target -> (resolves, why not) for every internal link and anchor of `doc`."""
         rows = [
-            (link.target, doc.path, link.target, link.form == "image")
-            for link in doc.links
-            if link.kind != "external"
+            (link.target, doc.path, link.target, link.form) for link in doc.links if link.kind != "external"
         ]
 
         def anchors_in(pairs: set[tuple[str, str]]) -> set[tuple[str, str]]:

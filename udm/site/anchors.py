@@ -39,6 +39,7 @@ __all__ = [
     "mintlify_slug",
     "own_heading_rule",
     "page_anchors",
+    "page_named",
     "repeated_from",
     "vitepress_slug",
 ]
@@ -47,6 +48,18 @@ __all__ = [
 def has_explicit_anchor(text: str, anchor: str) -> bool:
     """Whether the page names `anchor` itself (see `explicit_anchors`)."""
     return anchor in explicit_anchors(text)
+
+
+def page_named(site: Site, text: str) -> set[str]:
+    """The anchors a page names itself, as its site scrolls to them: on Docsify only a heading's
+    (`<h2 id="x">`; it looks for `:where(h1, ..., h6)[id=...]`, never an `<a id>`), elsewhere any
+    (`explicit_anchors`)."""
+    if site.generator != "docsify":
+        return explicit_anchors(text)
+    return {m.group(2) for m in _HTML_HEADING_ID.finditer(text)} if "<h" in text.lower() else set()
+
+
+_HTML_HEADING_ID = re.compile(r"""<h[1-6]\b[^>]{0,500}?\bid=(["'])([^"'<>\n]{1,300})\1""", re.I)
 
 
 def explicit_anchors(text: str) -> set[str]:
@@ -256,6 +269,8 @@ def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool | re.
         found.update(ids)
         found.update(mintlify_slug(t) for t in named)
         found.update(slugify(t.replace(".", "-")) for t in titles + named)
+    if site.generator == "docsify" and ":include" in text and _DOCSIFY_EMBED.search(text):
+        unknown = True  # an embedded Markdown file's headings are the page's
     if site.generator == "vitepress" and (
         ("@include:" in text and _VP_INCLUDE.search(text)) or _renders_vue_component(text)
     ):
@@ -322,10 +337,13 @@ def _own_ids(
         # The emoji plugin's `:tada:` is no text of the id: markdown-it-anchor reads text tokens only.
         headings = [(_no_emoji(t), own) for t, own in headings]
         texts, nested = [_no_emoji(t) for t in texts], [_no_emoji(t) for t in nested]
-    if rule is vuepress1_slug or rule is docsify_heading_id:
-        # markdown-it-anchor 5 (VuePress 1) and Docsify count each slug: a repeat is -2 (-1), whatever
-        # ids other headings have.
-        found = set(_numbered([rule(t) for t in texts + nested], first=2 if rule is vuepress1_slug else 1))
+    if rule is docsify_heading_id:
+        # Docsify slugs a heading's Markdown as written (`[API](api.md)` is `apiapimd`), and counts
+        # each slug: a repeat is -1, whatever ids other headings have.
+        found = set(_numbered([rule(t) for t in doc.heading_sources() + nested], first=1))
+    elif rule is vuepress1_slug:
+        # markdown-it-anchor 5 (VuePress 1) counts each slug too, a repeat -2.
+        found = set(_numbered([rule(t) for t in texts + nested], first=2))
     else:
         # markdown-it-anchor 8/9 (VitePress, VuePress 2) and Hugo's idFactory take a heading's own id
         # as it is and give a made one that is taken `-1`, `-2`, ... the first free, in page order.
@@ -505,6 +523,10 @@ def _within_ranges(ranges: list[tuple[int, int]], line: int) -> bool:
     return i >= 0 and ranges[i][0] <= line < ranges[i][1]
 
 
+# Docsify's `[x](part.md ':include')` embedding a Markdown file (not `:type=code`, shown as code).
+_DOCSIFY_EMBED = re.compile(
+    r"""\]\(\s*<?[^()\s<>]{1,300}\.md>?\s+(["'])[^"'\n]{0,200}?:include(?![^"'\n]{0,200}:type=code)"""
+)
 # VitePress' include (`processIncludes`: `<!--\s*@include:\s*(.*?)\s*-->`), blanks allowed.
 _VP_INCLUDE = re.compile(r"<!--\s*@include:")
 

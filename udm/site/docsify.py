@@ -14,17 +14,17 @@ heading's `:id=name`.
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
 import unicodedata
 from dataclasses import replace
 from pathlib import Path
 
-from udm.site.jsconfig import _balanced, _js_block, _js_string, _masked, _own_level
+from udm.site.jsconfig import _balanced, _js_block, _js_string, _js_strings, _masked, _own_level
 from udm.site.model import Docsify, Site, read_head, under
 
 __all__ = [
-    "DOCSIFY",
     "alias_pattern",
     "docsify",
     "docsify_heading_id",
@@ -36,14 +36,13 @@ __all__ = [
 ]
 
 _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.S)
-# The page's script sets Docsify's options (`window.$docsify = {...}`) or loads Docsify itself.
-DOCSIFY = re.compile(r"\$docsify\b|/docsify(?:@[\w.^~-]+)?(?:/|[\"'?#])|docsify(?:\.min)?\.js")
 _ASSIGNED = re.compile(r"\$docsify\s*=\s*(?:Object\.assign\s*\(\s*)?\{")
 _MAX_ALIASES = 200
 _MAX_PATTERN = 200
 # Unbounded repeats (`*`, `+`, `{n,}`) an alias pattern may hold: with none nested and no alternation
 # repeated, a failing match costs at most polynomial time in a route's length (bounded below).
 _MAX_REPEATS = 2
+_MAX_ALL_REPEATS = 3
 _MAX_ROUTE = 300
 _PAIR = re.compile(
     r"""(['"])((?:\\.|(?!\1)[^\\\n]){1,300})\1\s*:\s*(['"])((?:\\.|(?!\3)[^\\\n]){0,2000})\3"""
@@ -51,8 +50,47 @@ _PAIR = re.compile(
 
 
 def is_docsify_page(text: str) -> bool:
-    """Whether an HTML page runs Docsify (sets its options or loads it; not in an HTML comment)."""
-    return DOCSIFY.search(_HTML_COMMENT.sub("", text)) is not None
+    """Whether an HTML page runs Docsify: a script of it (not in an HTML comment) sets
+    `window.$docsify` or loads Docsify (`<script src=".../docsify@4">`); a link to Docsify's site or
+    the word in the text is none."""
+    return any(
+        _DOCSIFY_SRC.search(_src(attrs) or "") or (not _src(attrs) and _SETS.search(content))
+        for attrs, content in _script_tags(text)
+    )
+
+
+# A script that loads Docsify (`//cdn.jsdelivr.net/npm/docsify@4`, `.../lib/docsify.min.js`).
+_DOCSIFY_SRC = re.compile(r"/docsify(?:@[\w.^~-]+)?(?:/|$|[?#])|docsify(?:\.min)?\.js")
+_SETS = re.compile(r"\$docsify\b")
+_MAX_TAGS = 200
+
+
+def _script_tags(text: str) -> list[tuple[str, str]]:
+    """Each `<script>` of an HTML page outside its comments: its attributes and its content (at most
+    200, read in one pass: an unclosed tag ends the reading)."""
+    page = _HTML_COMMENT.sub("", text) if "<!--" in text else text
+    low = page.lower()
+    found: list[tuple[str, str]] = []
+    at = 0
+    while len(found) < _MAX_TAGS:
+        start = low.find("<script", at)
+        close = low.find(">", start) if start >= 0 else -1
+        if close < 0:
+            break
+        end = low.find("</script", close)
+        end = len(page) if end < 0 else end
+        found.append((page[start + 7 : close], page[close + 1 : end]))
+        at = end
+    return found
+
+
+_SRC = re.compile(r"""\bsrc\s*=\s*(["'])([^"'<>]{1,300})\1""", re.I)
+
+
+def _src(attrs: str) -> str | None:
+    """A script tag's `src`, None without one."""
+    found = _SRC.search(attrs) if "src" in attrs.lower() else None
+    return found.group(2) if found else None
 
 
 def _options(text: str) -> str | None:
@@ -78,11 +116,12 @@ def _flag(block: str, key: str) -> bool:
 def alias_pattern(pattern: str) -> re.Pattern[str] | None:
     """Docsify's alias key as the regular expression it builds (`^key$`), or None when it uses a form
     read here as unsafe: a repeat inside a repeated group, alternation in a repeated group, nested
-    groups, back references, lookarounds or more than two unbounded repeats (each could make a match
-    against a crafted route take exponential or long polynomial time)."""
+    groups, back references, lookarounds, more than three repeats or more than two long ones (`*`,
+    `+`, `{n,}`, a bound over 10): each could make a match against a crafted route take exponential
+    or long polynomial time."""
     if len(pattern) > _MAX_PATTERN:
         return None
-    i, depth, unbounded = 0, 0, 0
+    i, depth, unbounded, repeats = 0, 0, 0, 0
     group_start = -1
     group_has = False  # the open group holds a repeat or an alternation
     while i < len(pattern):
@@ -120,6 +159,7 @@ def alias_pattern(pattern: str) -> re.Pattern[str] | None:
                 if group_has:
                     return None
                 unbounded += quant[1]
+                repeats += 1
                 i += quant[0]
             group_start = -1
             continue
@@ -134,8 +174,9 @@ def alias_pattern(pattern: str) -> re.Pattern[str] | None:
             if depth:
                 group_has = True
             unbounded += quant[1]
+            repeats += 1
             i += quant[0]
-    if depth or unbounded > _MAX_REPEATS or group_start != -1:
+    if depth or unbounded > _MAX_REPEATS or repeats > _MAX_ALL_REPEATS or group_start != -1:
         return None
     try:
         return re.compile(f"^{pattern}$")
@@ -145,7 +186,7 @@ def alias_pattern(pattern: str) -> re.Pattern[str] | None:
 
 def _quantifier(pattern: str, i: int) -> tuple[int, int] | None:
     """The repeat at `i` (`*`, `+`, `?`, `{n}`, `{n,m}`, `{n,}`, each maybe lazy): its length and
-    whether it is unbounded (1) or not (0); None when there is none."""
+    whether it is long (1: unbounded, or bounded above 10) or not (0); None when there is none."""
     if i >= len(pattern):
         return None
     c = pattern[i]
@@ -155,7 +196,8 @@ def _quantifier(pattern: str, i: int) -> tuple[int, int] | None:
         m = re.match(r"\{(\d{1,3})(,(\d{0,3}))?\}", pattern[i:])
         if m is None:
             return None
-        length, unbounded = m.end(), int(m.group(2) is not None and not m.group(3))
+        upper = int(m.group(3)) if m.group(3) else None if m.group(2) else int(m.group(1))
+        length, unbounded = m.end(), int(upper is None or upper > 10)
     else:
         return None
     if pattern[i + length : i + length + 1] == "?":
@@ -250,38 +292,41 @@ _MAX_NESTED = 200
 _MAX_PAGE = 1 << 20
 
 
-_SCRIPT_SRC = re.compile(r"""<script\b[^>]*?\bsrc\s*=\s*(["'])([^"'<>]{1,300})\1""", re.I)
 _MAX_SCRIPTS = 10
 
 
 def _scripts(here: Path, text: str) -> list[Path]:
-    """The page's own script files (`<script src="js/config.js">`) in its folder or below, in order."""
+    """The page's own script files (`<script src="js/config.js">`) in its folder or below (their real
+    paths too: a symbolic link out of it is not read), in order."""
     found: list[Path] = []
-    for m in _SCRIPT_SRC.finditer(_HTML_COMMENT.sub("", text)):
-        src = m.group(2).split("?", 1)[0].split("#", 1)[0]
-        if re.match(r"[A-Za-z][\w+.-]*:|//", src) or not src.endswith((".js", ".mjs")):
+    real_here = os.path.join(os.path.realpath(here), "")
+    for attrs, _ in _script_tags(text):
+        src = (_src(attrs) or "").split("?", 1)[0].split("#", 1)[0]
+        if not src or re.match(r"[A-Za-z][\w+.-]*:|//", src) or not src.endswith((".js", ".mjs")):
             continue
         path = os.path.normpath(os.path.join(here, src.lstrip("/")))
-        if path.startswith(os.path.join(os.path.normpath(here), "")) and os.path.isfile(path):
+        inside = path.startswith(os.path.join(os.path.normpath(here), ""))
+        if inside and os.path.realpath(path).startswith(real_here) and os.path.isfile(path):
             found.append(Path(path))
         if len(found) >= _MAX_SCRIPTS:
             break
     return found
 
 
-def config_text(here: Path, text: str) -> str:
-    """The script that sets `window.$docsify`: the page's own, or a script file of its folder the page
-    loads (`<script src="js/config.js">`, a common layout), as far as one sets it."""
-    if _options(text) is not None:
-        return text
-    for script in _scripts(here, text):
+def config_text(here: Path, page: str) -> str:
+    """The script that sets `window.$docsify`: the page's own inline scripts, or a script file of its
+    folder the page loads (`<script src="js/config.js">`, a common layout), as far as one sets it."""
+    inline = "\n".join(content for attrs, content in _script_tags(page) if not _src(attrs))
+    if _options(inline) is not None:
+        return inline
+    for script in _scripts(here, page):
         try:
             code = read_head(script, _MAX_PAGE).decode("utf-8", "replace")
         except OSError:
             continue
         if _options(code) is not None:
             return code
-    return text
+    return inline
 
 
 def _read(here: Path, page: str) -> tuple[Docsify, Path, list[str]]:
@@ -305,14 +350,50 @@ def _read(here: Path, page: str) -> tuple[Docsify, Path, list[str]]:
     ext = (_js_string(options, "ext") if options else None) or ".md"
     ext = ext if ext.startswith(".") else f".{ext}"
     homepage = (_js_string(_own_level(options), "homepage") if options else None) or f"README{ext}"
+    own = _own_level(options) if options else ""
+    # `loadSidebar: 'summary.md'` names the file shown beside the pages; `true` is `_sidebar.md`.
+    sidebar, navbar = (_js_string(own, key) or f"_{name}{ext}" for key, name in _BESIDE)
+    virtual, virtual_problems = _patterns(
+        _route_keys(_js_block(options, "routes")) if options else [], "routes"
+    )
+    verbatim, verbatim_problems = _patterns(
+        _js_strings(_js_block(options, "noCompileLinks") or ""), "noCompileLinks"
+    )
     found = Docsify(
         homepage=homepage,
         relative=bool(options) and _flag(options, "relativePath"),
         aliases=aliases,
         cover=cover,
         ext=ext,
+        sidebar=sidebar.lstrip("/"),
+        navbar=navbar.lstrip("/"),
+        virtual=virtual,
+        verbatim=verbatim,
     )
-    return found, folder, problems
+    return found, folder, problems + virtual_problems + verbatim_problems
+
+
+_BESIDE = (("loadSidebar", "sidebar"), ("loadNavbar", "navbar"))
+_ROUTE_KEY = re.compile(r"""(['"])((?:\\.|(?!\1)[^\\\n]){1,300})\1\s*:""")
+
+
+def _route_keys(block: str | None) -> list[str]:
+    """The keys of the `routes` object (virtual routes: a path pattern each)."""
+    return [_js_unescape(m.group(2)) for m in _ROUTE_KEY.finditer(_own_level(block))] if block else []
+
+
+def _patterns(values: list[str], option: str) -> tuple[tuple[str, ...], list[str]]:
+    """The patterns of an option (`routes` keys, `noCompileLinks`) that `alias_pattern` reads (a
+    leading `^` and trailing `$` dropped, as Docsify anchors them itself), and a problem for each not."""
+    kept: list[str] = []
+    problems: list[str] = []
+    for value in values[:_MAX_ALIASES]:
+        pattern = value.removeprefix("^").removesuffix("$")
+        if alias_pattern(pattern) is None:
+            problems.append(f"{option} {value!r}: a pattern form not read")
+        else:
+            kept.append(pattern)
+    return tuple(kept), problems
 
 
 def route_file(route: str, ext: str, homepage: str) -> str:
@@ -338,12 +419,192 @@ def docsify_slug(text: str) -> str:
     tags dropped, ASCII capitals lowered, punctuation removed, each white space a hyphen, `_` before a
     leading digit."""
     slug = unicodedata.normalize("NFC", text.strip()).replace("\ufe0f", "")
-    # Emoji (`\p{Extended_Pictographic}`): Python's `re` has no such class; pictographs are symbols.
-    slug = "".join(ch for ch in slug if unicodedata.category(ch) != "So")
+    slug = "".join(ch for ch in slug if not _is_emoji(ch))
     slug = re.sub(r"[A-Z]+", lambda m: m.group(0).lower(), slug)
     slug = _DOCSIFY_REMOVED.sub("", re.sub(r"<[^>]+>", "", slug))
     slug = re.sub(r"\s", "-", slug)
-    return "_" + slug if slug[:1].isdigit() else slug
+    return "_" + slug if slug[:1] in _ASCII_DIGITS and slug else slug
+
+
+_ASCII_DIGITS = frozenset("0123456789")
+
+
+def _is_emoji(ch: str) -> bool:
+    r"""Whether a character is `\p{Emoji_Presentation}` or `\p{Extended_Pictographic}` (Unicode's
+    emoji-data, which Python's `re` has no class for): what Docsify's slugify drops."""
+    point = ord(ch)
+    if point < 0xA9:
+        return False
+    i = bisect.bisect_right(_EMOJI_STARTS, point) - 1
+    return i >= 0 and point <= _EMOJI_RANGES[i][1]
+
+
+# `[\p{Emoji_Presentation}\p{Extended_Pictographic}]` as ranges, as JavaScript's engine has them
+# (listed from V8 with ICU 78, Unicode 17).
+_EMOJI_RANGES: tuple[tuple[int, int], ...] = tuple(
+    (int(a, 16), int(b or a, 16))
+    for a, _, b in (
+        part.partition("-")
+        for part in [
+            "A9",
+            "AE",
+            "203C",
+            "2049",
+            "2122",
+            "2139",
+            "2194-2199",
+            "21A9-21AA",
+            "231A-231B",
+            "2328",
+            "23CF",
+            "23E9-23F3",
+            "23F8-23FA",
+            "24C2",
+            "25AA-25AB",
+            "25B6",
+            "25C0",
+            "25FB-25FE",
+            "2600-2604",
+            "260E",
+            "2611",
+            "2614-2615",
+            "2618",
+            "261D",
+            "2620",
+            "2622-2623",
+            "2626",
+            "262A",
+            "262E-262F",
+            "2638-263A",
+            "2640",
+            "2642",
+            "2648-2653",
+            "265F-2660",
+            "2663",
+            "2665-2666",
+            "2668",
+            "267B",
+            "267E-267F",
+            "2692-2697",
+            "2699",
+            "269B-269C",
+            "26A0-26A1",
+            "26A7",
+            "26AA-26AB",
+            "26B0-26B1",
+            "26BD-26BE",
+            "26C4-26C5",
+            "26C8",
+            "26CE-26CF",
+            "26D1",
+            "26D3-26D4",
+            "26E9-26EA",
+            "26F0-26F5",
+            "26F7-26FA",
+            "26FD",
+            "2702",
+            "2705",
+            "2708-270D",
+            "270F",
+            "2712",
+            "2714",
+            "2716",
+            "271D",
+            "2721",
+            "2728",
+            "2733-2734",
+            "2744",
+            "2747",
+            "274C",
+            "274E",
+            "2753-2755",
+            "2757",
+            "2763-2764",
+            "2795-2797",
+            "27A1",
+            "27B0",
+            "27BF",
+            "2934-2935",
+            "2B05-2B07",
+            "2B1B-2B1C",
+            "2B50",
+            "2B55",
+            "3030",
+            "303D",
+            "3297",
+            "3299",
+            "1F004",
+            "1F02C-1F02F",
+            "1F094-1F09F",
+            "1F0AF-1F0B0",
+            "1F0C0",
+            "1F0CF-1F0D0",
+            "1F0F6-1F0FF",
+            "1F170-1F171",
+            "1F17E-1F17F",
+            "1F18E",
+            "1F191-1F19A",
+            "1F1AE-1F1FF",
+            "1F201-1F20F",
+            "1F21A",
+            "1F22F",
+            "1F232-1F23A",
+            "1F23C-1F23F",
+            "1F249-1F25F",
+            "1F266-1F321",
+            "1F324-1F393",
+            "1F396-1F397",
+            "1F399-1F39B",
+            "1F39E-1F3F0",
+            "1F3F3-1F3F5",
+            "1F3F7-1F4FD",
+            "1F4FF-1F53D",
+            "1F549-1F54E",
+            "1F550-1F567",
+            "1F56F-1F570",
+            "1F573-1F57A",
+            "1F587",
+            "1F58A-1F58D",
+            "1F590",
+            "1F595-1F596",
+            "1F5A4-1F5A5",
+            "1F5A8",
+            "1F5B1-1F5B2",
+            "1F5BC",
+            "1F5C2-1F5C4",
+            "1F5D1-1F5D3",
+            "1F5DC-1F5DE",
+            "1F5E1",
+            "1F5E3",
+            "1F5E8",
+            "1F5EF",
+            "1F5F3",
+            "1F5FA-1F64F",
+            "1F680-1F6C5",
+            "1F6CB-1F6D2",
+            "1F6D5-1F6E5",
+            "1F6E9",
+            "1F6EB-1F6F0",
+            "1F6F3-1F6FF",
+            "1F7DA-1F7FF",
+            "1F80C-1F80F",
+            "1F848-1F84F",
+            "1F85A-1F85F",
+            "1F888-1F88F",
+            "1F8AE-1F8AF",
+            "1F8BC-1F8BF",
+            "1F8C2-1F8CF",
+            "1F8D9-1F8FF",
+            "1F90C-1F93A",
+            "1F93C-1F945",
+            "1F947-1F9FF",
+            "1FA58-1FA5F",
+            "1FA6E-1FAFF",
+            "1FC00-1FFFD",
+        ]
+    )
+)
+_EMOJI_STARTS = [a for a, _ in _EMOJI_RANGES]
 
 
 def docsify_heading_id(text: str) -> str:

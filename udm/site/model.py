@@ -81,6 +81,10 @@ class Docsify:
     aliases: tuple[tuple[str, str], ...] = ()
     cover: str = ""  # the cover page's file, shown above the home page ("" without one)
     ext: str = ".md"
+    sidebar: str = "_sidebar.md"  # `loadSidebar`'s file: shown beside every page of its folder
+    navbar: str = "_navbar.md"  # `loadNavbar`'s
+    virtual: tuple[str, ...] = ()  # `routes`: route patterns served without a file
+    verbatim: tuple[str, ...] = ()  # `noCompileLinks`: link patterns left as written
     # The sites in folders below (a Docsify page of their own: a demo or test site), deepest first:
     # (folder from this site's folder, its options). Their pages are routed by theirs.
     nested: tuple[tuple[str, Docsify], ...] = ()

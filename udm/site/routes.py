@@ -26,10 +26,10 @@ from urllib.parse import unquote
 
 from udm.markdown import MYST_SCHEMES, HugoRef, LiquidTarget, liquid_target, parse_ref, slugify
 from udm.site.anchors import (
-    explicit_anchors,
     has_explicit_anchor,
     own_heading_rule,
     page_anchors,
+    page_named,
     python_markdown_slug,
     vitepress_slug,
 )
@@ -710,6 +710,7 @@ class LinkResolver:
     is_folder: Callable[[str], bool] | None = None
     _relative: dict[tuple[str, str, bool], Located] = field(default_factory=dict)
     _aliases: dict[str, list[tuple[re.Pattern[str], str]]] = field(default_factory=dict)
+    _patterns: dict[tuple[str, str], list[re.Pattern[str]]] = field(default_factory=dict)
     _absolute: dict[str, Located] = field(default_factory=dict)
     _html_pages: dict[str, str] | None = None
     _generated: frozenset[str] | None = None
@@ -738,9 +739,11 @@ class LinkResolver:
             self._has_pages[folder] = known
         return known
 
-    def locate(self, source: str, target: str, media: bool = False) -> Located:
-        """Where the link `target` written in `source` lands (before any anchor check); `media`: it
-        is an image's source, which a site may find otherwise than a link's."""
+    def locate(self, source: str, target: str, form: str = "") -> Located:
+        """Where the link `target` written in `source` lands (before any anchor check); `form` is
+        how it is written (`Link.form`): an image's source (`image`) or an embedded file (`embed`) a
+        site may find otherwise than a link's, and a raw HTML `href` (`html`) is no Markdown link."""
+        media = form == "image"
         text = target.strip()
         if self.site.excluded(text):
             return Located(None, None, external=True, how="excluded")
@@ -770,7 +773,7 @@ class LinkResolver:
             # A URL, or a template placeholder (Hugo shortcodes, Jinja) only the generator can fill in.
             return Located(None, None, external=True)
         if self.site.docsify is not None:
-            routed = self._locate_docsify(source, text, media)
+            routed = self._locate_docsify(source, text, form)
             if routed is not None:
                 return routed
         path, _, fragment = text.partition("#")
@@ -826,6 +829,16 @@ class LinkResolver:
                     hit = translated
             if hit.file is None and not hit.external and self.site.generator == "nextra":
                 hit = self._unrouted_file(source, path) or hit
+            if hit.file is None and not hit.external and self.site.ignores and self.site.publishes(source):
+                # A page a build step writes where the repository ignores it (Rolldown's typedoc
+                # reference in `docs/reference`, gitignored): not there to check, so not known broken.
+                rel = (
+                    path[len(self.site.base_path) :]
+                    if self.site.base_path and path.startswith(self.site.base_path + "/")
+                    else path
+                )
+                if self._ignored_route(posixpath.normpath(rel).strip("/")):
+                    hit = Located(None, None, external=True, how="generated")
         elif self.routes.is_unpublished(source):
             hit = self._locate_included(source, path)
         else:
@@ -858,7 +871,7 @@ class LinkResolver:
             return Located(None, path, how="label")
         return hit if frag is None else Located(hit.file, frag, hit.external, hit.how)
 
-    def _locate_docsify(self, source: str, text: str, media: bool) -> Located | None:
+    def _locate_docsify(self, source: str, text: str, form: str) -> Located | None:
         """Where a link of a Docsify page lands, as its router takes it (`udm.site.docsify`); None for a
         file of the manual outside the site's folder (read as any other manual's)."""
         top = self.site.docsify
@@ -874,34 +887,52 @@ class LinkResolver:
             # `..` climbs through the site's folder as the browser resolves the fetch, to the top's.
             return _docsify_manual_path(mount, _docsify_clean(f"/{folder}/{file}").lstrip("/"))
 
-        if text.startswith("#") and not text.startswith("#/"):
-            frag = unquote(text[1:].partition(":~:")[0]) or None
+        raw_html = form in ("html", "jsx")
+        written = text
+        if raw_html and text.startswith("#/"):
+            written = text[1:]  # a raw link to Docsify's own URL: `#/guide?id=x` is that route
+        elif text.startswith("#"):
+            # `router.toURL` takes any `#...` of a Markdown link as the open page's heading (`#/guide`
+            # too: the id `/guide`), its id lower-cased (`stringifyQuery`).
+            own = unquote(text[1:].partition(":~:")[0])
+            frag = (own if raw_html else _ascii_lower(own)) or None
             name = page.rpartition("/")[2]
             if options.cover and page == options.cover:
                 # The cover is shown above the home page: its anchors are the home page's.
                 home = manual(route_file("/", options.ext, options.homepage))
                 return Located(home, frag, how="anchor") if self.exists(home) else Located(None, None, True)
-            if name in ("_sidebar.md", "_navbar.md"):
+            if name in (options.sidebar.rpartition("/")[2], options.navbar.rpartition("/")[2]):
                 # Shown beside every page of its folder: an anchor of whichever page is open.
                 return Located(None, None, external=True, how="included")
             return Located(source, frag, how="anchor")
-        # `router.toURL`: `#/x` is a route as Docsify's own URLs write it; `#x` is `?id=x`, the heading.
-        written = text[1:] if text.startswith("#/") else text
         path, _, query = written.replace("#", "?id=", 1).partition("?")
-        frag = next(
+        ident = next(
             (unquote(v) for k, _, v in (p.partition("=") for p in query.split("&")) if k == "id"), None
         )
+        frag = ident if raw_html or ident is None else _ascii_lower(ident)
         path = unquote(path) if "%" in path else path
         if len(path) > _MAX_DOCSIFY_ROUTE:
             return Located(None, None)
-        if media:
-            # An image is read from the page's folder, even one written from the root (`/x.png`).
+        if form in ("image", "embed"):
+            # An image, and a file embedded by `':include'`, are read from the page's folder (even
+            # one written from the root, `/x.png`: `getPath(base, getParentPath(page), href)`).
             file = manual(posixpath.join(posixpath.dirname(page), path.lstrip("/")))
             return Located(file, None, how="file") if self.exists(file) else Located(None, None)
+        if raw_html or form == "ignore" or self._docsify_verbatim(folder, options, text):
+            # Left as written (raw HTML, `':ignore'`, `noCompileLinks`): the browser fetches that file,
+            # from the site's page (index.html) for a relative path.
+            file = manual(path.lstrip("/")) if path else ""
+            if file and file != "." and self.exists(file):
+                return Located(file, frag, how="file")
+            if not raw_html:
+                return Located(None, None)
         route = path[:-3] if path.endswith(".md") else path
         if options.relative and not route.startswith("/"):
             route = _docsify_clean(posixpath.join("/" + posixpath.dirname(page), route))
-        route = self._docsify_alias(folder, options, "/" + route.lstrip("/"))
+        route = "/" + route.lstrip("/")
+        if self._docsify_matches(folder, "virtual", options.virtual, route):
+            return Located(None, None, external=True, how="virtual")  # `routes`: content without a file
+        route = self._docsify_alias(folder, options, route)
         if SCHEME.match(route) or route.startswith("//"):
             return Located(None, None, external=True, how="alias")  # another site's file
         file = route_file(route, options.ext, options.homepage)
@@ -910,11 +941,20 @@ class LinkResolver:
         found = manual(file)
         if self.exists(found):
             return Located(found, frag, how="route")
-        # A link Docsify leaves as written (`':ignore'` in its title) is the file itself, from the root.
-        raw = manual(route.lstrip("/"))
-        if raw not in (".", "") and not route.endswith("/") and self.exists(raw):
-            return Located(raw, None, how="file")
         return Located(None, None)
+
+    def _docsify_verbatim(self, folder: str, options: Docsify, href: str) -> bool:
+        """Whether `noCompileLinks` leaves a link as written (a pattern matching the whole href)."""
+        return bool(options.verbatim) and self._docsify_matches(folder, "verbatim", options.verbatim, href)
+
+    def _docsify_matches(self, folder: str, option: str, patterns: tuple[str, ...], value: str) -> bool:
+        """Whether one of an option's patterns (`alias_pattern`'s safe forms) matches `value`."""
+        if not patterns or len(value) > _MAX_DOCSIFY_ROUTE:
+            return False
+        compiled = self._patterns.get((folder, option))
+        if compiled is None:
+            compiled = self._patterns[(folder, option)] = [p for p in map(alias_pattern, patterns) if p]
+        return any(p.match(value) for p in compiled)
 
     def _docsify_alias(self, folder: str, options: Docsify, route: str) -> str:
         """A route after Docsify's `alias` (each pattern tried in order; a match rewrites the route,
@@ -1460,10 +1500,6 @@ class LinkResolver:
         if self.site.generated and self._below_generated(rel.strip("/")):
             # Below a Next page with a parameter (`app/api/[name]/page.tsx`): a page the build makes.
             return Located(None, None, external=True, how="generated")
-        if self.site.ignores and self._ignored_route(rel.strip("/")):
-            # Pages a build step writes where the repository ignores them (Rolldown's typedoc
-            # reference in `docs/reference`, gitignored): not there to check, so not known broken.
-            return Located(None, None, external=True, how="generated")
         return Located(None, None)
 
     def _ignored_route(self, rel: str) -> bool:
@@ -1544,6 +1580,15 @@ def _docsify_manual_path(mount: Mount, file: str) -> str:
             return file[len(mount.prefix) :].lstrip("/") or "."
         return posixpath.normpath(posixpath.join(*[".."] * len(mount.prefix.split("/")), file))
     return posixpath.normpath(posixpath.join(mount.folder, file)) if mount.folder else file
+
+
+def _ascii_lower(text: str) -> str:
+    """ASCII capitals lowered, others kept: Docsify lower-cases a link's query after percent-encoding
+    it, so `%C3%9C` (Ü) still decodes to Ü."""
+    return text.translate(_ASCII_LOWER) if not text.islower() else text
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 def _docsify_clean(path: str) -> str:
@@ -1665,7 +1710,7 @@ def display_target(source: str, target: str) -> str:
     )
 
 
-Row = tuple[Any, str, str, bool]  # (row key, source file, target, an image's source)
+Row = tuple[Any, str, str, str]  # (row key, source file, target, how it is written: Link.form)
 Verdict = tuple[Any, str | None, str | None, bool | None]  # (row key, target file, fragment, resolved)
 
 
@@ -1687,7 +1732,7 @@ def resolve_links(
     their text), for mkdocs-autorefs cross-references; without it they are unknown.
     """
     rows = list(rows)
-    located = [(key, resolver.locate(source, target, media)) for key, source, target, media in rows]
+    located = [(key, resolver.locate(source, target, form)) for key, source, target, form in rows]
     pages = resolver.routes.pages
     wanted = {
         (loc.file, loc.fragment)
@@ -1747,7 +1792,7 @@ def resolve_links(
             if text is None:
                 continue
             if page not in named:
-                named[page] = explicit_anchors(text)
+                named[page] = page_named(resolver.site, text)
                 if fold:
                     named[page] |= {a.lower() for a in named[page]}
             if anchor in named[page]:
