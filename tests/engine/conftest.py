@@ -58,6 +58,26 @@ def page_verdicts(settings: Settings, page: str) -> dict[str, bool | None]:
     return {target: ok for (file, target), ok in link_verdicts(settings).items() if file == page}
 
 
+# A Docsify page: its options are set inline and Docsify is loaded from a CDN.
+DOCSIFY_PAGE = (
+    '<html><body><div id="app"></div><script>{}</script>'
+    '<script src="//cdn.jsdelivr.net/npm/docsify@4"></script></body></html>\n'
+)
+
+
+def docsify_site(tmp_path: Path, options: str, files: dict[str, str]) -> Path:
+    """A Docsify site in `tmp_path/docs` (a git repository at `tmp_path`) with these options and files."""
+    write_tree(tmp_path, {"docs/index.html": DOCSIFY_PAGE.format(f"window.$docsify = {options};"), **files})
+    (tmp_path / ".git").mkdir(exist_ok=True)
+    return tmp_path / "docs"
+
+
+def root_verdicts(root: Path, page: str, project: Path | None = None) -> dict[str, bool | None]:
+    """`page_verdicts` of a manual at `root`, its project `project` (the root's parent by default)."""
+    project = project or root.parent
+    return page_verdicts(load_settings(cwd=project, root=root, state_dir=project / ".st"), page)
+
+
 @pytest.fixture
 def query(settings: Settings) -> Iterator[UdmQuery]:
     """A query object over the sample UDM workspace (closed afterwards)."""

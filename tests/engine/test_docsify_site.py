@@ -15,28 +15,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from udm.config import load_settings
 from udm.site.docsify import alias_pattern, docsify_heading_id, docsify_slug, route_file
 from udm.site.routes import detect_site
 
-from .conftest import page_verdicts, write_tree
-
-PAGE = '<html><body><div id="app"></div><script>{}</script><script src="//cdn.jsdelivr.net/npm/docsify@4"></script></body></html>\n'
-
-
-def _site(tmp_path: Path, options: str, files: dict[str, str]) -> Path:
-    write_tree(tmp_path, {"docs/index.html": PAGE.format(f"window.$docsify = {options};"), **files})
-    (tmp_path / ".git").mkdir(exist_ok=True)
-    return tmp_path / "docs"
-
-
-def _verdicts(root: Path, page: str) -> dict[str, bool | None]:
-    settings = load_settings(cwd=root.parent, root=root, state_dir=root.parent / ".st")
-    return page_verdicts(settings, page)
+from .conftest import DOCSIFY_PAGE, docsify_site, root_verdicts, write_tree
 
 
 def test_relative_links_are_read_from_the_site_root(tmp_path: Path) -> None:
-    root = _site(
+    root = docsify_site(
         tmp_path,
         "{ name: 'x' }",
         {
@@ -50,7 +36,7 @@ def test_relative_links_are_read_from_the_site_root(tmp_path: Path) -> None:
             ),
         },
     )
-    assert _verdicts(root, "zh-cn/guide.md") == {
+    assert root_verdicts(root, "zh-cn/guide.md") == {
         "zh-cn/quickstart.md": True,  # the Chinese page, written from the root as Docsify's docs do
         "quickstart.md": True,  # the root's page, not zh-cn/quickstart.md
         "zh-cn/": True,  # zh-cn/README.md
@@ -63,7 +49,7 @@ def test_relative_links_are_read_from_the_site_root(tmp_path: Path) -> None:
 
 
 def test_relative_path_option_reads_links_from_the_page_folder(tmp_path: Path) -> None:
-    root = _site(
+    root = docsify_site(
         tmp_path,
         "{ relativePath: true }",
         {
@@ -72,7 +58,7 @@ def test_relative_path_option_reads_links_from_the_page_folder(tmp_path: Path) -
             "docs/guide/install.md": "# Install\n",
         },
     )
-    assert _verdicts(root, "guide/README.md") == {
+    assert root_verdicts(root, "guide/README.md") == {
         "install.md": True,
         "../README.md": True,
         "guide/install.md": False,  # guide/guide/install.md
@@ -81,7 +67,7 @@ def test_relative_path_option_reads_links_from_the_page_folder(tmp_path: Path) -
 
 
 def test_folder_routes_and_the_homepage(tmp_path: Path) -> None:
-    root = _site(
+    root = docsify_site(
         tmp_path,
         "{ homepage: 'intro.md' }",
         {
@@ -90,7 +76,7 @@ def test_folder_routes_and_the_homepage(tmp_path: Path) -> None:
             "docs/guide/index.md": "# Index\n",
         },
     )
-    assert _verdicts(root, "intro.md") == {
+    assert root_verdicts(root, "intro.md") == {
         "/": True,  # intro.md
         "guide/": True,  # guide/README.md (index.md is no folder's page on Docsify)
         "guide": False,  # guide.md
@@ -100,7 +86,7 @@ def test_folder_routes_and_the_homepage(tmp_path: Path) -> None:
 
 
 def test_heading_ids_are_docsifys(tmp_path: Path) -> None:
-    root = _site(
+    root = docsify_site(
         tmp_path,
         "{}",
         {
@@ -112,7 +98,7 @@ def test_heading_ids_are_docsifys(tmp_path: Path) -> None:
             ),
         },
     )
-    assert _verdicts(root, "README.md") == {
+    assert root_verdicts(root, "README.md") == {
         "#Über-uns": True,  # only ASCII capitals are lowered
         "#über-uns": False,  # GitHub's form
         "#_2-setup": True,
@@ -128,7 +114,7 @@ def test_heading_ids_are_docsifys(tmp_path: Path) -> None:
 
 
 def test_images_are_read_from_the_page_folder(tmp_path: Path) -> None:
-    root = _site(
+    root = docsify_site(
         tmp_path,
         "{}",
         {
@@ -138,7 +124,7 @@ def test_images_are_read_from_the_page_folder(tmp_path: Path) -> None:
             "docs/guide/img/a.png": "png",
         },
     )
-    assert _verdicts(root, "guide/README.md") == {
+    assert root_verdicts(root, "guide/README.md") == {
         "img/a.png": True,
         "/logo.png": False,  # Docsify joins it to the page's folder: guide/logo.png
         "../logo.png": True,
@@ -147,7 +133,7 @@ def test_images_are_read_from_the_page_folder(tmp_path: Path) -> None:
 
 
 def test_aliases_cover_and_sidebar(tmp_path: Path) -> None:
-    root = _site(
+    root = docsify_site(
         tmp_path,
         "{ coverpage: true, alias: { '.*?/changelog': 'https://example.com/CHANGELOG.md', "
         "'/old/(.*)': '/new/$1', '/x': '/y/$5' } }",
@@ -158,14 +144,14 @@ def test_aliases_cover_and_sidebar(tmp_path: Path) -> None:
             "docs/_sidebar.md": "- [top](#top)\n- [home](/)\n",
         },
     )
-    assert _verdicts(root, "README.md") == {
+    assert root_verdicts(root, "README.md") == {
         "changelog": None,  # another site's file
         "old/page": True,
         "/old/page?id=part": True,
         "x": False,  # `/y/$5`: no fifth group, so the route stays `/y/$5`, as JavaScript leaves it
     }
-    assert _verdicts(root, "_coverpage.md") == {"#kit": True, "#nothing": False}  # the home page's
-    assert _verdicts(root, "_sidebar.md") == {"#top": None, "/": True}  # whichever page is open
+    assert root_verdicts(root, "_coverpage.md") == {"#kit": True, "#nothing": False}  # the home page's
+    assert root_verdicts(root, "_sidebar.md") == {"#top": None, "/": True}  # whichever page is open
 
 
 def test_options_in_a_script_file_and_a_nested_site(tmp_path: Path) -> None:
@@ -175,7 +161,7 @@ def test_options_in_a_script_file_and_a_nested_site(tmp_path: Path) -> None:
             "docs/index.html": '<script src="js/config.js"></script><script src="https://unpkg.com/docsify"></script>\n',
             "docs/js/config.js": "window.$docsify = { homepage: 'intro.md', relativePath: false };\n",
             "docs/intro.md": "# Intro\n\n[demo](demo/) [home](/)\n",
-            "docs/demo/index.html": PAGE.format("window.$docsify = { homepage: 'start.md' };"),
+            "docs/demo/index.html": DOCSIFY_PAGE.format("window.$docsify = { homepage: 'start.md' };"),
             "docs/demo/start.md": "# Start\n\n[home](/) [page](page.md) [up](../intro.md)\n",
             "docs/demo/page.md": "# Page\n",
         },
@@ -186,14 +172,14 @@ def test_options_in_a_script_file_and_a_nested_site(tmp_path: Path) -> None:
     assert site.generator == "docsify" and site.docsify is not None
     assert site.docsify.homepage == "intro.md"
     assert [(f, o.homepage) for f, o in site.docsify.nested] == [("demo", "start.md")]
-    assert _verdicts(root, "intro.md") == {"demo/": False, "/": True}  # demo/README.md: none
-    assert _verdicts(root, "demo/start.md") == {"/": True, "page.md": True, "../intro.md": True}
+    assert root_verdicts(root, "intro.md") == {"demo/": False, "/": True}  # demo/README.md: none
+    assert root_verdicts(root, "demo/start.md") == {"/": True, "page.md": True, "../intro.md": True}
 
 
 @pytest.mark.parametrize(
     ("page", "generator"),
     [
-        (PAGE.format("window.$docsify = {};"), "docsify"),
+        (DOCSIFY_PAGE.format("window.$docsify = {};"), "docsify"),
         ('<script src="//cdn.jsdelivr.net/npm/docsify/lib/docsify.min.js"></script>\n', "docsify"),
         ("<!-- window.$docsify = {} -->\n<html><body>plain</body></html>\n", "none"),
         ("<html><body>A page that is no Docsify page.</body></html>\n", "none"),
@@ -251,7 +237,7 @@ def test_any_alias_pattern_read_matches_a_crafted_route_quickly(pattern: str) ->
 
 
 def test_a_hostile_config_is_contained(tmp_path: Path) -> None:
-    root = _site(
+    root = docsify_site(
         tmp_path,
         "{ basePath: 'https://evil.example/', alias: { '(a+)+$': '/x', '/loop': '/loop2', '/loop2': '/loop' } }",
         {
@@ -263,6 +249,6 @@ def test_a_hostile_config_is_contained(tmp_path: Path) -> None:
     site = detect_site(root, stop=tmp_path)
     assert any("basePath" in p for p in site.problems) and any("(a+)+$" in p for p in site.problems)
     started = time.perf_counter()
-    verdicts = _verdicts(root, "README.md")
+    verdicts = root_verdicts(root, "README.md")
     assert time.perf_counter() - started < 10
     assert verdicts["loop"] is False and verdicts["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!"] is False

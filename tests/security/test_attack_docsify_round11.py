@@ -18,25 +18,9 @@ from udm.config import load_settings
 from udm.site.docsify import alias_pattern, docsify_inputs, docsify_slug
 from udm.site.routes import detect_site
 
-from ..engine.conftest import page_verdicts, write_tree
+from ..engine.conftest import DOCSIFY_PAGE, docsify_site, page_verdicts, root_verdicts, write_tree
 
 REPO = Path(__file__).resolve().parents[2]
-PAGE = (
-    '<html><body><div id="app"></div><script>{}</script>'
-    '<script src="//cdn.jsdelivr.net/npm/docsify@4"></script></body></html>\n'
-)
-
-
-def _site(tmp_path: Path, options: str, files: dict[str, str]) -> Path:
-    write_tree(tmp_path, {"docs/index.html": PAGE.format(f"window.$docsify = {options};"), **files})
-    (tmp_path / ".git").mkdir(exist_ok=True)
-    return tmp_path / "docs"
-
-
-def _verdicts(root: Path, page: str, project: Path | None = None) -> dict[str, bool | None]:
-    project = project or root.parent
-    settings = load_settings(cwd=project, root=root, state_dir=project / ".st")
-    return page_verdicts(settings, page)
 
 
 def _in_child(code: str, timeout: float) -> tuple[bool, str]:
@@ -68,7 +52,7 @@ def test_an_anchor_written_in_capitals_is_lowercased_by_docsify(tmp_path: Path) 
     # `#Setup` becomes `#/?id=setup` (Node: toURL('#SETUP', null, '/') == '#/?id=setup') and lands on
     # `## Setup` (id `setup`). Only ASCII capitals are affected (`%C3%9C` lowercased still decodes to
     # `Ü`), so `#über-uns` for `## Über uns` stays dead: that part holds.
-    root = _site(
+    root = docsify_site(
         tmp_path,
         "{}",
         {
@@ -76,7 +60,7 @@ def test_an_anchor_written_in_capitals_is_lowercased_by_docsify(tmp_path: Path) 
             "docs/guide.md": "# Guide\n\n## Setup\n",
         },
     )
-    assert _verdicts(root, "README.md") == {
+    assert root_verdicts(root, "README.md") == {
         "#Setup": True,
         "?id=SETUP": True,
         "guide.md#Setup": True,
@@ -95,7 +79,7 @@ def test_a_markdown_link_to_a_hash_route_is_mangled_by_docsify(tmp_path: Path) -
     # toURL('#/README?id=setup', null, '/') == '#/?id=%2freadme%3fid'. No heading has that id: the
     # link never leaves the page. Only a raw HTML `<a href="#/guide">` (not compiled) is a hash route,
     # as udm's README itself says ("as HTML links write it"); that part holds.
-    root = _site(
+    root = docsify_site(
         tmp_path,
         "{}",
         {
@@ -104,7 +88,7 @@ def test_a_markdown_link_to_a_hash_route_is_mangled_by_docsify(tmp_path: Path) -
             "docs/guide/README.md": "# Guide folder\n",
         },
     )
-    assert _verdicts(root, "README.md") == {"#/guide": False, "#/guide?id=part": False, "#/guide/": True}
+    assert root_verdicts(root, "README.md") == {"#/guide": False, "#/guide?id=part": False, "#/guide/": True}
 
 
 def test_a_heading_id_is_made_from_the_headings_markdown_source(tmp_path: Path) -> None:
@@ -114,7 +98,7 @@ def test_a_heading_id_is_made_from_the_headings_markdown_source(tmp_path: Path) 
     # slugify('_Note_ here') == '_note_-here' (udm: `note-here`), slugify('[API](api.md)') ==
     # 'apiapimd' (udm: `api`), slugify('A &amp; B') == 'a-amp-b' (udm: `a--b`). udm reports the
     # ids Docsify gives as broken and the ones it does not give as fine.
-    root = _site(
+    root = docsify_site(
         tmp_path,
         "{}",
         {
@@ -125,7 +109,7 @@ def test_a_heading_id_is_made_from_the_headings_markdown_source(tmp_path: Path) 
             "docs/api.md": "# API\n",
         },
     )
-    assert _verdicts(root, "README.md") == {
+    assert root_verdicts(root, "README.md") == {
         "api.md": True,
         "#_note_-here": True,
         "#note-here": False,
@@ -143,12 +127,12 @@ def test_a_docsify_ignore_comment_leaves_a_trailing_hyphen_in_the_id(tmp_path: P
     # `\s` -> `-`). Docsify's own unit test pins it: test/unit/render-util.test.js expects
     # slugify('Ignore Heading <!-- {docsify-ignore} -->') toBe 'ignore-heading-'. udm says `#setup`
     # lands and `#setup-` is broken: the reverse.
-    root = _site(
+    root = docsify_site(
         tmp_path,
         "{}",
         {"docs/README.md": "# Home\n\n## Setup <!-- {docsify-ignore} -->\n\n[a](#setup-) [b](#setup)\n"},
     )
-    assert _verdicts(root, "README.md") == {"#setup-": True, "#setup": False}
+    assert root_verdicts(root, "README.md") == {"#setup-": True, "#setup": False}
 
 
 def test_slug_keeps_symbols_that_are_no_emoji() -> None:
@@ -183,7 +167,7 @@ def test_an_html_anchor_that_is_no_heading_is_dead(tmp_path: Path) -> None:
     # `#/?id=legacy`, never `#legacy`, so the browser scrolls to nothing; Docsify itself scrolls only
     # to a heading: src/core/event/index.js onNavigate, `dom.find(`.markdown-section :where(h1, h2,
     # h3, h4, h5, h6)[id="${query.id}"]`)`. A raw `<h2 id="raw">` is a heading and holds.
-    root = _site(
+    root = docsify_site(
         tmp_path,
         "{}",
         {
@@ -193,14 +177,14 @@ def test_an_html_anchor_that_is_no_heading_is_dead(tmp_path: Path) -> None:
             )
         },
     )
-    assert _verdicts(root, "README.md") == {"#legacy": False, "#old": False, "#raw": True}
+    assert root_verdicts(root, "README.md") == {"#legacy": False, "#old": False, "#raw": True}
 
 
 def test_repeated_ids_count_only_the_base_slug(tmp_path: Path) -> None:
     # Guard: slugify counts repeats per base slug (src/core/render/slugify.js `cache[slug]`), so
     # `Setup`, `Setup`, `Setup-1` give `setup`, `setup-1`, `setup-1` (no `setup-2`); a `:id=` repeat
     # is numbered the same way, and `:id=` shares the count with a heading's own slug.
-    root = _site(
+    root = docsify_site(
         tmp_path,
         "{}",
         {
@@ -211,7 +195,7 @@ def test_repeated_ids_count_only_the_base_slug(tmp_path: Path) -> None:
             )
         },
     )
-    assert _verdicts(root, "README.md") == {
+    assert root_verdicts(root, "README.md") == {
         "#setup-1": True,
         "#setup-2": False,
         "#x-1": True,
@@ -230,7 +214,7 @@ def test_an_include_embed_is_read_from_the_pages_folder(tmp_path: Path) -> None:
     # page's folder, src/core/render/compiler.js compileEmbed: `href = getPath(this.contentBase,
     # getParentPath(this.router.getCurrentPath()), href)` (like an image). udm reads it as a route
     # from the site root (root's part.md: missing).
-    root = _site(
+    root = docsify_site(
         tmp_path,
         "{}",
         {
@@ -239,7 +223,7 @@ def test_an_include_embed_is_read_from_the_pages_folder(tmp_path: Path) -> None:
             "docs/guide/part.md": "## In part\n",
         },
     )
-    assert _verdicts(root, "guide/README.md") == {"part.md": True}
+    assert root_verdicts(root, "guide/README.md") == {"part.md": True}
 
 
 def test_an_included_files_headings_are_anchors_of_the_page(tmp_path: Path) -> None:
@@ -247,7 +231,7 @@ def test_an_included_files_headings_are_anchors_of_the_page(tmp_path: Path) -> N
     # `.markdown-section` (src/core/render/embed.js: an `:include`d `.md` is lexed and its tokens
     # spliced into the page's), where onNavigate finds it (src/core/event/index.js). udm says it is
     # broken; it lands (or, if udm does not follow embeds, it is at least unknown, never broken).
-    root = _site(
+    root = docsify_site(
         tmp_path,
         "{}",
         {
@@ -255,7 +239,7 @@ def test_an_included_files_headings_are_anchors_of_the_page(tmp_path: Path) -> N
             "docs/part.md": "## In part\n",
         },
     )
-    assert _verdicts(root, "README.md")["#in-part"] is not False
+    assert root_verdicts(root, "README.md")["#in-part"] is not False
 
 
 def test_a_virtual_route_is_no_missing_file(tmp_path: Path) -> None:
@@ -264,12 +248,12 @@ def test_a_virtual_route_is_no_missing_file(tmp_path: Path) -> None:
     # index.js `_fetch` calls `this.matchVirtualRoute(path)` first and only fetches the file when it
     # gives no string (src/core/virtual-routes/index.js; `routes` in src/core/config.js). The link
     # should land (or be unknown), never be broken.
-    root = _site(
+    root = docsify_site(
         tmp_path,
         "{ routes: { '/changelog': '# Changelog', '/items/(.+)': '# Item' } }",
         {"docs/README.md": "# Home\n\n[c](/changelog) [d](items/42) [e](missing)\n"},
     )
-    verdicts = _verdicts(root, "README.md")
+    verdicts = root_verdicts(root, "README.md")
     assert verdicts["missing"] is False
     assert verdicts["/changelog"] is not False and verdicts["items/42"] is not False
 
@@ -280,7 +264,7 @@ def test_a_sidebar_file_named_by_load_sidebar_has_the_open_pages_anchors(tmp_pat
     # config.js keeps a string, turns `true` into `'_sidebar' + config.ext`; src/core/fetch/index.js
     # `#loadNested(path, qs, loadSidebar, ...)` fetches it) an anchor there is the open page's, unknown,
     # but udm reads it against summary.md's own headings and reports it broken.
-    root = _site(
+    root = docsify_site(
         tmp_path,
         "{ loadSidebar: 'summary.md', loadNavbar: 'nav.md' }",
         {
@@ -289,15 +273,15 @@ def test_a_sidebar_file_named_by_load_sidebar_has_the_open_pages_anchors(tmp_pat
             "docs/nav.md": "- [top](#top)\n",
         },
     )
-    assert _verdicts(root, "summary.md") == {"#top": None, "/": True}
-    assert _verdicts(root, "nav.md") == {"#top": None}
+    assert root_verdicts(root, "summary.md") == {"#top": None, "/": True}
+    assert root_verdicts(root, "nav.md") == {"#top": None}
 
 
 def test_a_raw_html_image_is_read_from_the_html_pages_url(tmp_path: Path) -> None:
     # Guard: Docsify rewrites only Markdown images (src/core/render/compiler/image.js); a raw
     # `<img src="img/flow.png">` is resolved by the browser against index.html's folder (docs/img/
     # flow.png: there), while a Markdown image is read from the page's folder (guide/img: missing).
-    root = _site(
+    root = docsify_site(
         tmp_path,
         "{}",
         {
@@ -306,7 +290,7 @@ def test_a_raw_html_image_is_read_from_the_html_pages_url(tmp_path: Path) -> Non
             "docs/guide/README.md": '# Guide\n\n<img src="img/flow.png">\n\n![m](./img/flow.png)\n',
         },
     )
-    assert _verdicts(root, "guide/README.md") == {"img/flow.png": True, "./img/flow.png": False}
+    assert root_verdicts(root, "guide/README.md") == {"img/flow.png": True, "./img/flow.png": False}
 
 
 def test_a_link_to_a_file_that_is_no_page_without_ignore_is_dead(tmp_path: Path) -> None:
@@ -317,7 +301,7 @@ def test_a_link_to_a_file_that_is_no_page_without_ignore_is_dead(tmp_path: Path)
     # `files/app.zip.md`, a 404. udm's fallback for "a link Docsify leaves as written" is taken for
     # every link, with or without `':ignore'`. With `noCompileLinks` matching it (or `':ignore'`) the
     # link is left as written and lands: that part holds.
-    root = _site(
+    root = docsify_site(
         tmp_path,
         "{ noCompileLinks: ['/dl/.*'] }",
         {
@@ -326,7 +310,7 @@ def test_a_link_to_a_file_that_is_no_page_without_ignore_is_dead(tmp_path: Path)
             "docs/dl/app.zip": "zip",
         },
     )
-    assert _verdicts(root, "README.md") == {"files/app.zip": False, "/dl/app.zip": True}
+    assert root_verdicts(root, "README.md") == {"files/app.zip": False, "/dl/app.zip": True}
 
 
 def test_routes_match_docsifys_router(tmp_path: Path) -> None:
@@ -334,7 +318,7 @@ def test_routes_match_docsifys_router(tmp_path: Path) -> None:
     # '/guide/x') == '#/guide/?id=x'); `./`, `..` and a bare name resolve from the page's folder (base.js resolvePath);
     # `.html` is fetched as written; `ext` replaces `.md` after `.md` is dropped (toURL strips `.md`
     # whatever the ext); percent-escapes are the file's name.
-    root = _site(
+    root = docsify_site(
         tmp_path,
         "{ relativePath: true, ext: '.markdown' }",
         {
@@ -349,7 +333,7 @@ def test_routes_match_docsifys_router(tmp_path: Path) -> None:
             "docs/z.markdown": "# Z\n",
         },
     )
-    assert _verdicts(root, "guide/x.markdown") == {
+    assert root_verdicts(root, "guide/x.markdown") == {
         "?id=setup": False,  # relativePath: '/guide/?id=setup' is guide/README.markdown: missing
         "./y.md": True,
         "../README.md#setup": True,
@@ -385,7 +369,7 @@ def test_a_config_inside_an_html_comment_is_not_read(tmp_path: Path) -> None:
     (tmp_path / ".git").mkdir()
     site = detect_site(tmp_path / "docs", stop=tmp_path)
     assert site.docsify is not None and site.docsify.homepage == "home.md"
-    assert _verdicts(tmp_path / "docs", "home.md") == {"/": True}
+    assert root_verdicts(tmp_path / "docs", "home.md") == {"/": True}
 
 
 def test_a_landing_page_that_mentions_docsify_is_no_docsify_site(tmp_path: Path) -> None:
@@ -410,7 +394,7 @@ def test_a_landing_page_that_mentions_docsify_is_no_docsify_site(tmp_path: Path)
     )
     (tmp_path / ".git").mkdir()
     assert detect_site(tmp_path / "docs", stop=tmp_path).generator == "none"
-    assert _verdicts(tmp_path / "docs", "sub/a.md", tmp_path) == {"b.md": True}
+    assert root_verdicts(tmp_path / "docs", "sub/a.md", tmp_path) == {"b.md": True}
 
 
 def test_detected_by_a_real_docsify_page(tmp_path: Path) -> None:
@@ -492,14 +476,14 @@ def test_a_base_path_escaping_the_repository_is_a_problem(tmp_path: Path) -> Non
         tmp_path,
         {
             "outside/secret.md": "# Secret\n",
-            "repo/docs/index.html": PAGE.format("window.$docsify = { basePath: '../../outside/' };"),
+            "repo/docs/index.html": DOCSIFY_PAGE.format("window.$docsify = { basePath: '../../outside/' };"),
             "repo/docs/README.md": "# R\n\n[s](secret.md) [t](/secret) [u](../../outside/secret.md)\n",
         },
     )
     (tmp_path / "repo/.git").mkdir()
     site = detect_site(tmp_path / "repo/docs", stop=tmp_path / "repo")
     assert any("outside" in p for p in site.problems)
-    verdicts = _verdicts(tmp_path / "repo/docs", "README.md", tmp_path / "repo")
+    verdicts = root_verdicts(tmp_path / "repo/docs", "README.md", tmp_path / "repo")
     assert not any(verdicts.values())
 
 
@@ -560,13 +544,13 @@ def test_usual_alias_patterns_still_read() -> None:
 def test_an_alias_loop_ends(tmp_path: Path) -> None:
     # Guard: `/a` -> `/b` -> `/a` would recurse until Docsify's stack overflows (base.js `#getAlias`
     # only skips the route it came from); udm stops after a few steps, at once.
-    root = _site(
+    root = docsify_site(
         tmp_path,
         "{ alias: { '/a': '/b', '/b': '/a', '/c(.*)': '/c$1$1' } }",
         {"docs/README.md": "# R\n\n[a](a) [c](c" + "x" * 40 + ")\n"},
     )
     started = time.perf_counter()
-    verdicts = _verdicts(root, "README.md")
+    verdicts = root_verdicts(root, "README.md")
     assert time.perf_counter() - started < 20
     assert verdicts == {"a": False, "c" + "x" * 40: False}
 
@@ -594,21 +578,24 @@ def test_a_huge_index_html_is_contained(tmp_path: Path) -> None:
     (tmp_path / ".git").mkdir()
     started = time.perf_counter()
     detect_site(tmp_path / "docs", stop=tmp_path)
-    _verdicts(tmp_path / "docs", "README.md")
+    root_verdicts(tmp_path / "docs", "README.md")
     assert time.perf_counter() - started < 20
 
 
 def test_thousands_of_nested_docsify_pages_are_bounded(tmp_path: Path) -> None:
     # Guard: 3,000 nested Docsify pages: at most 200 read as nested sites, in bounded time.
-    files = {"docs/index.html": PAGE.format("window.$docsify = {};"), "docs/README.md": "# R\n\n[a](d0/)\n"}
+    files = {
+        "docs/index.html": DOCSIFY_PAGE.format("window.$docsify = {};"),
+        "docs/README.md": "# R\n\n[a](d0/)\n",
+    }
     for i in range(3000):
-        files[f"docs/d{i}/index.html"] = PAGE.format("window.$docsify = { alias: { '/x': '/y' } };")
+        files[f"docs/d{i}/index.html"] = DOCSIFY_PAGE.format("window.$docsify = { alias: { '/x': '/y' } };")
     write_tree(tmp_path, files)
     (tmp_path / ".git").mkdir()
     started = time.perf_counter()
     site = detect_site(tmp_path / "docs", stop=tmp_path)
     assert site.docsify is not None and len(site.docsify.nested) <= 200
-    assert _verdicts(tmp_path / "docs", "README.md") == {"d0/": False}
+    assert root_verdicts(tmp_path / "docs", "README.md") == {"d0/": False}
     assert time.perf_counter() - started < 30
 
 
@@ -640,7 +627,7 @@ def test_a_refresh_reroutes_after_the_config_script_or_a_nested_page_changes(tmp
         tmp_path,
         {
             "docs/js/config.js": "window.$docsify = { homepage: 'gone.md' };\n",
-            "docs/demo/index.html": PAGE.format("window.$docsify = {};"),
+            "docs/demo/index.html": DOCSIFY_PAGE.format("window.$docsify = {};"),
         },
     )
     assert page_verdicts(settings, "a.md") == {"/": False}
