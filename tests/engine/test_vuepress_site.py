@@ -134,3 +134,38 @@ def test_a_slugify_in_a_comment_is_no_option(tmp_path: Path) -> None:
     )
     (tmp_path / ".git").mkdir()
     assert detect_site(tmp_path / "docs", stop=tmp_path).heading_ids == "github"
+
+
+@pytest.mark.parametrize(
+    ("name", "config"),
+    [
+        ("config.yml", "base: /press/\ntitle: Kit\n"),
+        ("config.toml", 'base = "/press/"\ntitle = "Kit"\n'),
+    ],
+)
+def test_vuepress_1_reads_a_yaml_or_toml_config(tmp_path: Path, name: str, config: str) -> None:
+    write_tree(
+        tmp_path,
+        {
+            f"docs/.vuepress/{name}": config,
+            "docs/README.md": "# Home\n\n[g](/guide.html#foo-2) [h](/guide.html#foo-1) [v](/about.html)\n",
+            "docs/guide.md": "# Guide\n\n## Foo\n\n## Foo\n",
+            "docs/about.vue": "<template><p>About</p></template>\n",
+        },
+    )
+    (tmp_path / ".git").mkdir()
+    site = detect_site(tmp_path / "docs", stop=tmp_path)
+    assert (site.generator, site.base_path, site.heading_ids) == ("vuepress", "/press", "vuepress1")
+    settings = load_settings(cwd=tmp_path, root=tmp_path / "docs", state_dir=tmp_path / ".st")
+    assert page_verdicts(settings, "README.md") == {
+        "/guide.html#foo-2": True,  # VuePress 1 numbers a repeat from -2
+        "/guide.html#foo-1": False,
+        "/about.html": True,  # a .vue page
+    }
+
+
+def test_a_vuepress_yaml_config_that_is_no_mapping_is_a_problem_not_a_crash(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"docs/.vuepress/config.yml": "- a\n- [b\n", "docs/README.md": "# Home\n"})
+    (tmp_path / ".git").mkdir()
+    site = detect_site(tmp_path / "docs", stop=tmp_path)
+    assert site.generator == "vuepress" and any("cannot read the site config" in p for p in site.problems)

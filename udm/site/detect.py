@@ -36,6 +36,7 @@ from udm.site.jsconfig import (
     vitepress,
     vitepress_inputs,
     vuepress,
+    vuepress_data,
     vuepress_inputs,
 )
 from udm.site.model import (
@@ -113,6 +114,8 @@ _CONFIG_FILES: tuple[tuple[str, str], ...] = (
     *((f".vitepress/config/index.{ext}", "vitepress") for ext in ("js", "ts", "mjs", "mts")),
     *((f".vitepress/config.{ext}", "vitepress") for ext in ("js", "ts", "mjs", "mts", "cjs", "cts")),
     *((f".vuepress/config.{ext}", "vuepress") for ext in ("js", "ts", "mjs", "mts", "cjs", "cts")),
+    # VuePress 1 also reads a YAML or TOML config.
+    *((f".vuepress/config.{ext}", "vuepress") for ext in ("yml", "yaml", "toml")),
     # Fumadocs' content config (a Next.js site), taken when it imports fumadocs-mdx.
     *((f"source.config.{ext}", "fumadocs") for ext in ("ts", "mts", "js", "mjs")),
     # A Next.js config publishes a Nextra site only when it wraps its config in Nextra's.
@@ -356,7 +359,11 @@ def _read_site(root: Path, path: Path, gen: str) -> Site:
         # Measured before any parser recurses into it: a file of the manual is untrusted input.
         check_text(text, "json" if suffix == ".json" else "yaml", what="the site config")
     # Hugo's reader needs the file itself: its suffix says the format, its folder may be config/_default.
-    return _hugo(root, path, text) if gen == "hugo" else _READERS[gen](root, path.parent, text)
+    if gen == "hugo":
+        return _hugo(root, path, text)
+    if gen == "vuepress" and suffix in (".yml", ".yaml", ".toml"):
+        return vuepress_data(root, path.parent, _config_data(text, suffix))
+    return _READERS[gen](root, path.parent, text)
 
 
 def _named_config(root: Path, generator: str, stop: Path | None, config: Path) -> Site:

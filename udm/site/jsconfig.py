@@ -15,6 +15,7 @@ import itertools
 import json
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -769,7 +770,7 @@ def vuepress_inputs(config: Path) -> list[Path]:
         text = read_head(config, 1 << 20).decode("utf-8", "replace")
     except OSError:
         return [config]
-    if vuepress_major(project, text) != 1:
+    if config.suffix.lower() not in (".yml", ".yaml", ".toml") and vuepress_major(project, text) != 1:
         return [config]
     return [config, *(project / f for _, f in component_pages(project, project, (".vue",)))]
 
@@ -844,6 +845,16 @@ def _imports_slugify(folder: Path, text: str, within: Path) -> bool:
         except OSError:
             continue
     return False
+
+
+def vuepress_data(root: Path, here: Path, data: Any) -> Site:
+    """VuePress 1 with a YAML or TOML config (`.vuepress/config.yml`): its `base`; a slugify cannot be
+    written there, so heading ids are VuePress 1's."""
+    base = data.get("base") if isinstance(data, dict) else None
+    literal = (
+        f"module.exports = {{ base: {json.dumps(base)} }}" if isinstance(base, str) else "module.exports = {}"
+    )
+    return replace(vuepress(root, here, literal), heading_ids="vuepress1")
 
 
 def vitepress(root: Path, here: Path, text: str) -> Site:
