@@ -18,6 +18,7 @@ import bisect
 import os
 import re
 import unicodedata
+import warnings
 from dataclasses import replace
 from pathlib import Path
 
@@ -179,8 +180,11 @@ def alias_pattern(pattern: str) -> re.Pattern[str] | None:
     if depth or unbounded > _MAX_REPEATS or repeats > _MAX_ALL_REPEATS or group_start != -1:
         return None
     try:
-        return re.compile(f"^{pattern}$")
-    except re.error:
+        with warnings.catch_warnings():
+            # `[[]`, `[a--b]`: Python may read these otherwise in a later version (set operations).
+            warnings.simplefilter("error", FutureWarning)
+            return re.compile(f"^{pattern}$")
+    except (re.error, FutureWarning):
         return None
 
 
