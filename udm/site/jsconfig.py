@@ -695,23 +695,53 @@ def _vitepress_rewrites(text: str) -> list[tuple[str, str]]:
 _EXPORTED = re.compile(r"(?:export\s+default|module\.exports\s*=)\s*(?:defineConfig\s*\(\s*)?\{")
 
 
-# `export default extendConfig(config)`, `export default config`: the name of the object exported.
-_EXPORTED_NAME = re.compile(r"export\s+default\s+(?:[\w$.]+\s*\(\s*)?([A-Za-z_$][\w$]*)\s*\)?\s*;?\s*$", re.M)
+# Where a config's default export starts: `export default ...`, `module.exports = ...`.
+_EXPORT_START = re.compile(r"(?<![\w$.])(?:export\s+default|module\.exports\s*=)\s*")
+_NAME = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
+_MAX_WRAPPERS = 4
 
 
 def _named_config_object(text: str) -> str | None:
-    """The object a config exports by a name (`const config = defineConfig({...})`; `export default
-    withMermaid(config)`), None when it is no literal object of the file."""
+    """The object a config exports through wrappers or by a name: `export default
+    withMermaid(defineConfig({...}))`, `const config = defineConfig({...}); export default
+    extendConfig(config)` (a declaration of the file's top level, not one inside a function); None
+    when it is no literal object of the file. Read in linear time."""
     masked = _masked(text)
-    found = _EXPORTED_NAME.search(masked)
+    found = _EXPORT_START.search(masked)
     if found is None:
         return None
-    name = re.escape(found.group(1))
-    const = re.search(
-        rf"(?<![\w$.])(?:const|let|var)\s+{name}\s*(?::[^=\n]{{0,100}})?=\s*(?:[\w$.]+\s*\(\s*)?\{{", masked
-    )
-    end = _balanced(text, const.end() - 1) if const else None
-    return None if const is None or end is None else text[const.end() - 1 : end + 1]
+    start, name = _object_after(masked, found.end())
+    if start is None and name is not None:
+        # The file's top level only: the insides of its blocks and calls blanked.
+        top = _blanked("{" + masked + "}", nested=True)[1:-1]
+        declared = re.search(
+            rf"(?<![\w$.])(?:const|let|var)\s+{re.escape(name)}\s*(?::[^=\n]{{0,100}})?=\s*", top
+        )
+        start = _object_after(masked, declared.end())[0] if declared else None
+    end = _balanced(text, start) if start is not None else None
+    return None if start is None or end is None else text[start : end + 1]
+
+
+def _object_after(masked: str, at: int) -> tuple[int | None, str | None]:
+    """What an expression at `at` is: the index of the `{` of the object literal it is or wraps in
+    calls (`defineConfig({`, `a(b({`), else the name it passes on (`wrap(config)`, `config`)."""
+    name = None
+    for _ in range(_MAX_WRAPPERS):
+        while at < len(masked) and masked[at] in " \t\r\n":
+            at += 1
+        if masked.startswith("{", at):
+            return at, None
+        word = _NAME.match(masked, at)
+        if word is None:
+            return None, name
+        at = word.end()
+        while at < len(masked) and masked[at] in " \t\r\n":
+            at += 1
+        if not masked.startswith("(", at):
+            return None, word.group(0) if "." not in word.group(0) else None
+        at += 1
+        name = None
+    return None, name
 
 
 def _config_object(text: str) -> str | None:
@@ -800,26 +830,68 @@ def vuepress(root: Path, here: Path, text: str) -> Site:
 _LOCAL_IMPORT = re.compile(
     r"""(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+|\brequire\s*\(\s*)(['"])(\.{1,2}/[^'"\n]{1,200})\1"""
 )
-_MODULE_SUFFIXES = ("", ".ts", ".mts", ".js", ".mjs", ".cts", ".cjs", "/index.ts", "/index.js")
+_MODULE_SUFFIXES = (
+    "",
+    ".ts",
+    ".mts",
+    ".js",
+    ".mjs",
+    ".cts",
+    ".cjs",
+    "/index.ts",
+    "/index.mts",
+    "/index.js",
+    "/index.mjs",
+)
 _MAX_IMPORTS = 10
 
 
 def local_imports(folder: Path, text: str, within: Path) -> list[Path]:
-    """The modules a config in `folder` imports by a relative path, as a bundler finds them (a suffix
-    added, or a folder's index), inside `within` (VitePress' `.vitepress` folder); at most ten."""
+    """The modules a config in `folder` imports by a relative path, and those they import in turn
+    (three levels, at most ten files), as the bundler finds them: a suffix added, a folder's index, a
+    `.js` import of a `.ts` module (Vite's `isPossibleTsOutput`); only inside `within` (VitePress'
+    `.vitepress` folder), by the path as written and the real one (a symbolic link out is not read)."""
     found: list[Path] = []
     limit = os.path.join(os.path.normpath(within), "")
-    for m in _LOCAL_IMPORT.finditer(_without_comments(text)):
-        base = os.path.normpath(os.path.join(folder, m.group(2)))
-        for suffix in _MODULE_SUFFIXES:
-            candidate = base + suffix
-            if candidate.startswith(limit) and os.path.isfile(candidate):
-                if Path(candidate) not in found:
-                    found.append(Path(candidate))
-                break
-        if len(found) >= _MAX_IMPORTS:
-            break
+    real_limit = os.path.join(os.path.realpath(within), "")
+    level = [(folder, text)]
+    for _ in range(_IMPORT_LEVELS):
+        following: list[tuple[Path, str]] = []
+        for here, code in level:
+            for module in _imported(here, code, limit, real_limit):
+                if module in found or len(found) >= _MAX_IMPORTS:
+                    continue
+                found.append(module)
+                try:
+                    following.append((module.parent, read_head(module, 1 << 20).decode("utf-8", "replace")))
+                except OSError:
+                    continue
+        level = following
     return found
+
+
+_IMPORT_LEVELS = 3
+_MAX_IMPORT_STATEMENTS = 200
+
+
+def _imported(folder: Path, text: str, limit: str, real_limit: str) -> list[Path]:
+    """The files one module's relative imports name, inside the limits (see `local_imports`)."""
+    out: list[Path] = []
+    for m in itertools.islice(_LOCAL_IMPORT.finditer(_without_comments(text)), _MAX_IMPORT_STATEMENTS):
+        base = os.path.normpath(os.path.join(folder, m.group(2)))
+        stem, dot, ext = base.rpartition(".")
+        # `./shared.js` written for `shared.ts` (TypeScript's ESM style): the bundler tries the source.
+        typed = [f"{stem}.{t}" for t in _TS_FOR.get(ext, ())] if dot and "/" not in ext else []
+        for candidate in [*(base + suffix for suffix in _MODULE_SUFFIXES), *typed]:
+            if not candidate.startswith(limit) or not os.path.isfile(candidate):
+                continue
+            if os.path.realpath(candidate).startswith(real_limit):
+                out.append(Path(candidate))
+            break
+    return out
+
+
+_TS_FOR = {"js": ("ts", "tsx"), "mjs": ("mts",), "cjs": ("cts",), "jsx": ("tsx",)}
 
 
 def vitepress_inputs(config: Path) -> list[Path]:

@@ -1511,6 +1511,10 @@ class LinkResolver:
                 continue
             inner = rel[len(mount.prefix) :].lstrip("/")
             candidate = posixpath.normpath(posixpath.join(mount.folder, inner) if mount.folder else inner)
+            # Where the generator builds no page (VitePress' `node_modules`, `dist`, `srcExclude`), a
+            # file there would be no page either: the link is broken, whatever the build writes.
+            if self.site.unpublished_page(candidate + ".md"):
+                continue
             if inner and not outside_root(candidate) and self.site.build_output(candidate):
                 return True
         return False
