@@ -269,7 +269,7 @@ def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool | re.
         found.update(ids)
         found.update(mintlify_slug(t) for t in named)
         found.update(slugify(t.replace(".", "-")) for t in titles + named)
-    if site.generator == "docsify" and ":include" in text and _DOCSIFY_EMBED.search(text):
+    if site.generator == "docsify" and ":include" in text and _embeds_markdown(text):
         unknown = True  # an embedded Markdown file's headings are the page's
     if site.generator == "vitepress" and (
         ("@include:" in text and _VP_INCLUDE.search(text)) or _renders_vue_component(text)
@@ -523,10 +523,27 @@ def _within_ranges(ranges: list[tuple[int, int]], line: int) -> bool:
     return i >= 0 and ranges[i][0] <= line < ranges[i][1]
 
 
-# Docsify's `[x](part.md ':include')` embedding a Markdown file (not `:type=code`, shown as code).
+# Docsify's `[x](part.md ':include')`: an embed, its destination and its title's options.
 _DOCSIFY_EMBED = re.compile(
-    r"""\]\(\s*<?[^()\s<>]{1,300}\.md>?\s+(["'])[^"'\n]{0,200}?:include(?![^"'\n]{0,200}:type=code)"""
+    r"""\]\(\s*<?([^()\s<>]{1,300})>?\s+(["'])([^"'\n]{0,200}?:include[^"'\n]{0,200})\2"""
 )
+_EMBED_TYPE = re.compile(r":type=(\w+)")
+_EMBED_TYPES = frozenset({"markdown", "mermaid", "iframe", "video", "audio", "code"})
+
+
+def _embeds_markdown(text: str) -> bool:
+    """Whether a Docsify page embeds Markdown (`compileEmbed`): a `:type=markdown` embed, or one of no
+    known type whose destination holds `.md` or `.markdown`."""
+    for m in itertools.islice(_DOCSIFY_EMBED.finditer(text), 500):
+        kind = _EMBED_TYPE.search(m.group(3))
+        if kind is not None and kind.group(1) in _EMBED_TYPES:
+            if kind.group(1) == "markdown":
+                return True
+        elif re.search(r"\.(?:md|markdown)", m.group(1)):
+            return True
+    return False
+
+
 # VitePress' include (`processIncludes`: `<!--\s*@include:\s*(.*?)\s*-->`), blanks allowed.
 _VP_INCLUDE = re.compile(r"<!--\s*@include:")
 

@@ -114,8 +114,8 @@ _CONFIG_FILES: tuple[tuple[str, str], ...] = (
     *((f".vitepress/config/index.{ext}", "vitepress") for ext in ("js", "ts", "mjs", "mts")),
     *((f".vitepress/config.{ext}", "vitepress") for ext in ("js", "ts", "mjs", "mts", "cjs", "cts")),
     *((f".vuepress/config.{ext}", "vuepress") for ext in ("js", "ts", "mjs", "mts", "cjs", "cts")),
-    # VuePress 1 also reads a YAML or TOML config.
-    *((f".vuepress/config.{ext}", "vuepress") for ext in ("yml", "yaml", "toml")),
+    # VuePress 1 also reads a YAML or TOML config (`loadConfig`: config.yml and config.toml only).
+    *((f".vuepress/config.{ext}", "vuepress") for ext in ("yml", "toml")),
     # Fumadocs' content config (a Next.js site), taken when it imports fumadocs-mdx.
     *((f"source.config.{ext}", "fumadocs") for ext in ("ts", "mts", "js", "mjs")),
     # A Next.js config publishes a Nextra site only when it wraps its config in Nextra's.
@@ -285,6 +285,7 @@ def _config_data(text: str, suffix: str) -> Any:
     if suffix in (".yaml", ".yml"):
         check_text(text, "yaml", what="the site config")
         return _LenientLoader.load(text) or {}
+    check_text(text, "json", what="the site config")  # TOML nests by brackets too
     return tomllib.loads(text)
 
 
@@ -355,9 +356,10 @@ def _read_site(root: Path, path: Path, gen: str) -> Site:
     what the file's reader raises."""
     text = _read_config(path) if path.is_file() else ""
     suffix = path.suffix.lower()
-    if suffix in (".json", ".yml", ".yaml"):
-        # Measured before any parser recurses into it: a file of the manual is untrusted input.
-        check_text(text, "json" if suffix == ".json" else "yaml", what="the site config")
+    if suffix in (".json", ".yml", ".yaml", ".toml"):
+        # Measured before any parser recurses into it: a file of the manual is untrusted input. TOML's
+        # nesting is its brackets', as JSON's (tomllib recurses on a deep array).
+        check_text(text, "yaml" if suffix in (".yml", ".yaml") else "json", what="the site config")
     # Hugo's reader needs the file itself: its suffix says the format, its folder may be config/_default.
     if gen == "hugo":
         return _hugo(root, path, text)

@@ -37,7 +37,8 @@ __all__ = [
 ]
 
 _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.S)
-_ASSIGNED = re.compile(r"\$docsify\s*=\s*(?:Object\.assign\s*\(\s*)?\{")
+_MAX_ASSIGNED = 20
+_ASSIGNED = re.compile(r"\$docsify\s*=\s*(?:Object\.assign\s*\(\s*(?:[\w$.]{1,100}\s*,\s*){0,5})?\{")
 _MAX_ALIASES = 200
 _MAX_PATTERN = 200
 # Unbounded repeats (`*`, `+`, `{n,}`) an alias pattern may hold: with none nested and no alternation
@@ -95,13 +96,33 @@ def _src(attrs: str) -> str | None:
 
 
 def _options(text: str) -> str | None:
-    """The object assigned to `window.$docsify` in the page's scripts, None when none is literal."""
+    """The object assigned to `window.$docsify` in the page's scripts, None when none is literal. For
+    `Object.assign({}, base, {...})` the literal objects merged, a later one's keys first (they win)."""
     masked = _masked(text)
     found = _ASSIGNED.search(masked)
     if found is None:
         return None
     end = _balanced(text, found.end() - 1)
-    return None if end is None else text[found.end() - 1 : end + 1]
+    if end is None:
+        return None
+    first = text[found.end() - 1 : end + 1]
+    if "Object.assign" not in found.group(0):
+        return first
+    objects = [first]
+    at = end + 1
+    for _ in range(_MAX_ASSIGNED):
+        more = re.match(r"\s*,\s*(?:\{|[\w$.]+)", masked[at : at + 2000])
+        if more is None:
+            break
+        if not more.group(0).endswith("{"):
+            at += more.end()  # a name (`base`): its keys are not read
+            continue
+        close = _balanced(text, at + more.end() - 1)
+        if close is None:
+            break
+        objects.append(text[at + more.end() - 1 : close + 1])
+        at = close + 1
+    return "{" + ",".join(o[1:-1] for o in reversed(objects)) + "}"
 
 
 def _js_unescape(value: str) -> str:
@@ -345,15 +366,16 @@ def _read(here: Path, page: str) -> tuple[Docsify, Path, list[str]]:
         folder = here / base.strip("/")  # from the page's folder, as the server maps it there
     aliases, alias_problems = _aliases(_js_block(options, "alias") if options else None)
     problems += alias_problems
-    cover = ""
-    if options and re.search(r"(?<![\w$.])['\"]?coverpage['\"]?\s*:\s*true\b", _own_level(options)):
-        cover = "_coverpage.md"
-    elif options:
-        named = _js_string(_own_level(options), "coverpage")
-        cover = _page_name(named, "_coverpage.md") if named else ""
     ext = (_js_string(options, "ext") if options else None) or ".md"
     ext = ext if ext.startswith(".") else f".{ext}"
-    homepage = (_js_string(_own_level(options), "homepage") if options else None) or f"README{ext}"
+    cover = ""
+    if options and re.search(r"(?<![\w$.])['\"]?coverpage['\"]?\s*:\s*true\b", _own_level(options)):
+        cover = f"_coverpage{ext}"  # `'_coverpage' + config.ext`
+    elif options:
+        named = _js_string(_own_level(options), "coverpage")
+        cover = _page_name(named, f"_coverpage{ext}") if named else ""
+    # The default homepage is README.md whatever `ext` is (Docsify's config.js).
+    homepage = (_js_string(_own_level(options), "homepage") if options else None) or "README.md"
     own = _own_level(options) if options else ""
     # `loadSidebar: 'summary.md'` names the file shown beside the pages; `true` is `_sidebar.md`.
     sidebar, navbar = (_js_string(own, key) or f"_{name}{ext}" for key, name in _BESIDE)

@@ -800,7 +800,7 @@ def vuepress_inputs(config: Path) -> list[Path]:
         text = read_head(config, 1 << 20).decode("utf-8", "replace")
     except OSError:
         return [config]
-    if config.suffix.lower() not in (".yml", ".yaml", ".toml") and vuepress_major(project, text) != 1:
+    if config.suffix.lower() not in (".yml", ".toml") and vuepress_major(project, text) != 1:
         return [config]
     return [config, *(project / f for _, f in component_pages(project, project, (".vue",)))]
 

@@ -918,10 +918,18 @@ class LinkResolver:
             # one written from the root, `/x.png`: `getPath(base, getParentPath(page), href)`).
             file = manual(posixpath.join(posixpath.dirname(page), path.lstrip("/")))
             return Located(file, None, how="file") if self.exists(file) else Located(None, None)
-        if raw_html or form == "ignore" or self._docsify_verbatim(folder, options, text):
+        verbatim = form == "ignore" or self._docsify_verbatim(folder, options, text)
+        if raw_html or verbatim:
             # Left as written (raw HTML, `':ignore'`, `noCompileLinks`): the browser fetches that file,
-            # from the site's page (index.html) for a relative path.
-            file = manual(path.lstrip("/")) if path else ""
+            # from the site's page (index.html) for a relative path. Docsify still routes a `./x`
+            # it leaves (`toURL(href).replace(/^#\//, '/')`): `./guide.md` is the server path `/guide`.
+            written_path = path
+            if verbatim and path.startswith("./"):
+                written_path = path[:-3] if path.endswith(".md") else path
+                if options.relative:
+                    written_path = posixpath.join(posixpath.dirname(page), written_path)
+                written_path = _docsify_clean("/" + written_path)
+            file = manual(written_path.lstrip("/")) if written_path else ""
             if file and file != "." and self.exists(file):
                 return Located(file, frag, how="file")
             if not raw_html:
@@ -1610,8 +1618,9 @@ def _docsify_clean(path: str) -> str:
 
 
 def _js_replacement(value: str, groups: int) -> str:
-    """A JavaScript `String.replace` replacement (`$1`, `$&`, `$$`) as Python's `re.sub` takes it; a
-    `$n` of a group the pattern lacks stays as written, as JavaScript leaves it."""
+    """A JavaScript `String.replace` replacement as Python's `re.sub` takes it: `$$`, `$&`, `$n` and
+    `$nn` (two digits when that group exists, else one and a digit), a `$n` of a group the pattern lacks
+    as written; `` $` `` and `$'` (before and after the match) are empty, the patterns being anchored."""
 
     def one(m: re.Match[str]) -> str:
         token = m.group(0)
@@ -1619,12 +1628,18 @@ def _js_replacement(value: str, groups: int) -> str:
             return "$"
         if token == "$&":
             return "\\g<0>"
+        if token in ("$`", "$'"):
+            return ""
         if token == "\\":
             return "\\\\"
-        n = int(token[1:])
-        return f"\\g<{n}>" if 0 < n <= groups else token
+        digits = token[1:]
+        if len(digits) == 2 and 0 < int(digits) <= groups:
+            return f"\\g<{int(digits)}>"
+        if 0 < int(digits[0]) <= groups:
+            return f"\\g<{digits[0]}>" + digits[1:]
+        return token
 
-    return re.sub(r"\$\$|\$&|\$\d{1,2}|\\", one, value)
+    return re.sub(r"\$\$|\$&|\$`|\$'|\$\d{1,2}|\\", one, value)
 
 
 def _from_page(source: str, path: str) -> str | None:
