@@ -6,6 +6,7 @@ import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,15 +42,20 @@ def parse_seconds(text: str, *, autorefs: bool = False, runs: int = 3) -> float:
     return best
 
 
-def link_verdicts(settings: Settings) -> dict[tuple[str, str], bool | None]:
-    """Each indexed link's (file, target) and whether it resolved, with the index brought up to date."""
+def index_rows(settings: Settings, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
+    """The rows of one query over the index, brought up to date first."""
     index = UdmIndex(settings)
     try:
         index.ensure_fresh()
         with index.connect() as con:
-            rows = con.execute("SELECT file, target, resolved FROM links").fetchall()
+            return con.execute(sql, params or []).fetchall()
     finally:
         index.close()
+
+
+def link_verdicts(settings: Settings) -> dict[tuple[str, str], bool | None]:
+    """Each indexed link's (file, target) and whether it resolved, with the index brought up to date."""
+    rows = index_rows(settings, "SELECT file, target, resolved FROM links")
     return {(f, t): r for f, t, r in rows}
 
 

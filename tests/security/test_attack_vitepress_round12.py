@@ -23,7 +23,7 @@ from udm.config import Settings, load_settings
 from udm.patch import apply_patch, parse_patch
 from udm.site.routes import detect_site
 
-from ..engine.conftest import link_verdicts, page_verdicts, write_tree
+from ..engine.conftest import index_rows, link_verdicts, page_verdicts, write_tree
 
 REPO = Path(__file__).resolve().parents[2]
 SLUGIFY_MODULE = "export const shared = { markdown: { anchor: { slugify: (s) => s } } }\n"
@@ -315,15 +315,7 @@ def test_rspress_index_tells_an_image_from_a_link_and_an_embed_title(tmp_path: P
 
 
 def _forms(settings: Settings) -> set[tuple[str, bool | None]]:
-    from udm.index import UdmIndex
-
-    index = UdmIndex(settings)
-    try:
-        index.ensure_fresh()
-        with index.connect() as con:
-            rows = con.execute("SELECT form, resolved FROM links WHERE target = './chart.png'").fetchall()
-    finally:
-        index.close()
+    rows = index_rows(settings, "SELECT form, resolved FROM links WHERE target = './chart.png'")
     return {(f, r) for f, r in rows}
 
 
