@@ -252,3 +252,11 @@ def test_a_hostile_config_is_contained(tmp_path: Path) -> None:
     verdicts = root_verdicts(root, "README.md")
     assert time.perf_counter() - started < 10
     assert verdicts["loop"] is False and verdicts["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!"] is False
+
+
+def test_a_query_id_is_read_as_docsifys_parse_query_reads_it(tmp_path: Path) -> None:
+    # `parseQuery` splits a parameter at every `=` (`id=A=B` is `a` once lower-cased), and a later `id` wins.
+    root = docsify_site(
+        tmp_path, "{}", {"docs/README.md": "# Home\n\n## A\n\n[x](?id=A=B) [y](?id=b&id=a) [z](?x=1)\n"}
+    )
+    assert root_verdicts(root, "README.md") == {"?id=A=B": True, "?id=b&id=a": True, "?x=1": True}

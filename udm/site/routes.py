@@ -906,9 +906,7 @@ class LinkResolver:
                 return Located(None, None, external=True, how="included")
             return Located(source, frag, how="anchor")
         path, _, query = written.replace("#", "?id=", 1).partition("?")
-        ident = next(
-            (unquote(v) for k, _, v in (p.partition("=") for p in query.split("&")) if k == "id"), None
-        )
+        ident = _docsify_id(query)
         frag = ident if raw_html or ident is None else _ascii_lower(ident)
         path = unquote(path) if "%" in path else path
         if len(path) > _MAX_DOCSIFY_ROUTE:
@@ -1592,6 +1590,17 @@ def _docsify_manual_path(mount: Mount, file: str) -> str:
             return file[len(mount.prefix) :].lstrip("/") or "."
         return posixpath.normpath(posixpath.join(*[".."] * len(mount.prefix.split("/")), file))
     return posixpath.normpath(posixpath.join(mount.folder, file)) if mount.folder else file
+
+
+def _docsify_id(query: str) -> str | None:
+    """The `id` of a route's query as Docsify's `parseQuery` reads it: `+` a blank, each parameter
+    split at every `=` (`id=A=B` is `A`), its value decoded; None without one. The last `id` wins."""
+    found = None
+    for param in query.replace("+", " ").split("&"):
+        parts = param.split("=")
+        if parts[0] == "id":
+            found = unquote(parts[1]) if len(parts) > 1 and parts[1] else None
+    return found
 
 
 def _ascii_lower(text: str) -> str:
