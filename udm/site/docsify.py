@@ -26,6 +26,7 @@ from udm.site.jsconfig import _balanced, _js_block, _js_string, _js_strings, _ma
 from udm.site.model import Docsify, Site, read_head, under
 
 __all__ = [
+    "MAX_ROUTE",
     "alias_pattern",
     "docsify",
     "docsify_heading_id",
@@ -45,7 +46,8 @@ _MAX_PATTERN = 200
 # repeated, a failing match costs at most polynomial time in a route's length (bounded below).
 _MAX_REPEATS = 2
 _MAX_ALL_REPEATS = 3
-_MAX_ROUTE = 300
+# Longer routes are no page's: it bounds what an alias, `routes` or `noCompileLinks` pattern runs on.
+MAX_ROUTE = 300
 _PAIR = re.compile(
     r"""(['"])((?:\\.|(?!\1)[^\\\n]){1,300})\1\s*:\s*(['"])((?:\\.|(?!\3)[^\\\n]){0,2000})\3"""
 )

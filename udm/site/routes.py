@@ -47,7 +47,7 @@ from udm.site.detect import (
     site_for,
     strip_page,
 )
-from udm.site.docsify import alias_pattern, route_file
+from udm.site.docsify import MAX_ROUTE, alias_pattern, route_file
 from udm.site.fumadocs import DOT_LANGUAGE, mount_languages, next_segments
 from udm.site.model import Docsify, outside_root
 
@@ -909,7 +909,7 @@ class LinkResolver:
         ident = _docsify_id(query)
         frag = ident if raw_html or ident is None else _ascii_lower(ident)
         path = unquote(path) if "%" in path else path
-        if len(path) > _MAX_DOCSIFY_ROUTE:
+        if len(path) > MAX_ROUTE:
             return Located(None, None)
         if form in ("image", "embed"):
             # An image, and a file embedded by `':include'`, are read from the page's folder (even
@@ -955,7 +955,7 @@ class LinkResolver:
 
     def _docsify_matches(self, folder: str, option: str, patterns: tuple[str, ...], value: str) -> bool:
         """Whether one of an option's patterns (`alias_pattern`'s safe forms) matches `value`."""
-        if not patterns or len(value) > _MAX_DOCSIFY_ROUTE:
+        if not patterns or len(value) > MAX_ROUTE:
             return False
         compiled = self._patterns.get((folder, option))
         if compiled is None:
@@ -977,7 +977,7 @@ class LinkResolver:
             if hit is None:
                 break
             last, route = route, hit[0].sub(hit[1], route, count=1)
-            if len(route) > _MAX_DOCSIFY_ROUTE:
+            if len(route) > MAX_ROUTE:
                 break
         return route
 
@@ -1570,7 +1570,6 @@ def _languages(kind: str) -> frozenset[str]:
 _NEXTRA_SUFFIX = re.compile(r"\.mdx?$")
 
 
-_MAX_DOCSIFY_ROUTE = 300  # longer routes are no page's (and bound what an alias pattern is run on)
 _MAX_ALIAS_STEPS = 8
 
 
