@@ -8,6 +8,7 @@ rewriting a route; a folder with a Docsify page of its own another site. On Docs
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -260,3 +261,17 @@ def test_a_query_id_is_read_as_docsifys_parse_query_reads_it(tmp_path: Path) -> 
         tmp_path, "{}", {"docs/README.md": "# Home\n\n## A\n\n[x](?id=A=B) [y](?id=b&id=a) [z](?x=1)\n"}
     )
     assert root_verdicts(root, "README.md") == {"?id=A=B": True, "?id=b&id=a": True, "?x=1": True}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="<>ab ", max_size=30))
+def test_tags_are_dropped_as_docsifys_regex_drops_them(text: str) -> None:
+    from udm.site.docsify import _without_tags
+
+    assert _without_tags(text) == re.sub(r"<[^>]+>", "", text)
+
+
+def test_a_heading_of_unclosed_tags_is_slugged_in_linear_time() -> None:
+    started = time.perf_counter()
+    docsify_slug("<" * 200_000)
+    assert time.perf_counter() - started < 1.0

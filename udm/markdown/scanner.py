@@ -446,10 +446,10 @@ def parse_markdown(
 _CODE_NODES = frozenset({"code_inline", "code_block", "fence"})
 
 
-# Nodes whose source is no Markdown text: an autorefs cross-reference is not looked for there (a
-# link's own brackets are a link already).
 # Docsify's options in a link's title (`':include'`, `':include :type=code'`, `':ignore'`).
 _DOCSIFY_TITLE = re.compile(r"(?:^|\s):(include|ignore)(?=\s|$)")
+# Nodes whose source is no Markdown text: an autorefs cross-reference is not looked for there (a
+# link's own brackets are a link already).
 _NOT_TEXT = _CODE_NODES | {"html_block", "html_inline", "link", "image", "autolink", "definition"}
 
 

@@ -35,6 +35,7 @@ from udm.site import (
     no_holder,
     own_heading_rule,
     page_anchors,
+    page_named,
     repeated_from,
     resolve_links,
     route_meta,
@@ -81,6 +82,12 @@ def _block_errors(doc: Document) -> Counter[str]:
 
 def _anchors(doc: Document) -> set[str]:
     return {s.anchor for s in doc.sections}
+
+
+def _site_ids(site: Site, doc: Document) -> set[str]:
+    """The anchors of a page on a site that makes heading ids its own way: its rule's and those the
+    page names as the site scrolls to them."""
+    return page_anchors(site, doc.path, doc.text)[0] | page_named(site, doc.text)
 
 
 def _page_ids(site: Site, doc: Document) -> set[str]:
@@ -435,8 +442,9 @@ def _check_file(
     lost = _anchors(old_doc) - _anchors(new_doc) if old_doc else set()
     if old_doc and not lost and own_heading_rule(site) is not None:
         # The site makes its ids its own way: `## What's new` to `## Whats new` keeps GitHub's
-        # `whats-new` but takes VitePress' `what-s-new` away.
-        lost = _page_ids(site, old_doc) - _page_ids(site, new_doc)
+        # `whats-new` but takes VitePress' `what-s-new` away. Its ids alone are compared (a GitHub
+        # form or an `<a id>` of the same name on the new page is no such id).
+        lost = _site_ids(site, old_doc) - _site_ids(site, new_doc)
     if old_doc and (lost or route_meta(old_doc.front_matter) != route_meta(new_doc.front_matter)):
         found.lost_names.update(_names(path, old_doc))
     if old_doc and (site.crossing_in(path) or site.labels):

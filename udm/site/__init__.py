@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from udm.site.anchors import explicit_anchors as explicit_anchors
     from udm.site.anchors import own_heading_rule as own_heading_rule
     from udm.site.anchors import page_anchors as page_anchors
+    from udm.site.anchors import page_named as page_named
     from udm.site.anchors import repeated_from as repeated_from
     from udm.site.detect import NUMBER_PREFIX as NUMBER_PREFIX
     from udm.site.detect import PAGE_SUFFIXES as PAGE_SUFFIXES
@@ -52,6 +53,7 @@ _SURFACE = {
     "explicit_anchors": "anchors",
     "own_heading_rule": "anchors",
     "page_anchors": "anchors",
+    "page_named": "anchors",
     "repeated_from": "anchors",
     "on_pages": "model",
     "outside_root": "model",
@@ -81,6 +83,7 @@ __all__ = [
     "outside_root",
     "own_heading_rule",
     "page_anchors",
+    "page_named",
     "repeated_from",
     "resolve_links",
     "route_meta",

@@ -59,7 +59,8 @@ def page_named(site: Site, text: str) -> set[str]:
     return {m.group(2) for m in _HTML_HEADING_ID.finditer(text)} if "<h" in text.lower() else set()
 
 
-_HTML_HEADING_ID = re.compile(r"""<h[1-6]\b[^>]{0,500}?\bid=(["'])([^"'<>\n]{1,300})\1""", re.I)
+# Each tag's scan ends at the next `<`, so a page of `<h1 <h1 ...` costs linear time.
+_HTML_HEADING_ID = re.compile(r"""<h[1-6]\b[^<>]{0,500}?(?<![\w-])id=(["'])([^"'<>\n]{1,300})\1""", re.I)
 
 
 def explicit_anchors(text: str) -> set[str]:
@@ -191,7 +192,8 @@ def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool | re.
     except UdmError:
         return set(), False
     nested = doc.nested_heading_texts()
-    found = {slugify(t) for t in nested}
+    # GitHub's ids of the headings in blocks, where the site makes ids as GitHub does.
+    found = {slugify(t) for t in nested} if own_heading_rule(site) is None else set()
     headings = doc.heading_texts()
     if site.term_ids:
         # Terms and headings share one set of ids, numbered in text order (`targets` the term,

@@ -275,7 +275,7 @@ def _looks_like_jekyll(path: Path) -> bool:
 
 
 def _config_data(text: str, suffix: str) -> Any:
-    """A TOML, YAML or JSON config's data, by its suffix (limits checked before YAML and JSON parse)."""
+    """A TOML, YAML or JSON config's data, by its suffix (the data limits checked before any parse)."""
     suffix = suffix.lower()
     if not text.strip():
         return {}
@@ -363,7 +363,7 @@ def _read_site(root: Path, path: Path, gen: str) -> Site:
     # Hugo's reader needs the file itself: its suffix says the format, its folder may be config/_default.
     if gen == "hugo":
         return _hugo(root, path, text)
-    if gen == "vuepress" and suffix in (".yml", ".yaml", ".toml"):
+    if gen == "vuepress" and suffix in (".yml", ".toml"):
         return vuepress_data(root, path.parent, _config_data(text, suffix))
     return _READERS[gen](root, path.parent, text)
 

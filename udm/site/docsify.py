@@ -22,8 +22,8 @@ import warnings
 from dataclasses import replace
 from pathlib import Path
 
-from udm.site.jsconfig import _balanced, _js_block, _js_string, _js_strings, _masked, _own_level
-from udm.site.model import Docsify, Site, read_head, under
+from udm.site.jsconfig import _balanced, _js_string, _js_strings, _masked, _own_level, _own_value
+from udm.site.model import SCHEME, Docsify, Site, read_head, under
 
 __all__ = [
     "MAX_ROUTE",
@@ -46,7 +46,8 @@ _MAX_PATTERN = 200
 # repeated, a failing match costs at most polynomial time in a route's length (bounded below).
 _MAX_REPEATS = 2
 _MAX_ALL_REPEATS = 3
-# Longer routes are no page's: it bounds what an alias, `routes` or `noCompileLinks` pattern runs on.
+# Longer routes (and hrefs) are no page's: it bounds what an alias, `routes` or `noCompileLinks`
+# pattern runs on, checked once a route is made from the page's folder.
 MAX_ROUTE = 300
 _PAIR = re.compile(
     r"""(['"])((?:\\.|(?!\1)[^\\\n]){1,300})\1\s*:\s*(['"])((?:\\.|(?!\3)[^\\\n]){0,2000})\3"""
@@ -54,9 +55,10 @@ _PAIR = re.compile(
 
 
 def is_docsify_page(text: str) -> bool:
-    """Whether an HTML page runs Docsify: a script of it (not in an HTML comment) sets
-    `window.$docsify` or loads Docsify (`<script src=".../docsify@4">`); a link to Docsify's site or
-    the word in the text is none."""
+    """Whether an HTML page runs Docsify: an inline script of it (not in an HTML comment) names
+    `$docsify` (its options are set there, or read: either way Docsify runs the page) or a script
+    loads Docsify (`<script src=".../docsify@4">`); a link to Docsify's site or the word in the text
+    is none."""
     return any(
         _DOCSIFY_SRC.search(_src(attrs) or "") or (not _src(attrs) and _SETS.search(content))
         for attrs, content in _script_tags(text)
@@ -146,7 +148,6 @@ def alias_pattern(pattern: str) -> re.Pattern[str] | None:
     if len(pattern) > _MAX_PATTERN:
         return None
     i, depth, unbounded, repeats = 0, 0, 0, 0
-    group_start = -1
     group_has = False  # the open group holds a repeat or an alternation
     while i < len(pattern):
         c = pattern[i]
@@ -170,7 +171,7 @@ def alias_pattern(pattern: str) -> re.Pattern[str] | None:
                 return None
             if pattern.startswith("(?", i) and not pattern.startswith("(?:", i):
                 return None  # lookarounds and named groups
-            depth, group_start, group_has = 1, i, False
+            depth, group_has = 1, False
             i += 3 if pattern.startswith("(?:", i) else 1
             continue
         elif c == ")":
@@ -185,7 +186,6 @@ def alias_pattern(pattern: str) -> re.Pattern[str] | None:
                 unbounded += quant[1]
                 repeats += 1
                 i += quant[0]
-            group_start = -1
             continue
         elif c in "*+?{":
             return None  # a repeat of nothing
@@ -200,7 +200,7 @@ def alias_pattern(pattern: str) -> re.Pattern[str] | None:
             unbounded += quant[1]
             repeats += 1
             i += quant[0]
-    if depth or unbounded > _MAX_REPEATS or repeats > _MAX_ALL_REPEATS or group_start != -1:
+    if depth or unbounded > _MAX_REPEATS or repeats > _MAX_ALL_REPEATS:
         return None
     try:
         with warnings.catch_warnings():
@@ -252,11 +252,6 @@ def _aliases(block: str | None) -> tuple[tuple[tuple[str, str], ...], list[str]]
     return tuple(pairs), problems
 
 
-def _page_name(value: str | None, default: str) -> str:
-    """A page option's file (`coverpage: 'cover.md'`, `true` for the default name)."""
-    return (value or default).lstrip("/")
-
-
 def docsify(root: Path, here: Path, text: str) -> Site:
     """Docsify: the Markdown files of `index.html`'s folder (or its `basePath` folder) are the pages,
     routed by the options of `window.$docsify`; a folder below with a Docsify page of its own is
@@ -271,7 +266,7 @@ def docsify(root: Path, here: Path, text: str) -> Site:
             continue
         inner, inner_folder, inner_problems = _read(page.parent, inner_text)
         rel = os.path.relpath(inner_folder, folder).replace(os.sep, "/")
-        if rel.startswith("..") or rel == ".":
+        if rel == ".." or rel.startswith("../") or rel == ".":
             continue  # its pages are no folder of this site's
         nested.append((rel, replace(inner, nested=())))
         problems += [f"{rel}/index.html: {p}" for p in inner_problems]
@@ -298,6 +293,7 @@ def nested_pages(here: Path) -> list[Path]:
     200, from the first 5,000 folders (dot folders and node_modules left out)."""
     found: list[Path] = []
     seen = 0
+    real_here = os.path.join(os.path.realpath(here), "")
     for folder, dirs, files in os.walk(here):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "node_modules")
         seen += 1
@@ -305,6 +301,8 @@ def nested_pages(here: Path) -> list[Path]:
             break
         if folder != str(here) and "index.html" in files:
             page = Path(folder) / "index.html"
+            if not os.path.realpath(page).startswith(real_here):
+                continue  # a symbolic link out of the site: not read
             try:
                 head = read_head(page, _MAX_PAGE).decode("utf-8", "replace")
             except OSError:
@@ -329,7 +327,7 @@ def _scripts(here: Path, text: str) -> list[Path]:
     real_here = os.path.join(os.path.realpath(here), "")
     for attrs, _ in _script_tags(text):
         src = (_src(attrs) or "").split("?", 1)[0].split("#", 1)[0]
-        if not src or re.match(r"[A-Za-z][\w+.-]*:|//", src) or not src.endswith((".js", ".mjs")):
+        if not src or _is_url(src) or not src.endswith((".js", ".mjs")):
             continue
         path = os.path.normpath(os.path.join(here, src.lstrip("/")))
         inside = path.startswith(os.path.join(os.path.normpath(here), ""))
@@ -357,39 +355,37 @@ def config_text(here: Path, page: str) -> str:
 
 
 def _read(here: Path, page: str) -> tuple[Docsify, Path, list[str]]:
-    """One Docsify page's options, the folder its pages are in, and what could not be read."""
-    options = _options(config_text(here, page)) or ""
+    """One Docsify page's options, the folder its pages are in, and what could not be read. Each
+    option is the options object's own key, never one of a plugin's settings inside it."""
+    options = _options(config_text(here, page)) or "{}"
+    own = _own_level(options)
     problems: list[str] = []
-    base = _js_string(options, "basePath") if options else None
+    base = _js_string(own, "basePath")
     folder = here
-    if base and re.match(r"[A-Za-z][\w+.-]*:|//", base):
+    if base and _is_url(base):
         problems.append(f"basePath {base!r}: pages fetched from another site are not read")
     elif base:
         folder = here / base.strip("/")  # from the page's folder, as the server maps it there
-    aliases, alias_problems = _aliases(_js_block(options, "alias") if options else None)
-    problems += alias_problems
-    ext = (_js_string(options, "ext") if options else None) or ".md"
+    aliases, alias_problems = _aliases(_own_value(options, "alias"))
+    ext = _js_string(own, "ext") or ".md"
     ext = ext if ext.startswith(".") else f".{ext}"
-    cover = ""
-    if options and re.search(r"(?<![\w$.])['\"]?coverpage['\"]?\s*:\s*true\b", _own_level(options)):
-        cover = f"_coverpage{ext}"  # `'_coverpage' + config.ext`
-    elif options:
-        named = _js_string(_own_level(options), "coverpage")
-        cover = _page_name(named, f"_coverpage{ext}") if named else ""
+    # `coverpage: true` is `'_coverpage' + config.ext`; a string names the file.
+    cover = (
+        f"_coverpage{ext}"
+        if _flag(options, "coverpage")
+        else (_js_string(own, "coverpage") or "").lstrip("/")
+    )
     # The default homepage is README.md whatever `ext` is (Docsify's config.js).
-    homepage = (_js_string(_own_level(options), "homepage") if options else None) or "README.md"
-    own = _own_level(options) if options else ""
+    homepage = _js_string(own, "homepage") or "README.md"
     # `loadSidebar: 'summary.md'` names the file shown beside the pages; `true` is `_sidebar.md`.
     sidebar, navbar = (_js_string(own, key) or f"_{name}{ext}" for key, name in _BESIDE)
-    virtual, virtual_problems = _patterns(
-        _route_keys(_js_block(options, "routes")) if options else [], "routes"
-    )
+    virtual, virtual_problems = _patterns(_route_keys(_own_value(options, "routes")), "routes")
     verbatim, verbatim_problems = _patterns(
-        _js_strings(_js_block(options, "noCompileLinks") or ""), "noCompileLinks"
+        [_js_unescape(v) for v in _js_strings(_own_value(options, "noCompileLinks") or "")], "noCompileLinks"
     )
     found = Docsify(
         homepage=homepage,
-        relative=bool(options) and _flag(options, "relativePath"),
+        relative=_flag(options, "relativePath"),
         aliases=aliases,
         cover=cover,
         ext=ext,
@@ -398,7 +394,12 @@ def _read(here: Path, page: str) -> tuple[Docsify, Path, list[str]]:
         virtual=virtual,
         verbatim=verbatim,
     )
-    return found, folder, problems + virtual_problems + verbatim_problems
+    return found, folder, problems + alias_problems + virtual_problems + verbatim_problems
+
+
+def _is_url(value: str) -> bool:
+    """Whether a path option names another site (`https://...`, `//cdn...`)."""
+    return bool(SCHEME.match(value)) or value.startswith("//")
 
 
 _BESIDE = (("loadSidebar", "sidebar"), ("loadNavbar", "navbar"))
@@ -449,7 +450,7 @@ def docsify_slug(text: str) -> str:
     slug = unicodedata.normalize("NFC", text.strip()).replace("\ufe0f", "")
     slug = "".join(ch for ch in slug if not _is_emoji(ch))
     slug = re.sub(r"[A-Z]+", lambda m: m.group(0).lower(), slug)
-    slug = _DOCSIFY_REMOVED.sub("", re.sub(r"<[^>]+>", "", slug))
+    slug = _DOCSIFY_REMOVED.sub("", _without_tags(slug) if "<" in slug else slug)
     slug = re.sub(r"\s", "-", slug)
     return "_" + slug if slug[:1] in _ASCII_DIGITS and slug else slug
 
@@ -633,6 +634,23 @@ _EMOJI_RANGES: tuple[tuple[int, int], ...] = tuple(
     )
 )
 _EMOJI_STARTS = [a for a, _ in _EMOJI_RANGES]
+
+
+def _without_tags(text: str) -> str:
+    """`text.replace(/<[^>]+>/g, '')` in linear time: each `<` up to its next `>` dropped; a `<` with
+    none after it (or `<>`) kept."""
+    out: list[str] = []
+    at = 0
+    while True:
+        start = text.find("<", at)
+        while start >= 0 and text.startswith("<>", start):
+            start = text.find("<", start + 1)  # `[^>]+` needs a character: `<>` is no tag
+        end = text.find(">", start + 1) if start >= 0 else -1
+        if start < 0 or end < 0:
+            out.append(text[at:])
+            return "".join(out)
+        out.append(text[at:start])
+        at = end + 1
 
 
 def docsify_heading_id(text: str) -> str:

@@ -725,7 +725,6 @@ def _named_config_object(text: str) -> str | None:
 def _object_after(masked: str, at: int) -> tuple[int | None, str | None]:
     """What an expression at `at` is: the index of the `{` of the object literal it is or wraps in
     calls (`defineConfig({`, `a(b({`), else the name it passes on (`wrap(config)`, `config`)."""
-    name = None
     for _ in range(_MAX_WRAPPERS):
         while at < len(masked) and masked[at] in " \t\r\n":
             at += 1
@@ -733,15 +732,14 @@ def _object_after(masked: str, at: int) -> tuple[int | None, str | None]:
             return at, None
         word = _NAME.match(masked, at)
         if word is None:
-            return None, name
+            return None, None
         at = word.end()
         while at < len(masked) and masked[at] in " \t\r\n":
             at += 1
         if not masked.startswith("(", at):
             return None, word.group(0) if "." not in word.group(0) else None
         at += 1
-        name = None
-    return None, name
+    return None, None
 
 
 def _config_object(text: str) -> str | None:
@@ -923,10 +921,10 @@ def vuepress_data(root: Path, here: Path, data: Any) -> Site:
     """VuePress 1 with a YAML or TOML config (`.vuepress/config.yml`): its `base`; a slugify cannot be
     written there, so heading ids are VuePress 1's."""
     base = data.get("base") if isinstance(data, dict) else None
-    literal = (
-        f"module.exports = {{ base: {json.dumps(base)} }}" if isinstance(base, str) else "module.exports = {}"
+    site = vuepress(root, here, "module.exports = {}")
+    return replace(
+        site, base_path=path_of_url(base) if isinstance(base, str) else "", heading_ids="vuepress1"
     )
-    return replace(vuepress(root, here, literal), heading_ids="vuepress1")
 
 
 def vitepress(root: Path, here: Path, text: str) -> Site:

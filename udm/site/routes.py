@@ -894,8 +894,10 @@ class LinkResolver:
         elif text.startswith("#"):
             # `router.toURL` takes any `#...` of a Markdown link as the open page's heading (`#/guide`
             # too: the id `/guide`), its id lower-cased (`stringifyQuery`).
-            own = unquote(text[1:].partition(":~:")[0])
-            frag = (own if raw_html else _ascii_lower(own)) or None
+            own = text[1:].partition(":~:")[0]
+            # `replaceSlug` makes `#x` `?id=x`, read by `parseQuery` (`#foo=bar` is `foo`).
+            ident = unquote(own) if raw_html else _docsify_id("id=" + own)
+            frag = (ident if raw_html or ident is None else _ascii_lower(ident)) or None
             name = page.rpartition("/")[2]
             if options.cover and page == options.cover:
                 # The cover is shown above the home page: its anchors are the home page's.
@@ -916,7 +918,7 @@ class LinkResolver:
             # one written from the root, `/x.png`: `getPath(base, getParentPath(page), href)`).
             file = manual(posixpath.join(posixpath.dirname(page), path.lstrip("/")))
             return Located(file, None, how="file") if self.exists(file) else Located(None, None)
-        verbatim = form == "ignore" or self._docsify_verbatim(folder, options, text)
+        verbatim = form == "ignore" or self._docsify_matches(folder, "verbatim", options.verbatim, text)
         if raw_html or verbatim:
             # Left as written (raw HTML, `':ignore'`, `noCompileLinks`): the browser fetches that file,
             # from the site's page (index.html) for a relative path. Docsify still routes a `./x`
@@ -936,6 +938,8 @@ class LinkResolver:
         if options.relative and not route.startswith("/"):
             route = _docsify_clean(posixpath.join("/" + posixpath.dirname(page), route))
         route = "/" + route.lstrip("/")
+        if len(route) > MAX_ROUTE:
+            return Located(None, None)  # bounds what the options' patterns run on
         if self._docsify_matches(folder, "virtual", options.virtual, route):
             return Located(None, None, external=True, how="virtual")  # `routes`: content without a file
         route = self._docsify_alias(folder, options, route)
@@ -948,10 +952,6 @@ class LinkResolver:
         if self.exists(found):
             return Located(found, frag, how="route")
         return Located(None, None)
-
-    def _docsify_verbatim(self, folder: str, options: Docsify, href: str) -> bool:
-        """Whether `noCompileLinks` leaves a link as written (a pattern matching the whole href)."""
-        return bool(options.verbatim) and self._docsify_matches(folder, "verbatim", options.verbatim, href)
 
     def _docsify_matches(self, folder: str, option: str, patterns: tuple[str, ...], value: str) -> bool:
         """Whether one of an option's patterns (`alias_pattern`'s safe forms) matches `value`."""
