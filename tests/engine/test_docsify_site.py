@@ -275,3 +275,22 @@ def test_a_heading_of_unclosed_tags_is_slugged_in_linear_time() -> None:
     started = time.perf_counter()
     docsify_slug("<" * 200_000)
     assert time.perf_counter() - started < 1.0
+
+
+def test_options_are_the_objects_own_keys_and_strings_are_unescaped(tmp_path: Path) -> None:
+    # A plugin's nested `ext` or `basePath` is no option of the site; `noCompileLinks` holds JavaScript
+    # strings, so `'/api\\.html'` is the pattern `/api\.html`.
+    root = docsify_site(
+        tmp_path,
+        "{ search: { basePath: 'elsewhere/', ext: '.txt' }, noCompileLinks: ['/api\\\\.html'] }",
+        {
+            "docs/README.md": "# Home\n\n[g](guide) [a](/api.html)\n",
+            "docs/guide.md": "# G\n",
+            "docs/api.html": "x",
+        },
+    )
+    site = detect_site(root, stop=tmp_path)
+    assert (
+        site.docsify is not None and site.docsify.ext == ".md" and site.docsify.verbatim == ("/api\\.html",)
+    )
+    assert root_verdicts(root, "README.md") == {"guide": True, "/api.html": True}

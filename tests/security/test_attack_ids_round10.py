@@ -468,3 +468,20 @@ def test_a_big_page_linked_thousands_of_times_is_read_once(tmp_path: Path) -> No
     verdicts = link_verdicts(settings)
     assert time.perf_counter() - started < 30
     assert sum(ok is True for ok in verdicts.values()) == 3999  # `same-0` is no id: the first is `same`
+
+
+def test_a_patch_taking_a_site_id_away_behind_a_github_form_is_refused(tmp_path: Path) -> None:
+    # Review of the session: `## ab` to `## a.b` takes VitePress' `ab` away (the heading's id is now
+    # `a-b`), while GitHub's form of the new heading is still `ab`: the site's ids alone are compared.
+    settings = _settings(
+        tmp_path,
+        {
+            f"docs/{VITEPRESS}": "export default {}\n",
+            "docs/index.md": _links("/guide.md#ab"),
+            "docs/guide.md": "# G\n\n## ab\n\nText.\n",
+        },
+    )
+    assert page_verdicts(settings, "index.md") == {"/guide.md#ab": True}
+    op = {"op": "rename_heading", "file": "guide.md", "section": "ab", "to": "a.b"}
+    result = apply_patch(parse_patch({"description": "rename", "operations": [op]}), settings)
+    assert result.status == "invalid"
