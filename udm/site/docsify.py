@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from udm.site.jsconfig import _balanced, _js_string, _js_strings, _masked, _own_level, _own_value
-from udm.site.model import SCHEME, Docsify, Site, read_head, under
+from udm.site.model import Docsify, Site, is_url, read_head, under
 
 __all__ = [
     "MAX_ROUTE",
@@ -134,9 +134,9 @@ def _js_unescape(value: str) -> str:
     return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), value)
 
 
-def _flag(block: str, key: str) -> bool:
-    """Whether the options' own `key` is `true`."""
-    return re.search(rf"(?<![\w$.])['\"]?{key}['\"]?\s*:\s*true\b", _own_level(block)) is not None
+def _flag(own: str, key: str) -> bool:
+    """Whether `key` is `true` in the options' own level (`_own_level` of them)."""
+    return re.search(rf"(?<![\w$.])['\"]?{key}['\"]?\s*:\s*true\b", own) is not None
 
 
 def alias_pattern(pattern: str) -> re.Pattern[str] | None:
@@ -259,11 +259,7 @@ def docsify(root: Path, here: Path, text: str) -> Site:
     options, folder, problems = _read(here, text)
     mount = under(root, folder, "", "docsify", False)
     nested: list[tuple[str, Docsify]] = []
-    for page in nested_pages(here):
-        try:
-            inner_text = read_head(page, _MAX_PAGE).decode("utf-8", "replace")
-        except OSError:
-            continue
+    for page, inner_text in _nested(here).items():
         inner, inner_folder, inner_problems = _read(page.parent, inner_text)
         rel = os.path.relpath(inner_folder, folder).replace(os.sep, "/")
         if rel == ".." or rel.startswith("../") or rel == ".":
@@ -289,9 +285,14 @@ def docsify_inputs(page: Path) -> list[Path]:
 
 
 def nested_pages(here: Path) -> list[Path]:
-    """The Docsify pages (`index.html` setting `window.$docsify`) in the folders below `here`, at most
-    200, from the first 5,000 folders (dot folders and node_modules left out)."""
-    found: list[Path] = []
+    """The Docsify pages in the folders below `here` (see `_nested`)."""
+    return list(_nested(here))
+
+
+def _nested(here: Path) -> dict[Path, str]:
+    """The Docsify pages (`index.html` setting `window.$docsify`) in the folders below `here` with their
+    text, at most 200, from the first 5,000 folders (dot folders and node_modules left out)."""
+    found: dict[Path, str] = {}
     seen = 0
     real_here = os.path.join(os.path.realpath(here), "")
     for folder, dirs, files in os.walk(here):
@@ -308,7 +309,7 @@ def nested_pages(here: Path) -> list[Path]:
             except OSError:
                 continue
             if is_docsify_page(head):
-                found.append(page)
+                found[page] = head
     return found
 
 
@@ -327,7 +328,7 @@ def _scripts(here: Path, text: str) -> list[Path]:
     real_here = os.path.join(os.path.realpath(here), "")
     for attrs, _ in _script_tags(text):
         src = (_src(attrs) or "").split("?", 1)[0].split("#", 1)[0]
-        if not src or _is_url(src) or not src.endswith((".js", ".mjs")):
+        if not src or is_url(src) or not src.endswith((".js", ".mjs")):
             continue
         path = os.path.normpath(os.path.join(here, src.lstrip("/")))
         inside = path.startswith(os.path.join(os.path.normpath(here), ""))
@@ -362,7 +363,7 @@ def _read(here: Path, page: str) -> tuple[Docsify, Path, list[str]]:
     problems: list[str] = []
     base = _js_string(own, "basePath")
     folder = here
-    if base and _is_url(base):
+    if base and is_url(base):
         problems.append(f"basePath {base!r}: pages fetched from another site are not read")
     elif base:
         folder = here / base.strip("/")  # from the page's folder, as the server maps it there
@@ -371,9 +372,7 @@ def _read(here: Path, page: str) -> tuple[Docsify, Path, list[str]]:
     ext = ext if ext.startswith(".") else f".{ext}"
     # `coverpage: true` is `'_coverpage' + config.ext`; a string names the file.
     cover = (
-        f"_coverpage{ext}"
-        if _flag(options, "coverpage")
-        else (_js_string(own, "coverpage") or "").lstrip("/")
+        f"_coverpage{ext}" if _flag(own, "coverpage") else (_js_string(own, "coverpage") or "").lstrip("/")
     )
     # The default homepage is README.md whatever `ext` is (Docsify's config.js).
     homepage = _js_string(own, "homepage") or "README.md"
@@ -385,7 +384,7 @@ def _read(here: Path, page: str) -> tuple[Docsify, Path, list[str]]:
     )
     found = Docsify(
         homepage=homepage,
-        relative=_flag(options, "relativePath"),
+        relative=_flag(own, "relativePath"),
         aliases=aliases,
         cover=cover,
         ext=ext,
@@ -395,11 +394,6 @@ def _read(here: Path, page: str) -> tuple[Docsify, Path, list[str]]:
         verbatim=verbatim,
     )
     return found, folder, problems + alias_problems + virtual_problems + verbatim_problems
-
-
-def _is_url(value: str) -> bool:
-    """Whether a path option names another site (`https://...`, `//cdn...`)."""
-    return bool(SCHEME.match(value)) or value.startswith("//")
 
 
 _BESIDE = (("loadSidebar", "sidebar"), ("loadNavbar", "navbar"))

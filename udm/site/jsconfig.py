@@ -846,10 +846,17 @@ _MAX_IMPORTS = 10
 
 def local_imports(folder: Path, text: str, within: Path) -> list[Path]:
     """The modules a config in `folder` imports by a relative path, and those they import in turn
-    (three levels, at most ten files), as the bundler finds them: a suffix added, a folder's index, a
-    `.js` import of a `.ts` module (Vite's `isPossibleTsOutput`); only inside `within` (VitePress'
-    `.vitepress` folder), by the path as written and the real one (a symbolic link out is not read)."""
-    found: list[Path] = []
+    (see `_local_modules`)."""
+    return list(_local_modules(folder, text, within))
+
+
+def _local_modules(folder: Path, text: str, within: Path) -> dict[Path, str]:
+    """The modules a config in `folder` imports by a relative path, and those they import in turn
+    (three levels, at most ten files), with their text ("" for one that cannot be read), as the
+    bundler finds them: a suffix added, a folder's index, a `.js` import of a `.ts` module (Vite's
+    `isPossibleTsOutput`); only inside `within` (VitePress' `.vitepress` folder), by the path as
+    written and the real one (a symbolic link out is not read)."""
+    found: dict[Path, str] = {}
     limit = os.path.join(os.path.normpath(within), "")
     real_limit = os.path.join(os.path.realpath(within), "")
     level = [(folder, text)]
@@ -859,11 +866,12 @@ def local_imports(folder: Path, text: str, within: Path) -> list[Path]:
             for module in _imported(here, code, limit, real_limit):
                 if module in found or len(found) >= _MAX_IMPORTS:
                     continue
-                found.append(module)
                 try:
-                    following.append((module.parent, read_head(module, 1 << 20).decode("utf-8", "replace")))
+                    found[module] = read_head(module, 1 << 20).decode("utf-8", "replace")
                 except OSError:
+                    found[module] = ""
                     continue
+                following.append((module.parent, found[module]))
         level = following
     return found
 
@@ -908,13 +916,7 @@ def _vitepress_folder(here: Path) -> Path:
 
 def _imports_slugify(folder: Path, text: str, within: Path) -> bool:
     """Whether a module of the config's own it imports (`./shared`) sets a slugify option."""
-    for module in local_imports(folder, text, within):
-        try:
-            if _custom_slug(read_head(module, 1 << 20).decode("utf-8", "replace")):
-                return True
-        except OSError:
-            continue
-    return False
+    return any(_custom_slug(code) for code in _local_modules(folder, text, within).values())
 
 
 def vuepress_data(root: Path, here: Path, data: Any) -> Site:

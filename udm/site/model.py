@@ -36,6 +36,7 @@ __all__ = [
     "component_pages",
     "excluded",
     "glob_lines",
+    "is_url",
     "path_of_url",
     "read_head",
     "static_folders",
@@ -566,11 +567,16 @@ def component_pages(
     return tuple(found)
 
 
+def is_url(value: str) -> bool:
+    """Whether a link or path option names another site: a scheme (`https:`, `mailto:`) or `//host`."""
+    return bool(SCHEME.match(value)) or value.startswith("//")
+
+
 def path_of_url(value: Any) -> str:
     """The path part of a base URL (`https://x.org/docs/` -> `/docs`), "" for the site root."""
     if not isinstance(value, str) or not value.strip():
         return ""
     text = value.strip()
-    if SCHEME.match(text) or text.startswith("//"):
+    if is_url(text):
         text = "/" + text.split("//", 1)[1].partition("/")[2]
     return "/" + text.strip("/") if text.strip("/") else ""

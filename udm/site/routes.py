@@ -49,7 +49,7 @@ from udm.site.detect import (
 )
 from udm.site.docsify import MAX_ROUTE, alias_pattern, route_file
 from udm.site.fumadocs import DOT_LANGUAGE, mount_languages, next_segments
-from udm.site.model import Docsify, outside_root
+from udm.site.model import Docsify, is_url, outside_root
 
 __all__ = [
     "GENERATORS",
@@ -769,7 +769,7 @@ class LinkResolver:
                 return self._locate_liquid(liquid)
             if liquid is not None:
                 text = liquid.value  # a path of the site, read as if written so
-        if SCHEME.match(text) or text.startswith("//") or "{{" in text or "{%" in text:
+        if is_url(text) or "{{" in text or "{%" in text:
             # A URL, or a template placeholder (Hugo shortcodes, Jinja) only the generator can fill in.
             return Located(None, None, external=True)
         if self.site.docsify is not None:
@@ -885,7 +885,7 @@ class LinkResolver:
 
         def manual(file: str) -> str:
             # `..` climbs through the site's folder as the browser resolves the fetch, to the top's.
-            return _docsify_manual_path(mount, _docsify_clean(f"/{folder}/{file}").lstrip("/"))
+            return _site_file(mount, _docsify_clean(f"/{folder}/{file}").lstrip("/"))
 
         raw_html = form in ("html", "jsx")
         written = text
@@ -943,7 +943,7 @@ class LinkResolver:
         if self._docsify_matches(folder, "virtual", options.virtual, route):
             return Located(None, None, external=True, how="virtual")  # `routes`: content without a file
         route = self._docsify_alias(folder, options, route)
-        if SCHEME.match(route) or route.startswith("//"):
+        if is_url(route):
             return Located(None, None, external=True, how="alias")  # another site's file
         file = route_file(route, options.ext, options.homepage)
         if SCHEME.match(file):
@@ -1087,13 +1087,7 @@ class LinkResolver:
         path = posixpath.normpath(written.lstrip("/"))
         if mount is None or path.startswith("../") or path == "..":
             return None
-        prefix = mount.prefix
-        if not prefix:
-            return posixpath.normpath(posixpath.join(mount.folder, path)) if mount.folder else path
-        if path == prefix or path.startswith(prefix + "/"):
-            return path[len(prefix) :].lstrip("/") or "."
-        # The manual is a folder of the site's: a file elsewhere on the site lies above it.
-        return posixpath.normpath(posixpath.join(*[".."] * len(prefix.split("/")), path))
+        return _site_file(mount, path)
 
     def _locate_myst_scheme(self, source: str, text: str) -> Located:
         """MyST's own link schemes: `project:#label` names a target of any page (as `#label` does),
@@ -1552,7 +1546,7 @@ class LinkResolver:
         dest = self.routes.redirect(route)
         if dest is None or hops >= _MAX_REDIRECT_HOPS:
             return Located(None, None)
-        if SCHEME.match(dest) or dest.startswith("//"):
+        if is_url(dest):
             return Located(None, None, external=True, how="redirect")
         dest = dest.partition("#")[0].split("?", 1)[0]
         hit = self._route(posixpath.normpath(posixpath.join(posixpath.dirname(route), dest)), hops + 1)
@@ -1582,8 +1576,9 @@ def _docsify_site_path(mount: Mount, source: str) -> str | None:
     return source[len(mount.folder) + 1 :] if source.startswith(mount.folder + "/") else None
 
 
-def _docsify_manual_path(mount: Mount, file: str) -> str:
-    """A path from a Docsify site's folder as a path from the manual root."""
+def _site_file(mount: Mount, file: str) -> str:
+    """A path from the folder a mount publishes (Jekyll's or Docsify's site) as a path from the manual
+    root; when the manual is a folder of the site's (a prefix), a file elsewhere lies above it."""
     if mount.prefix:
         if file == mount.prefix or file.startswith(mount.prefix + "/"):
             return file[len(mount.prefix) :].lstrip("/") or "."
