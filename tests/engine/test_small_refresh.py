@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -186,6 +187,31 @@ def test_search_builder_reports_a_failure_without_hanging(tmp_path: Path) -> Non
     with pytest.raises(FileNotFoundError):
         builder.finish()
     builder.close()
+
+
+def test_search_builder_commits_once_its_input_ends(tmp_path: Path) -> None:
+    # The full build ends the input as the parse ends: tantivy commits while DuckDB loads.
+    rows = [
+        {
+            "file": "a.md",
+            "idx": 0,
+            "start_line": 1,
+            "title": "Alpha",
+            "path": "Alpha",
+            "content": "# Alpha\n",
+        },
+        {"file": "b.md", "idx": 0, "start_line": 1, "title": "Beta", "path": "Beta", "content": "# Beta\n"},
+    ]
+    name = tmp_path / "sections.0.0.json"
+    name.write_text(json.dumps(rows))
+    builder = SearchBuilder(SearchIndex(tmp_path / "search"))
+    builder.feed([str(name)])
+    builder.end_input()
+    builder.end_input()  # idempotent
+    builder._thread.join(timeout=60)
+    assert not builder._thread.is_alive()  # committed without waiting for finish()
+    builder.finish()
+    assert [h.file for h in builder.index.search("beta")] == ["b.md"]
 
 
 _READER = """

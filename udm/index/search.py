@@ -244,6 +244,12 @@ class SearchBuilder:
         """Queue JSON files of section rows (as `document_rows` makes them) for indexing."""
         self._queue.put(files)
 
+    def end_input(self) -> None:
+        """No more files: the thread commits while the caller goes on (idempotent)."""
+        if not self._closed:
+            self._closed = True
+            self._queue.put(None)
+
     def finish(self) -> None:
         """No more files: wait for the commit, and raise whatever failed on the thread."""
         self.close()
@@ -252,9 +258,7 @@ class SearchBuilder:
 
     def close(self) -> None:
         """Stop feeding and wait for the thread (idempotent)."""
-        if not self._closed:
-            self._closed = True
-            self._queue.put(None)
+        self.end_input()
         self._thread.join()
 
 
