@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from udm.config import load_settings
+from udm.config import Settings, load_settings
 from udm.site.routes import detect_site
 
 from .conftest import link_verdicts, page_verdicts, write_tree
@@ -207,3 +207,113 @@ def test_further_docs_plugin_instances_are_mounted_with_their_versions(tmp_path:
         "/architecture/missing": False,
         "/community/1.0/support": False,
     }
+
+
+# React Native's website: the manual is website/, the current docs are `../docs` beside it, and a
+# page there is routed by its front matter `id` or `slug` as Docusaurus routes it.
+BESIDE = {
+    "/docs/next/turbo-intro": True,  # `id: turbo-intro` of docs/turbo.md
+    "/docs/next/turbo-intro#build-and-run": True,
+    "/docs/next/turbo-intro#nope": False,
+    "/docs/next/turbo": False,  # its id moved it: no page at its file name
+    "/docs/next/install": True,  # `slug: /install` of docs/guide/setup.mdx
+    "/docs/next/guide/setup": False,
+    "/docs/next/basics": True,  # 01-basics/index.md: the number prefix and the index dropped
+    "/docs/next/plain": True,  # no front matter: its path
+    "/docs/next/partial": False,  # `_partial.md`: Docusaurus makes no page of it
+    "/docs/next/draft": False,  # in `_drafts/`
+    "/docs/next/pkg": False,  # in node_modules/
+    "/docs/next/nope": False,
+    "/docs/intro": True,  # the released version, inside the manual
+}
+
+
+def _beside_site(tmp_path: Path) -> Settings:
+    write_tree(
+        tmp_path,
+        {
+            "website/docusaurus.config.js": (
+                "module.exports = { presets: [['classic', { docs: { path: '../docs' } }]] };\n"
+            ),
+            "website/versions.json": '["1.0"]',
+            "website/versioned_docs/version-1.0/intro.md": "# Intro\n",
+            "website/blog/post.md": "# Post\n\n" + "\n".join(f"- [x]({t})" for t in BESIDE) + "\n",
+            "docs/turbo.md": "---\nid: turbo-intro\ntitle: Turbo\n---\n# Turbo\n\n## Build and run\n",
+            "docs/guide/setup.mdx": "---\nslug: /install\n---\n# Setup\n",
+            "docs/01-basics/index.md": "# Basics\n",
+            "docs/plain.md": "# Plain\n",
+            "docs/_partial.md": "---\nid: partial\n---\n# Partial\n",
+            "docs/_drafts/draft.md": "---\nid: draft\n---\n# Draft\n",
+            "docs/node_modules/pkg/readme.md": "---\nid: pkg\n---\n# Pkg\n",
+        },
+    )
+    (tmp_path / ".git").mkdir()
+    return load_settings(cwd=tmp_path, root=tmp_path / "website", state_dir=tmp_path / ".st")
+
+
+def test_pages_beside_the_manual_are_routed_by_their_front_matter(tmp_path: Path) -> None:
+    assert page_verdicts(_beside_site(tmp_path), "blog/post.md") == BESIDE
+
+
+def test_released_versions_beside_a_docs_manual_are_routed_by_id(tmp_path: Path) -> None:
+    # Jest's layout: the manual is docs/ (the current docs), the released versions beside it in
+    # website/versioned_docs; `/docs/x` is the last version's page whose id is x.
+    write_tree(
+        tmp_path,
+        {
+            "website/docusaurus.config.js": (
+                "module.exports = { presets: [['classic', { docs: { path: '../docs' } }]] };\n"
+            ),
+            "website/versions.json": '["2.0", "1.0"]',
+            "website/versioned_docs/version-2.0/TutorialReactNative.md": (
+                "---\nid: tutorial-react-native\n---\n# React Native\n\n## Setup\n"
+            ),
+            "website/versioned_docs/version-1.0/Old.md": "---\nid: old-page\n---\n# Old\n",
+            "docs/links.md": (
+                "# Links\n\n[a](/docs/tutorial-react-native#setup) [b](/docs/TutorialReactNative) "
+                "[c](/docs/1.0/old-page) [d](/docs/old-page) [e](/docs/tutorial-react-native#nope)\n"
+            ),
+        },
+    )
+    (tmp_path / ".git").mkdir()
+    settings = load_settings(cwd=tmp_path, root=tmp_path / "docs", state_dir=tmp_path / ".st")
+    assert page_verdicts(settings, "links.md") == {
+        "/docs/tutorial-react-native#setup": True,
+        "/docs/TutorialReactNative": False,
+        "/docs/1.0/old-page": True,
+        "/docs/old-page": False,
+        "/docs/tutorial-react-native#nope": False,
+    }
+
+
+def test_a_symbolic_link_out_of_the_folder_beside_is_not_read(tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere"
+    write_tree(outside, {"secret.md": "---\nid: secret\n---\n# Secret\n"})
+    settings = _beside_site(tmp_path / "repo")
+    (tmp_path / "repo" / "docs" / "linked.md").symlink_to(outside / "secret.md")
+    (tmp_path / "repo" / "docs" / "folder").symlink_to(outside, target_is_directory=True)
+    post = tmp_path / "repo" / "website" / "blog" / "post.md"
+    post.write_text("# Post\n\n[s](/docs/next/secret) [l](/docs/next/linked) [f](/docs/next/folder/secret)\n")
+    assert page_verdicts(settings, "blog/post.md") == {
+        "/docs/next/secret": False,
+        "/docs/next/linked": False,
+        "/docs/next/folder/secret": False,
+    }
+
+
+def test_reading_a_folder_beside_is_bounded(tmp_path: Path) -> None:
+    from udm.site.routes import _BESIDE_PAGES, beside_meta
+
+    write_tree(
+        tmp_path, {f"docs/p{k:05d}.md": f"---\nid: page-{k}\n---\n# P\n" for k in range(_BESIDE_PAGES + 5)}
+    )
+    (tmp_path / "docs" / "huge.md").write_text("---\nid: huge\n" + "x: y\n" * 200_000 + "---\n# Huge\n")
+    (tmp_path / "manual").mkdir()
+    pages = beside_meta(tmp_path / "manual")("../docs")
+    assert len(pages) == _BESIDE_PAGES
+    # Only its first 16 KiB are read: a front matter that does not close there moves no route.
+    assert pages[0] == ("../docs/huge.md", {})
+    assert pages[1] == ("../docs/p00000.md", {"id": "page-0"})
+    # Read again only when a page changes (each small refresh walks the folder anew).
+    (tmp_path / "docs" / "p00000.md").write_text("---\nid: moved-page\n---\n# P\n")
+    assert beside_meta(tmp_path / "manual")("../docs")[1] == ("../docs/p00000.md", {"id": "moved-page"})

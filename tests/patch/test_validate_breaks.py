@@ -209,6 +209,38 @@ def test_a_slug_route_and_moving_it(tmp_path: Path) -> None:
     assert ok.status == "committed", ok.error
 
 
+def test_a_route_to_a_page_beside_the_manual_goes_by_its_id(tmp_path: Path) -> None:
+    # React Native's website: the manual is website/, the current docs `../docs` beside it, where
+    # `id: turbo-intro` gives turbo.md the route /docs/next/turbo-intro (and none at its file name).
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "turbo.md").write_text("---\nid: turbo-intro\n---\n# Turbo\n\n## Build\n")
+    site = tmp_path / "website"
+    (site / "versioned_docs" / "version-1.0").mkdir(parents=True)
+    (site / "docusaurus.config.js").write_text(
+        "module.exports = { presets: [['classic', { docs: { path: '../docs' } }]] };\n"
+    )
+    (site / "versions.json").write_text('["1.0"]')
+    (site / "versioned_docs" / "version-1.0" / "intro.md").write_text("# Intro\n\n## Next\n\nText.\n")
+    for sub in ("state", "logs"):
+        (tmp_path / sub).mkdir()
+    s = load_settings(cwd=tmp_path, root=site)
+    page = "versioned_docs/version-1.0/intro.md"
+    ok = _apply(
+        s,
+        {
+            "op": "append_to_section",
+            "file": page,
+            "section": "Next",
+            "content": "[t](/docs/next/turbo-intro#build)",
+        },
+    )
+    assert ok.status == "committed", ok.error
+    bad = _apply(
+        s, {"op": "append_to_section", "file": page, "section": "Next", "content": "[t](/docs/next/turbo)"}
+    )
+    assert bad.status == "invalid" and "link to /docs/next/turbo would break" in (bad.error or "")
+
+
 def test_renaming_a_heading_of_a_numbered_page_linked_by_route(tmp_path: Path) -> None:
     (tmp_path / "website" / "docs").mkdir(parents=True)
     (tmp_path / "website" / "docusaurus.config.js").write_text(DOCUSAURUS)

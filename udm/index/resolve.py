@@ -17,7 +17,15 @@ from typing import Any
 
 import duckdb
 
-from udm.site import LinkResolver, Routes, Site, exists_within, repeated_from, resolve_links
+from udm.site import (
+    LinkResolver,
+    Routes,
+    Site,
+    beside_meta,
+    exists_within,
+    repeated_from,
+    resolve_links,
+)
 
 __all__ = ["FreshRows", "resolve_index_links", "routes_from"]
 
@@ -91,7 +99,7 @@ def resolve_index_links(
         cache.pop(path, None)
     read_page = _page_reader(root)
     verdicts = resolve_links(
-        LinkResolver(routes, _file_exists(root), _folder_exists(root)),
+        LinkResolver(routes, _file_exists(root), _folder_exists(root), beside=beside_meta(root)),
         rows,
         _anchor_lookup(con, in_memory, cache),
         read_page,

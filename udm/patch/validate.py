@@ -28,6 +28,7 @@ from udm.site import (
     Routes,
     Site,
     autoref_ids,
+    beside_meta,
     display_target,
     exists_within,
     explicit_anchors,
@@ -142,7 +143,7 @@ class _Resolver:
         self._folder_above = exists_within(str(ws.root), folder=True)
         meta_of = self.route_meta if site.generator in ("docusaurus", "hugo", "starlight", "jekyll") else None
         self.routes = Routes(site, _Pages(self), meta_of=meta_of)
-        self.links = LinkResolver(self.routes, self.exists, self.is_folder)
+        self.links = LinkResolver(self.routes, self.exists, self.is_folder, beside=beside_meta(ws.root))
 
     def listing(self) -> list[str]:
         """The Markdown files on disk, listed once for the validation (both sides share it)."""

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from udm.site.routes import LinkResolver as LinkResolver
     from udm.site.routes import Routes as Routes
     from udm.site.routes import autoref_ids as autoref_ids
+    from udm.site.routes import beside_meta as beside_meta
     from udm.site.routes import display_target as display_target
     from udm.site.routes import is_reference as is_reference
     from udm.site.routes import no_holder as no_holder
@@ -45,6 +46,7 @@ _SURFACE = {
     "Routes": "routes",
     "Site": "detect",
     "autoref_ids": "routes",
+    "beside_meta": "routes",
     "display_target": "routes",
     "is_reference": "routes",
     "no_holder": "routes",
@@ -72,6 +74,7 @@ __all__ = [
     "LinkResolver",
     "Routes",
     "Site",
+    "beside_meta",
     "display_target",
     "excluded",
     "exists_within",

@@ -180,9 +180,12 @@ def own_heading_rule(site: Site) -> Callable[[str], str] | None:
     return _HUGO_RULES.get(site.heading_ids) if site.generator == "hugo" else None
 
 
-def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool | re.Pattern[str]]:
+def page_anchors(
+    site: Site, page: str, text: str, *, sections: bool = False
+) -> tuple[set[str], bool | re.Pattern[str]]:
     """Anchors of a page beyond its sections' GitHub ones (headings inside containers, definition
-    terms where Hugo gives them ids, every heading's id where the site makes them its own way), and
+    terms where Hugo gives them ids, every heading's id where the site makes them its own way; with
+    `sections`, for a page the index does not hold, the sections' anchors as the index makes them), and
     whether some heading's id cannot be known here: on a Hugo site a heading whose text is a
     shortcode (`## {{% heading "prerequisites" %}}`, Kubernetes' pages) renders to text only the
     site's templates and translations know. The second value may instead be a pattern: the
@@ -194,6 +197,8 @@ def page_anchors(site: Site, page: str, text: str) -> tuple[set[str], bool | re.
     nested = doc.nested_heading_texts()
     # GitHub's ids of the headings in blocks, where the site makes ids as GitHub does.
     found = {slugify(t) for t in nested} if own_heading_rule(site) is None else set()
+    if sections and own_heading_rule(site) is None:
+        found.update(s.anchor for s in doc.sections if s.anchor)
     headings = doc.heading_texts()
     if site.term_ids:
         # Terms and headings share one set of ids, numbered in text order (`targets` the term,

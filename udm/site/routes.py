@@ -15,16 +15,26 @@ from __future__ import annotations
 
 import datetime
 import fnmatch
+import os
 import posixpath
 import re
 from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import unquote
 
-from udm.markdown import MYST_SCHEMES, HugoRef, LiquidTarget, liquid_target, parse_ref, slugify
+from udm.markdown import (
+    MYST_SCHEMES,
+    HugoRef,
+    LiquidTarget,
+    liquid_target,
+    parse_front_matter,
+    parse_ref,
+    slugify,
+)
 from udm.site.anchors import (
     has_explicit_anchor,
     own_heading_rule,
@@ -49,7 +59,7 @@ from udm.site.detect import (
 )
 from udm.site.docsify import MAX_ROUTE, alias_pattern, route_file
 from udm.site.fumadocs import DOT_LANGUAGE, mount_languages, next_segments
-from udm.site.model import Docsify, is_url, outside_root
+from udm.site.model import Docsify, climbs, is_url, outside_root, read_head, within
 
 __all__ = [
     "GENERATORS",
@@ -59,6 +69,7 @@ __all__ = [
     "Mount",
     "Routes",
     "Site",
+    "beside_meta",
     "detect_site",
     "display_target",
     "has_explicit_anchor",
@@ -140,6 +151,80 @@ def route_meta(front_matter: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if any(words):
         out["categories"] = [w for w in words if w][:20]
     return out or None
+
+
+# A folder beside the manual is read for its pages' route front matter up to these bounds: names
+# looked at, pages kept, and each page's first bytes.
+_BESIDE_NAMES = 50_000
+_BESIDE_PAGES = 5_000
+_BESIDE_HEAD = 16_384
+# Each page's route front matter by its real path, kept while its size and mtime stay: every link
+# resolution pass (each small refresh) walks the folder again but reads only what changed.
+_HEADS: dict[str, tuple[int, int, Mapping[str, Any]]] = {}
+_MAX_HEADS = 50_000
+
+
+def beside_meta(root: Path) -> Callable[[str], list[tuple[str, Mapping[str, Any]]]]:
+    """A reader of a folder beside the manual (`../docs`, from `root`): its pages (paths from the root,
+    sorted) with the front matter keys that move their routes (`route_meta`).
+
+    Docusaurus takes no page from a `_` or dot name nor from `node_modules`, so neither is read; a
+    symbolic link out of the folder the path climbs to is not followed (as `exists_within`), and the
+    walk stops after 50,000 names or 5,000 pages.
+    """
+    base = os.path.normpath(root)
+
+    def pages(folder: str) -> list[tuple[str, Mapping[str, Any]]]:
+        top = os.path.realpath(os.path.join(base, folder))
+        fence = os.path.realpath(os.path.join(base, *[".."] * climbs(folder)))
+        if not within(top, fence) or not os.path.isdir(top):
+            return []
+        found: list[tuple[str, Mapping[str, Any]]] = []
+        seen = 0
+        for here, dirs, files in os.walk(top):
+            dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")) and d != "node_modules")
+            seen += len(dirs) + len(files)
+            if seen > _BESIDE_NAMES:
+                break
+            for name in sorted(files):
+                if name.startswith((".", "_")) or not name.lower().endswith(PAGE_SUFFIXES):
+                    continue
+                full = os.path.join(here, name)
+                real = os.path.realpath(full)
+                if not within(real, top):
+                    continue
+                inner = os.path.relpath(full, top).replace(os.sep, "/")
+                rel = posixpath.join(folder, inner)
+                found.append((rel, _head_meta(real, rel)))
+                if len(found) >= _BESIDE_PAGES:
+                    return found
+        return found
+
+    return pages
+
+
+def _head_meta(real: str, rel: str) -> Mapping[str, Any]:
+    """The route front matter of a page from its first bytes (empty when unreadable or none), read
+    again only when its size or mtime changed."""
+    try:
+        st = os.stat(real)
+    except OSError:
+        return {}
+    known = _HEADS.get(real)
+    if known is not None and known[:2] == (st.st_size, st.st_mtime_ns):
+        return known[2]
+    meta: Mapping[str, Any] = {}
+    try:
+        head = read_head(Path(real), _BESIDE_HEAD)[:_BESIDE_HEAD].decode("utf-8", errors="replace")
+    except OSError:
+        head = ""
+    if head.startswith("---"):
+        data, _, _ = parse_front_matter(head.splitlines(keepends=True)[:4000], rel)
+        meta = route_meta(data) or {}
+    if len(_HEADS) >= _MAX_HEADS:
+        _HEADS.clear()
+    _HEADS[real] = (st.st_size, st.st_mtime_ns, meta)
+    return meta
 
 
 class Routes:
@@ -511,6 +596,21 @@ class Routes:
         key = strip_page(route)
         return key.lower() if self.site.generator == "hugo" else key
 
+    def beside_routes(self, mount: Mount, pages: list[tuple[str, Mapping[str, Any]]]) -> dict[str, str]:
+        """Route key -> file of pages of `mount` the index does not hold (a folder beside the manual),
+        each given with its route front matter (`beside_meta`); the first file of a route wins."""
+        table: dict[str, str] = {}
+        prefix = mount.folder.rstrip("/") + "/"
+        for path, meta in pages:
+            if path.startswith(prefix) and not self.is_unpublished(path):
+                route = self._route(mount, path[len(prefix) :], meta, path)
+                table.setdefault(self._norm_route(route), path)
+        return table
+
+    def route_key(self, route: str) -> str:
+        """The key `by_route` and `beside_routes` look a route up by (the site's own folding)."""
+        return self._norm_route(route)
+
     def by_path(self, key: str) -> str | None:
         """The page whose path, without page suffix or trailing index, is `key`."""
         if self._by_path is None:
@@ -721,6 +821,10 @@ class LinkResolver:
     _has_pages: dict[str, bool] = field(default_factory=dict)
     # Hugo `ref` lookups per mount, built on the first ref.
     _refs: dict[Mount, _RefTables] = field(default_factory=dict)
+    # The pages of a folder beside the manual with their route front matter (`beside_meta`): a
+    # Docusaurus page there is found by the route its `id` or `slug` gives, as the index's pages are.
+    beside: Callable[[str], list[tuple[str, Mapping[str, Any]]]] | None = None
+    _beside_routes: dict[Mount, dict[str, str]] = field(default_factory=dict)
 
     @property
     def site(self) -> Site:
@@ -1469,6 +1573,14 @@ class LinkResolver:
             if mount.kind == "blog" and _BLOG_PAGES.match(inner) and self.folder_has_pages(mount.folder):
                 # The pages Docusaurus makes for a blog: its list, tags, archive, authors, pagination.
                 return Located(mount.folder or ".", None, how="generated")
+            routed = self._routed_beside(mount)
+            if routed is not None:
+                # A Docusaurus folder beside the manual, read: its pages are found by their routes
+                # only (an `id` or `slug` moves a page from its path).
+                found = routed.get(self.routes.route_key(rel))
+                if found is not None:
+                    return Located(found, None, how="outside")
+                continue
             dated = _BLOG_ROUTE.match(inner) if mount.kind == "blog" else None
             if dated:
                 # A post the index does not hold, at the route its file's date makes
@@ -1538,6 +1650,21 @@ class LinkResolver:
             if "/" not in inner and self.folder_has_pages(folder):
                 return Located(folder, None, how="generated")
         return Located(None, None)
+
+    def _routed_beside(self, mount: Mount) -> dict[str, str] | None:
+        """Route key -> file of a Docusaurus docs or blog folder beside the manual, read once; None for
+        another mount, or with no reader."""
+        if (
+            self.beside is None
+            or self.site.generator != "docusaurus"
+            or mount.kind not in ("docs", "blog")
+            or not outside_root(mount.folder)
+        ):
+            return None
+        table = self._beside_routes.get(mount)
+        if table is None:
+            table = self._beside_routes[mount] = self.routes.beside_routes(mount, self.beside(mount.folder))
+        return table
 
     def _route(self, route: str, hops: int = 0) -> Located:
         found = self.routes.by_route(route)
@@ -1756,10 +1883,22 @@ def resolve_links(
     rows = list(rows)
     located = [(key, resolver.locate(source, target, form)) for key, source, target, form in rows]
     pages = resolver.routes.pages
+    # A Markdown page beside the manual (`../docs/x.md`, found on disk) is read for its anchors as
+    # an indexed page is, when pages can be read; unread, an anchor there is unknown.
+    beside = {
+        loc.file
+        for _, loc in located
+        if loc.file is not None
+        and loc.fragment is not None
+        and outside_root(loc.file)
+        and loc.file.lower().endswith(PAGE_SUFFIXES)
+    }
+    if text_of is None:
+        beside = set()
     wanted = {
         (loc.file, loc.fragment)
         for _, loc in located
-        if loc.file is not None and loc.fragment is not None and loc.file in pages
+        if loc.file is not None and loc.fragment is not None and (loc.file in pages or loc.file in beside)
     }
     # mkdocs-autorefs: each cross-reference's identifiers and the pages that may hold them.
     crossing = {
@@ -1812,6 +1951,8 @@ def resolve_links(
                 texts[page] = text_of(page)
             text = texts[page]
             if text is None:
+                if page in beside:
+                    unknown.add(page)
                 continue
             if page not in named:
                 named[page] = page_named(resolver.site, text)
@@ -1823,7 +1964,7 @@ def resolve_links(
             if page not in nested:
                 # Headings in block quotes and list items start no section but have ids; VitePress
                 # makes its anchors its own way.
-                nested[page], blind = page_anchors(resolver.site, page, text)
+                nested[page], blind = page_anchors(resolver.site, page, text, sections=page in beside)
                 if isinstance(blind, re.Pattern):
                     partly[page] = blind
                 elif blind:
@@ -1845,7 +1986,7 @@ def resolve_links(
             out.append((key, None, loc.fragment, False))
         elif (
             loc.fragment is None
-            or loc.file not in pages
+            or (loc.file not in pages and loc.file not in beside)
             or (loc.file, loc.fragment) in present
             or (fold and (loc.file, loc.fragment.lower()) in present)
         ):
