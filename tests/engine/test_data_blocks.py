@@ -131,3 +131,33 @@ def test_lint_reports_no_noise_from_examples(tmp_path: Path) -> None:
         tmp_path, root=str(root), state_dir=str(tmp_path / "state2"), data_sections=["Opts"]
     )
     assert [(f.file, f.rule) for f in lint(named)] == [("c.md", "bad-block")]
+
+
+def test_values_python_cannot_make_are_errors_not_crashes(tmp_path: Path) -> None:
+    # YAML allows `2001-02-30` (a date past the calendar) and numbers of any length; Python refuses to
+    # make the one and to print the other past 4,300 digits. Each used to crash the whole index build.
+    files = {
+        "date.md": "---\ntitle: x\ndate: 2001-02-30\n---\n# Date\n",
+        "digits.md": "---\nid: " + "9" * 5000 + "\n---\n# Digits\n",
+        "hex.md": "---\nid: 0x" + "f" * 8000 + "\n---\n# Hex\n",
+        "blocks.md": (
+            "# Blocks\n\n```yaml\nid: TASK-P0-M0.1-T001\nn: " + "9" * 5000 + "\n```\n\n"
+            '```json\n{"id": "COMP-001", "n": ' + "9" * 5000 + "}\n```\n\n"
+            "```yaml\nid: TASK-P0-M0.1-T002\nwhen: 2026-13-01\n```\n\n"
+            "```yaml\nid: TASK-P0-M0.1-T003\nsmall: 0x" + "f" * 100 + "\n```\n"
+        ),
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".st")
+    found = sorted((f.file, f.line, f.message) for f in lint(settings) if f.rule == "bad-block")
+    assert found == [
+        ("blocks.md", 4, "invalid YAML: a number longer than 4,300 digits"),
+        ("blocks.md", 9, "invalid JSON: a number longer than 4,300 digits"),
+        ("blocks.md", 13, "invalid YAML: month must be in 1..12"),
+        ("date.md", 2, "invalid YAML: day is out of range for month"),
+        ("digits.md", 2, "invalid YAML: a number longer than 4,300 digits"),
+        ("hex.md", 2, "invalid YAML: a number longer than 4,300 digits"),
+    ]
+    doc = parse_document(files["blocks.md"], "blocks.md")
+    assert [b.data for b in doc.blocks][3] == {"id": "TASK-P0-M0.1-T003", "small": int("f" * 100, 16)}

@@ -16,6 +16,35 @@ __all__ = ["DATA_LANGS", "collect_ids", "front_ids", "parse_data", "parse_front_
 
 _YamlLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 DATA_LANGS = frozenset({"yaml", "yml", "json", "verify"})
+# An integer past this many bits has more decimal digits than Python turns into text (4,300): a
+# row, a message or a route holding it would raise. A text shorter than this cannot spell one.
+_MAX_INT_BITS = 14_000
+_SHORTEST_HUGE = 3_000
+
+
+def _huge_int(data: Any) -> bool:
+    """Whether loaded data holds an integer too large to print (`0x` and 8,000 `f`s, in YAML)."""
+    stack = [data]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, int) and not isinstance(node, bool):
+            if node.bit_length() > _MAX_INT_BITS:
+                return True
+        elif isinstance(node, dict):
+            stack.extend(node.keys())
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
+
+
+def _value_error(exc: ValueError | OverflowError) -> str:
+    """What a loader's ValueError says in a data block's error (a date past the calendar, a number
+    past 4,300 digits), on one line."""
+    text = " ".join(str(exc).split())
+    if "integer string conversion" in text:
+        return "a number longer than 4,300 digits"
+    return text[:200] or type(exc).__name__
 
 
 def collect_ids(data: Any, out: list[str]) -> None:
@@ -43,11 +72,16 @@ def parse_data(
     if lang == "json":
         try:
             check_json(text, what=what or "JSON block")
-            return json.loads(text), None
+            data = json.loads(text)
+            if len(text) >= _SHORTEST_HUGE and _huge_int(data):
+                return None, f"{where}:{first_line + 1}: invalid JSON: a number longer than 4,300 digits"
+            return data, None
         except DataLimitError as exc:
             return None, f"{where}:{min(first_line + exc.line, last)}: {exc.reason}"
         except json.JSONDecodeError as exc:
             return None, f"{where}:{min(first_line + exc.lineno, last)}: invalid JSON: {exc.msg}"
+        except (ValueError, OverflowError) as exc:
+            return None, f"{where}:{first_line + 1}: invalid JSON: {_value_error(exc)}"
     try:
         check_size(text, what=what or "YAML block")
         simple = parse_simple_yaml(text)
@@ -58,7 +92,12 @@ def parse_data(
         if "*" in text:
             # Aliases load as shared values; ID collection and the index's rows would walk them expanded.
             check_alias_expansion(data, len(text))
+        if len(text) >= _SHORTEST_HUGE and _huge_int(data):
+            return None, f"{where}:{first_line + 1}: invalid YAML: a number longer than 4,300 digits"
         return data, None
+    except (ValueError, OverflowError) as exc:
+        # A value the YAML grammar allows but Python cannot make: `date: 2001-02-30`, 5,000 digits.
+        return None, f"{where}:{first_line + 1}: invalid YAML: {_value_error(exc)}"
     except DataLimitError as exc:
         return None, f"{where}:{min(first_line + exc.line, last)}: {exc.reason}"
     except DocumentError as exc:
