@@ -309,11 +309,11 @@ def test_reading_a_folder_beside_is_bounded(tmp_path: Path) -> None:
     )
     (tmp_path / "docs" / "huge.md").write_text("---\nid: huge\n" + "x: y\n" * 200_000 + "---\n# Huge\n")
     (tmp_path / "manual").mkdir()
-    pages = beside_meta(tmp_path / "manual")("../docs")
-    assert len(pages) == _BESIDE_PAGES
+    pages, complete = beside_meta(tmp_path / "manual")("../docs")
+    assert len(pages) == _BESIDE_PAGES and not complete
     # Only its first 16 KiB are read: a front matter that does not close there moves no route.
     assert pages[0] == ("../docs/huge.md", {})
     assert pages[1] == ("../docs/p00000.md", {"id": "page-0"})
     # Read again only when a page changes (each small refresh walks the folder anew).
     (tmp_path / "docs" / "p00000.md").write_text("---\nid: moved-page\n---\n# P\n")
-    assert beside_meta(tmp_path / "manual")("../docs")[1] == ("../docs/p00000.md", {"id": "moved-page"})
+    assert beside_meta(tmp_path / "manual")("../docs").pages[1] == ("../docs/p00000.md", {"id": "moved-page"})

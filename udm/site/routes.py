@@ -64,6 +64,7 @@ from udm.site.model import Docsify, climbs, is_url, outside_root, read_head, wit
 __all__ = [
     "GENERATORS",
     "PAGE_SUFFIXES",
+    "BesidePages",
     "LinkResolver",
     "Located",
     "Mount",
@@ -158,49 +159,103 @@ def route_meta(front_matter: Mapping[str, Any] | None) -> dict[str, Any] | None:
 _BESIDE_NAMES = 50_000
 _BESIDE_PAGES = 5_000
 _BESIDE_HEAD = 16_384
+_BESIDE_DEPTH = 32
 # Each page's route front matter by its real path, kept while its size and mtime stay: every link
 # resolution pass (each small refresh) walks the folder again but reads only what changed.
 _HEADS: dict[str, tuple[int, int, Mapping[str, Any]]] = {}
 _MAX_HEADS = 50_000
+# A page beside the manual is parsed for its anchors only up to the size of a page the index
+# parses by default (`max_file_bytes`); a larger one's anchors are unknown.
+_BESIDE_TEXT = 4_000_000
 
 
-def beside_meta(root: Path) -> Callable[[str], list[tuple[str, Mapping[str, Any]]]]:
+class BesidePages(NamedTuple):
+    """A folder beside the manual as `beside_meta` read it: its pages with their route front matter,
+    and whether the walk saw all of it (a bound cut it short: a page not found may still be there)."""
+
+    pages: list[tuple[str, Mapping[str, Any]]]
+    complete: bool
+
+
+def beside_meta(root: Path) -> Callable[[str], BesidePages]:
     """A reader of a folder beside the manual (`../docs`, from `root`): its pages (paths from the root,
-    sorted) with the front matter keys that move their routes (`route_meta`).
+    in the order a sorted walk meets them) with the front matter keys that move their routes.
 
-    Docusaurus takes no page from a `_` or dot name nor from `node_modules`, so neither is read; a
-    symbolic link out of the folder the path climbs to is not followed (as `exists_within`), and the
-    walk stops after 50,000 names or 5,000 pages.
+    Docusaurus takes no page from a `_` or dot name nor from `node_modules`, so neither is read; only
+    regular files are pages (a named pipe is never opened), a symbolic link out of the folder is not
+    followed, a name that is not UTF-8 is left out (the index keeps no such name), and the walk stops
+    after 50,000 names, 5,000 pages or 32 folders deep, saying so.
     """
     base = os.path.normpath(root)
 
-    def pages(folder: str) -> list[tuple[str, Mapping[str, Any]]]:
+    def pages(folder: str) -> BesidePages:
         top = os.path.realpath(os.path.join(base, folder))
         fence = os.path.realpath(os.path.join(base, *[".."] * climbs(folder)))
         if not within(top, fence) or not os.path.isdir(top):
-            return []
+            return BesidePages([], True)
         found: list[tuple[str, Mapping[str, Any]]] = []
         seen = 0
-        for here, dirs, files in os.walk(top):
-            dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")) and d != "node_modules")
-            seen += len(dirs) + len(files)
+        # (path below the folder, its folder on disk): no folder on it is a symbolic link, so each
+        # file's path is its real path and only a file that is a link needs resolving.
+        stack = [("", top)]
+        while stack:
+            inner, here = stack.pop()
+            try:
+                with os.scandir(here) as listing:
+                    entries = sorted(listing, key=lambda e: e.name)
+            except OSError:
+                continue
+            seen += len(entries)
             if seen > _BESIDE_NAMES:
-                break
-            for name in sorted(files):
-                if name.startswith((".", "_")) or not name.lower().endswith(PAGE_SUFFIXES):
+                return BesidePages(found, False)
+            below: list[tuple[str, str]] = []
+            for entry in entries:
+                name = entry.name
+                if name.startswith((".", "_")) or name == "node_modules" or not _utf8(name):
                     continue
-                full = os.path.join(here, name)
-                real = os.path.realpath(full)
-                if not within(real, top):
+                path = f"{inner}/{name}" if inner else name
+                real = _page_file(entry, top, path.count("/") < _BESIDE_DEPTH, below, path)
+                if real is None:
                     continue
-                inner = os.path.relpath(full, top).replace(os.sep, "/")
-                rel = posixpath.join(folder, inner)
+                if real == "":
+                    return BesidePages(found, False)  # a folder past the depth bound
+                rel = posixpath.join(folder, path)
                 found.append((rel, _head_meta(real, rel)))
                 if len(found) >= _BESIDE_PAGES:
-                    return found
-        return found
+                    return BesidePages(found, False)
+            stack.extend(reversed(below))
+        return BesidePages(found, True)
 
     return pages
+
+
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _page_file(
+    entry: os.DirEntry[str], top: str, deeper: bool, below: list[tuple[str, str]], path: str
+) -> str | None:
+    """The real path of a page file the walk meets (None: no page; "": a folder past the depth
+    bound); a folder to walk is added to `below`."""
+    try:
+        if entry.is_dir(follow_symlinks=False):
+            if not deeper:
+                return ""
+            below.append((path, entry.path))
+            return None
+        if not entry.name.lower().endswith(PAGE_SUFFIXES):
+            return None
+        if entry.is_symlink():
+            real = os.path.realpath(entry.path)
+            return real if within(real, top) and os.path.isfile(real) else None
+        return entry.path if entry.is_file(follow_symlinks=False) else None
+    except OSError:
+        return None
 
 
 def _head_meta(real: str, rel: str) -> Mapping[str, Any]:
@@ -218,6 +273,7 @@ def _head_meta(real: str, rel: str) -> Mapping[str, Any]:
         head = read_head(Path(real), _BESIDE_HEAD)[:_BESIDE_HEAD].decode("utf-8", errors="replace")
     except OSError:
         head = ""
+    head = head.removeprefix("\ufeff")  # gray-matter, Docusaurus' reader, drops a byte-order mark
     if head.startswith("---"):
         data, _, _ = parse_front_matter(head.splitlines(keepends=True)[:4000], rel)
         meta = route_meta(data) or {}
@@ -823,8 +879,8 @@ class LinkResolver:
     _refs: dict[Mount, _RefTables] = field(default_factory=dict)
     # The pages of a folder beside the manual with their route front matter (`beside_meta`): a
     # Docusaurus page there is found by the route its `id` or `slug` gives, as the index's pages are.
-    beside: Callable[[str], list[tuple[str, Mapping[str, Any]]]] | None = None
-    _beside_routes: dict[Mount, dict[str, str]] = field(default_factory=dict)
+    beside: Callable[[str], BesidePages] | None = None
+    _beside_routes: dict[Mount, tuple[dict[str, str], bool]] = field(default_factory=dict)
 
     @property
     def site(self) -> Site:
@@ -1577,9 +1633,12 @@ class LinkResolver:
             if routed is not None:
                 # A Docusaurus folder beside the manual, read: its pages are found by their routes
                 # only (an `id` or `slug` moves a page from its path).
-                found = routed.get(self.routes.route_key(rel))
+                found = routed[0].get(self.routes.route_key(rel))
                 if found is not None:
                     return Located(found, None, how="outside")
+                if not routed[1]:
+                    # The folder was too large to read whole: the page may be in what was not read.
+                    return Located(None, None, external=True, how="unread")
                 continue
             dated = _BLOG_ROUTE.match(inner) if mount.kind == "blog" else None
             if dated:
@@ -1651,9 +1710,9 @@ class LinkResolver:
                 return Located(folder, None, how="generated")
         return Located(None, None)
 
-    def _routed_beside(self, mount: Mount) -> dict[str, str] | None:
-        """Route key -> file of a Docusaurus docs or blog folder beside the manual, read once; None for
-        another mount, or with no reader."""
+    def _routed_beside(self, mount: Mount) -> tuple[dict[str, str], bool] | None:
+        """Route key -> file of a Docusaurus docs or blog folder beside the manual, read once, and
+        whether all of it was read; None for another mount, or with no reader."""
         if (
             self.beside is None
             or self.site.generator != "docusaurus"
@@ -1663,7 +1722,8 @@ class LinkResolver:
             return None
         table = self._beside_routes.get(mount)
         if table is None:
-            table = self._beside_routes[mount] = self.routes.beside_routes(mount, self.beside(mount.folder))
+            read = self.beside(mount.folder)
+            table = self._beside_routes[mount] = (self.routes.beside_routes(mount, read.pages), read.complete)
         return table
 
     def _route(self, route: str, hops: int = 0) -> Located:
@@ -1950,6 +2010,8 @@ def resolve_links(
             if page not in texts:
                 texts[page] = text_of(page)
             text = texts[page]
+            if page in beside and text is not None and len(text) > _BESIDE_TEXT:
+                text = None  # no larger than a page the index parses (max_file_bytes' default)
             if text is None:
                 if page in beside:
                     unknown.add(page)
