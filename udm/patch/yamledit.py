@@ -92,6 +92,10 @@ def yaml_load(text: str, yaml: Any) -> Any:
     except RecursionError as exc:
         _forget_yaml(yaml)  # as in `_yaml_dump`: never reuse an instance stopped midway
         raise DocumentError(TOO_DEEP.format(what="YAML")) from exc
+    except (ValueError, OverflowError) as exc:
+        # A value the grammar allows but Python cannot make: `date: 2001-02-30`, 5,000 digits.
+        _forget_yaml(yaml)
+        raise DocumentError(f"YAML does not parse: {' '.join(str(exc).split())[:200]}") from exc
     if len(docs) > 1:
         raise DocumentError("YAML text holds several documents; key edits need exactly one")
     data = docs[0] if docs else None
