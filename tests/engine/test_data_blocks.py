@@ -144,7 +144,13 @@ def test_values_python_cannot_make_are_errors_not_crashes(tmp_path: Path) -> Non
             "# Blocks\n\n```yaml\nid: TASK-P0-M0.1-T001\nn: " + "9" * 5000 + "\n```\n\n"
             '```json\n{"id": "COMP-001", "n": ' + "9" * 5000 + "}\n```\n\n"
             "```yaml\nid: TASK-P0-M0.1-T002\nwhen: 2026-13-01\n```\n\n"
-            "```yaml\nid: TASK-P0-M0.1-T003\nsmall: 0x" + "f" * 100 + "\n```\n"
+            "```yaml\nid: TASK-P0-M0.1-T003\nsmall: 0x"
+            + "f" * 100
+            + "\nprintable: "
+            + "9" * 4250
+            + "\n```\n\n"
+            "```yaml\nid: TASK-P0-M0.1-T004\npairs: !!pairs [{a: 0x" + "f" * 8000 + "}]\n```\n\n"
+            "```yaml\nid: TASK-P0-M0.1-T005\nset: !!set\n  ? 0x" + "f" * 8000 + "\n```\n"
         ),
     }
     for name, text in files.items():
@@ -152,12 +158,18 @@ def test_values_python_cannot_make_are_errors_not_crashes(tmp_path: Path) -> Non
     settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".st")
     found = sorted((f.file, f.line, f.message) for f in lint(settings) if f.rule == "bad-block")
     assert found == [
-        ("blocks.md", 4, "invalid YAML: a number longer than 4,300 digits"),
-        ("blocks.md", 9, "invalid JSON: a number longer than 4,300 digits"),
+        ("blocks.md", 4, "invalid YAML: a number with more digits than Python prints (4,300 by default)"),
+        ("blocks.md", 9, "invalid JSON: a number with more digits than Python prints (4,300 by default)"),
         ("blocks.md", 13, "invalid YAML: month must be in 1..12"),
+        ("blocks.md", 24, "invalid YAML: a number with more digits than Python prints (4,300 by default)"),
+        ("blocks.md", 29, "invalid YAML: a number with more digits than Python prints (4,300 by default)"),
         ("date.md", 2, "invalid YAML: day is out of range for month"),
-        ("digits.md", 2, "invalid YAML: a number longer than 4,300 digits"),
-        ("hex.md", 2, "invalid YAML: a number longer than 4,300 digits"),
+        ("digits.md", 2, "invalid YAML: a number with more digits than Python prints (4,300 by default)"),
+        ("hex.md", 2, "invalid YAML: a number with more digits than Python prints (4,300 by default)"),
     ]
     doc = parse_document(files["blocks.md"], "blocks.md")
-    assert [b.data for b in doc.blocks][3] == {"id": "TASK-P0-M0.1-T003", "small": int("f" * 100, 16)}
+    assert [b.data for b in doc.blocks][3] == {
+        "id": "TASK-P0-M0.1-T003",
+        "small": int("f" * 100, 16),
+        "printable": int("9" * 4250),
+    }

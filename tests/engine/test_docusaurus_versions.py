@@ -317,3 +317,56 @@ def test_reading_a_folder_beside_is_bounded(tmp_path: Path) -> None:
     # Read again only when a page changes (each small refresh walks the folder anew).
     (tmp_path / "docs" / "p00000.md").write_text("---\nid: moved-page\n---\n# P\n")
     assert beside_meta(tmp_path / "manual")("../docs").pages[1] == ("../docs/p00000.md", {"id": "moved-page"})
+
+
+def test_docs_and_blog_routes_follow_docusaurus_rules(tmp_path: Path) -> None:
+    # getSlug: a category index (index, README, or the folder's name as written, any case) is its
+    # folder's route whatever its id; a number prefix is dropped from folders and the file name, not
+    # when telling an index. parseBlogFileName: a date anywhere in the path, one-digit months kept,
+    # the folder before it kept, only `/index` dropped (`post/README.md` is no `/blog/post`).
+    write_tree(
+        tmp_path,
+        {
+            "docusaurus.config.js": "module.exports = { presets: [['classic', { docs: {} }]] };\n",
+            "docs/guide/index.md": "---\nid: overview\n---\n# Guide\n",
+            "docs/01-intro/intro.md": "# Intro\n",
+            "docs/Guide2/guide2.md": "# Guide 2\n",
+            "docs/rel/page.md": "---\nslug: custom\n---\n# Page\n",
+            "blog/releases/2021-05-01-v1.md": "# v1\n",
+            "blog/2021-5-1-x.md": "# x\n",
+            "blog/post/README.md": "# Post\n",
+            "blog/2026-04-02-name/index.md": "# Name\n",
+            "docs/links.md": "# Links\n\n"
+            + "\n".join(
+                f"- [x]({t})"
+                for t in [
+                    "/docs/guide",
+                    "/docs/guide/overview",
+                    "/docs/intro/intro",
+                    "/docs/intro",
+                    "/docs/Guide2",
+                    "/docs/rel/custom",
+                    "/blog/2021/05/01/releases/v1",
+                    "/blog/2021/05/01/v1",
+                    "/blog/2021/5/1/x",
+                    "/blog/post",
+                    "/blog/2026/04/02/name",
+                ]
+            )
+            + "\n",
+        },
+    )
+    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".st")
+    assert page_verdicts(settings, "docs/links.md") == {
+        "/docs/guide": True,
+        "/docs/guide/overview": False,
+        "/docs/intro/intro": True,
+        "/docs/intro": False,
+        "/docs/Guide2": True,
+        "/docs/rel/custom": True,
+        "/blog/2021/05/01/releases/v1": True,
+        "/blog/2021/05/01/v1": False,
+        "/blog/2021/5/1/x": True,
+        "/blog/post": False,
+        "/blog/2026/04/02/name": True,
+    }

@@ -189,6 +189,21 @@ def test_search_builder_reports_a_failure_without_hanging(tmp_path: Path) -> Non
     builder.close()
 
 
+def test_the_zstd_setting_stays_with_the_full_builds_own_connection(workspace: Path) -> None:
+    # `force_compression` is global to a DuckDB instance: set on the process's shared instance by a
+    # first build, it would hold for every later refresh of the process.
+    index = UdmIndex(load_settings(workspace))
+    index.ensure_fresh()  # a first build of a small manual: the shared connection loads it
+    engine = index.conns._engine
+    assert engine is not None
+    assert engine.execute("SELECT current_setting('force_compression')").fetchone()[0] != "zstd"
+    index.refresh(full=True)  # its own connection, closed after
+    with index.connect() as con:
+        assert con.execute("SELECT current_setting('force_compression')").fetchone()[0] != "zstd"
+        assert con.execute("SELECT count(*) FROM sections").fetchone()[0] > 0
+    index.close()
+
+
 def test_search_builder_commits_once_its_input_ends(tmp_path: Path) -> None:
     # The full build ends the input as the parse ends: tantivy commits while DuckDB loads.
     rows = [

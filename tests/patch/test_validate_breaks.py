@@ -239,6 +239,43 @@ def test_a_route_to_a_page_beside_the_manual_goes_by_its_id(tmp_path: Path) -> N
         s, {"op": "append_to_section", "file": page, "section": "Next", "content": "[t](/docs/next/turbo)"}
     )
     assert bad.status == "invalid" and "link to /docs/next/turbo would break" in (bad.error or "")
+    # The page beside the manual is read for its anchors, as the index reads it.
+    anchor = _apply(
+        s,
+        {
+            "op": "append_to_section",
+            "file": page,
+            "section": "Next",
+            "content": "[t](/docs/next/turbo-intro#nope)",
+        },
+    )
+    assert anchor.status == "invalid" and "#nope" in (anchor.error or "")
+
+
+def test_an_anchor_of_a_page_beside_a_plain_manual_is_checked(tmp_path: Path) -> None:
+    s = _root(tmp_path, {"guide.md": GUIDE, "setup.md": SETUP})
+    (tmp_path / ".git").mkdir()  # a repository: a link may climb out of the manual into it
+    (tmp_path / "docs" / "README.md").write_text("# Readme\n\n## Install\n")
+    good = _apply(
+        s,
+        {
+            "op": "append_to_section",
+            "file": "guide.md",
+            "section": "Usage",
+            "content": "[r](../README.md#install)",
+        },
+    )
+    assert good.status == "committed", good.error
+    bad = _apply(
+        s,
+        {
+            "op": "append_to_section",
+            "file": "guide.md",
+            "section": "Usage",
+            "content": "[r](../README.md#nope)",
+        },
+    )
+    assert bad.status == "invalid" and "#nope" in (bad.error or "")
 
 
 def test_renaming_a_heading_of_a_numbered_page_linked_by_route(tmp_path: Path) -> None:

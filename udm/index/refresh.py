@@ -183,7 +183,7 @@ def refresh_bulk(
         mark = time.perf_counter()
         stats.count(errors, counts)
         con = writer if writer is not None else stack.enter_context(index.conns.writer())
-        generation = _load_bulk(index, con, tmp, full, plan, file_rows)
+        generation = _load_bulk(index, con, tmp, full, plan, file_rows, own=writer is None)
         where = "" if rebuild else " AND i.file IN (SELECT unnest(?::VARCHAR[]))"
         defs = con.execute(DEFS_SQL + where, [] if rebuild else [plan.gone]).fetchall()
         stack.close()  # release the write connection before the side indexes
@@ -246,9 +246,12 @@ def _load_bulk(
     full: bool,
     plan: Plan,
     file_rows: list[dict[str, Any]],
+    *,
+    own: bool = False,
 ) -> int:
     """Replace the changed files' rows with the row files under `tmp` and resolve links, in one
-    transaction; the new generation."""
+    transaction; the new generation. `own`: `con` is this load's own connection (its own DuckDB
+    instance, closed after it), not the process's shared one."""
     rebuild = full or not plan.indexed
     gone = plan.gone
     if not rebuild:
@@ -256,10 +259,11 @@ def _load_bulk(
         # rewrites whole row groups of section text; DuckDB checkpoints once the WAL is large.
         con.execute("PRAGMA disable_checkpoint_on_shutdown")
         con.execute("SET checkpoint_threshold = '64MB'")
-    else:
+    elif own:
         # DuckDB's own choice per column analyses every compression (FSST for the text) as it writes:
-        # ZSTD alone writes the section text 2.5x faster into a 17% smaller file. The setting is this
-        # build connection's; later refreshes choose again.
+        # ZSTD alone writes the section text 2.5x faster into a 17% smaller file. The setting is
+        # global to a DuckDB instance, so only a connection of its own, closed after the load, takes
+        # it: the process's shared instance keeps DuckDB's choice for later refreshes.
         con.execute("SET force_compression = 'zstd'")
     con.execute("BEGIN TRANSACTION")
     try:

@@ -16,24 +16,28 @@ __all__ = ["DATA_LANGS", "collect_ids", "front_ids", "parse_data", "parse_front_
 
 _YamlLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 DATA_LANGS = frozenset({"yaml", "yml", "json", "verify"})
-# An integer past this many bits has more decimal digits than Python turns into text (4,300): a
-# row, a message or a route holding it would raise. A text shorter than this cannot spell one.
-_MAX_INT_BITS = 14_000
+# Below this many bits an integer has fewer than 4,000 decimal digits, which Python always turns into
+# text; a text shorter than `_SHORTEST_HUGE` characters cannot spell a longer one in any YAML form.
+_PRINTABLE_BITS = 13_000
 _SHORTEST_HUGE = 3_000
 
 
 def _huge_int(data: Any) -> bool:
-    """Whether loaded data holds an integer too large to print (`0x` and 8,000 `f`s, in YAML)."""
+    """Whether loaded YAML holds an integer Python refuses to turn into text (past its digit limit,
+    4,300 by default: `0x` and 8,000 `f`s), in mappings, sequences, `!!pairs`/`!!omap` tuples or sets."""
     stack = [data]
     while stack:
         node = stack.pop()
         if isinstance(node, int) and not isinstance(node, bool):
-            if node.bit_length() > _MAX_INT_BITS:
-                return True
+            if node.bit_length() > _PRINTABLE_BITS:
+                try:
+                    str(node)
+                except ValueError:
+                    return True
         elif isinstance(node, dict):
             stack.extend(node.keys())
             stack.extend(node.values())
-        elif isinstance(node, list):
+        elif isinstance(node, (list, tuple, set, frozenset)):
             stack.extend(node)
     return False
 
@@ -43,7 +47,7 @@ def _value_error(exc: ValueError | OverflowError) -> str:
     past 4,300 digits), on one line."""
     text = " ".join(str(exc).split())
     if "integer string conversion" in text:
-        return "a number longer than 4,300 digits"
+        return "a number with more digits than Python prints (4,300 by default)"
     return text[:200] or type(exc).__name__
 
 
@@ -72,10 +76,7 @@ def parse_data(
     if lang == "json":
         try:
             check_json(text, what=what or "JSON block")
-            data = json.loads(text)
-            if len(text) >= _SHORTEST_HUGE and _huge_int(data):
-                return None, f"{where}:{first_line + 1}: invalid JSON: a number longer than 4,300 digits"
-            return data, None
+            return json.loads(text), None
         except DataLimitError as exc:
             return None, f"{where}:{min(first_line + exc.line, last)}: {exc.reason}"
         except json.JSONDecodeError as exc:
@@ -93,7 +94,10 @@ def parse_data(
             # Aliases load as shared values; ID collection and the index's rows would walk them expanded.
             check_alias_expansion(data, len(text))
         if len(text) >= _SHORTEST_HUGE and _huge_int(data):
-            return None, f"{where}:{first_line + 1}: invalid YAML: a number longer than 4,300 digits"
+            return (
+                None,
+                f"{where}:{first_line + 1}: invalid YAML: a number with more digits than Python prints (4,300 by default)",
+            )
         return data, None
     except (ValueError, OverflowError) as exc:
         # A value the YAML grammar allows but Python cannot make: `date: 2001-02-30`, 5,000 digits.

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from udm.site.model import exists_within as exists_within
     from udm.site.model import on_pages as on_pages
     from udm.site.model import outside_root as outside_root
+    from udm.site.model import read_head as read_head
+    from udm.site.routes import BESIDE_TEXT as BESIDE_TEXT
     from udm.site.routes import LinkResolver as LinkResolver
     from udm.site.routes import Routes as Routes
     from udm.site.routes import autoref_ids as autoref_ids
@@ -39,6 +41,8 @@ if TYPE_CHECKING:
     from udm.site.routes import route_meta as route_meta
 
 _SURFACE = {
+    "BESIDE_TEXT": "routes",
+    "read_head": "model",
     "NOT_PUBLISHED": "model",
     "LinkResolver": "routes",
     "NUMBER_PREFIX": "detect",
@@ -68,6 +72,7 @@ _SURFACE = {
 }
 
 __all__ = [
+    "BESIDE_TEXT",
     "NOT_PUBLISHED",
     "NUMBER_PREFIX",
     "PAGE_SUFFIXES",
@@ -87,6 +92,7 @@ __all__ = [
     "own_heading_rule",
     "page_anchors",
     "page_named",
+    "read_head",
     "repeated_from",
     "resolve_links",
     "route_meta",

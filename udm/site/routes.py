@@ -62,6 +62,7 @@ from udm.site.fumadocs import DOT_LANGUAGE, mount_languages, next_segments
 from udm.site.model import Docsify, climbs, is_url, outside_root, read_head, within
 
 __all__ = [
+    "BESIDE_TEXT",
     "GENERATORS",
     "PAGE_SUFFIXES",
     "BesidePages",
@@ -84,6 +85,12 @@ __all__ = [
 ]
 
 _BLOG_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})-(.+)$")
+# Docusaurus' blog file names (`parseBlogFileName`): a date anywhere in the path moves the post to
+# `/<date as folders>/<the path before it><the name after it>`, `/index` dropped.
+_BLOG_FILE = re.compile(
+    r"^(?P<folder>.*)(?P<date>\d{4}[-/]\d{1,2}[-/]\d{1,2})[-/]?(?P<text>.*?)(?:/index)?\.mdx?$", re.S
+)
+_BLOG_PLAIN = re.compile(r"(?:/index)?\.mdx?$")
 _BLOG_ROUTE = re.compile(r"^(\d{4})/(\d{2})/(\d{2})/([^/]+)/?$")
 _MAX_REDIRECT_HOPS = 10
 # What a site's `src/pages` serves besides Markdown: React pages (Docusaurus), Astro pages and endpoints.
@@ -160,13 +167,16 @@ _BESIDE_NAMES = 50_000
 _BESIDE_PAGES = 5_000
 _BESIDE_HEAD = 16_384
 _BESIDE_DEPTH = 32
-# Each page's route front matter by its real path, kept while its size and mtime stay: every link
-# resolution pass (each small refresh) walks the folder again but reads only what changed.
-_HEADS: dict[str, tuple[int, int, Mapping[str, Any]]] = {}
+# The files Docusaurus' docs and blog plugins take as pages (`include`: `**/*.{md,mdx}`).
+_DOCUSAURUS_PAGES = (".md", ".mdx")
+# Each page's route front matter by its real path, kept while its size, mtime, ctime and inode stay
+# (a copy that keeps the mtime still moves the ctime): a resolution pass that asks walks the folder
+# again but reads only what changed.
+_HEADS: dict[str, tuple[tuple[int, int, int, int], Mapping[str, Any]]] = {}
 _MAX_HEADS = 50_000
 # A page beside the manual is parsed for its anchors only up to the size of a page the index
 # parses by default (`max_file_bytes`); a larger one's anchors are unknown.
-_BESIDE_TEXT = 4_000_000
+BESIDE_TEXT = 4_000_000
 
 
 class BesidePages(NamedTuple):
@@ -248,7 +258,7 @@ def _page_file(
                 return ""
             below.append((path, entry.path))
             return None
-        if not entry.name.lower().endswith(PAGE_SUFFIXES):
+        if not entry.name.lower().endswith(_DOCUSAURUS_PAGES):
             return None
         if entry.is_symlink():
             real = os.path.realpath(entry.path)
@@ -265,9 +275,10 @@ def _head_meta(real: str, rel: str) -> Mapping[str, Any]:
         st = os.stat(real)
     except OSError:
         return {}
+    stamp = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
     known = _HEADS.get(real)
-    if known is not None and known[:2] == (st.st_size, st.st_mtime_ns):
-        return known[2]
+    if known is not None and known[0] == stamp:
+        return known[1]
     meta: Mapping[str, Any] = {}
     try:
         head = read_head(Path(real), _BESIDE_HEAD)[:_BESIDE_HEAD].decode("utf-8", errors="replace")
@@ -279,7 +290,7 @@ def _head_meta(real: str, rel: str) -> Mapping[str, Any]:
         meta = route_meta(data) or {}
     if len(_HEADS) >= _MAX_HEADS:
         _HEADS.clear()
-    _HEADS[real] = (st.st_size, st.st_mtime_ns, meta)
+    _HEADS[real] = (stamp, meta)
     return meta
 
 
@@ -385,27 +396,23 @@ class Routes:
                 stem = stem[: -len(suffix)]
                 break
         if gen == "docusaurus" and mount.kind == "blog":
-            dated = _BLOG_DATE.match(stem) or (
-                _BLOG_DATE.match(parts[-1]) if parts and stem.lower() in INDEX_NAMES else None
-            )
             if meta.get("slug"):
                 return _join(mount.prefix, str(meta["slug"]))
-            if dated:
-                return _join(mount.prefix, *dated.groups())
+            return _join(mount.prefix, _blog_slug(rel))
         if gen == "docusaurus" and mount.kind == "docs":
-            parts = [NUMBER_PREFIX.sub("", p) for p in parts]
-            stem = NUMBER_PREFIX.sub("", stem)
-            if meta.get("id") and "/" not in str(meta["id"]):
-                stem = str(meta["id"])
-            if stem.lower() in INDEX_NAMES or (parts and stem == parts[-1]):
-                stem = ""
-            slug = meta.get("slug")
-            if slug:
-                slug = str(slug)
-                return (
-                    _join(mount.prefix, slug) if slug.startswith("/") else _join(mount.prefix, *parts, slug)
-                )
-            return _join(mount.prefix, *parts, stem)
+            # Docusaurus' getSlug: an absolute slug is the route; a category index (`index`, `README`
+            # or the folder's own name, as written, any case) is its folder's route, whatever its id;
+            # otherwise the slug, the id or the file name without its number prefix, in the folder.
+            slug = str(meta.get("slug") or "")
+            folders = [NUMBER_PREFIX.sub("", p) for p in parts]
+            if slug.startswith("/"):
+                return _join(mount.prefix, slug)
+            index = stem.lower() in ("index", "readme") or bool(parts and stem.lower() == parts[-1].lower())
+            if not slug and index:
+                return _join(mount.prefix, *folders)
+            ident = str(meta.get("id") or "")
+            base = slug or (ident if ident and "/" not in ident else NUMBER_PREFIX.sub("", stem))
+            return _join(mount.prefix, *folders, base)
         if gen == "starlight":
             # Astro's content ids: front matter `slug`, else each path segment github-slugged.
             if meta.get("slug"):
@@ -653,14 +660,14 @@ class Routes:
         return key.lower() if self.site.generator == "hugo" else key
 
     def beside_routes(self, mount: Mount, pages: list[tuple[str, Mapping[str, Any]]]) -> dict[str, str]:
-        """Route key -> file of pages of `mount` the index does not hold (a folder beside the manual),
-        each given with its route front matter (`beside_meta`); the first file of a route wins."""
+        """Route -> file of pages of `mount` the index does not hold (a folder beside the manual), each
+        given with its route front matter (`beside_meta`), keyed as `_build` keys the index's pages;
+        the first file of a route wins."""
         table: dict[str, str] = {}
         prefix = mount.folder.rstrip("/") + "/"
         for path, meta in pages:
             if path.startswith(prefix) and not self.is_unpublished(path):
-                route = self._route(mount, path[len(prefix) :], meta, path)
-                table.setdefault(self._norm_route(route), path)
+                table.setdefault(self._route(mount, path[len(prefix) :], meta, path), path)
         return table
 
     def route_key(self, route: str) -> str:
@@ -791,6 +798,14 @@ def _from_site(path: str, folder: tuple[str, str]) -> str:
     if root_in_site and normal.startswith(root_in_site + "/"):
         return normal[len(root_in_site) + 1 :]
     return ""
+
+
+def _blog_slug(rel: str) -> str:
+    """A Docusaurus blog post's route below the blog, from its path in the blog folder."""
+    dated = _BLOG_FILE.match(rel)
+    if dated is None:
+        return _BLOG_PLAIN.sub("", rel)
+    return "/".join([re.sub(r"[-/]", "/", dated["date"]), dated["folder"] + dated["text"]])
 
 
 def _join(*parts: str) -> str:
@@ -1598,6 +1613,7 @@ class LinkResolver:
             candidate = posixpath.join(folder, rel) if folder else rel
             if self.exists(candidate) and not self.routes.is_unpublished(candidate):
                 return Located(candidate, None, how="static")
+        unread = False
         for mount in self.site.mounts:
             if mount.prefix and not (rel == mount.prefix or rel.startswith(mount.prefix + "/")):
                 continue
@@ -1637,8 +1653,9 @@ class LinkResolver:
                 if found is not None:
                     return Located(found, None, how="outside")
                 if not routed[1]:
-                    # The folder was too large to read whole: the page may be in what was not read.
-                    return Located(None, None, external=True, how="unread")
+                    # The folder was too large to read whole: the page may be in what was not read,
+                    # unless another mount has it.
+                    unread = True
                 continue
             dated = _BLOG_ROUTE.match(inner) if mount.kind == "blog" else None
             if dated:
@@ -1660,6 +1677,8 @@ class LinkResolver:
                         and not self.routes.is_unpublished(name)
                     ):
                         return Located(name, None, how="outside")
+        if unread:
+            return Located(None, None, external=True, how="unread")
         if self.site.generator == "hugo":
             return self._hugo_generated(rel)
         if self.site.html_pages:
@@ -2010,7 +2029,7 @@ def resolve_links(
             if page not in texts:
                 texts[page] = text_of(page)
             text = texts[page]
-            if page in beside and text is not None and len(text) > _BESIDE_TEXT:
+            if page in beside and text is not None and len(text) > BESIDE_TEXT:
                 text = None  # no larger than a page the index parses (max_file_bytes' default)
             if text is None:
                 if page in beside:
