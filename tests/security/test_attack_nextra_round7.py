@@ -237,7 +237,8 @@ def test_generated_prefixes_times_locales_times_links_is_bounded(tmp_path: Path)
     # app/[lang]/pN/[x]/ and 100 locales make 202,000 prefixes), and `_locate_absolute` scans them all,
     # linearly, for every distinct unresolved link (twice on a translated page). 50 links took ~3.5 s,
     # 200 ~12 s, 400 ~23 s (~30 ms per lookup). A lookup should not depend on the number of prefixes
-    # (a set of prefixes, probed per segment of the route): 50 links well under 1.5 s.
+    # (a set of prefixes, probed per segment of the route): 150 links (~10 s then) well under 3 s,
+    # which leaves room for a loaded machine (the build of 2,001 files is timed too).
     locales = ["en", *(f"{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(1, 100))]
     config = (
         "import nextra from 'nextra'\nexport default nextra({})({ i18n: { locales: ["
@@ -246,15 +247,15 @@ def test_generated_prefixes_times_locales_times_links_is_bounded(tmp_path: Path)
     )
     files = {"next.config.mjs": config}
     files.update({f"app/[lang]/p{i}/[x]/page.tsx": "x\n" for i in range(2000)})
-    files["content/en/index.mdx"] = "# Home\n\n" + " ".join(f"[l](/zz{i})" for i in range(50)) + "\n"
+    files["content/en/index.mdx"] = "# Home\n\n" + " ".join(f"[l](/zz{i})" for i in range(150)) + "\n"
     project = _project(tmp_path, files)
     assert len(detect_site(project, stop=project).generated) == 5000  # capped; a lookup per segment
     settings = load_settings(cwd=project, root=project, state_dir=tmp_path / ".st")
     started = time.perf_counter()
     verdicts = page_verdicts(settings, "content/en/index.mdx")
     elapsed = time.perf_counter() - started
-    assert len(verdicts) == 50
-    assert elapsed < 1.5, f"{elapsed:.2f}s"
+    assert len(verdicts) == 150
+    assert elapsed < 3.0, f"{elapsed:.2f}s"
 
 
 def test_choice_redirect_loops_cost_is_bounded(tmp_path: Path) -> None:

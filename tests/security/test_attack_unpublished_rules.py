@@ -377,7 +377,8 @@ def test_docusaurus_exclude_of_half_a_megabyte_is_read_quickly(tmp_path: Path) -
         )
         roots.append(str(site))
     # One child for the four (~0.45 s each here, linear in the config's size); the bound is on the
-    # slowest one: the op ends by moving the clock's start back by it.
+    # slowest one: the op ends by moving the clock's start back by it. The bound leaves room for the
+    # suite's load (1.06 s seen there); a quadratic read of half a megabyte takes minutes.
     _op_seconds(
         f"from pathlib import Path\nfrom udm.site.routes import detect_site\nroots = {roots!r}",
         "slowest = 0.0\n"
@@ -387,8 +388,8 @@ def test_docusaurus_exclude_of_half_a_megabyte_is_read_quickly(tmp_path: Path) -
         "    site.unpublished_page('docs/' + 'a/' * 31 + 'a' * 200 + '.md')\n"
         "    slowest = max(slowest, time.perf_counter() - started)\n"
         "_t0 = time.perf_counter() - slowest",
-        limit=1.0,
-        hard=6.0,
+        limit=2.5,
+        hard=12.0,
     )
 
 
