@@ -135,7 +135,8 @@ def test_lint_reports_no_noise_from_examples(tmp_path: Path) -> None:
 
 def test_values_python_cannot_make_are_errors_not_crashes(tmp_path: Path) -> None:
     # YAML allows `2001-02-30` (a date past the calendar) and numbers of any length; Python refuses to
-    # make the one and to print the other past 4,300 digits. Each used to crash the whole index build.
+    # make the one and to print the other past 4,300 digits. Each used to crash the whole index build;
+    # now each is an error at the value's own line.
     files = {
         "date.md": "---\ntitle: x\ndate: 2001-02-30\n---\n# Date\n",
         "digits.md": "---\nid: " + "9" * 5000 + "\n---\n# Digits\n",
@@ -158,12 +159,12 @@ def test_values_python_cannot_make_are_errors_not_crashes(tmp_path: Path) -> Non
     settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".st")
     found = sorted((f.file, f.line, f.message) for f in lint(settings) if f.rule == "bad-block")
     assert found == [
-        ("blocks.md", 4, "invalid YAML: a number with more digits than Python prints (4,300 by default)"),
+        ("blocks.md", 5, "invalid YAML: a number with more digits than Python prints (4,300 by default)"),
         ("blocks.md", 9, "invalid JSON: a number with more digits than Python prints (4,300 by default)"),
-        ("blocks.md", 13, "invalid YAML: month must be in 1..12"),
-        ("blocks.md", 24, "invalid YAML: a number with more digits than Python prints (4,300 by default)"),
-        ("blocks.md", 29, "invalid YAML: a number with more digits than Python prints (4,300 by default)"),
-        ("date.md", 2, "invalid YAML: day is out of range for month"),
+        ("blocks.md", 14, "invalid YAML: month must be in 1..12"),
+        ("blocks.md", 25, "invalid YAML: a number with more digits than Python prints (4,300 by default)"),
+        ("blocks.md", 31, "invalid YAML: a number with more digits than Python prints (4,300 by default)"),
+        ("date.md", 3, "invalid YAML: day is out of range for month"),
         ("digits.md", 2, "invalid YAML: a number with more digits than Python prints (4,300 by default)"),
         ("hex.md", 2, "invalid YAML: a number with more digits than Python prints (4,300 by default)"),
     ]

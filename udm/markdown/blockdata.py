@@ -14,32 +14,12 @@ from udm.markdown.simple_yaml import NOT_SIMPLE, parse_simple_yaml
 
 __all__ = ["DATA_LANGS", "collect_ids", "front_ids", "parse_data", "parse_front_matter"]
 
-_YamlLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_SafeLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 DATA_LANGS = frozenset({"yaml", "yml", "json", "verify"})
 # Below this many bits an integer has fewer than 4,000 decimal digits, which Python always turns into
-# text; a text shorter than `_SHORTEST_HUGE` characters cannot spell a longer one in any YAML form.
+# text; past Python's digit limit (4,300 by default) a row, a message or a route holding it would raise.
 _PRINTABLE_BITS = 13_000
-_SHORTEST_HUGE = 3_000
-
-
-def _huge_int(data: Any) -> bool:
-    """Whether loaded YAML holds an integer Python refuses to turn into text (past its digit limit,
-    4,300 by default: `0x` and 8,000 `f`s), in mappings, sequences, `!!pairs`/`!!omap` tuples or sets."""
-    stack = [data]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, int) and not isinstance(node, bool):
-            if node.bit_length() > _PRINTABLE_BITS:
-                try:
-                    str(node)
-                except ValueError:
-                    return True
-        elif isinstance(node, dict):
-            stack.extend(node.keys())
-            stack.extend(node.values())
-        elif isinstance(node, (list, tuple, set, frozenset)):
-            stack.extend(node)
-    return False
+_TOO_LONG = "a number with more digits than Python prints (4,300 by default)"
 
 
 def _value_error(exc: ValueError | OverflowError) -> str:
@@ -47,8 +27,39 @@ def _value_error(exc: ValueError | OverflowError) -> str:
     past 4,300 digits), on one line."""
     text = " ".join(str(exc).split())
     if "integer string conversion" in text:
-        return "a number with more digits than Python prints (4,300 by default)"
+        return _TOO_LONG
     return text[:200] or type(exc).__name__
+
+
+def _made(construct: Any) -> Any:
+    """A constructor of values YAML allows but Python may not make (`2001-02-30`, 5,000 digits) that
+    fails as a YAML error at the value's own line, and refuses an integer too long to print."""
+
+    def wrapped(loader: Any, node: Any) -> Any:
+        try:
+            value = construct(loader, node)
+        except (ValueError, OverflowError) as exc:
+            raise yaml.constructor.ConstructorError(None, None, _value_error(exc), node.start_mark) from None
+        if isinstance(value, int) and value.bit_length() > _PRINTABLE_BITS:
+            try:
+                str(value)
+            except ValueError:
+                raise yaml.constructor.ConstructorError(None, None, _TOO_LONG, node.start_mark) from None
+        return value
+
+    return wrapped
+
+
+class _YamlLoader(_SafeLoader):
+    """The safe loader, with integers and timestamps made as `_made` makes them."""
+
+
+_YamlLoader.add_constructor(
+    "tag:yaml.org,2002:int", _made(yaml.constructor.SafeConstructor.construct_yaml_int)
+)
+_YamlLoader.add_constructor(
+    "tag:yaml.org,2002:timestamp", _made(yaml.constructor.SafeConstructor.construct_yaml_timestamp)
+)
 
 
 def collect_ids(data: Any, out: list[str]) -> None:
@@ -93,14 +104,9 @@ def parse_data(
         if "*" in text:
             # Aliases load as shared values; ID collection and the index's rows would walk them expanded.
             check_alias_expansion(data, len(text))
-        if len(text) >= _SHORTEST_HUGE and _huge_int(data):
-            return (
-                None,
-                f"{where}:{first_line + 1}: invalid YAML: a number with more digits than Python prints (4,300 by default)",
-            )
         return data, None
     except (ValueError, OverflowError) as exc:
-        # A value the YAML grammar allows but Python cannot make: `date: 2001-02-30`, 5,000 digits.
+        # The flat-YAML fast path's number past Python's digit limit (the loader reports its line).
         return None, f"{where}:{first_line + 1}: invalid YAML: {_value_error(exc)}"
     except DataLimitError as exc:
         return None, f"{where}:{min(first_line + exc.line, last)}: {exc.reason}"

@@ -39,7 +39,8 @@ def _scalar(text: str) -> Any:
             return text[1:-1]
         return NOT_SIMPLE
     if _INT.fullmatch(text):
-        return int(text)
+        # Past 4,000 digits Python may refuse the number: the full loader names its line.
+        return int(text) if len(text) <= 4000 else NOT_SIMPLE
     if _PLAIN.fullmatch(text) and text.lower() not in _SPECIAL and not text.endswith(" "):
         return text
     return NOT_SIMPLE
