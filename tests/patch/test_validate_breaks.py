@@ -278,6 +278,30 @@ def test_an_anchor_of_a_page_beside_a_plain_manual_is_checked(tmp_path: Path) ->
     assert bad.status == "invalid" and "#nope" in (bad.error or "")
 
 
+def test_a_page_beside_the_manual_past_4_mb_leaves_its_anchors_unknown(tmp_path: Path) -> None:
+    # Read for anchors only as far as a page the index parses (4,000,000 bytes, not characters: the
+    # index and the validator share one reader); past it, an anchor there is neither known nor broken.
+    s = _root(tmp_path, {"guide.md": GUIDE, "setup.md": SETUP})
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "docs" / "README.md").write_text("# Readme\n\n## Install\n\n" + "é" * 1_999_990 + "\n")
+    link = {
+        "op": "append_to_section",
+        "file": "guide.md",
+        "section": "Usage",
+        "content": "[r](../README.md#nope)",
+    }
+    res = _apply(s, link)
+    assert res.status == "committed", res.error
+    from udm.index import UdmIndex
+
+    index = UdmIndex(s)
+    index.ensure_fresh()
+    with index.connect() as con:
+        rows = con.execute("SELECT resolved FROM links WHERE target = '../README.md#nope'").fetchall()
+    index.close()
+    assert rows == [(None,)]
+
+
 def test_renaming_a_heading_of_a_numbered_page_linked_by_route(tmp_path: Path) -> None:
     (tmp_path / "website" / "docs").mkdir(parents=True)
     (tmp_path / "website" / "docusaurus.config.js").write_text(DOCUSAURUS)

@@ -22,7 +22,9 @@ from udm.site import (
     Routes,
     Site,
     beside_meta,
+    beside_text,
     exists_within,
+    outside_root,
     repeated_from,
     resolve_links,
 )
@@ -357,6 +359,8 @@ def _page_reader(root: Path) -> Callable[[str], str | None]:
     """A page's text from the disk (links into it named an anchor that is no heading's)."""
 
     def read_page(rel: str) -> str | None:
+        if outside_root(rel):
+            return beside_text(root, rel)  # as the patch validator reads it
         try:
             with open(os.path.join(root, rel), "rb") as fh:
                 return fh.read(64 << 20).decode("utf-8", errors="replace")

@@ -21,7 +21,6 @@ from udm.markdown import Document, parse_front_matter, slugify
 from udm.patch.splice import edit_form, line_opcodes
 from udm.patch.workspace import Workspace
 from udm.site import (
-    BESIDE_TEXT,
     NOT_PUBLISHED,
     NUMBER_PREFIX,
     PAGE_SUFFIXES,
@@ -30,6 +29,7 @@ from udm.site import (
     Site,
     autoref_ids,
     beside_meta,
+    beside_text,
     display_target,
     exists_within,
     explicit_anchors,
@@ -39,7 +39,6 @@ from udm.site import (
     own_heading_rule,
     page_anchors,
     page_named,
-    read_head,
     repeated_from,
     resolve_links,
     route_meta,
@@ -129,16 +128,6 @@ class _Pages(AbstractSet[str]):
         return len(self._list())
 
 
-def _beside_text(root: Path, rel: str) -> str | None:
-    """A page beside the manual's text, read as the index reads it (None when unreadable or larger
-    than `BESIDE_TEXT`: its anchors are unknown)."""
-    try:
-        raw = read_head(root / rel, BESIDE_TEXT)
-    except OSError:
-        return None
-    return None if len(raw) > BESIDE_TEXT else raw.decode("utf-8", errors="replace")
-
-
 class _Resolver:
     """The manual before or after the patch: file texts, parsed pages, and the site's link rules."""
 
@@ -175,7 +164,7 @@ class _Resolver:
         elif outside_root(rel):
             # A page beside the manual (`../docs/x.md`, a Docusaurus folder there): read, within the
             # folder the path climbs to and as far as the index reads one, for its anchors.
-            text = _beside_text(self.ws.root, rel) if self._file_above(rel) else None
+            text = beside_text(self.ws.root, rel) if self._file_above(rel) else None
         else:
             try:
                 text = self.ws.read(rel)

@@ -28,12 +28,11 @@ if TYPE_CHECKING:
     from udm.site.model import exists_within as exists_within
     from udm.site.model import on_pages as on_pages
     from udm.site.model import outside_root as outside_root
-    from udm.site.model import read_head as read_head
-    from udm.site.routes import BESIDE_TEXT as BESIDE_TEXT
     from udm.site.routes import LinkResolver as LinkResolver
     from udm.site.routes import Routes as Routes
     from udm.site.routes import autoref_ids as autoref_ids
     from udm.site.routes import beside_meta as beside_meta
+    from udm.site.routes import beside_text as beside_text
     from udm.site.routes import display_target as display_target
     from udm.site.routes import is_reference as is_reference
     from udm.site.routes import no_holder as no_holder
@@ -41,8 +40,6 @@ if TYPE_CHECKING:
     from udm.site.routes import route_meta as route_meta
 
 _SURFACE = {
-    "BESIDE_TEXT": "routes",
-    "read_head": "model",
     "NOT_PUBLISHED": "model",
     "LinkResolver": "routes",
     "NUMBER_PREFIX": "detect",
@@ -51,6 +48,7 @@ _SURFACE = {
     "Site": "detect",
     "autoref_ids": "routes",
     "beside_meta": "routes",
+    "beside_text": "routes",
     "display_target": "routes",
     "is_reference": "routes",
     "no_holder": "routes",
@@ -72,7 +70,6 @@ _SURFACE = {
 }
 
 __all__ = [
-    "BESIDE_TEXT",
     "NOT_PUBLISHED",
     "NUMBER_PREFIX",
     "PAGE_SUFFIXES",
@@ -80,6 +77,7 @@ __all__ = [
     "Routes",
     "Site",
     "beside_meta",
+    "beside_text",
     "display_target",
     "excluded",
     "exists_within",
@@ -92,7 +90,6 @@ __all__ = [
     "own_heading_rule",
     "page_anchors",
     "page_named",
-    "read_head",
     "repeated_from",
     "resolve_links",
     "route_meta",

@@ -35,6 +35,7 @@ from udm.markdown import (
     parse_ref,
     slugify,
 )
+from udm.shown import utf8_name
 from udm.site.anchors import (
     has_explicit_anchor,
     own_heading_rule,
@@ -62,7 +63,6 @@ from udm.site.fumadocs import DOT_LANGUAGE, mount_languages, next_segments
 from udm.site.model import Docsify, climbs, is_url, outside_root, read_head, within
 
 __all__ = [
-    "BESIDE_TEXT",
     "GENERATORS",
     "PAGE_SUFFIXES",
     "BesidePages",
@@ -72,6 +72,7 @@ __all__ = [
     "Routes",
     "Site",
     "beside_meta",
+    "beside_text",
     "detect_site",
     "display_target",
     "has_explicit_anchor",
@@ -174,9 +175,9 @@ _DOCUSAURUS_PAGES = (".md", ".mdx")
 # again but reads only what changed.
 _HEADS: dict[str, tuple[tuple[int, int, int, int], Mapping[str, Any]]] = {}
 _MAX_HEADS = 50_000
-# A page beside the manual is parsed for its anchors only up to the size of a page the index
-# parses by default (`max_file_bytes`); a larger one's anchors are unknown.
-BESIDE_TEXT = 4_000_000
+# A page beside the manual is parsed for its anchors only up to the size in bytes of a page the
+# index parses by default (`max_file_bytes`); a larger one's anchors are unknown.
+_BESIDE_TEXT = 4_000_000
 
 
 class BesidePages(NamedTuple):
@@ -221,14 +222,21 @@ def beside_meta(root: Path) -> Callable[[str], BesidePages]:
             below: list[tuple[str, str]] = []
             for entry in entries:
                 name = entry.name
-                if name.startswith((".", "_")) or name == "node_modules" or not _utf8(name):
+                if name.startswith((".", "_")) or name == "node_modules" or not utf8_name(name):
                     continue
                 path = f"{inner}/{name}" if inner else name
-                real = _page_file(entry, top, path.count("/") < _BESIDE_DEPTH, below, path)
+                try:
+                    is_folder = entry.is_dir(follow_symlinks=False)
+                except OSError:
+                    continue
+                if is_folder:
+                    if path.count("/") >= _BESIDE_DEPTH:
+                        return BesidePages(found, False)  # what lies deeper is not read
+                    below.append((path, entry.path))
+                    continue
+                real = _page_file(entry, top)
                 if real is None:
                     continue
-                if real == "":
-                    return BesidePages(found, False)  # a folder past the depth bound
                 rel = posixpath.join(folder, path)
                 found.append((rel, _head_meta(real, rel)))
                 if len(found) >= _BESIDE_PAGES:
@@ -239,25 +247,10 @@ def beside_meta(root: Path) -> Callable[[str], BesidePages]:
     return pages
 
 
-def _utf8(name: str) -> bool:
+def _page_file(entry: os.DirEntry[str], top: str) -> str | None:
+    """The real path of a file the walk meets when it is a page: a regular `.md`/`.mdx` file, or a
+    link to one inside `top` (None otherwise)."""
     try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _page_file(
-    entry: os.DirEntry[str], top: str, deeper: bool, below: list[tuple[str, str]], path: str
-) -> str | None:
-    """The real path of a page file the walk meets (None: no page; "": a folder past the depth
-    bound); a folder to walk is added to `below`."""
-    try:
-        if entry.is_dir(follow_symlinks=False):
-            if not deeper:
-                return ""
-            below.append((path, entry.path))
-            return None
         if not entry.name.lower().endswith(_DOCUSAURUS_PAGES):
             return None
         if entry.is_symlink():
@@ -268,9 +261,20 @@ def _page_file(
         return None
 
 
+def beside_text(root: Path, rel: str) -> str | None:
+    """A page beside the manual's text as link checks read it for its anchors (the index's and the
+    patch validator's alike): None when it cannot be read or holds more than `_BESIDE_TEXT` bytes,
+    its anchors then unknown."""
+    try:
+        raw = read_head(root / rel, _BESIDE_TEXT)
+    except OSError:
+        return None
+    return None if len(raw) > _BESIDE_TEXT else raw.decode("utf-8", errors="replace")
+
+
 def _head_meta(real: str, rel: str) -> Mapping[str, Any]:
     """The route front matter of a page from its first bytes (empty when unreadable or none), read
-    again only when its size or mtime changed."""
+    again only when its size, mtime, ctime or inode changed."""
     try:
         st = os.stat(real)
     except OSError:
@@ -635,7 +639,7 @@ class Routes:
                     if found is not None:
                         by_route.setdefault(self._route(found[0], found[1], {}, path), path)
             for alias in self._meta(path).get("aliases") or []:
-                by_route.setdefault(self._norm_route(str(alias)), path)
+                by_route.setdefault(self.route_key(str(alias)), path)
         self._by_path, self._by_route = by_path, by_route
 
     def _language_routes(self, path: str, route: str) -> list[str]:
@@ -652,7 +656,9 @@ class Routes:
         rest = route[len(default) :]
         return [f"{lang}{rest}" for lang in sorted(others)]
 
-    def _norm_route(self, route: str) -> str:
+    def route_key(self, route: str) -> str:
+        """The key a route is looked up by in `by_route`, `beside_routes` and the redirects (the
+        site's own folding)."""
         if self.site.generator == "rspress":
             # Rspress folds `index` only: `/guide/README` is README.md's route, `/guide/` none.
             return strip_page(route, ("index",))
@@ -670,10 +676,6 @@ class Routes:
                 table.setdefault(self._route(mount, path[len(prefix) :], meta, path), path)
         return table
 
-    def route_key(self, route: str) -> str:
-        """The key `by_route` and `beside_routes` look a route up by (the site's own folding)."""
-        return self._norm_route(route)
-
     def by_path(self, key: str) -> str | None:
         """The page whose path, without page suffix or trailing index, is `key`."""
         if self._by_path is None:
@@ -686,16 +688,16 @@ class Routes:
         if self._by_route is None:
             self._build()
         assert self._by_route is not None
-        return self._by_route.get(self._norm_route(route))
+        return self._by_route.get(self.route_key(route))
 
     def redirect(self, route: str) -> str | None:
         """Where the site's redirects send `route` (a route or a URL), or None."""
         if self._redirects is None:
             self._redirects = [
-                ([_segment(s) for s in self._norm_route(src).split("/") if s], dest)
+                ([_segment(s) for s in self.route_key(src).split("/") if s], dest)
                 for src, dest in self.site.redirects
             ]
-        parts = [s for s in self._norm_route(route).split("/") if s]
+        parts = [s for s in self.route_key(route).split("/") if s]
         for pattern, dest in self._redirects:
             bound = _match(pattern, parts)
             if bound is not None:
@@ -1321,7 +1323,7 @@ class LinkResolver:
 
     def _docusaurus_markdown(self, path: str) -> bool:
         """Whether `path` names a Markdown file on a Docusaurus site (resolved by the file, never served)."""
-        return self.site.site_folder is not None and path.lower().endswith((".md", ".mdx"))
+        return self.site.site_folder is not None and path.lower().endswith(_DOCUSAURUS_PAGES)
 
     def _docusaurus_file(self, source: str, path: str) -> str | None:
         """The page a Docusaurus link to a Markdown file names, as its remark plugin finds it; None when
@@ -2029,8 +2031,6 @@ def resolve_links(
             if page not in texts:
                 texts[page] = text_of(page)
             text = texts[page]
-            if page in beside and text is not None and len(text) > BESIDE_TEXT:
-                text = None  # no larger than a page the index parses (max_file_bytes' default)
             if text is None:
                 if page in beside:
                     unknown.add(page)
