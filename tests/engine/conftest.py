@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,8 @@ from tasks.base import ToolContext, always_approve
 from udm.config import Settings, load_settings
 from udm.index import UdmIndex, UdmQuery
 from udm.markdown import parse_document
+
+from ..timing import cpu_seconds
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
@@ -33,13 +34,8 @@ def site_settings(root: Path, files: dict[str, str]) -> Settings:
 
 
 def parse_seconds(text: str, *, autorefs: bool = False, runs: int = 3) -> float:
-    """The best of `runs` wall times of a parse of `text` with its links (for linear-time tests)."""
-    best = float("inf")
-    for _ in range(runs):
-        started = time.perf_counter()
-        parse_document(text, "x.md", autorefs=autorefs).links  # noqa: B018
-        best = min(best, time.perf_counter() - started)
-    return best
+    """The least CPU time of `runs` parses of `text` with its links (for linear-time tests)."""
+    return cpu_seconds(lambda: parse_document(text, "x.md", autorefs=autorefs).links, runs)
 
 
 def index_rows(settings: Settings, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:

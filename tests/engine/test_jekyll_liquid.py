@@ -7,7 +7,6 @@ seen before (and 15 in HTML attributes were left unchecked); all resolve. Liquid
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from hypothesis import given
@@ -17,6 +16,7 @@ from udm.config import load_settings
 from udm.markdown import LiquidTarget, liquid_target, parse_document
 from udm.markdown.liquid import find_liquid_links
 
+from ..timing import cpu_seconds
 from .conftest import page_verdicts, write_tree
 from .test_jekyll_site import _site
 
@@ -155,13 +155,7 @@ def test_a_page_of_liquid_fragments_parses_without_error(parts: list[str]) -> No
 
 
 def _best_seconds(text: str) -> float:
-    best = float("inf")
-    for _ in range(2):
-        started = time.perf_counter()
-        find_liquid_links(text)
-        parse_document(text, "p.md", liquid=True)
-        best = min(best, time.perf_counter() - started)
-    return best
+    return cpu_seconds(lambda: (find_liquid_links(text), parse_document(text, "p.md", liquid=True)), 2)
 
 
 def test_crafted_liquid_is_read_in_linear_time() -> None:

@@ -6,7 +6,6 @@ linear in its size and never make a link land outside the manual's site.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -19,15 +18,14 @@ from udm.site.anchors import explicit_anchors, mintlify_slug, page_anchors
 from udm.site.model import Site
 
 from ..engine.conftest import page_verdicts, site_settings
+from ..timing import cpu_seconds
 
 MINTLIFY = Site(generator="mintlify")
 VITEPRESS = Site(generator="vitepress")
 
 
 def _seconds(fn: object, *args: object) -> float:
-    started = time.perf_counter()
-    fn(*args)  # type: ignore[operator]
-    return time.perf_counter() - started
+    return cpu_seconds(lambda: fn(*args))  # type: ignore[operator]
 
 
 @pytest.mark.parametrize(
