@@ -16,8 +16,7 @@ from udm.config import load_settings
 from udm.markdown import LiquidTarget, liquid_target, parse_document
 from udm.markdown.liquid import find_liquid_links
 
-from ..timing import cpu_seconds
-from .conftest import page_verdicts, write_tree
+from .conftest import cpu_seconds, page_verdicts, write_tree
 from .test_jekyll_site import _site
 
 PAGE = """\

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from udm.markdown import MarkdownParseError, parse_document
 from udm.markdown.indented import unindent
 
-from ..timing import cpu_seconds
+from ..engine.conftest import cpu_seconds
 
 ALL = ("!!!", "===", "???")
 # The characters the markers, titles, fences, containers and links are made of.

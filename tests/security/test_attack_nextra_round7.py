@@ -12,8 +12,7 @@ from udm.config import load_settings
 from udm.site.nextra import nextra
 from udm.site.routes import detect_site
 
-from ..engine.conftest import link_verdicts, page_verdicts, write_tree
-from ..timing import cpu_seconds
+from ..engine.conftest import cpu_seconds, link_verdicts, page_verdicts, write_tree
 from .nextra_sites import I18N, PLAIN
 from .nextra_sites import project as _project
 from .nextra_sites import verdicts as _verdicts

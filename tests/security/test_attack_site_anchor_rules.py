@@ -17,8 +17,7 @@ from udm.site import LinkResolver, Routes
 from udm.site.anchors import explicit_anchors, mintlify_slug, page_anchors
 from udm.site.model import Site
 
-from ..engine.conftest import page_verdicts, site_settings
-from ..timing import cpu_seconds
+from ..engine.conftest import cpu_seconds, page_verdicts, site_settings
 
 MINTLIFY = Site(generator="mintlify")
 VITEPRESS = Site(generator="vitepress")

@@ -9,9 +9,8 @@ from pathlib import Path
 from udm.config import load_settings
 from udm.site.routes import LinkResolver, Routes, detect_site
 
-from ..engine.conftest import page_verdicts, write_tree
+from ..engine.conftest import cpu_seconds, page_verdicts, write_tree
 from ..engine.test_jekyll_site import _site as _jekyll_site
-from ..timing import cpu_seconds
 from .cli_process import run_udm
 
 
