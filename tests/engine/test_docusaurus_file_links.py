@@ -155,3 +155,53 @@ def test_a_file_link_never_lands_outside_the_manuals_pages(tmp_path: Path, targe
     resolver = LinkResolver(Routes(site, pages), lambda rel: (root / "docs" / rel).is_file())
     found = resolver.locate("api/native/setup.md", target)
     assert found.file is None or (root / "docs" / found.file).resolve().is_relative_to(root)
+
+
+_WORD = st.text(alphabet="abcxyz_", min_size=1, max_size=6)
+
+
+@given(
+    folders=st.lists(_WORD, max_size=3),
+    date=st.tuples(st.integers(1000, 9999), st.integers(1, 12), st.integers(1, 31), st.booleans()),
+    seps=st.tuples(st.sampled_from("-/"), st.sampled_from("-/")),
+    text=st.lists(_WORD, min_size=1, max_size=3),
+    index=st.booleans(),
+    suffix=st.sampled_from([".md", ".mdx"]),
+)
+def test_each_dated_post_is_among_the_files_its_route_is_looked_for_in(
+    folders: list[str],
+    date: tuple[int, int, int, bool],
+    seps: tuple[str, str],
+    text: list[str],
+    index: bool,
+    suffix: str,
+) -> None:
+    """The resolver's fallback for a post the index does not hold inverts Docusaurus' own rule."""
+    from udm.site.routes import _blog_files, _blog_slug
+
+    year, month, day, padded = date
+    written = f"{month:02}{seps[0]}{day:02}" if padded else f"{month}{seps[0]}{day}"
+    rel = "".join(f"{f}/" for f in folders) + f"{year}{seps[0]}{written}{seps[1]}" + "/".join(text)
+    rel += ("/index" if index else "") + suffix
+    route = _blog_slug(rel)
+    assert rel in _blog_files(route), (rel, route)
+    assert all(_blog_slug(other) == route for other in _blog_files(route))
+
+
+def test_a_dated_post_the_index_skipped_is_found_at_its_route(tmp_path: Path) -> None:
+    """Posts the index does not hold (a file it skipped) are looked for at each path Docusaurus routes
+    to their route: a one-digit month, a folder before the date, the date as folders."""
+    posts = {
+        "blog/2021-5-1-x.md": "/blog/2021/5/1/x",
+        "blog/releases/2021-05-01-v1.md": "/blog/2021/05/01/releases/v1",
+        "blog/2022/01/02/deep/index.mdx": "/blog/2022/01/02/deep",
+        "blog/2026-04-02-name/index.md": "/blog/2026/04/02/name/",
+    }
+    write_tree(tmp_path, {**PAGES, **dict.fromkeys(posts, "# Post\n")})
+    site = detect_site(tmp_path, stop=tmp_path)
+    docs = [p.relative_to(tmp_path).as_posix() for p in (tmp_path / "docs").rglob("*.md")]
+    resolver = LinkResolver(Routes(site, docs), lambda rel: (tmp_path / rel).is_file())
+    for post, route in posts.items():
+        assert resolver.locate("docs/auth_api.md", route).file == post, route
+    for route in ("/blog/2021/05/01/v1", "/blog/2021/5/1/y", "/blog/2021/05/01/v1/releases"):
+        assert resolver.locate("docs/auth_api.md", route).file is None, route

@@ -92,7 +92,10 @@ _BLOG_FILE = re.compile(
     r"^(?P<folder>.*)(?P<date>\d{4}[-/]\d{1,2}[-/]\d{1,2})[-/]?(?P<text>.*?)(?:/index)?\.mdx?$", re.S
 )
 _BLOG_PLAIN = re.compile(r"(?:/index)?\.mdx?$")
-_BLOG_ROUTE = re.compile(r"^(\d{4})/(\d{2})/(\d{2})/([^/]+)/?$")
+# A dated route below a blog (`2021/5/1/releases/v1`): the date as its folders, then the rest.
+_BLOG_ROUTE = re.compile(r"^(\d{4})/(\d{1,2})/(\d{1,2})/(.+?)/?$", re.S)
+# How many folders of a dated route's rest `_blog_files` tries as the folder before the date.
+_BLOG_FOLDERS = 4
 _MAX_REDIRECT_HOPS = 10
 # What a site's `src/pages` serves besides Markdown: React pages (Docusaurus), Astro pages and endpoints.
 _CODE_PAGE_SUFFIXES = (".js", ".jsx", ".ts", ".tsx", ".astro", ".html")
@@ -808,6 +811,32 @@ def _blog_slug(rel: str) -> str:
     if dated is None:
         return _BLOG_PLAIN.sub("", rel)
     return "/".join([re.sub(r"[-/]", "/", dated["date"]), dated["folder"] + dated["text"]])
+
+
+def _blog_files(route: str) -> list[str]:
+    """The paths in a blog folder whose post `_blog_slug` puts at a dated `route` below the blog (its
+    inverse): the date written with `-` or as folders, the rest's first folders before or after it, the
+    post a file or a folder's index. [] for a route with no date."""
+    dated = _BLOG_ROUTE.match(route)
+    if dated is None:
+        return []
+    year, month, day, rest = dated.groups()
+    want = f"{year}/{month}/{day}/{rest}"
+    parts = rest.split("/")
+    found: list[str] = []
+    for cut in range(min(len(parts) - 1, _BLOG_FOLDERS) + 1):
+        folder = "".join(f"{p}/" for p in parts[:cut])
+        text = "/".join(parts[cut:])
+        for sep in ("-", "/"):
+            for after in ("-", "/"):
+                stem = f"{folder}{year}{sep}{month}{sep}{day}{after}{text}"
+                for name in (stem, f"{stem}/index"):
+                    for suffix in _DOCUSAURUS_PAGES:
+                        # Only a path that the forward rule reads back to the route (a later date in
+                        # the rest would be taken as the post's date instead).
+                        if _blog_slug(name + suffix) == want:
+                            found.append(name + suffix)
+    return found
 
 
 def _join(*parts: str) -> str:
@@ -1659,12 +1688,11 @@ class LinkResolver:
                     # unless another mount has it.
                     unread = True
                 continue
-            dated = _BLOG_ROUTE.match(inner) if mount.kind == "blog" else None
-            if dated:
-                # A post the index does not hold, at the route its file's date makes
-                # (`2026-04-02-name.md` or `2026-04-02-name/index.md` is /blog/2026/04/02/name).
-                stem = posixpath.join(mount.folder, "-".join(dated.groups()))
-                for name in _beside(stem, indexes=("index",)):
+            if mount.kind == "blog":
+                # A post the index does not hold (a file it skipped), at the route its path's date
+                # makes (`2026-04-02-name.md`, `2026/04/02/name/index.md`: /blog/2026/04/02/name).
+                for post in _blog_files(inner):
+                    name = posixpath.join(mount.folder, post)
                     if name not in self.routes.pages and self.exists(name):
                         return Located(name, None, how="outside")
             if candidate or mount.folder:
