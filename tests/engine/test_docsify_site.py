@@ -231,10 +231,10 @@ def test_any_alias_pattern_read_matches_a_crafted_route_quickly(pattern: str) ->
     compiled = alias_pattern(pattern)
     if compiled is None:
         return
-    started = time.perf_counter()
+    started = time.process_time()
     for route in ("/" + "a" * 299, "/" + "a/" * 149, "/" + "aaaaaaaaaa-" * 27):
         compiled.match(route)
-    assert time.perf_counter() - started < 1.0
+    assert time.process_time() - started < 1.0
 
 
 def test_a_hostile_config_is_contained(tmp_path: Path) -> None:
@@ -272,9 +272,9 @@ def test_tags_are_dropped_as_docsifys_regex_drops_them(text: str) -> None:
 
 
 def test_a_heading_of_unclosed_tags_is_slugged_in_linear_time() -> None:
-    started = time.perf_counter()
+    started = time.process_time()
     docsify_slug("<" * 200_000)
-    assert time.perf_counter() - started < 1.0
+    assert time.process_time() - started < 1.0
 
 
 def test_options_are_the_objects_own_keys_and_strings_are_unescaped(tmp_path: Path) -> None:

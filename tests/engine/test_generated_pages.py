@@ -130,10 +130,10 @@ def test_gitignore_matching(lines: tuple[str, ...], path: str, expected: bool) -
 def test_a_crafted_pattern_costs_time_bounded_by_its_size(pattern: str) -> None:
     """A regex translation of these backtracks for seconds on a forty-character name (pathspec: 22 s)."""
     names = ["a" * 200, "/".join(["a"] * 100) + "/c"]
-    started = time.perf_counter()
+    started = time.process_time()
     for name in names:
         assert ignored((("", (pattern,)),), name) is False
-    assert time.perf_counter() - started < 1.0
+    assert time.process_time() - started < 1.0
 
 
 def test_a_manual_in_an_ignored_folder_takes_nothing_from_the_gitignore(tmp_path: Path) -> None:

@@ -126,9 +126,9 @@ def test_a_hostile_hook_is_read_in_bounded_time(tmp_path: Path) -> None:
     names = "".join(f"{{{{ $v{i} := .Destination }}}}" for i in range(500))
     compare = '{{ if eq $v1.String "' + "a" * 5000 + '" }}' + '{{ eq .Destination "' * 20000
     site = _site(tmp_path, hook=names + compare + "{{ if eq .Destination `ok` }}{{ end }}")
-    started = time.perf_counter()
+    started = time.process_time()
     found = detect_site(site / "content").link_keywords
-    assert time.perf_counter() - started < 2.0
+    assert time.process_time() - started < 2.0
     # A literal longer than a destination is none; what is read of a template, and of its
     # comparisons, is bounded (the file is past the head read, `ok` at its end is not seen).
     assert "a" * 5000 not in found and len(found) <= 100 and "ok" not in found

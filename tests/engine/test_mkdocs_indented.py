@@ -227,16 +227,16 @@ def test_crafted_nesting_and_openers_cost_little() -> None:
     depth = MAX_DEPTH + 8
     nested = "".join(" " * (4 * i) + "!!! note\n" for i in range(depth))
     text = nested + "\n".join(" " * (4 * depth) + "[x](y.md)" for _ in range(20_000)) + "\n"
-    start = time.perf_counter()
+    start = time.process_time()
     out = unindent(text, ALL)
-    assert time.perf_counter() - start < 5
+    assert time.process_time() - start < 5
     assert out.count("\n") == text.count("\n")
     assert out.split("\n")[depth].startswith("> " * MAX_DEPTH)
     # Openers that almost match, on very long lines: one pass each.
     for line in ("!!! " + "a " * 100_000 + '"' + "x" * 50_000, "??? " + "a " * 100_000 + ' "x' * 50_000):
-        start = time.perf_counter()
+        start = time.process_time()
         assert unindent(line + "\n    body\n", ALL).endswith("    body\n")
-        assert time.perf_counter() - start < 1
+        assert time.process_time() - start < 1
     # A fence's text is what the file holds, whatever markers it shows.
     fence = "```md\n!!! note\n\n    [shown](x.md)\n```\n"
     doc = parse_document(fence, "docs/p.md", indented=ALL)

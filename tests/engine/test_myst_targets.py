@@ -84,9 +84,9 @@ def test_links_to_myst_targets_resolve_on_their_page_and_from_others(tmp_path: P
     ids=["open-parens", "long-labels", "long-names", "many-options"],
 )
 def test_crafted_target_lines_are_read_in_bounded_time(text: str) -> None:
-    started = time.perf_counter()
+    started = time.process_time()
     explicit_anchors(text)
-    assert time.perf_counter() - started < 2.0
+    assert time.process_time() - started < 2.0
 
 
 # --- A MyST site: targets are the whole site's -------------------------------------------------------

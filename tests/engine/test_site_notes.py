@@ -82,10 +82,10 @@ def test_the_search_below_stops_after_its_folder_budget(tmp_path: Path) -> None:
     for i in range(3000):
         (tmp_path / f"f{i:04d}").mkdir()
     write_tree(tmp_path, {"f2999/mkdocs.yml": "site_name: late\n"})
-    started = time.perf_counter()
+    started = time.process_time()
     found = configs_below(tmp_path)
     # The budget counts folders: a root of thousands is looked over in bounded time, not all of it.
-    assert found == [] and time.perf_counter() - started < 1.0
+    assert found == [] and time.process_time() - started < 1.0
 
 
 def test_a_repository_taken_for_the_manual_names_its_site_below(tmp_path: Path) -> None:

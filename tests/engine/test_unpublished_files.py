@@ -338,9 +338,9 @@ def test_any_pattern_and_path_give_an_answer_quickly(
     lines = [line for p in patterns for line in glob_lines(p)] if style == "gitignore" else patterns
     rule = unpublished_rule("o", Path("/m"), [Path("/m")], style, lines)
     site = Site(generator="mkdocs", unpublished=(rule,) if rule else ())
-    started = time.perf_counter()
+    started = time.process_time()
     assert site.unpublished_page("/".join(path) + ".md") in (True, False)
-    assert time.perf_counter() - started < 0.5
+    assert time.process_time() - started < 0.5
 
 
 def test_mintlify_snippets_mintignore_and_its_own_list(tmp_path: Path) -> None:

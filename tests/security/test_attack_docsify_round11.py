@@ -567,9 +567,9 @@ def test_many_script_tags_in_index_html_are_read_in_linear_time(tmp_path: Path) 
     page = '<script src="//cdn.jsdelivr.net/npm/docsify@4"></script>' + "<script a" * 8000
     write_tree(tmp_path, {"docs/index.html": page, "docs/README.md": "# R\n"})
     (tmp_path / ".git").mkdir()
-    started = time.perf_counter()
+    started = time.process_time()
     docsify_inputs(tmp_path / "docs/index.html")
-    assert time.perf_counter() - started < 1.5
+    assert time.process_time() - started < 1.5
 
 
 def test_a_huge_index_html_is_contained(tmp_path: Path) -> None:

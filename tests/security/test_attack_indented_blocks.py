@@ -95,6 +95,6 @@ def test_crafted_id_forms_are_read_in_linear_time() -> None:
 
     for unit in ("{#", "{/*", "<!--", 'id="', "{ #", "`<!--` "):
         text = unit * 20_000 + '\n<a id="end"></a>\n'
-        start = time.perf_counter()
+        start = time.process_time()
         explicit_anchors(text)
-        assert time.perf_counter() - start < 2, unit
+        assert time.process_time() - start < 2, unit

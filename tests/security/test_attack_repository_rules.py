@@ -310,9 +310,9 @@ def test_gitignore_glob_linear_on_long_names() -> None:
     """`*a*a*...` (1 KB) against a 100,000-character name stays fast (two-pointer glob)."""
     import time
 
-    started = time.perf_counter()
+    started = time.process_time()
     assert ignored((("", ("*a" * 500,)),), "a" * 100_000)
-    assert time.perf_counter() - started < 1.0
+    assert time.process_time() - started < 1.0
 
 
 def test_repository_link_cannot_reach_above_repository(tmp_path: Path) -> None:

@@ -145,9 +145,9 @@ def test_rspress_function_config_with_nested_returned_objects_is_fast(tmp_path: 
     k = 6000
     config = "import { define } from 'rstack';\ndefine.doc(() => (" + "{a: () => ({" * k + "})}" * k + "));\n"
     project = _project(tmp_path, {"rstack.config.ts": config, "docs/index.md": "# A\n"})
-    started = time.perf_counter()
+    started = time.process_time()
     site = detect_site(project, stop=project)
-    elapsed = time.perf_counter() - started
+    elapsed = time.process_time() - started
     assert site.generator == "rspress"
     assert elapsed < 1.0, f"{elapsed:.2f}s for {len(config)} bytes"
 
@@ -360,6 +360,6 @@ def test_guard_flat_megabyte_configs_are_bounded(tmp_path: Path) -> None:
     ]
     for i, config in enumerate(configs):
         project = _project(tmp_path / f"p{i}", {"rspress.config.ts": config, "docs/index.md": "# A\n"})
-        started = time.perf_counter()
+        started = time.process_time()
         detect_site(project, stop=project)
-        assert time.perf_counter() - started < 3.0
+        assert time.process_time() - started < 3.0
