@@ -370,3 +370,40 @@ def test_docs_and_blog_routes_follow_docusaurus_rules(tmp_path: Path) -> None:
         "/blog/post": False,
         "/blog/2026/04/02/name": True,
     }
+
+
+def test_a_route_is_looked_up_by_the_key_its_page_is_filed_under(tmp_path: Path) -> None:
+    """Docusaurus drops `/index` only: a blog post `post/README.md` is /blog/post/README, a docs
+    README is its folder's route and no other, and a doc whose `id` is `index` is /docs/y/index."""
+    write_tree(
+        tmp_path,
+        {
+            "docusaurus.config.js": "module.exports = { presets: [['classic', { docs: {}, blog: {} }]] };\n",
+            "blog/post/README.md": "# Post\n",
+            "blog/other/index.md": "# Other\n",
+            "docs/guide/README.md": "# Guide\n",
+            "docs/y/page.md": "---\nid: index\n---\n# Y\n",
+            "docs/links.md": "# Links\n\n"
+            + "\n".join(
+                f"- [x]({t})"
+                for t in [
+                    "/blog/post/README",
+                    "/blog/post",
+                    "/blog/other",
+                    "/docs/guide",
+                    "/docs/guide/README",
+                    "/docs/y/index",
+                ]
+            )
+            + "\n",
+        },
+    )
+    settings = load_settings(cwd=tmp_path, root=tmp_path, state_dir=tmp_path / ".st")
+    assert page_verdicts(settings, "docs/links.md") == {
+        "/blog/post/README": True,
+        "/blog/post": False,
+        "/blog/other": True,
+        "/docs/guide": True,
+        "/docs/guide/README": False,
+        "/docs/y/index": True,
+    }

@@ -634,13 +634,15 @@ class Routes:
             by_path.setdefault(strip_page(path), path)
             route = self.page_route(path)
             if route is not None:
-                by_route.setdefault(route, path)
+                # Filed under the key a link's route is looked up by, folded the same way (a page
+                # routed `y/index` by its id is found at /y/index).
+                by_route.setdefault(self.route_key(route), path)
                 for other in self._language_routes(path, route):
-                    by_route.setdefault(other, path)
+                    by_route.setdefault(self.route_key(other), path)
                 if self.site.generator == "vuepress" and self._meta(path).get("permalink"):
                     found = _mount_of(self.site, path)
                     if found is not None:
-                        by_route.setdefault(self._route(found[0], found[1], {}, path), path)
+                        by_route.setdefault(self.route_key(self._route(found[0], found[1], {}, path)), path)
             for alias in self._meta(path).get("aliases") or []:
                 by_route.setdefault(self.route_key(str(alias)), path)
         self._by_path, self._by_route = by_path, by_route
@@ -662,8 +664,10 @@ class Routes:
     def route_key(self, route: str) -> str:
         """The key a route is looked up by in `by_route`, `beside_routes` and the redirects (the
         site's own folding)."""
-        if self.site.generator == "rspress":
-            # Rspress folds `index` only: `/guide/README` is README.md's route, `/guide/` none.
+        if self.site.generator in ("rspress", "docusaurus"):
+            # Rspress and Docusaurus fold `index` only: `/guide/README` is the route of Rspress'
+            # README.md and of a Docusaurus blog post `guide/README.md` (a docs README is its
+            # folder's route already).
             return strip_page(route, ("index",))
         key = strip_page(route)
         return key.lower() if self.site.generator == "hugo" else key
@@ -676,7 +680,7 @@ class Routes:
         prefix = mount.folder.rstrip("/") + "/"
         for path, meta in pages:
             if path.startswith(prefix) and not self.is_unpublished(path):
-                table.setdefault(self._route(mount, path[len(prefix) :], meta, path), path)
+                table.setdefault(self.route_key(self._route(mount, path[len(prefix) :], meta, path)), path)
         return table
 
     def by_path(self, key: str) -> str | None:
