@@ -302,6 +302,34 @@ def test_a_page_beside_the_manual_past_4_mb_leaves_its_anchors_unknown(tmp_path:
     assert rows == [(None,)]
 
 
+def test_a_larger_max_file_bytes_reads_a_page_beside_the_manual_that_far(tmp_path: Path) -> None:
+    # The same 4 MB page, with the manual's max_file_bytes raised to 5 MB: the index and the validator
+    # both read it, so its missing anchor is broken for both.
+    _root(tmp_path, {"guide.md": GUIDE, "setup.md": SETUP})
+    s = load_settings(cwd=tmp_path, max_file_bytes=5_000_000)
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "docs" / "README.md").write_text("# Readme\n\n## Install\n\n" + "é" * 1_999_990 + "\n")
+    res = _apply(
+        s,
+        {
+            "op": "append_to_section",
+            "file": "guide.md",
+            "section": "Usage",
+            "content": "[r](../README.md#nope)",
+        },
+    )
+    assert res.status == "invalid" and "#nope" in (res.error or ""), res
+    (tmp_path / "docs" / "udm" / "guide.md").write_text(GUIDE + "\n[r](../README.md#nope)\n")
+    from udm.index import UdmIndex
+
+    index = UdmIndex(s)
+    index.ensure_fresh()
+    with index.connect() as con:
+        rows = con.execute("SELECT resolved FROM links WHERE target = '../README.md#nope'").fetchall()
+    index.close()
+    assert rows == [(False,)]
+
+
 def test_renaming_a_heading_of_a_numbered_page_linked_by_route(tmp_path: Path) -> None:
     (tmp_path / "website" / "docs").mkdir(parents=True)
     (tmp_path / "website" / "docusaurus.config.js").write_text(DOCUSAURUS)

@@ -281,7 +281,13 @@ def _load_bulk(
         for rel, size, mtime in plan.touched:
             con.execute("UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?", [size, mtime, rel])
         index.memo.routes = None
-        resolve_index_links(con, routes_from(con, index.site()), index.root, None if rebuild else gone)
+        resolve_index_links(
+            con,
+            routes_from(con, index.site()),
+            index.root,
+            None if rebuild else gone,
+            page_bytes=int(index.settings.max_file_bytes),
+        )
         gen_row = con.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
         generation = (int(gen_row[0]) if gen_row else 0) + 1
         con.execute(

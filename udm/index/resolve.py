@@ -72,6 +72,7 @@ def resolve_index_links(
     moved: bool = True,
     fresh: FreshRows | None = None,
     anchor_cache: dict[str, set[str]] | None = None,
+    page_bytes: int,
 ) -> None:
     """Resolve links with the site's rules and store the verdicts.
 
@@ -80,7 +81,8 @@ def resolve_index_links(
     other link that did not resolve (a new page may be its target). With `fresh` the changed files'
     links and anchors are the rows in memory (verdicts set in place, before they are inserted);
     without it both are read from the tables, already loaded. `anchor_cache` keeps the anchors of
-    the files read here for the next small refresh.
+    the files read here for the next small refresh. `page_bytes`: the manual's `max_file_bytes`, as
+    far as a page beside the manual is read for its anchors.
     """
     crossing = bool(routes.site.autorefs)
     # MyST's targets are the whole site's: a change anywhere may resolve a link that did not.
@@ -99,7 +101,7 @@ def resolve_index_links(
     cache = {} if anchor_cache is None else anchor_cache
     for path in changed or ():
         cache.pop(path, None)
-    read_page = _page_reader(root)
+    read_page = _page_reader(root, page_bytes)
     verdicts = resolve_links(
         LinkResolver(routes, _file_exists(root), _folder_exists(root), beside=beside_meta(root)),
         rows,
@@ -355,12 +357,13 @@ def _folder_exists(root: Path) -> Callable[[str], bool]:
     return exists_within(str(root), folder=True)
 
 
-def _page_reader(root: Path) -> Callable[[str], str | None]:
-    """A page's text from the disk (links into it named an anchor that is no heading's)."""
+def _page_reader(root: Path, page_bytes: int) -> Callable[[str], str | None]:
+    """A page's text from the disk (links into it named an anchor that is no heading's); one beside
+    the manual up to `page_bytes`."""
 
     def read_page(rel: str) -> str | None:
         if outside_root(rel):
-            return beside_text(root, rel)  # as the patch validator reads it
+            return beside_text(root, rel, page_bytes)  # as the patch validator reads it
         try:
             with open(os.path.join(root, rel), "rb") as fh:
                 return fh.read(64 << 20).decode("utf-8", errors="replace")

@@ -193,6 +193,7 @@ def _resolve_small_links(
         moved=moved,
         fresh=FreshRows(parsed.tables["links"], anchors),
         anchor_cache=memo.anchors,
+        page_bytes=int(index.settings.max_file_bytes),
     )
 
 

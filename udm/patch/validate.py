@@ -164,7 +164,7 @@ class _Resolver:
         elif outside_root(rel):
             # A page beside the manual (`../docs/x.md`, a Docusaurus folder there): read, within the
             # folder the path climbs to and as far as the index reads one, for its anchors.
-            text = beside_text(self.ws.root, rel) if self._file_above(rel) else None
+            text = beside_text(self.ws.root, rel, self.ws.page_bytes) if self._file_above(rel) else None
         else:
             try:
                 text = self.ws.read(rel)

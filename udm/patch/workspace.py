@@ -111,6 +111,9 @@ class Workspace:
     data_sections: tuple[str, ...] = ()
     shortcodes: tuple[tuple[str, str], ...] | None = None
     site: Site | None = None
+    # How large a page beside the manual is read for its anchors (the manual's `max_file_bytes`, its
+    # default here).
+    page_bytes: int = 4_000_000
     _sandbox: Any = None
 
     def __post_init__(self) -> None:

@@ -119,6 +119,7 @@ def manual_workspace(settings: Settings) -> Workspace:
         data_sections=tuple(settings.data_sections),
         shortcodes=site.shortcodes,
         site=site,
+        page_bytes=int(settings.max_file_bytes),
     )
 
 

@@ -179,7 +179,7 @@ _DOCUSAURUS_PAGES = (".md", ".mdx")
 _HEADS: dict[str, tuple[tuple[int, int, int, int], Mapping[str, Any]]] = {}
 _MAX_HEADS = 50_000
 # A page beside the manual is parsed for its anchors only up to the size in bytes of a page the
-# index parses by default (`max_file_bytes`); a larger one's anchors are unknown.
+# index parses (`max_file_bytes`, this by default); a larger one's anchors are unknown.
 _BESIDE_TEXT = 4_000_000
 
 
@@ -264,15 +264,15 @@ def _page_file(entry: os.DirEntry[str], top: str) -> str | None:
         return None
 
 
-def beside_text(root: Path, rel: str) -> str | None:
+def beside_text(root: Path, rel: str, limit: int = _BESIDE_TEXT) -> str | None:
     """A page beside the manual's text as link checks read it for its anchors (the index's and the
-    patch validator's alike): None when it cannot be read or holds more than `_BESIDE_TEXT` bytes,
-    its anchors then unknown."""
+    patch validator's alike): None when it cannot be read or holds more than `limit` bytes (the
+    manual's `max_file_bytes`), its anchors then unknown."""
     try:
-        raw = read_head(root / rel, _BESIDE_TEXT)
+        raw = read_head(root / rel, limit)
     except OSError:
         return None
-    return None if len(raw) > _BESIDE_TEXT else raw.decode("utf-8", errors="replace")
+    return None if len(raw) > limit else raw.decode("utf-8", errors="replace")
 
 
 def _head_meta(real: str, rel: str) -> Mapping[str, Any]:
