@@ -383,6 +383,7 @@ def test_a_route_is_looked_up_by_the_key_its_page_is_filed_under(tmp_path: Path)
             "blog/other/index.md": "# Other\n",
             "docs/guide/README.md": "# Guide\n",
             "docs/y/page.md": "---\nid: index\n---\n# Y\n",
+            "src/pages/foo/README.md": "# Foo\n",
             "docs/links.md": "# Links\n\n"
             + "\n".join(
                 f"- [x]({t})"
@@ -393,6 +394,8 @@ def test_a_route_is_looked_up_by_the_key_its_page_is_filed_under(tmp_path: Path)
                     "/docs/guide",
                     "/docs/guide/README",
                     "/docs/y/index",
+                    "/foo/README",
+                    "/foo",
                 ]
             )
             + "\n",
@@ -406,4 +409,44 @@ def test_a_route_is_looked_up_by_the_key_its_page_is_filed_under(tmp_path: Path)
         "/docs/guide": True,
         "/docs/guide/README": False,
         "/docs/y/index": True,
+        "/foo/README": True,  # a page of src/pages: fileToPath folds `index` only
+        "/foo": False,
     }
+
+
+@pytest.mark.parametrize(
+    ("files", "root", "page", "verdicts"),
+    [
+        (
+            {
+                "next.config.js": "const withNextra = require('nextra')({});\nmodule.exports = withNextra({});\n",
+                "pages/index.mdx": "# L\n\n[a](/guide/README) [b](/guide)\n",
+                "pages/guide/README.mdx": "# G\n",
+            },
+            "",
+            "pages/index.mdx",
+            {"/guide/README": True, "/guide": False},
+        ),
+        (
+            {
+                "astro.config.mjs": (
+                    "import starlight from '@astrojs/starlight';\n"
+                    "export default defineConfig({ integrations: [starlight({ title: 'x' })] });\n"
+                ),
+                "src/content/docs/index.md": "# L\n\n[a](/guide/readme/) [b](/guide/)\n",
+                "src/content/docs/guide/README.md": "# G\n",
+            },
+            "src/content/docs",
+            "index.md",
+            {"/guide/readme/": True, "/guide/": False},
+        ),
+    ],
+    ids=["nextra", "starlight"],
+)
+def test_a_readme_is_its_own_route_where_only_index_is_a_folders_page(
+    tmp_path: Path, files: dict[str, str], root: str, page: str, verdicts: dict[str, bool]
+) -> None:
+    write_tree(tmp_path, files)
+    (tmp_path / ".git").mkdir()
+    settings = load_settings(cwd=tmp_path, root=tmp_path / root, state_dir=tmp_path / ".st")
+    assert page_verdicts(settings, page) == verdicts

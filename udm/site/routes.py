@@ -471,6 +471,9 @@ class Routes:
             if meta.get("slug") and stem.lower() not in INDEX_NAMES:
                 stem = str(meta["slug"])
             return _join(mount.prefix, *parts, "" if stem.lower() in INDEX_NAMES else stem).lower()
+        if gen == "docusaurus":
+            # Docusaurus' own pages (`src/pages`, fileToPath): only `index` is a folder's page.
+            return _join(mount.prefix, *parts, "" if stem.lower() == "index" else stem)
         return _join(mount.prefix, *parts, "" if stem.lower() in INDEX_NAMES else stem)
 
     def _permalink(self, mount: Mount, parts: list[str], stem: str, meta: Mapping[str, Any]) -> str | None:
@@ -664,10 +667,9 @@ class Routes:
     def route_key(self, route: str) -> str:
         """The key a route is looked up by in `by_route`, `beside_routes` and the redirects (the
         site's own folding)."""
-        if self.site.generator in ("rspress", "docusaurus"):
-            # Rspress and Docusaurus fold `index` only: `/guide/README` is the route of Rspress'
-            # README.md and of a Docusaurus blog post `guide/README.md` (a docs README is its
-            # folder's route already).
+        if self.site.generator in ("rspress", "docusaurus", "nextra", "starlight"):
+            # These fold `index` only: `/guide/README` is the route of a `guide/README.md` page
+            # there (a Docusaurus docs README is its folder's route already).
             return strip_page(route, ("index",))
         key = strip_page(route)
         return key.lower() if self.site.generator == "hugo" else key
@@ -820,7 +822,8 @@ def _blog_slug(rel: str) -> str:
 def _blog_files(route: str) -> list[str]:
     """The paths in a blog folder whose post `_blog_slug` puts at a dated `route` below the blog (its
     inverse): the date written with `-` or as folders, the rest's first folders before or after it, the
-    post a file or a folder's index. [] for a route with no date."""
+    post a file or a folder's index. [] for a route with no date. The route is normalized (no `..`).
+    Not tried: a folder part that is no whole folder (`release-2021-05-01-v1.md`), a date alone."""
     dated = _BLOG_ROUTE.match(route)
     if dated is None:
         return []
@@ -1697,7 +1700,11 @@ class LinkResolver:
                 # makes (`2026-04-02-name.md`, `2026/04/02/name/index.md`: /blog/2026/04/02/name).
                 for post in _blog_files(inner):
                     name = posixpath.join(mount.folder, post)
-                    if name not in self.routes.pages and self.exists(name):
+                    if (
+                        name not in self.routes.pages
+                        and self.exists(name)
+                        and not self.routes.is_unpublished(name)
+                    ):
                         return Located(name, None, how="outside")
             if candidate or mount.folder:
                 # A page the index does not hold (beside the manual, or a file it skipped): it only has
