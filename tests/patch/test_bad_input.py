@@ -59,6 +59,10 @@ CASES = {
         "operations: [{op: set_front_matter, file: dated.md, key: title, value: y}]",
         "YAML does not parse: day is out of range for month",
     ),
+    "TOML front matter": (
+        "operations: [{op: set_front_matter, file: toml.md, key: title, value: y}]",
+        "its front matter is TOML ('+++'); set_front_matter edits YAML only",
+    ),
     "YAML block with a number past 4,300 digits": (
         "operations: [{op: set_yaml_key, file: digits.md, section: Digits, key: a, value: 1}]",
         "YAML does not parse: Exceeds the limit (4300 digits)",
@@ -110,6 +114,7 @@ def test_bad_input_changes_nothing(
     (root / "dup.md").write_text("# D\n\n## Notes\n\na\n\n## Notes\n\nb\n", encoding="utf-8")
     (root / "broken.md").write_text("# B\n\n## Broken\n\n```yaml\na: [1\n```\n", encoding="utf-8")
     (root / "dated.md").write_text("---\ntitle: x\ndate: 2001-02-30\n---\n# D\n", encoding="utf-8")
+    (root / "toml.md").write_text('+++\ntitle = "x"\n+++\n# T\n', encoding="utf-8")
     digits = "# D\n\n## Digits\n\n```yaml\na: 0\nn: " + "9" * 5000 + "\n```\n"
     (root / "digits.md").write_text(digits, encoding="utf-8")
     (root / "latin1.md").write_bytes("# Caf\xe9\n\ncaf\xe9\n".encode("latin-1"))

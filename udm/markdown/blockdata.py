@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import datetime
 import json
+import re
+import tomllib
 from typing import Any
 
 import yaml
 
-from udm.datalimits import DataLimitError, check_alias_expansion, check_json, check_size, check_yaml
+from udm.datalimits import (
+    DataLimitError,
+    check_alias_expansion,
+    check_json,
+    check_size,
+    check_yaml,
+    current_limits,
+)
 from udm.errors import DocumentError
 from udm.markdown.ids import DEFINING_KEYS
 from udm.markdown.simple_yaml import NOT_SIMPLE, parse_simple_yaml
@@ -122,7 +132,14 @@ def parse_data(
 def parse_front_matter(
     lines: list[str], path: str
 ) -> tuple[dict[str, Any] | None, tuple[int, int] | None, str | None]:
-    """(data, line range, error) of a leading `---` front matter block; all None when there is none."""
+    """(data, line range, error) of a leading `---` (YAML) or `+++` (TOML: Hugo, Zola) front matter
+    block; all None when there is none."""
+    if lines and lines[0].rstrip("\r\n") == "+++":
+        for j in range(1, len(lines)):
+            if lines[j].rstrip("\r\n") == "+++":
+                data, error = _toml_front("".join(lines[1:j]), path)
+                return (data or None) if error is None else None, (0, j + 1), error
+        return None, None, None
     if not lines or lines[0].rstrip("\r\n") != "---":
         return None, None, None
     for j in range(1, len(lines)):
@@ -134,6 +151,50 @@ def parse_front_matter(
                 return None, None, None
             return (data or None) if error is None else None, (0, j + 1), error
     return None, None, None
+
+
+_TOML_LINE = re.compile(r"\(at line (\d+), column \d+\)")
+
+
+def _toml_front(text: str, path: str) -> tuple[dict[str, Any] | None, str | None]:
+    """A TOML front matter block's table, or the error at its line (the block starts on line 2)."""
+    where = path or "<string>"
+    try:
+        check_size(text, what="front matter")
+        data = tomllib.loads(text)
+        _check_toml_depth(data)
+    except DataLimitError as exc:
+        return None, f"{where}:2: {exc.reason}"
+    except tomllib.TOMLDecodeError as exc:
+        at = _TOML_LINE.search(str(exc))
+        problem = _TOML_LINE.sub("", str(exc)).strip()[:200]
+        return None, f"{where}:{1 + int(at.group(1)) if at else 2}: invalid TOML: {problem}"
+    except (ValueError, RecursionError) as exc:
+        # A number past Python's digit limit; arrays nested past the interpreter's recursion.
+        reason = _value_error(exc) if isinstance(exc, ValueError) else "nested too deeply"
+        return None, f"{where}:2: invalid TOML: {reason}"
+    return _toml_plain(data), None
+
+
+def _check_toml_depth(data: Any) -> None:
+    """DataLimitError when TOML data nests deeper than the data limit (walked without recursion)."""
+    limit = current_limits().max_depth
+    stack = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            raise DataLimitError(f"front matter is nested too deeply: more than {limit} levels", 1)
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+
+
+def _toml_plain(data: Any) -> Any:
+    """TOML values as YAML's loader would give them: a time of day (no date) as its text."""
+    if isinstance(data, dict):
+        return {k: _toml_plain(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_toml_plain(v) for v in data]
+    return data.isoformat() if isinstance(data, datetime.time) else data
 
 
 # ---------------------------------------------------------------------------------------------

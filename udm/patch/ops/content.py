@@ -58,6 +58,9 @@ def set_front_matter(ws: Workspace, op: P.SetFrontMatter, expect_check: ExpectCh
     rng = doc.front_matter_range
     if rng is None and lines and lines[0].rstrip("\r\n") == "---":
         raise DocumentError(f"{op.file}: its front matter is not closed by '---'")
+    if lines and lines[0].rstrip("\r\n") == "+++":
+        # A YAML edit would corrupt TOML, and a YAML block above it would hide it from Hugo and Zola.
+        raise DocumentError(f"{op.file}: its front matter is TOML ('+++'); set_front_matter edits YAML only")
     body = "".join(lines[rng[0] + 1 : rng[1] - 1]) if rng else ""
     expect_check(sha256_text(body), f"the front matter of {op.file}")
     if op.delete:
