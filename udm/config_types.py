@@ -78,6 +78,7 @@ GENERATORS = (
     "rspress",
     "vuepress",
     "docsify",
+    "zola",
 )
 SITE_GENERATORS = ("auto", *GENERATORS)
 

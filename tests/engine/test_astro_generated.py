@@ -56,9 +56,9 @@ def test_entity_escaped_text_shows_attributes_it_does_not_have() -> None:
 def test_many_attributes_in_one_tag_are_read_in_linear_time() -> None:
     best = float("inf")
     for _ in range(3):
-        started = time.perf_counter()
+        started = time.process_time()
         found = _attrs("<a " + " href=x" * 150_000)
-        best = min(best, time.perf_counter() - started)
+        best = min(best, time.process_time() - started)
     assert len(found) == 150_000 and best < 2.0, best
 
 

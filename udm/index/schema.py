@@ -40,8 +40,9 @@ __all__ = [
 # 22: a Jekyll page's destinations written in Liquid ({% link x.md %}, {{ '/x/' | relative_url }})
 # are links, and kramdown's footnote anchors (fn:x, fnref:x) are a Jekyll page's; 23: MyST's
 # `project:` and `path:` links are internal (the project's files and targets); 24: a link whose
-# title holds Docsify's `:include` or `:ignore` has the form `embed` or `ignore`
-SCHEMA_VERSION = 24
+# title holds Docsify's `:include` or `:ignore` has the form `embed` or `ignore`; 25: TOML front
+# matter (`+++`) is the page's front matter, and a page's route meta holds Zola's `path`
+SCHEMA_VERSION = 25
 # ID definitions with their section's line range: the rows of the SQLite lookup mirror.
 DEFS_SQL = (
     "SELECT i.id, i.file, i.line, i.how, i.section, i.section_path, s.start_line, s.end_line "

@@ -143,7 +143,11 @@ class _Resolver:
         # Files and folders above the manual (a site's pages beside it, a repository's files).
         self._file_above = exists_within(str(ws.root))
         self._folder_above = exists_within(str(ws.root), folder=True)
-        meta_of = self.route_meta if site.generator in ("docusaurus", "hugo", "starlight", "jekyll") else None
+        meta_of = (
+            self.route_meta
+            if site.generator in ("docusaurus", "hugo", "starlight", "jekyll", "zola")
+            else None
+        )
         self.routes = Routes(site, _Pages(self), meta_of=meta_of)
         self.links = LinkResolver(self.routes, self.exists, self.is_folder, beside=beside_meta(ws.root))
 

@@ -177,6 +177,8 @@ def own_heading_rule(site: Site) -> Callable[[str], str] | None:
         return docsify_heading_id
     if site.generator in ("vitepress", "vuepress") and site.heading_ids != "custom":
         return vitepress_slug
+    if site.generator == "zola":
+        return zola_slug if site.heading_ids == "zola" else zola_plain_id
     return _HUGO_RULES.get(site.heading_ids) if site.generator == "hugo" else None
 
 
@@ -276,6 +278,9 @@ def page_anchors(
         found.update(ids)
         found.update(mintlify_slug(t) for t in named)
         found.update(slugify(t.replace(".", "-")) for t in titles + named)
+    if own_rule is zola_slug and not all(t.isascii() for t in texts + nested):
+        # Zola transliterates other characters (deunicode: `日本` is `ri-ben`), which is not done here.
+        unknown = True
     if site.generator == "docsify" and ":include" in text and _embeds_markdown(text):
         unknown = True  # an embedded Markdown file's headings are the page's
     if site.generator == "vitepress" and (
@@ -354,7 +359,7 @@ def _own_ids(
     else:
         # markdown-it-anchor 8/9 (VitePress, VuePress 2) and Hugo's idFactory take a heading's own id
         # as it is and give a made one that is taken `-1`, `-2`, ... the first free, in page order.
-        made = rule if vue else lambda t: _hugo_empty(rule(t))
+        made = rule if vue or site.generator == "zola" else lambda t: _hugo_empty(rule(t))
         attributes = site.generator in _ATTRIBUTE_SITES
         ids = [
             (own, True) if own is not None else (made(_strip_attributes(t) if attributes else t), False)
@@ -469,7 +474,7 @@ def python_markdown_slug(text: str) -> str:
 
 # Sites that read an attribute list after a heading (Hugo's goldmark by default, MkDocs' attr_list,
 # VitePress's markdown-it-attrs): classes and key=value pairs, without an id (an id is the anchor).
-_ATTRIBUTE_SITES = ("hugo", "mkdocs", "vitepress")
+_ATTRIBUTE_SITES = ("hugo", "mkdocs", "vitepress", "zola")
 # Tried on the last `{...}` of the text only, and read one way (a class is `.` then anything but
 # braces and `#`), so a long heading is read in linear time.
 _ATTRIBUTES = re.compile(r"\{:?[ \t]*(?:\.|[A-Za-z_][\w-]*=)[^{}#]*\}")
@@ -643,6 +648,22 @@ def vuepress1_slug(text: str) -> str:
     """A heading's anchor as VuePress 1 makes it: VitePress' rule (which came from it), but en and em
     dashes are separators too."""
     return vitepress_slug(_VP1_SPECIAL.sub("-", text))
+
+
+_ZOLA_WORD = re.compile(r"[a-z0-9]+")
+
+
+def zola_slug(text: str) -> str:
+    """A heading's id (and a file name's path) as Zola makes it by default (`slugify` "on", the `slug`
+    crate): each run of ASCII letters and digits, lower-cased, joined by one `-`. Other characters are
+    transliterated first (deunicode), which is not done here: `page_anchors` leaves such a page's ids
+    unknown."""
+    return "-".join(_ZOLA_WORD.findall(text.lower()))
+
+
+def zola_plain_id(text: str) -> str:
+    """A heading's id as Zola makes it with `slugify.anchors` "safe" or "off": ASCII blanks as `_`."""
+    return re.sub(r"[\t\n\x0b\x0c\r ]", "_", text)
 
 
 def vitepress_slug(text: str) -> str:

@@ -94,6 +94,9 @@ _CONFIG_FILES: tuple[tuple[str, str], ...] = (
     ("mkdocs.yml", "mkdocs"),
     ("mkdocs.yaml", "mkdocs"),
     ("book.toml", "mdbook"),
+    # Zola's (`zola.toml`, else `config.toml` with Zola's `base_url`: Hugo's key is `baseURL`).
+    ("zola.toml", "zola"),
+    ("config.toml", "zola"),
     # Jekyll's (GitHub Pages'): a common name, taken when the folder reads as a Jekyll site (`_is_for`).
     ("_config.yml", "jekyll"),
     ("_config.yaml", "jekyll"),
@@ -179,8 +182,10 @@ def _other_mkdocs_configs(root: Path, stop: Path | None) -> list[Path]:
     return []
 
 
-def _is_for(name: str, path: Path) -> bool:
+def _is_for(name: str, generator: str, path: Path) -> bool:
     """Whether a config file of a common name is the generator's (Hugo's config.*, Starlight's Astro config)."""
+    if generator == "zola":
+        return name == "zola.toml" or _looks_like_zola(path)
     if name.startswith(("config.", "config/")):
         return _looks_like_hugo(path)
     if name.startswith("_config."):
@@ -217,6 +222,17 @@ def _config_holds(path: Path, pattern: re.Pattern[str]) -> bool:
         return pattern.search(_read_config(path)) is not None
     except (OSError, ValueError):
         return False
+
+
+def _looks_like_zola(path: Path) -> bool:
+    """Whether a `config.toml` is Zola's: it must set `base_url` (Hugo's is `baseURL`, any case)."""
+    try:
+        text = _read_config(path)
+        check_text(text, "json", what="the site config")
+        data = tomllib.loads(text)
+    except Exception:  # TOML's errors, the limits, tomllib's recursion: not Zola's
+        return False
+    return isinstance(data.get("base_url"), str)
 
 
 def _looks_like_hugo(path: Path) -> bool:
@@ -1177,6 +1193,31 @@ def _dig(data: Any, *keys: str) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def _zola(root: Path, here: Path, text: str) -> Site:
+    """A Zola site: the pages of `content/` routed by their paths (`_index.md` a section's, a folder's
+    `index.md` a page with its assets), `base_url`'s path, `static/`; `slugify` says how file names and
+    headings become paths and ids."""
+    data = tomllib.loads(text) if text.strip() else {}
+    slugs = data.get("slugify")
+    slugs = slugs if isinstance(slugs, dict) else {}
+    paths = str(slugs.get("paths") or "on").lower()
+    anchors = str(slugs.get("anchors") or "on").lower()
+    languages = data.get("languages")
+    languages = languages if isinstance(languages, dict) else {}
+    default = data.get("default_language") if isinstance(data.get("default_language"), str) else "en"
+    others = sorted(str(k) for k in languages if str(k) != default and re.fullmatch(r"[\w-]{1,20}", str(k)))[
+        :50
+    ]
+    kind = "zola:" + ("on" if paths not in ("safe", "off") else paths) + ":" + ",".join(others)
+    content = under(root, here / "content", "", kind, False)
+    return Site(
+        mounts=(content,) if content else (),
+        base_path=path_of_url(data.get("base_url")),
+        static=static_folders(root, [here / "static", here / "content"]),
+        heading_ids="zola" if anchors not in ("safe", "off") else "zola-plain",
+    )
+
+
 def _plain(root: Path, here: Path, text: str) -> Site:
     return Site()
 
@@ -1195,6 +1236,7 @@ _READERS: dict[str, Callable[[Path, Path, str], Site]] = {
     "nextra": nextra,
     "rspress": rspress,
     "docsify": docsify,
+    "zola": _zola,
     "none": _plain,
 }
 
@@ -1374,7 +1416,7 @@ def _config_in(folder: Path) -> tuple[Path, str] | None:
     """The generator config file in `folder` itself, as `_find_config` takes one."""
     for name, generator in _CONFIG_FILES:
         candidate = folder / name
-        if candidate.is_file() and _is_for(name, candidate):
+        if candidate.is_file() and _is_for(name, generator, candidate):
             return candidate, generator
     return None
 

@@ -50,7 +50,7 @@ NOT_PUBLISHED = "is not published: the site builds no page from it (a partial, a
 
 # Raised whenever udm.site.routes resolves some link otherwise (a new rule, a new anchor form): an index
 # built under other rules then resolves every link anew, though no file and no config changed.
-RULES_VERSION = 20
+RULES_VERSION = 21
 PAGE_SUFFIXES = (".md", ".mdx", ".markdown")
 # Suffixes a route may carry that name the same page (mdBook and MkDocs without directory URLs write .html).
 ROUTE_SUFFIXES = (*PAGE_SUFFIXES, ".html", ".htm")

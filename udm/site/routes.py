@@ -18,6 +18,7 @@ import fnmatch
 import os
 import posixpath
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ from udm.site.anchors import (
     page_named,
     python_markdown_slug,
     vitepress_slug,
+    zola_slug,
 )
 from udm.site.detect import (
     GENERATORS,
@@ -102,8 +104,8 @@ _CODE_PAGE_SUFFIXES = (".js", ".jsx", ".ts", ".tsx", ".astro", ".html")
 # The routes Docusaurus generates under a blog's base: the list, its pages, tags, archive, authors.
 _BLOG_PAGES = re.compile(r"^(?:|page/\d+|archive|tags(?:/[^/]+)?|authors(?:/[^/]+)?)/?$")
 # Front matter keys that move a page's route (Docusaurus slug/id, Hugo slug/url/aliases, Jekyll
-# permalink; Jekyll's redirect_from is read as aliases, its categories as a list).
-_META_KEYS = ("slug", "id", "url", "aliases", "permalink")
+# permalink, Zola path; Jekyll's redirect_from is read as aliases, its categories as a list).
+_META_KEYS = ("slug", "id", "url", "aliases", "permalink", "path")
 _MAX_ALIASES = 100
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 _PERMALINK_TOKEN = re.compile(r":([a-z]+)")
@@ -393,6 +395,8 @@ class Routes:
             folder, _, name = whole.rpartition("/")
             bare = name.rsplit(".", 1)[0] if "." in name else name
             return _join(folder, "" if bare.lower() == "index" else bare)
+        if gen == "zola":
+            return _zola_route(mount, rel, meta)
         if gen == "vitepress" and self.site.rewrites:
             rel = self._rewrite(rel)
         dirs, _, name = rel.rpartition("/")
@@ -667,7 +671,7 @@ class Routes:
     def route_key(self, route: str) -> str:
         """The key a route is looked up by in `by_route`, `beside_routes` and the redirects (the
         site's own folding)."""
-        if self.site.generator in ("rspress", "docusaurus", "nextra", "starlight"):
+        if self.site.generator in ("rspress", "docusaurus", "nextra", "starlight", "zola"):
             # These fold `index` only: `/guide/README` is the route of a `guide/README.md` page
             # there (a Docusaurus docs README is its folder's route already).
             return strip_page(route, ("index",))
@@ -846,6 +850,43 @@ def _blog_files(route: str) -> list[str]:
     return found
 
 
+# A Zola page's file name that starts with a date (RFC 3339): the rest, after `_` or `-`, is its slug.
+_ZOLA_DATED = re.compile(
+    r"^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])"
+    r"(?:T(?:[01]\d|2[0-3]):[0-5]\d:(?:[0-5]\d|60)(?:\.\d+)?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d))?"
+    r"\s?[_-](?P<slug>.+)$"
+)
+
+
+def _zola_route(mount: Mount, rel: str, meta: Mapping[str, Any]) -> str:
+    """A Zola page's or section's route (`Mount.kind` is `zola:<paths strategy>:<other languages>`):
+    a section (`_index.md`) at its folders as written; a page at its folders and its slug (front
+    matter `slug`, else its file name, or its folder's for an `index.md` with its assets, without a
+    leading date, slugified); front matter `path` is the whole route; `x.fr.md` is under `/fr`."""
+    _, strategy, others = [*mount.kind.split(":"), "", ""][:3]
+    dirs, _, name = rel.rpartition("/")
+    parts = [p for p in dirs.split("/") if p]
+    stem = name[: -len(".md")] if name.lower().endswith(".md") else name.rsplit(".", 1)[0]
+    lang = ""
+    base, dot, tail = stem.rpartition(".")
+    if dot and tail in others.split(","):
+        stem, lang = base, tail
+    if meta.get("path") and stem != "_index":
+        return _join(lang, str(meta["path"]))
+    if stem == "_index":
+        return _join(lang, mount.prefix, *parts)
+    if stem == "index" and parts:
+        stem = parts.pop()  # a page with its assets: the folder is the page
+    dated = _ZOLA_DATED.match(stem)
+    slug = str(meta.get("slug") or "") or (dated.group("slug") if dated else stem)
+    if strategy == "on":
+        plain = unicodedata.normalize("NFKD", slug)
+        slug = zola_slug("".join(ch for ch in plain if not unicodedata.combining(ch)))
+    elif strategy == "safe":
+        slug = re.sub(r'[<>:"/\\|?*]', "", slug.rstrip(" ."))
+    return _join(lang, mount.prefix, *parts, slug)
+
+
 def _join(*parts: str) -> str:
     return "/".join(p.strip("/") for p in parts if p and p.strip("/"))
 
@@ -1005,6 +1046,8 @@ class LinkResolver:
                 # A partial's or snippet's own anchor: the page that renders it holds it, among its own.
                 return Located(None, None, external=True, how="included")
             return Located(source, frag, how="anchor")
+        if self.site.generator == "zola" and path.startswith("@/"):
+            return self._zola_internal(path[2:], frag)
         for prefix, folder in self.site.aliases:
             if path.startswith(prefix):
                 # An import alias (Astro's `@assets/x.svg` through tsconfig `paths`): that file or nothing.
@@ -1768,6 +1811,22 @@ class LinkResolver:
             folder = posixpath.join(mount.folder, inner) if mount.folder else inner
             if "/" not in inner and self.folder_has_pages(folder):
                 return Located(folder, None, how="generated")
+        return Located(None, None)
+
+    def _zola_internal(self, rel: str, frag: str | None) -> Located:
+        """Zola's internal link (`@/blog/post.md#x`): the page or section file at that path of the
+        content folder, which must be a Markdown file there (Zola's build fails on any other)."""
+        mount = next((m for m in self.site.mounts if m.kind.startswith("zola")), None)
+        wanted = posixpath.normpath(rel) if rel else ""
+        if mount is None or not wanted.lower().endswith(".md") or wanted.startswith(("../", "/")):
+            return Located(None, None)
+        # The manual may be a folder of the content (`content/docs`): the link climbs to the content.
+        content = "/".join([".."] * len(mount.prefix.split("/"))) if mount.prefix else mount.folder
+        candidate = posixpath.normpath(posixpath.join(content, wanted)) if content else wanted
+        if candidate in self.routes.pages or (
+            self.exists(candidate) and not self.routes.is_unpublished(candidate)
+        ):
+            return Located(candidate, frag, how="file")
         return Located(None, None)
 
     def _routed_beside(self, mount: Mount) -> tuple[dict[str, str], bool] | None:
