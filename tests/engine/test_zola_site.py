@@ -12,7 +12,10 @@ from udm.site.routes import detect_site
 
 from .conftest import page_verdicts, write_tree
 
-CONFIG = 'base_url = "https://example.org/"\ntitle = "Z"\n[languages.fr]\ntitle = "Z fr"\n'
+CONFIG = (
+    'base_url = "https://example.org/"\ntitle = "Z"\ntaxonomies = [{name = "tags"}]\n'
+    '[languages.fr]\ntitle = "Z fr"\ntaxonomies = [{name = "Catégories"}]\n'
+)
 
 LINKS = {
     "@/docs/install.md": True,
@@ -37,6 +40,14 @@ LINKS = {
     "/fr/guide/": True,  # guide.fr.md, fr one of the site's languages
     "/guide/": False,
     "/hello-world/": True,  # `Hello World.md`, slugified
+    "/fr/contact/": True,  # a translation's front matter path, as written
+    "/fr/fr/contact/": False,
+    "/tags/": True,  # a taxonomy's list and term pages, Zola makes them
+    "/tags/rust/": True,
+    "/fr/categories/": True,  # a language's own taxonomy, its name slugified
+    "/topics/": False,
+    "/atom.xml": True,
+    "/blog/atom.xml": True,
 }
 
 
@@ -59,6 +70,7 @@ def _site(tmp_path: Path, config: str = CONFIG, name: str = "config.toml") -> Pa
             "content/about.md": "+++\npath = '/about-us'\naliases = ['/old-about/']\n+++\n# About\n",
             "content/guide.fr.md": "# Guide\n",
             "content/Hello World.md": "# Hello\n",
+            "content/contact.fr.md": "+++\npath = '/fr/contact'\n+++\n# Contact\n",
         },
     )
     (tmp_path / ".git").mkdir()

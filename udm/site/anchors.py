@@ -661,6 +661,13 @@ def zola_slug(text: str) -> str:
     return "-".join(_ZOLA_WORD.findall(text.lower()))
 
 
+def zola_path_slug(text: str) -> str:
+    """A name as Zola slugifies it in a path: `zola_slug` after accents are taken off (deunicode
+    transliterates more: other letters are dropped here)."""
+    plain = unicodedata.normalize("NFKD", text)
+    return zola_slug("".join(ch for ch in plain if not unicodedata.combining(ch)))
+
+
 def zola_plain_id(text: str) -> str:
     """A heading's id as Zola makes it with `slugify.anchors` "safe" or "off": ASCII blanks as `_`."""
     return re.sub(r"[\t\n\x0b\x0c\r ]", "_", text)

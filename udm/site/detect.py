@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from udm.datalimits import check_text
 from udm.markdown import INDENTED_BLOCKS
 from udm.shown import shown_line
+from udm.site.anchors import zola_path_slug
 from udm.site.docsify import docsify, docsify_inputs, is_docsify_page
 from udm.site.fumadocs import fumadocs, fumadocs_inputs
 from udm.site.gitignore import ignore_files, manual_ignored, pattern_lines, read_ignores
@@ -1210,11 +1211,21 @@ def _zola(root: Path, here: Path, text: str) -> Site:
     ]
     kind = "zola:" + ("on" if paths not in ("safe", "off") else paths) + ":" + ",".join(others)
     content = under(root, here / "content", "", kind, False)
+    # Each taxonomy's list and term pages (`/tags/`, `/fr/tags/rust/`), the site's and each language's.
+    tables = [data, *(v for v in languages.values() if isinstance(v, dict))]
+    names = {
+        str(t["name"]).lower() if paths != "on" else zola_path_slug(str(t["name"]))
+        for table in tables
+        if isinstance(table.get("taxonomies"), list)
+        for t in table["taxonomies"][:50]
+        if isinstance(t, dict) and isinstance(t.get("name"), str)
+    }
     return Site(
         mounts=(content,) if content else (),
         base_path=path_of_url(data.get("base_url")),
         static=static_folders(root, [here / "static", here / "content"]),
         heading_ids="zola" if anchors not in ("safe", "off") else "zola-plain",
+        taxonomies=tuple(sorted(n for n in names if n)),
     )
 
 

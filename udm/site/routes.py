@@ -18,7 +18,6 @@ import fnmatch
 import os
 import posixpath
 import re
-import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -44,7 +43,7 @@ from udm.site.anchors import (
     page_named,
     python_markdown_slug,
     vitepress_slug,
-    zola_slug,
+    zola_path_slug,
 )
 from udm.site.detect import (
     GENERATORS,
@@ -872,7 +871,7 @@ def _zola_route(mount: Mount, rel: str, meta: Mapping[str, Any]) -> str:
     if dot and tail in others.split(","):
         stem, lang = base, tail
     if meta.get("path") and stem != "_index":
-        return _join(lang, str(meta["path"]))
+        return _join(str(meta["path"]))  # as written: Zola adds no language to it
     if stem == "_index":
         return _join(lang, mount.prefix, *parts)
     if stem == "index" and parts:
@@ -880,8 +879,7 @@ def _zola_route(mount: Mount, rel: str, meta: Mapping[str, Any]) -> str:
     dated = _ZOLA_DATED.match(stem)
     slug = str(meta.get("slug") or "") or (dated.group("slug") if dated else stem)
     if strategy == "on":
-        plain = unicodedata.normalize("NFKD", slug)
-        slug = zola_slug("".join(ch for ch in plain if not unicodedata.combining(ch)))
+        slug = zola_path_slug(slug)
     elif strategy == "safe":
         slug = re.sub(r'[<>:"/\\|?*]', "", slug.rstrip(" ."))
     return _join(lang, mount.prefix, *parts, slug)
@@ -1765,6 +1763,8 @@ class LinkResolver:
             return Located(None, None, external=True, how="unread")
         if self.site.generator == "hugo":
             return self._hugo_generated(rel)
+        if self.site.generator == "zola":
+            return self._zola_generated(rel)
         if self.site.html_pages:
             if self._html_pages is None:
                 self._html_pages = dict(reversed(self.site.html_pages))  # the first of a route wins
@@ -1811,6 +1811,25 @@ class LinkResolver:
             folder = posixpath.join(mount.folder, inner) if mount.folder else inner
             if "/" not in inner and self.folder_has_pages(folder):
                 return Located(folder, None, how="generated")
+        return Located(None, None)
+
+    def _zola_generated(self, rel: str) -> Located:
+        """A page Zola makes without a content file: a taxonomy's list and term pages (in a language
+        too), a section's feed, the sitemap, robots.txt and 404 page."""
+        parts = [p for p in rel.strip("/").split("/") if p]
+        mount = next((m for m in self.site.mounts if m.kind.startswith("zola")), None)
+        others = (
+            mount.kind.split(":")[2].split(",") if mount is not None and mount.kind.count(":") >= 2 else []
+        )
+        if parts and parts[0] in others:
+            parts = parts[1:]
+        if parts and parts[-1] in ("atom.xml", "rss.xml", "sitemap.xml", "robots.txt", "404.html"):
+            parts = parts[:-1] if parts[-1] in ("atom.xml", "rss.xml") else []
+            folder = posixpath.join(mount.folder, *parts) if mount is not None else ""
+            if not parts or (mount is not None and self.folder_has_pages(folder)):
+                return Located(folder or ".", None, how="generated")  # the site's or a section's feed
+        if parts and parts[0] in self.site.taxonomies and len(parts) <= 3:
+            return Located(".", None, how="generated")
         return Located(None, None)
 
     def _zola_internal(self, rel: str, frag: str | None) -> Located:
