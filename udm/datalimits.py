@@ -165,6 +165,24 @@ _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
+# A TOML key (`a.b.c = 1`) or table header (`[a.b.c]`): the dotted names before `=` or inside `[...]`.
+_TOML_KEY = re.compile(r"^[ \t]*(?:\[\[?([^\]\n]*)|([^=\n]*)=)", re.M)
+
+
+def check_toml(text: str, *, what: str = "TOML", limits: DataLimits | None = None) -> None:
+    """DataLimitError when the TOML text is too large, or a key or table header has more dotted
+    parts than the depth limit (tomllib checks every prefix of a dotted key: its cost is the parts
+    squared); linear. Brackets are measured as JSON's (tomllib recurses on a deep array)."""
+    limits = limits or _current
+    check_json(text, what=what, limits=limits)
+    if text.count(".") <= limits.max_depth:
+        return
+    for m in _TOML_KEY.finditer(text):
+        key = m.group(1) if m.group(1) is not None else m.group(2)
+        if key.count(".") >= limits.max_depth:
+            raise DataLimitError(_too_deep(what, limits.max_depth), text.count("\n", 0, m.start()) + 1)
+
+
 def check_json(
     text: str, *, what: str = "JSON", json5: bool = False, limits: DataLimits | None = None
 ) -> None:

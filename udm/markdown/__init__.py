@@ -12,6 +12,7 @@ from udm._lazy import load_surface_name
 
 if TYPE_CHECKING:
     from udm.markdown.blockdata import parse_front_matter as parse_front_matter
+    from udm.markdown.blockdata import toml_opening as toml_opening
     from udm.markdown.definitions import MYST_SCHEMES as MYST_SCHEMES
     from udm.markdown.definitions import definition_line as definition_line
     from udm.markdown.document import Document as Document
@@ -65,6 +66,7 @@ _SURFACE = {
     "section_text": "lookups",
     "slugify": "outline",
     "split_lines": "lines",
+    "toml_opening": "blockdata",
 }
 
 __all__ = [
@@ -94,6 +96,7 @@ __all__ = [
     "section_text",
     "slugify",
     "split_lines",
+    "toml_opening",
 ]
 
 

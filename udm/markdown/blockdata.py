@@ -15,6 +15,7 @@ from udm.datalimits import (
     check_alias_expansion,
     check_json,
     check_size,
+    check_toml,
     check_yaml,
     current_limits,
 )
@@ -134,10 +135,11 @@ def parse_front_matter(
 ) -> tuple[dict[str, Any] | None, tuple[int, int] | None, str | None]:
     """(data, line range, error) of a leading `---` (YAML) or `+++` (TOML: Hugo, Zola) front matter
     block; all None when there is none."""
-    if lines and lines[0].rstrip("\r\n") == "+++":
-        for j in range(1, len(lines)):
-            if lines[j].rstrip("\r\n") == "+++":
-                data, error = _toml_front("".join(lines[1:j]), path)
+    opening = toml_opening(lines)
+    if opening is not None:
+        for j in range(opening + 1, len(lines)):
+            if lines[j].rstrip() == "+++":
+                data, error = _toml_front("".join(lines[opening + 1 : j]), path, opening + 2)
                 return (data or None) if error is None else None, (0, j + 1), error
         return None, None, None
     if not lines or lines[0].rstrip("\r\n") != "---":
@@ -154,30 +156,45 @@ def parse_front_matter(
 
 
 _TOML_LINE = re.compile(r"\(at line (\d+), column \d+\)")
+# Python prints no int of more than 4,300 digits (about 14,284 bits); TOML's `0x` ones are made
+# without that limit, and a route read from one would raise where it is printed.
+_INT_BITS = 14_000
 
 
-def _toml_front(text: str, path: str) -> tuple[dict[str, Any] | None, str | None]:
-    """A TOML front matter block's table, or the error at its line (the block starts on line 2)."""
+def toml_opening(lines: list[str]) -> int | None:
+    """The line of a TOML front matter's opening `+++` (after blank lines only, as Zola and Hugo
+    read it), or None."""
+    for i, line in enumerate(lines[:1000]):
+        if line.strip() == "+++":
+            return i
+        if line.strip():
+            return None
+    return None
+
+
+def _toml_front(text: str, path: str, first: int) -> tuple[dict[str, Any] | None, str | None]:
+    """A TOML front matter block's table, or the error at its line (`first`: the block's first line)."""
     where = path or "<string>"
     try:
-        check_size(text, what="front matter")
+        check_toml(text, what="front matter")
         data = tomllib.loads(text)
-        _check_toml_depth(data)
+        _check_toml_data(data)
     except DataLimitError as exc:
-        return None, f"{where}:2: {exc.reason}"
+        return None, f"{where}:{first - 1 + exc.line}: {exc.reason}"
     except tomllib.TOMLDecodeError as exc:
         at = _TOML_LINE.search(str(exc))
         problem = _TOML_LINE.sub("", str(exc)).strip()[:200]
-        return None, f"{where}:{1 + int(at.group(1)) if at else 2}: invalid TOML: {problem}"
+        return None, f"{where}:{first - 1 + int(at.group(1)) if at else first}: invalid TOML: {problem}"
     except (ValueError, RecursionError) as exc:
         # A number past Python's digit limit; arrays nested past the interpreter's recursion.
         reason = _value_error(exc) if isinstance(exc, ValueError) else "nested too deeply"
-        return None, f"{where}:2: invalid TOML: {reason}"
+        return None, f"{where}:{first}: invalid TOML: {reason}"
     return _toml_plain(data), None
 
 
-def _check_toml_depth(data: Any) -> None:
-    """DataLimitError when TOML data nests deeper than the data limit (walked without recursion)."""
+def _check_toml_data(data: Any) -> None:
+    """DataLimitError when TOML data nests deeper than the data limit; ValueError for an int Python
+    cannot print (walked without recursion)."""
     limit = current_limits().max_depth
     stack = [(data, 1)]
     while stack:
@@ -185,7 +202,11 @@ def _check_toml_depth(data: Any) -> None:
         if depth > limit:
             raise DataLimitError(f"front matter is nested too deeply: more than {limit} levels", 1)
         children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
-        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+        for child in children:
+            if isinstance(child, (dict, list)):
+                stack.append((child, depth + 1))
+            elif isinstance(child, int) and child.bit_length() > _INT_BITS:
+                raise ValueError("Exceeds the limit (4300 digits) for integer string conversion")
 
 
 def _toml_plain(data: Any) -> Any:

@@ -278,6 +278,8 @@ def page_anchors(
         found.update(ids)
         found.update(mintlify_slug(t) for t in named)
         found.update(slugify(t.replace(".", "-")) for t in titles + named)
+    if site.generator == "zola":
+        found.add("top")  # Zola's special anchor: the top of the page, never a broken link
     if own_rule is zola_slug and not all(t.isascii() for t in texts + nested):
         # Zola transliterates other characters (deunicode: `日本` is `ri-ben`), which is not done here.
         unknown = True
@@ -365,6 +367,9 @@ def _own_ids(
             (own, True) if own is not None else (made(_strip_attributes(t) if attributes else t), False)
             for t, own in headings
         ]
+        if site.generator == "zola":
+            # Zola takes every heading's own id first, then numbers the made ones around them.
+            ids = [i for i in ids if i[1]] + [i for i in ids if not i[1]]
         found = set(_claimed(ids + [(made(t), False) for t in nested]))
     if vue:
         # VitePress 1.2+ keeps a character reference as written (`&lt;` is `lt`), earlier ones decode

@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from udm.datalimits import check_text
+from udm.datalimits import check_text, check_toml
 from udm.markdown import INDENTED_BLOCKS
 from udm.shown import shown_line
 from udm.site.anchors import zola_path_slug
@@ -228,9 +228,7 @@ def _config_holds(path: Path, pattern: re.Pattern[str]) -> bool:
 def _looks_like_zola(path: Path) -> bool:
     """Whether a `config.toml` is Zola's: it must set `base_url` (Hugo's is `baseURL`, any case)."""
     try:
-        text = _read_config(path)
-        check_text(text, "json", what="the site config")
-        data = tomllib.loads(text)
+        data = _config_data(_read_config(path), ".toml")
     except Exception:  # TOML's errors, the limits, tomllib's recursion: not Zola's
         return False
     return isinstance(data.get("base_url"), str)
@@ -302,7 +300,7 @@ def _config_data(text: str, suffix: str) -> Any:
     if suffix in (".yaml", ".yml"):
         check_text(text, "yaml", what="the site config")
         return _LenientLoader.load(text) or {}
-    check_text(text, "json", what="the site config")  # TOML nests by brackets too
+    check_toml(text, what="the site config")
     return tomllib.loads(text)
 
 
@@ -376,7 +374,10 @@ def _read_site(root: Path, path: Path, gen: str) -> Site:
     if suffix in (".json", ".yml", ".yaml", ".toml"):
         # Measured before any parser recurses into it: a file of the manual is untrusted input. TOML's
         # nesting is its brackets', as JSON's (tomllib recurses on a deep array).
-        check_text(text, "yaml" if suffix in (".yml", ".yaml") else "json", what="the site config")
+        if suffix == ".toml":
+            check_toml(text, what="the site config")
+        else:
+            check_text(text, "yaml" if suffix in (".yml", ".yaml") else "json", what="the site config")
     # Hugo's reader needs the file itself: its suffix says the format, its folder may be config/_default.
     if gen == "hugo":
         return _hugo(root, path, text)
@@ -1209,7 +1210,10 @@ def _zola(root: Path, here: Path, text: str) -> Site:
     others = sorted(str(k) for k in languages if str(k) != default and re.fullmatch(r"[\w-]{1,20}", str(k)))[
         :50
     ]
-    kind = "zola:" + ("on" if paths not in ("safe", "off") else paths) + ":" + ",".join(others)
+    keep = "keep" if slugs.get("paths_keep_dates") is True else ""
+    listed = data.get("ignored_content")
+    ignored = [g for g in listed if isinstance(g, str)] if isinstance(listed, list) else []
+    kind = f"zola:{'on' if paths not in ('safe', 'off') else paths}:{','.join(others)}:{keep}"
     content = under(root, here / "content", "", kind, False)
     # Each taxonomy's list and term pages (`/tags/`, `/fr/tags/rust/`), the site's and each language's.
     tables = [data, *(v for v in languages.values() if isinstance(v, dict))]
@@ -1226,6 +1230,11 @@ def _zola(root: Path, here: Path, text: str) -> Site:
         static=static_folders(root, [here / "static", here / "content"]),
         heading_ids="zola" if anchors not in ("safe", "off") else "zola-plain",
         taxonomies=tuple(sorted(n for n in names if n)),
+        # `ignored_content`: globs over the path from the content folder (`*` crosses folders, as
+        # globset's does by default); such files are never loaded.
+        unpublished=tuple(
+            r for r in [unpublished_rule("zola", root, [here / "content"], "fnmatch", ignored)] if r
+        ),
     )
 
 

@@ -857,12 +857,18 @@ _ZOLA_DATED = re.compile(
 )
 
 
+def _zola_languages(mount: Mount) -> list[str]:
+    """The site's languages other than the default, from a Zola mount's kind."""
+    fields = mount.kind.split(":")
+    return [lang for lang in fields[2].split(",") if lang] if len(fields) > 2 else []
+
+
 def _zola_route(mount: Mount, rel: str, meta: Mapping[str, Any]) -> str:
     """A Zola page's or section's route (`Mount.kind` is `zola:<paths strategy>:<other languages>`):
     a section (`_index.md`) at its folders as written; a page at its folders and its slug (front
     matter `slug`, else its file name, or its folder's for an `index.md` with its assets, without a
     leading date, slugified); front matter `path` is the whole route; `x.fr.md` is under `/fr`."""
-    _, strategy, others = [*mount.kind.split(":"), "", ""][:3]
+    _, strategy, others, dates = [*mount.kind.split(":"), "", "", ""][:4]
     dirs, _, name = rel.rpartition("/")
     parts = [p for p in dirs.split("/") if p]
     stem = name[: -len(".md")] if name.lower().endswith(".md") else name.rsplit(".", 1)[0]
@@ -876,7 +882,7 @@ def _zola_route(mount: Mount, rel: str, meta: Mapping[str, Any]) -> str:
         return _join(lang, mount.prefix, *parts)
     if stem == "index" and parts:
         stem = parts.pop()  # a page with its assets: the folder is the page
-    dated = _ZOLA_DATED.match(stem)
+    dated = _ZOLA_DATED.match(stem) if dates != "keep" else None
     slug = str(meta.get("slug") or "") or (dated.group("slug") if dated else stem)
     if strategy == "on":
         slug = zola_path_slug(slug)
@@ -1035,6 +1041,9 @@ class LinkResolver:
             fragment = fragment.partition(":~:")[0]
         # unquote() costs more than the rest of a lookup: most targets hold no escape.
         frag = (unquote(fragment) if "%" in fragment else fragment) or None
+        if self.site.generator == "zola" and path.startswith("@/"):
+            # Looked up as written (Zola decodes escapes only): a query is part of the path.
+            return self._zola_internal(unquote(path[2:]), frag)
         if "?" in path:
             path = path.split("?", 1)[0]
         if "%" in path:
@@ -1044,8 +1053,6 @@ class LinkResolver:
                 # A partial's or snippet's own anchor: the page that renders it holds it, among its own.
                 return Located(None, None, external=True, how="included")
             return Located(source, frag, how="anchor")
-        if self.site.generator == "zola" and path.startswith("@/"):
-            return self._zola_internal(path[2:], frag)
         for prefix, folder in self.site.aliases:
             if path.startswith(prefix):
                 # An import alias (Astro's `@assets/x.svg` through tsconfig `paths`): that file or nothing.
@@ -1818,9 +1825,7 @@ class LinkResolver:
         too), a section's feed, the sitemap, robots.txt and 404 page."""
         parts = [p for p in rel.strip("/").split("/") if p]
         mount = next((m for m in self.site.mounts if m.kind.startswith("zola")), None)
-        others = (
-            mount.kind.split(":")[2].split(",") if mount is not None and mount.kind.count(":") >= 2 else []
-        )
+        others = _zola_languages(mount) if mount is not None else []
         if parts and parts[0] in others:
             parts = parts[1:]
         if parts and parts[-1] in ("atom.xml", "rss.xml", "sitemap.xml", "robots.txt", "404.html"):
@@ -1836,14 +1841,25 @@ class LinkResolver:
         """Zola's internal link (`@/blog/post.md#x`): the page or section file at that path of the
         content folder, which must be a Markdown file there (Zola's build fails on any other)."""
         mount = next((m for m in self.site.mounts if m.kind.startswith("zola")), None)
-        wanted = posixpath.normpath(rel) if rel else ""
-        if mount is None or not wanted.lower().endswith(".md") or wanted.startswith(("../", "/")):
+        wanted = rel
+        name = wanted.rpartition("/")[2]
+        stem = name[: -len(".md")]
+        if (
+            mount is None
+            or not name.endswith(".md")  # Zola loads `.md` files only, in that case
+            or posixpath.normpath(wanted) != wanted  # `./`, `..`, `//`: no path of its table
+            or wanted.startswith("/")
+            or any(part.startswith(".") for part in wanted.split("/"))  # hidden: never loaded
+            or ("." in stem and stem.rpartition(".")[2] not in _zola_languages(mount))
+        ):
             return Located(None, None)
         # The manual may be a folder of the content (`content/docs`): the link climbs to the content.
         content = "/".join([".."] * len(mount.prefix.split("/"))) if mount.prefix else mount.folder
         candidate = posixpath.normpath(posixpath.join(content, wanted)) if content else wanted
-        if candidate in self.routes.pages or (
-            self.exists(candidate) and not self.routes.is_unpublished(candidate)
+        if frag is not None and frag.lower() == "top":
+            frag = None  # Zola's special anchor, in any case: the top of the page
+        if not self.routes.is_unpublished(candidate) and (
+            candidate in self.routes.pages or self.exists(candidate)
         ):
             return Located(candidate, frag, how="file")
         return Located(None, None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from udm.errors import AmbiguousTargetError, DocumentError, PatchError, TargetNotFoundError
-from udm.markdown import section_text
+from udm.markdown import section_text, toml_opening
 from udm.patch import format as P
 from udm.patch.ops.fragments import blank
 from udm.patch.ops.targets import (
@@ -58,7 +58,7 @@ def set_front_matter(ws: Workspace, op: P.SetFrontMatter, expect_check: ExpectCh
     rng = doc.front_matter_range
     if rng is None and lines and lines[0].rstrip("\r\n") == "---":
         raise DocumentError(f"{op.file}: its front matter is not closed by '---'")
-    if lines and lines[0].rstrip("\r\n") == "+++":
+    if toml_opening(lines) is not None:
         # A YAML edit would corrupt TOML, and a YAML block above it would hide it from Hugo and Zola.
         raise DocumentError(f"{op.file}: its front matter is TOML ('+++'); set_front_matter edits YAML only")
     body = "".join(lines[rng[0] + 1 : rng[1] - 1]) if rng else ""
