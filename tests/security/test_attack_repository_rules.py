@@ -11,6 +11,7 @@ timeout so a regression cannot stall the suite.
 
 from __future__ import annotations
 
+import resource
 import subprocess
 import sys
 import textwrap
@@ -61,17 +62,22 @@ def _compare(tmp_path: Path, lines: list[str], paths: list[str]) -> list[tuple[s
 
 
 def _child_seconds(code: str, limit: float) -> None:
-    """Run `code` in a fresh interpreter; fail when it takes longer than `limit` seconds."""
+    """Run `code` in a fresh interpreter; fail when it takes `limit` seconds of CPU or more (the
+    suite's other workers do not count), or four times that of wall time."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
         subprocess.run(
             [sys.executable, "-c", textwrap.dedent(code)],
             cwd=_ROOT,
-            timeout=limit,
+            timeout=4 * limit,
             check=True,
             capture_output=True,
         )
     except subprocess.TimeoutExpired:
-        pytest.fail(f"took longer than {limit}s (super-linear on a crafted input)")
+        pytest.fail(f"took longer than {4 * limit}s (super-linear on a crafted input)")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    spent = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    assert spent < limit, f"took {spent:.2f}s of CPU (super-linear on a crafted input)"
 
 
 # --------------------------------------------------------------------------------------------
