@@ -160,3 +160,22 @@ def test_hostile_internal_links_land_nowhere(tmp_path: Path, target: str) -> Non
     write_tree(root, {"content/links.md": f"# L\n\n[a](<{target}>)\n"})
     settings = load_settings(cwd=root, root=root / "content", state_dir=root / ".st")
     assert set(page_verdicts(settings, "links.md").values()) <= {False}
+
+
+def test_a_patch_that_changes_zolas_id_of_a_linked_heading_is_refused(tmp_path: Path) -> None:
+    # `What's new` and `Whats new` are one id for GitHub (`whats-new`), two for Zola.
+    from udm.patch import apply_patch, parse_patch
+
+    root = _site(tmp_path)
+    write_tree(
+        root,
+        {
+            "content/news.md": "+++\n+++\n# News\n\n## What's new\n\nText.\n",
+            "content/links.md": "# L\n\n[n](@/news.md#what-s-new)\n",
+        },
+    )
+    (root / "state").mkdir()
+    settings = load_settings(cwd=root, root=root / "content", state_dir=root / "state")
+    rename = {"op": "rename_heading", "file": "news.md", "section": "What's new", "to": "Whats new"}
+    result = apply_patch(parse_patch({"description": "t", "operations": [rename]}), settings)
+    assert result.status == "invalid" and "@/news.md#what-s-new would break" in (result.error or ""), result
