@@ -80,12 +80,12 @@ def test_docusaurus_partials_are_no_pages(tmp_path: Path) -> None:
         (
             "docs/install.mdx",
             "link target ./_setup.mdx is not published: the site builds no page from it (a partial, a "
-            "snippet or an excluded file)",
+            "snippet, a draft or an excluded file)",
         ),
         (
             "docs/install.mdx",
             "link target ./_parts/note.md is not published: the site builds no page from it (a "
-            "partial, a snippet or an excluded file)",
+            "partial, a snippet, a draft or an excluded file)",
         ),
         ("docs/install.mdx", "link target /docs/_setup does not exist"),
         ("docs/_setup.mdx", "link target /docs/missing does not exist"),
@@ -94,13 +94,13 @@ def test_docusaurus_partials_are_no_pages(tmp_path: Path) -> None:
     results = check_links(settings, external=False).results
     skipped = {(r.file, r.target): r.reason for r in results if r.status == "skipped"}
     assert skipped[("docs/_setup.mdx", "../api/x")] == (
-        "docs/_setup.mdx is no page of the site (a partial, a snippet or an excluded file): its "
+        "docs/_setup.mdx is no page of the site (a partial, a snippet, a draft or an excluded file): its "
         "relative links resolve where it is rendered, not checked"
     )
     broken = {(r.file, r.target): r.reason for r in results if r.status == "broken"}
     assert broken[("docs/install.mdx", "./_setup.mdx")] == (
-        "docs/_setup.mdx is not published: the site builds no page from it (a partial, a snippet or an "
-        "excluded file)"
+        "docs/_setup.mdx is not published: the site builds no page from it (a partial, a snippet, a draft "
+        "or an excluded file)"
     )
 
 
@@ -130,6 +130,51 @@ def test_docusaurus_exclude_option(tmp_path: Path, exclude: str, setup: bool, dr
         },
     )
     assert page_verdicts(settings, "docs/index.md") == {"/docs/_setup": setup, "/docs/drafts/wip": draft}
+
+
+@pytest.mark.parametrize(
+    ("files", "root", "page", "links"),
+    [
+        (  # Hugo: `draft: true` (YAML or TOML front matter)
+            {
+                "hugo.toml": 'baseURL = "https://example.org/"\n',
+                "content/a.md": "---\ndraft: true\n---\n# A\n",
+                "content/b.md": "+++\ndraft = true\n+++\n# B\n",
+                "content/c.md": "---\ndraft: false\n---\n# C\n",
+            },
+            "",
+            "content/_index.md",
+            {"/a/": False, "/b/": False, "/c/": True},
+        ),
+        (  # Docusaurus: a draft doc
+            {
+                "docusaurus.config.js": "module.exports = {presets: [['classic', {docs: {}}]]};\n",
+                "docs/a.md": "---\ndraft: true\n---\n# A\n",
+                "docs/c.md": "# C\n",
+            },
+            "",
+            "docs/_index.md",
+            {"/docs/a": False, "a.md": False, "/docs/c": True},
+        ),
+        (  # Jekyll: `published: false`
+            {
+                "_config.yml": "baseurl: ''\npermalink: pretty\n",
+                "a.md": "---\npublished: false\n---\n# A\n",
+                "c.md": "---\ntitle: C\n---\n# C\n",
+            },
+            "",
+            "_index.md",
+            {"/a/": False, "/c/": True},
+        ),
+    ],
+    ids=["hugo", "docusaurus", "jekyll"],
+)
+def test_a_draft_is_no_page_of_the_site(
+    tmp_path: Path, files: dict[str, str], root: str, page: str, links: dict[str, bool]
+) -> None:
+    body = "# Links\n\n" + "\n".join(f"- [x]({t})" for t in links) + "\n"
+    settings = site_settings(tmp_path, {**files, page: body})
+    assert page_verdicts(settings, page) == links
 
 
 MKDOCS = """site_name: S

@@ -200,12 +200,9 @@ def test_finding_markdown_files_zola_does_not_load_are_link_targets(tmp_path: Pa
     assert verdicts == dict.fromkeys(targets, False)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="drafts are not modelled, for any generator (README: Zola, not modelled)"
-)
 def test_finding_draft_pages_are_link_targets(tmp_path: Path) -> None:
-    # FINDING (left open): `draft = true` pages, and every page under a draft section, are not built
-    # by `zola build`; an `@/` link to one fails the build. udm reads no draft flag.
+    # FINDING (fixed): `draft = true` pages, and every page under a draft section, are not built
+    # by `zola build`; an `@/` link to one fails the build. udm read no draft flag.
     targets = ["@/draft.md", "@/secret/page.md"]
     verdicts = _links(
         tmp_path,

@@ -149,7 +149,7 @@ def _internal_verdict(settings: Settings, site: Site, link: LinkSource) -> LinkR
         shown = display_target(link.file, link.target)
         if site.unpublished_page(link.file) and not link.target.startswith("/"):
             why = (
-                f"{link.file} is no page of the site (a partial, a snippet or an excluded file): its "
+                f"{link.file} is no page of the site (a partial, a snippet, a draft or an excluded file): its "
                 "relative links resolve where it is rendered, not checked"
             )
             return LinkResult(**base, status="skipped", reason=why)

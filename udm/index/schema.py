@@ -41,7 +41,8 @@ __all__ = [
 # are links, and kramdown's footnote anchors (fn:x, fnref:x) are a Jekyll page's; 23: MyST's
 # `project:` and `path:` links are internal (the project's files and targets); 24: a link whose
 # title holds Docsify's `:include` or `:ignore` has the form `embed` or `ignore`; 25: TOML front
-# matter (`+++`) is the page's front matter, and a page's route meta holds Zola's `path`
+# matter (`+++`) is the page's front matter, and a page's route meta holds Zola's `path` and a
+# draft's `draft`
 SCHEMA_VERSION = 25
 # ID definitions with their section's line range: the rows of the SQLite lookup mirror.
 DEFS_SQL = (

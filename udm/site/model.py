@@ -46,7 +46,9 @@ __all__ = [
 ]
 
 # Why a link to a file the site builds no page from is broken (lint, `udm links`, the validator).
-NOT_PUBLISHED = "is not published: the site builds no page from it (a partial, a snippet or an excluded file)"
+NOT_PUBLISHED = (
+    "is not published: the site builds no page from it (a partial, a snippet, a draft or an excluded file)"
+)
 
 # Raised whenever udm.site.routes resolves some link otherwise (a new rule, a new anchor form): an index
 # built under other rules then resolves every link anew, though no file and no config changed.

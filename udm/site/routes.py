@@ -106,6 +106,8 @@ _BLOG_PAGES = re.compile(r"^(?:|page/\d+|archive|tags(?:/[^/]+)?|authors(?:/[^/]
 # permalink, Zola path; Jekyll's redirect_from is read as aliases, its categories as a list).
 _META_KEYS = ("slug", "id", "url", "aliases", "permalink", "path")
 _MAX_ALIASES = 100
+# The generators that leave a draft page (front matter) out of their production build.
+_DRAFT_SITES = ("hugo", "zola", "docusaurus", "starlight", "jekyll")
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 _PERMALINK_TOKEN = re.compile(r":([a-z]+)")
 _MONTHS = (
@@ -163,6 +165,10 @@ def route_meta(front_matter: Mapping[str, Any] | None) -> dict[str, Any] | None:
     words = [str(w).strip() for w in words if isinstance(w, (str, int)) and not isinstance(w, bool)]
     if any(words):
         out["categories"] = [w for w in words if w][:20]
+    # A draft (`draft: true`: Hugo, Zola, Docusaurus, Starlight; Jekyll's `published: false`) is left
+    # out of the site's production build.
+    if front_matter.get("draft") is True or front_matter.get("published") is False:
+        out["draft"] = True
     return out or None
 
 
@@ -364,7 +370,9 @@ class Routes:
 
     def is_unpublished(self, path: str) -> bool:
         """Whether the site builds no page from the file `path` (a partial, a snippet, an excluded
-        file); each indexed page is asked about once, however many links name it."""
+        file, a draft); each indexed page is asked about once, however many links name it."""
+        if self.site.generator in _DRAFT_SITES and self._draft(path):
+            return True
         if not self.site.unpublished:
             return False
         known = self._unpublished.get(path)
@@ -372,6 +380,23 @@ class Routes:
             # The answer depends on the path and the site's rules only, never on what the file holds.
             known = self._unpublished[path] = self.site.unpublished_page(path)
         return known
+
+    def _draft(self, path: str) -> bool:
+        """Whether the page is a draft by its front matter, or (Zola) lies below a draft section."""
+        if self._meta(path).get("draft") is True:
+            return True
+        if self.site.generator != "zola":
+            return False
+        folder = posixpath.dirname(path)
+        if posixpath.basename(path).startswith("_index."):
+            folder = posixpath.dirname(folder)
+        for _ in range(64):
+            if not folder or folder.startswith(".."):
+                return False
+            if self._meta(f"{folder}/_index.md").get("draft") is True:
+                return True
+            folder = posixpath.dirname(folder)
+        return False
 
     def page_route(self, path: str) -> str | None:
         """The route key of a page (no leading slash), or None when no mount publishes it (or the site
