@@ -166,8 +166,21 @@ def test_docusaurus_exclude_option(tmp_path: Path, exclude: str, setup: bool, dr
             "_index.md",
             {"/a/": False, "/c/": True},
         ),
+        (  # Starlight: `draft: true`
+            {
+                "astro.config.mjs": (
+                    "import starlight from '@astrojs/starlight';\n"
+                    "export default defineConfig({ integrations: [starlight({ title: 'x' })] });\n"
+                ),
+                "src/content/docs/a.md": "---\ntitle: A\ndraft: true\n---\n# A\n",
+                "src/content/docs/c.md": "---\ntitle: C\n---\n# C\n",
+            },
+            "",
+            "src/content/docs/index.md",
+            {"/a/": False, "/c/": True},
+        ),
     ],
-    ids=["hugo", "docusaurus", "jekyll"],
+    ids=["hugo", "docusaurus", "jekyll", "starlight"],
 )
 def test_a_draft_is_no_page_of_the_site(
     tmp_path: Path, files: dict[str, str], root: str, page: str, links: dict[str, bool]
