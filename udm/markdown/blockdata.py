@@ -42,6 +42,17 @@ def _value_error(exc: ValueError | OverflowError) -> str:
     return text[:200] or type(exc).__name__
 
 
+def _unprintable(value: Any) -> bool:
+    """Whether `value` is an integer too long for Python to turn into text (its digit limit)."""
+    if not isinstance(value, int) or value.bit_length() <= _PRINTABLE_BITS:
+        return False
+    try:
+        str(value)
+    except ValueError:
+        return True
+    return False
+
+
 def _made(construct: Any) -> Any:
     """A constructor of values YAML allows but Python may not make (`2001-02-30`, 5,000 digits) that
     fails as a YAML error at the value's own line, and refuses an integer too long to print."""
@@ -51,11 +62,8 @@ def _made(construct: Any) -> Any:
             value = construct(loader, node)
         except (ValueError, OverflowError) as exc:
             raise yaml.constructor.ConstructorError(None, None, _value_error(exc), node.start_mark) from None
-        if isinstance(value, int) and value.bit_length() > _PRINTABLE_BITS:
-            try:
-                str(value)
-            except ValueError:
-                raise yaml.constructor.ConstructorError(None, None, _TOO_LONG, node.start_mark) from None
+        if _unprintable(value):
+            raise yaml.constructor.ConstructorError(None, None, _TOO_LONG, node.start_mark)
         return value
 
     return wrapped
@@ -156,9 +164,6 @@ def parse_front_matter(
 
 
 _TOML_LINE = re.compile(r"\(at line (\d+), column \d+\)")
-# Python prints no int of more than 4,300 digits (about 14,284 bits); TOML's `0x` ones are made
-# without that limit, and a route read from one would raise where it is printed.
-_INT_BITS = 14_000
 
 
 def toml_opening(lines: list[str]) -> int | None:
@@ -205,8 +210,10 @@ def _check_toml_data(data: Any) -> None:
         for child in children:
             if isinstance(child, (dict, list)):
                 stack.append((child, depth + 1))
-            elif isinstance(child, int) and child.bit_length() > _INT_BITS:
-                raise ValueError("Exceeds the limit (4300 digits) for integer string conversion")
+            elif _unprintable(child):
+                # TOML's `0x` integers are made without Python's digit limit: a route read from one
+                # would raise where it is printed.
+                raise ValueError(_TOO_LONG)
 
 
 def _toml_plain(data: Any) -> Any:
