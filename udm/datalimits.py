@@ -47,7 +47,7 @@ DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 # (ruamel gives up near 250 levels at an empty stack, orjson at 254): the setting's ceiling.
 DEPTH_CEILING = 200
 
-TextFormat = Literal["json", "json5", "yaml"]
+TextFormat = Literal["json", "json5", "yaml", "toml"]
 
 
 class DataLimitError(DocumentError):
@@ -261,10 +261,12 @@ def check_yaml(
 def check_text(
     text: str, fmt: TextFormat, *, what: str | None = None, limits: DataLimits | None = None
 ) -> None:
-    """check_json / check_yaml by format name."""
+    """check_json / check_yaml / check_toml by format name."""
     label = what or fmt.upper()
     if fmt == "yaml":
         check_yaml(text, what=label, limits=limits)
+    elif fmt == "toml":
+        check_toml(text, what=label, limits=limits)
     else:
         check_json(text, what=label, json5=fmt == "json5", limits=limits)
 

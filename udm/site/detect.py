@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from udm.datalimits import check_text, check_toml
+from udm.datalimits import TextFormat, check_text
 from udm.markdown import INDENTED_BLOCKS
 from udm.shown import shown_line
 from udm.site.anchors import zola_path_slug
@@ -300,7 +300,7 @@ def _config_data(text: str, suffix: str) -> Any:
     if suffix in (".yaml", ".yml"):
         check_text(text, "yaml", what="the site config")
         return _LenientLoader.load(text) or {}
-    check_toml(text, what="the site config")
+    check_text(text, "toml", what="the site config")
     return tomllib.loads(text)
 
 
@@ -366,18 +366,19 @@ def _found_site(root: Path, generator: str, stop: Path | None) -> Site:
     return site
 
 
+# How a config file's text is measured before it is parsed, by its suffix (TOML: its brackets and its
+# dotted keys, `check_toml`).
+_CONFIG_FORMATS: dict[str, TextFormat] = {".json": "json", ".yml": "yaml", ".yaml": "yaml", ".toml": "toml"}
+
+
 def _read_site(root: Path, path: Path, gen: str) -> Site:
     """The site a generator's config file describes (its defaults when there is no such file); raises
     what the file's reader raises."""
     text = _read_config(path) if path.is_file() else ""
     suffix = path.suffix.lower()
-    if suffix in (".json", ".yml", ".yaml", ".toml"):
-        # Measured before any parser recurses into it: a file of the manual is untrusted input. TOML's
-        # nesting is its brackets', as JSON's (tomllib recurses on a deep array).
-        if suffix == ".toml":
-            check_toml(text, what="the site config")
-        else:
-            check_text(text, "yaml" if suffix in (".yml", ".yaml") else "json", what="the site config")
+    if suffix in _CONFIG_FORMATS:
+        # Measured before any parser recurses into it: a file of the manual is untrusted input.
+        check_text(text, _CONFIG_FORMATS[suffix], what="the site config")
     # Hugo's reader needs the file itself: its suffix says the format, its folder may be config/_default.
     if gen == "hugo":
         return _hugo(root, path, text)
