@@ -659,10 +659,9 @@ _ZOLA_WORD = re.compile(r"[a-z0-9]+")
 
 
 def zola_slug(text: str) -> str:
-    """A heading's id (and a file name's path) as Zola makes it by default (`slugify` "on", the `slug`
-    crate): each run of ASCII letters and digits, lower-cased, joined by one `-`. Other characters are
-    transliterated first (deunicode), which is not done here: `page_anchors` leaves such a page's ids
-    unknown."""
+    """A heading's id as Zola makes it by default (`slugify` "on", the `slug` crate): each run of ASCII
+    letters and digits, lower-cased, joined by one `-`. Other characters are transliterated first
+    (deunicode), which is not done here: `page_anchors` leaves such a page's ids unknown."""
     return "-".join(_ZOLA_WORD.findall(text.lower()))
 
 

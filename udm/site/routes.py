@@ -370,7 +370,8 @@ class Routes:
 
     def is_unpublished(self, path: str) -> bool:
         """Whether the site builds no page from the file `path` (a partial, a snippet, an excluded
-        file, a draft); each indexed page is asked about once, however many links name it."""
+        file, a draft). The site's rules are asked about each page once, however many links name it;
+        a draft is told by its front matter each time, which a small refresh may change."""
         if self.site.generator in _DRAFT_SITES and self._draft(path):
             return True
         if not self.site.unpublished:
@@ -882,24 +883,33 @@ _ZOLA_DATED = re.compile(
 )
 
 
-def _zola_languages(mount: Mount) -> list[str]:
-    """The site's languages other than the default, from a Zola mount's kind."""
-    fields = mount.kind.split(":")
-    return [lang for lang in fields[2].split(",") if lang] if len(fields) > 2 else []
+class _ZolaKind(NamedTuple):
+    """A Zola mount's settings, as `_zola` (udm.site.detect) writes them in `Mount.kind`
+    (`zola:<paths strategy>:<other languages>:<keep>`)."""
+
+    strategy: str  # `slugify.paths`: on, safe or off
+    languages: tuple[str, ...]  # the site's languages other than the default
+    keep_dates: bool  # `slugify.paths_keep_dates`
+
+
+def _zola_kind(mount: Mount) -> _ZolaKind:
+    """The Zola settings a mount's kind holds."""
+    _, strategy, languages, keep = [*mount.kind.split(":"), "", "", ""][:4]
+    return _ZolaKind(strategy, tuple(lang for lang in languages.split(",") if lang), keep == "keep")
 
 
 def _zola_route(mount: Mount, rel: str, meta: Mapping[str, Any]) -> str:
-    """A Zola page's or section's route (`Mount.kind` is `zola:<paths strategy>:<other languages>`):
-    a section (`_index.md`) at its folders as written; a page at its folders and its slug (front
-    matter `slug`, else its file name, or its folder's for an `index.md` with its assets, without a
-    leading date, slugified); front matter `path` is the whole route; `x.fr.md` is under `/fr`."""
-    _, strategy, others, dates = [*mount.kind.split(":"), "", "", ""][:4]
+    """A Zola page's or section's route: a section (`_index.md`) at its folders as written; a page at
+    its folders and its slug (front matter `slug`, else its file name, or its folder's for an
+    `index.md` with its assets, without a leading date, slugified); front matter `path` is the whole
+    route; `x.fr.md` is under `/fr`."""
+    kind = _zola_kind(mount)
     dirs, _, name = rel.rpartition("/")
     parts = [p for p in dirs.split("/") if p]
     stem = name[: -len(".md")] if name.lower().endswith(".md") else name.rsplit(".", 1)[0]
     lang = ""
     base, dot, tail = stem.rpartition(".")
-    if dot and tail in others.split(","):
+    if dot and tail in kind.languages:
         stem, lang = base, tail
     if meta.get("path") and stem != "_index":
         return _join(str(meta["path"]))  # as written: Zola adds no language to it
@@ -907,11 +917,11 @@ def _zola_route(mount: Mount, rel: str, meta: Mapping[str, Any]) -> str:
         return _join(lang, mount.prefix, *parts)
     if stem == "index" and parts:
         stem = parts.pop()  # a page with its assets: the folder is the page
-    dated = _ZOLA_DATED.match(stem) if dates != "keep" else None
+    dated = None if kind.keep_dates else _ZOLA_DATED.match(stem)
     slug = str(meta.get("slug") or "") or (dated.group("slug") if dated else stem)
-    if strategy == "on":
+    if kind.strategy == "on":
         slug = zola_path_slug(slug)
-    elif strategy == "safe":
+    elif kind.strategy == "safe":
         slug = re.sub(r'[<>:"/\\|?*]', "", slug.rstrip(" ."))
     return _join(lang, mount.prefix, *parts, slug)
 
@@ -1845,13 +1855,16 @@ class LinkResolver:
                 return Located(folder, None, how="generated")
         return Located(None, None)
 
+    def _zola_mount(self) -> Mount | None:
+        """The mount of a Zola site's content folder (None where it does not overlap the manual)."""
+        return next((m for m in self.site.mounts if m.kind.startswith("zola")), None)
+
     def _zola_generated(self, rel: str) -> Located:
         """A page Zola makes without a content file: a taxonomy's list and term pages (in a language
         too), a section's feed, the sitemap, robots.txt and 404 page."""
         parts = [p for p in rel.strip("/").split("/") if p]
-        mount = next((m for m in self.site.mounts if m.kind.startswith("zola")), None)
-        others = _zola_languages(mount) if mount is not None else []
-        if parts and parts[0] in others:
+        mount = self._zola_mount()
+        if parts and mount is not None and parts[0] in _zola_kind(mount).languages:
             parts = parts[1:]
         if parts and parts[-1] in ("atom.xml", "rss.xml", "sitemap.xml", "robots.txt", "404.html"):
             parts = parts[:-1] if parts[-1] in ("atom.xml", "rss.xml") else []
@@ -1865,7 +1878,7 @@ class LinkResolver:
     def _zola_internal(self, rel: str, frag: str | None) -> Located:
         """Zola's internal link (`@/blog/post.md#x`): the page or section file at that path of the
         content folder, which must be a Markdown file there (Zola's build fails on any other)."""
-        mount = next((m for m in self.site.mounts if m.kind.startswith("zola")), None)
+        mount = self._zola_mount()
         wanted = rel
         name = wanted.rpartition("/")[2]
         stem = name[: -len(".md")]
@@ -1875,7 +1888,7 @@ class LinkResolver:
             or posixpath.normpath(wanted) != wanted  # `./`, `..`, `//`: no path of its table
             or wanted.startswith("/")
             or any(part.startswith(".") for part in wanted.split("/"))  # hidden: never loaded
-            or ("." in stem and stem.rpartition(".")[2] not in _zola_languages(mount))
+            or ("." in stem and stem.rpartition(".")[2] not in _zola_kind(mount).languages)
         ):
             return Located(None, None)
         # The manual may be a folder of the content (`content/docs`): the link climbs to the content.
