@@ -23,7 +23,7 @@ from udm.patch.ops.content import set_front_matter
 from udm.patch.workspace import Workspace
 from udm.site.routes import detect_site
 
-from ..engine.conftest import link_verdicts, page_verdicts, write_tree
+from ..engine.conftest import cpu_seconds, link_verdicts, page_verdicts, write_tree
 
 CONFIG = 'base_url = "https://example.org/"\ntitle = "Z"\n[languages.fr]\ntitle = "Z fr"\n'
 
@@ -40,12 +40,6 @@ def _links(
     text = "# L\n\n" + "\n".join(f"- [x](<{t}>)" for t in targets) + "\n"
     settings = _zola(tmp, {"content/links.md": text, **files}, config)
     return page_verdicts(settings, "content/links.md")
-
-
-def _cpu(fn: object) -> float:
-    started = time.thread_time()
-    fn()  # type: ignore[operator]
-    return time.thread_time() - started
 
 
 INSTALL = "+++\ntitle = 'Install'\n+++\n# Install\n\n## Node & npm\n\n<a id=\"raw\"></a>\n"
@@ -69,7 +63,7 @@ def test_finding_dotted_toml_key_is_quadratic_in_front_matter() -> None:
         nonlocal doc
         doc = parse_document(text, "p.md")
 
-    spent = _cpu(parse)
+    spent = cpu_seconds(parse)
     assert doc is not None and doc.front_matter is None and doc.errors[0].startswith("p.md:2:")
     assert spent < 0.3, f"{spent:.2f}s of CPU for a 24 KB front matter"
 
@@ -87,7 +81,7 @@ def test_finding_dotted_toml_key_is_quadratic_in_a_zola_config(tmp_path: Path) -
             "content/_index.md": "# H\n",
         },
     )
-    spent = _cpu(lambda: detect_site(tmp_path / "content", stop=tmp_path))
+    spent = cpu_seconds(lambda: detect_site(tmp_path / "content", stop=tmp_path))
     assert spent < 0.5, f"{spent:.2f}s of CPU to detect a 24 KB config.toml"
 
 
