@@ -79,6 +79,7 @@ GENERATORS = (
     "vuepress",
     "docsify",
     "zola",
+    "gitbook",
 )
 SITE_GENERATORS = ("auto", *GENERATORS)
 

@@ -78,7 +78,7 @@ def test_liquid_destinations_resolve_as_jekyll_renders_them(tmp_path: Path) -> N
 
 
 def test_liquid_links_carry_their_line_text_and_form() -> None:
-    doc = parse_document(PAGE, "liquid.md", liquid=True)
+    doc = parse_document(PAGE, "liquid.md", liquid="jekyll")
     liquid = [(link.line, link.text, link.form) for link in doc.links if link.form == "liquid"]
     assert (2, "rel", "liquid") in liquid and (19, "", "liquid") in liquid
     assert not [link for link in doc.links if "in-code" in link.target or "in-raw" in link.target]
@@ -87,7 +87,7 @@ def test_liquid_links_carry_their_line_text_and_form() -> None:
 def test_liquid_in_an_html_block_is_no_markdown_link() -> None:
     # kramdown reads no Markdown inside an HTML block: `[t]({% link a.md %})` there is text.
     text = "# T\n\n<div>\n[in html]({% link a.md %})\n</div>\n\n[out]({% link b.md %})\n"
-    doc = parse_document(text, "p.md", liquid=True)
+    doc = parse_document(text, "p.md", liquid="jekyll")
     assert [(link.target, link.form) for link in doc.links] == [("{% link b.md %}", "liquid")]
 
 
@@ -149,12 +149,12 @@ def test_any_destination_reads_as_a_site_path_a_tag_or_nothing(text: str) -> Non
 @given(st.lists(_LIQUID_TEXT, max_size=8))
 def test_a_page_of_liquid_fragments_parses_without_error(parts: list[str]) -> None:
     text = "# T\n\n" + "".join(f"[x]({p})\n" for p in parts)
-    doc = parse_document(text, "p.md", liquid=True)
+    doc = parse_document(text, "p.md", liquid="jekyll")
     assert all(0 <= link.line < len(text.splitlines()) + 1 for link in doc.links)
 
 
 def _best_seconds(text: str) -> float:
-    return cpu_seconds(lambda: (find_liquid_links(text), parse_document(text, "p.md", liquid=True)), 2)
+    return cpu_seconds(lambda: (find_liquid_links(text), parse_document(text, "p.md", liquid="jekyll")), 2)
 
 
 def test_crafted_liquid_is_read_in_linear_time() -> None:

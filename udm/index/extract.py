@@ -14,7 +14,7 @@ from urllib.parse import unquote
 
 from udm.index.datarows import Facts, data_rows, is_config_file, json_safe, tool_section_rows
 from udm.markdown import Document
-from udm.site import on_pages, outside_root
+from udm.site import LIQUID_SITES, on_pages, outside_root
 
 __all__ = [
     "TABLE_COLUMNS",
@@ -128,7 +128,7 @@ TABLE_COLUMNS: dict[str, list[tuple[str, str]]] = {
         ("target_file", "VARCHAR"),
         ("fragment", "VARCHAR"),
         ("resolved", "BOOLEAN"),
-        # inline, reference, autolink, bare, image, html, jsx, autoref, ref, role, liquid (udm.markdown.Link)
+        # inline, reference, autolink, bare, image, html, jsx, autoref, ref, role, liquid, gitbook
         ("form", "VARCHAR"),
     ],
 }
@@ -148,7 +148,8 @@ class ParseOptions:
     autorefs: bool = False  # mkdocs-autorefs cross-references are links (udm.site.Site.autorefs)
     indented: tuple[str, ...] = ()  # indented blocks' markers (udm.site.Site.indented)
     roles: bool = False  # a MyST site (udm.site.Site.labels): its roles are links
-    liquid: bool = False  # a Jekyll site: destinations written in Liquid are links
+    # The site whose `{% %}` tags are links: "jekyll" (Liquid destinations), "gitbook" (its blocks), "".
+    liquid: str = ""
 
     def crossing_in(self, rel: str) -> bool:
         """Whether the page `rel` is one of the site's, where cross-references are links."""
@@ -163,9 +164,9 @@ class ParseOptions:
         """The markers of the indented blocks whose bodies are Markdown on the page `rel`."""
         return self.indented if self.indented and on_pages(self.pages, rel) else ()
 
-    def liquid_in(self, rel: str) -> bool:
-        """Whether the page `rel` is one of a Jekyll site's: its destinations in Liquid are links."""
-        return self.liquid and on_pages(self.pages, rel)
+    def liquid_in(self, rel: str) -> str:
+        """The site whose `{% %}` tags are links on the page `rel` (one of its pages), else ""."""
+        return self.liquid if self.liquid and on_pages(self.pages, rel) else ""
 
 
 def parse_options(settings: Any) -> ParseOptions:
@@ -182,7 +183,7 @@ def parse_options(settings: Any) -> ParseOptions:
         bool(site.autorefs),
         site.indented,
         bool(site.labels),
-        site.generator == "jekyll",
+        site.generator if site.generator in LIQUID_SITES else "",
     )
 
 

@@ -15,6 +15,7 @@ import asyncio
 import email.utils
 import json
 import os
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -168,11 +169,20 @@ def _internal_verdict(settings: Settings, site: Site, link: LinkSource) -> LinkR
         reason = no_holder(str(link.fragment))  # MyST: a reference to a target no page names
     elif site.unpublished_page(shown := display_target(link.file, link.target)):
         reason = f"{shown} {NOT_PUBLISHED}"
+    elif _GITBOOK_LOST.search(link.target.partition("#")[0]):
+        reason = (
+            f"{link.target} is what GitBook writes for a link whose page it lost (moved or deleted in "
+            "GitBook): no page is there"
+        )
     elif (tag := _liquid_tag(link.target)) == "post_url":
         reason = f"no post {shown} in a _posts folder (Jekyll's build fails on it)"
     else:
         reason = f"no such file {shown}" + (" (Jekyll's build fails on it)" if tag == "link" else "")
     return LinkResult(**base, status="broken", reason=reason)
+
+
+# GitBook's Git Sync writes these in place of a link whose target page it no longer has.
+_GITBOOK_LOST = re.compile(r"(?:^|/)broken-reference/?$|^/broken/(?:spaces/[^/]+/)?pages/")
 
 
 def _liquid_tag(target: str) -> str | None:

@@ -321,7 +321,7 @@ def parse_document(
     autorefs: bool = False,
     indented: tuple[str, ...] = (),
     roles: bool = False,
-    liquid: bool = False,
+    liquid: str = "",
 ) -> Document:
     """Parse Markdown text; bad blocks become `errors`, never exceptions (but MarkdownParseError for
     the rare file the parser fails on with every rule set, see udm.markdown.tree).
@@ -332,8 +332,9 @@ def parse_document(
     shortcodes whose inner text is no Markdown (`udm.site.Site.shortcodes`). `autorefs`: a reference no
     definition defines is a mkdocs-autorefs cross-reference (`udm.site.Site.autorefs`). `indented`: the
     markers of a MkDocs site's indented blocks, whose bodies are Markdown (`udm.site.Site.indented`).
-    `roles`: a MyST site's roles are links (`` {ref}`label` ``, `udm.site.Site.labels`). `liquid`: a
-    Jekyll site's destinations written in Liquid are links (`udm.markdown.liquid`).
+    `roles`: a MyST site's roles are links (`` {ref}`label` ``, `udm.site.Site.labels`). `liquid`: the
+    site whose `{% %}` tags are links, "jekyll" (`udm.markdown.liquid`) or "gitbook"
+    (`udm.markdown.gitbook`).
     Data blocks are parsed
     on first use of their `data`/`error`; the IDs they define, when `sections` or `id_defs` are
     first used, by a grammar-checked scan of flat blocks or by parsing the others.

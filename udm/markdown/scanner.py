@@ -27,6 +27,7 @@ from typing import Any
 from markdown_it_pyrs import Node
 from mdurl import decode as _url_decode
 
+from udm.markdown.gitbook import find_gitbook_links
 from udm.markdown.indented import unindent
 from udm.markdown.lines import ByteOffsets, split_lines
 from udm.markdown.liquid import find_liquid_links, liquid_target
@@ -386,7 +387,7 @@ def parse_markdown(
     autorefs: bool = False,
     indented: tuple[str, ...] = (),
     roles: bool = False,
-    liquid: bool = False,
+    liquid: str = "",
 ) -> Parsed:
     """Headings (top level only), fences (any depth), links and MDX blocks of a file's lines.
 
@@ -397,8 +398,10 @@ def parse_markdown(
     MkDocs site with mkdocs-autorefs, where a reference no definition defines is a cross-reference.
     `indented`: the markers of a MkDocs site's indented blocks (`!!!` admonitions, `???` details, `===`
     tabs; `udm.markdown.indented`), whose bodies are Markdown, not indented code. `roles`: a MyST
-    site, where the roles a reader clicks (`` {ref}`label` ``, `` {doc}`path` ``) are links. `liquid`: a
-    Jekyll site, where a destination written in Liquid (`({{ '/x/' | relative_url }})`) is a link.
+    site, where the roles a reader clicks (`` {ref}`label` ``, `` {doc}`path` ``) are links. `liquid`: the
+    site whose `{% %}` tags are links: "jekyll" (a destination written in Liquid, `({{ '/x/' |
+    relative_url }})`, `udm.markdown.liquid`) or "gitbook" (its blocks that link, `{% embed url="x" %}`,
+    `udm.markdown.gitbook`); "" elsewhere.
     """
     src, same = _normalise(lines, first)
     # html: (byte offset, target, form) of the href and src of what was blanked (JSX, raw shortcodes)
@@ -431,12 +434,16 @@ def parse_markdown(
         links += [
             RawLink(line_of(at), text, target, "role", at) for at, text, target in _myst_roles(root, src)
         ]
-    if liquid and not mdx:
+    if liquid == "jekyll" and not mdx:
         parsed = {(link.line, link.target) for link in links}
         links += [
             RawLink(line, text, target, "liquid", at)
             for at, text, target in _liquid_links(root, src)
             if (line := line_of(at), target) not in parsed
+        ]
+    elif liquid == "gitbook" and not mdx:
+        links += [
+            RawLink(line_of(at), "", target, "gitbook", at) for at, target in _gitbook_links(root, src, links)
         ]
     links.sort(key=lambda link: link.offset)
     return Parsed(headings, fences, links, opaque, tree.note())
@@ -522,6 +529,35 @@ def _liquid_links(root: Node, src: str) -> list[tuple[int, str, str]]:
         text = _bracket_text(src, dest_at) if inline and n < _MAX_TEXTS else ""
         out.append((byte, text, dest))
     return out
+
+
+def _gitbook_links(root: Node, src: str, links: list[RawLink]) -> list[tuple[int, str]]:
+    """(byte offset, destination) of the GitBook blocks that link (`udm.markdown.gitbook`), outside
+    code; a content-ref whose body holds a Markdown link to the same destination is that link."""
+    found = find_gitbook_links(src)
+    if not found:
+        return []
+    code = _Spans(root, _CODE_NODES | {"html_block"})
+    # Two readers: each asks for offsets in increasing order (the tags', and the content-refs' ends).
+    offsets, ends = ByteOffsets(src), ByteOffsets(src)
+    ordered = sorted(links, key=lambda link: link.offset)
+    starts = [link.offset for link in ordered]
+    out: list[tuple[int, str]] = []
+    for at, tag, dest, end in found:
+        byte = offsets.at(at)
+        if code.inside(byte):
+            continue
+        if tag == "content-ref":
+            first, stop = bisect.bisect_right(starts, byte), bisect.bisect_left(starts, ends.at(end))
+            body = ordered[first : min(stop, first + _MAX_BODY_LINKS)]
+            if any(link.target in (dest, _decode(dest)) for link in body):
+                continue
+        out.append((byte, dest))
+    return out
+
+
+# The Markdown links of a content-ref's body compared with its tag's (GitBook writes one).
+_MAX_BODY_LINKS = 8
 
 
 def _hugo_refs(root: Node, src: str) -> list[tuple[int, str, str]]:

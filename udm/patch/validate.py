@@ -451,10 +451,16 @@ def _check_file(
         found.breaks += _newly_broken(path, old_links, after_r.verdicts(new_doc))
     site = before_r.routes.site
     lost = _anchors(old_doc) - _anchors(new_doc) if old_doc else set()
-    if old_doc and not lost and own_heading_rule(site) is not None:
+    if (
+        old_doc
+        and not lost
+        and (own_heading_rule(site) is not None or site.generator in _FORMS_BESIDE_GITHUB)
+    ):
         # The site makes its ids its own way: `## What's new` to `## Whats new` keeps GitHub's
         # `whats-new` but takes VitePress' `what-s-new` away. Its ids alone are compared (a GitHub
-        # form or an `<a id>` of the same name on the new page is no such id).
+        # form or an `<a id>` of the same name on the new page is no such id). GitBook and Mintlify
+        # make theirs beside GitHub's: `.git/config` to `git/config` keeps `gitconfig` but takes
+        # GitBook's `.git-config` away.
         lost = _site_ids(site, old_doc) - _site_ids(site, new_doc)
     if old_doc and (lost or route_meta(old_doc.front_matter) != route_meta(new_doc.front_matter)):
         found.lost_names.update(_names(path, old_doc))
@@ -465,6 +471,10 @@ def _check_file(
         # A new page takes a route something else served (Starlight's default-locale fallback, a
         # redirect, a slug): the links that landed there now land here, and must still resolve.
         found.lost_names.update(_names(path, new_doc))
+
+
+# Sites whose heading anchors are GitHub's and forms of their own (`udm.site.anchors.page_anchors`).
+_FORMS_BESIDE_GITHUB = ("gitbook", "mintlify")
 
 
 def _shadows(path: str, before_r: _Resolver, after_r: _Resolver) -> bool:

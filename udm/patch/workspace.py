@@ -34,7 +34,7 @@ _CacheKey = tuple[
     tuple[str, ...],
     bool,
     bool,
-    bool,
+    str,
 ]
 _CACHE: OrderedDict[_CacheKey, Document] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
@@ -50,7 +50,7 @@ def cached_parse(
     indented: tuple[str, ...] = (),
     autorefs: bool = False,
     roles: bool = False,
-    liquid: bool = False,
+    liquid: str = "",
 ) -> Document:
     """parse_document, remembered for the last few texts: a plan and its commit parse the same files."""
     ids = tuple(id_patterns) if id_patterns is not None else None
@@ -220,7 +220,7 @@ class Workspace:
         site = self.site
         indented, crossing = (site.indented_in(rel), site.crossing_in(rel)) if site else ((), False)
         roles = bool(site.labels) and site.publishes(rel) if site else False
-        liquid = site.generator == "jekyll" and site.publishes(rel) if site else False
+        liquid = site.liquid_in(rel) if site else ""
         return cached_parse(
             text,
             rel,

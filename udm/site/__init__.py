@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from udm.site.detect import settings_site as settings_site
     from udm.site.detect import site_for as site_for
     from udm.site.detect import site_notes as site_notes
+    from udm.site.model import LIQUID_SITES as LIQUID_SITES
     from udm.site.model import NOT_PUBLISHED as NOT_PUBLISHED
     from udm.site.model import excluded as excluded
     from udm.site.model import exists_within as exists_within
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from udm.site.routes import route_meta as route_meta
 
 _SURFACE = {
+    "LIQUID_SITES": "model",
     "NOT_PUBLISHED": "model",
     "LinkResolver": "routes",
     "NUMBER_PREFIX": "detect",
@@ -70,6 +72,7 @@ _SURFACE = {
 }
 
 __all__ = [
+    "LIQUID_SITES",
     "NOT_PUBLISHED",
     "NUMBER_PREFIX",
     "PAGE_SUFFIXES",

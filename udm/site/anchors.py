@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "blackfriday_slug",
     "explicit_anchors",
+    "gitbook_anchors",
     "github_ascii_slug",
     "has_explicit_anchor",
     "mintlify_slug",
@@ -278,6 +279,19 @@ def page_anchors(
         found.update(ids)
         found.update(mintlify_slug(t) for t in named)
         found.update(slugify(t.replace(".", "-")) for t in titles + named)
+    if site.generator == "gitbook":
+        # GitBook makes a heading's anchor "from its text" (documented so, not published as code): the
+        # forms its editor writes into synced pages are taken beside GitHub's (`gitbook_anchors`).
+        # A repeat is numbered -1, -2, ... as GitHub numbers one, a heading's own `<a id="x">` too (a
+        # page whose headings all carry one id is linked as `#x-4`).
+        made = Counter(
+            a for t in [t for t, own in headings if own is None] + nested for a in gitbook_anchors(t)
+        )
+        made.update(
+            a for source in doc.heading_sources() if "id=" in source for a in explicit_anchors(source)
+        )
+        for anchor, n in made.items():
+            found.update([anchor, *(f"{anchor}-{k}" for k in range(1, n))])
     if site.generator == "zola":
         found.add("top")  # Zola's special anchor: the top of the page, never a broken link
     if own_rule is zola_slug and not all(t.isascii() for t in texts + nested):
@@ -675,6 +689,26 @@ def zola_path_slug(text: str) -> str:
 def zola_plain_id(text: str) -> str:
     """A heading's id as Zola makes it with `slugify.anchors` "safe" or "off": ASCII blanks as `_`."""
     return re.sub(r"[\t\n\x0b\x0c\r ]", "_", text)
+
+
+_GITBOOK_SEPARATORS = re.compile(r"[^\w.]+")
+
+
+def gitbook_anchors(text: str) -> set[str]:
+    """The anchors GitBook's editor writes for a heading into a synced page: lower case, each run of
+    characters other than letters, digits, `_` and `.` one hyphen, none at the ends (`Abuse via
+    .git/config` is `abuse-via-.git-config`, `Environment variable(s)` is `environment-variable-s`);
+    `&` as `and` or as a separator (both are found in synced pages); one that starts with a digit
+    also with `id-` before it (`1. Create an app` is `id-1.-create-an-app`, as newer spaces write it)."""
+    lowered = text.strip().lower()
+    found: set[str] = set()
+    for variant in {lowered, lowered.replace("&", " and ")}:
+        slug = _GITBOOK_SEPARATORS.sub("-", variant).strip("-")
+        if slug:
+            found.add(slug)
+            if slug[0].isdigit():
+                found.add("id-" + slug)
+    return found
 
 
 def vitepress_slug(text: str) -> str:

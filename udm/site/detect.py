@@ -95,6 +95,8 @@ _CONFIG_FILES: tuple[tuple[str, str], ...] = (
     ("mkdocs.yml", "mkdocs"),
     ("mkdocs.yaml", "mkdocs"),
     ("book.toml", "mdbook"),
+    # GitBook's Git Sync: the space's content configuration (its name is GitBook's alone).
+    (".gitbook.yaml", "gitbook"),
     # Zola's (`zola.toml`, else `config.toml` with Zola's `base_url`: Hugo's key is `baseURL`).
     ("zola.toml", "zola"),
     ("config.toml", "zola"),
@@ -725,6 +727,47 @@ def _mdbook(root: Path, here: Path, text: str) -> Site:
     return _one_folder(root, src, redirects, html.get("site-url"))
 
 
+def _gitbook(root: Path, here: Path, text: str) -> Site:
+    """A GitBook space synced from Git (`.gitbook.yaml`, GitBook's content configuration): its pages
+    are the `root` folder's (the file's own by default), each at its path without `.md` (a folder's
+    `README.md` at the folder); `structure.readme` is the space's first page, at its root; each of
+    `redirects` sends an old path of the space to a file, both read from `root`."""
+    data = _config_data(text, ".yaml")
+    # Copied from GitBook's docs, a key may carry a zero-width space (`\u200bstructure:`).
+    data = {_gitbook_key(k): v for k, v in data.items()} if isinstance(data, dict) else {}
+    folder = data.get("root")
+    base = here / folder if isinstance(folder, str) and folder.strip() else here
+    structure = data.get("structure")
+    structure = {_gitbook_key(k): v for k, v in structure.items()} if isinstance(structure, dict) else {}
+    redirects: list[tuple[str, str]] = []
+    readme = structure.get("readme")
+    if isinstance(readme, str) and readme.strip():
+        first = posixpath.normpath(readme.strip().replace("\\", "/"))
+        if first.lower() != "readme.md" and not _GITBOOK_PATTERN.search(first):
+            redirects.append(("/", "/" + first))  # the space's root shows the first page
+    moved = data.get("redirects")
+    for old, new in itertools.islice(
+        moved.items() if isinstance(moved, dict) else (), _MAX_GITBOOK_REDIRECTS
+    ):
+        # A path holding `:`, `*` or `(` would be read as a pattern of the redirects: GitBook's are literal.
+        if not isinstance(old, str) or not isinstance(new, str) or _GITBOOK_PATTERN.search(old):
+            continue
+        source, dest = old.strip().strip("/"), new.strip()
+        if source and dest:
+            redirects.append(("/" + source, dest if SCHEME.match(dest) else "/" + posixpath.normpath(dest)))
+    return _one_folder(root, base, redirects)
+
+
+_GITBOOK_PATTERN = re.compile(r"[:*()]")
+_MAX_GITBOOK_REDIRECTS = 5_000
+_ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff"
+
+
+def _gitbook_key(key: Any) -> Any:
+    """A `.gitbook.yaml` key without the zero-width characters a copy from a web page leaves in it."""
+    return key.strip(_ZERO_WIDTH + " \t") if isinstance(key, str) else key
+
+
 # Jekyll's permalink styles, by name (`permalink: pretty`).
 _JEKYLL_STYLES = {
     "date": "/:categories/:year/:month/:day/:title:output_ext",
@@ -1258,6 +1301,7 @@ _READERS: dict[str, Callable[[Path, Path, str], Site]] = {
     "rspress": rspress,
     "docsify": docsify,
     "zola": _zola,
+    "gitbook": _gitbook,
     "none": _plain,
 }
 

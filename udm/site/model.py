@@ -24,6 +24,7 @@ from udm.site.gitignore import ignored, ignored_folder, last_match_ignored
 __all__ = [
     "GENERATORS",
     "INDEX_NAMES",
+    "LIQUID_SITES",
     "NOT_PUBLISHED",
     "NUMBER_PREFIX",
     "PAGE_SUFFIXES",
@@ -50,9 +51,11 @@ NOT_PUBLISHED = (
     "is not published: the site builds no page from it (a partial, a snippet, a draft or an excluded file)"
 )
 
+# The sites whose `{% %}` tags are links (`Site.liquid_in`, `udm.markdown.scanner.parse_markdown`).
+LIQUID_SITES = ("jekyll", "gitbook")
 # Raised whenever udm.site.routes resolves some link otherwise (a new rule, a new anchor form): an index
 # built under other rules then resolves every link anew, though no file and no config changed.
-RULES_VERSION = 21
+RULES_VERSION = 22
 PAGE_SUFFIXES = (".md", ".mdx", ".markdown")
 # Suffixes a route may carry that name the same page (mdBook and MkDocs without directory URLs write .html).
 ROUTE_SUFFIXES = (*PAGE_SUFFIXES, ".html", ".htm")
@@ -214,6 +217,11 @@ class Site:
     def publishes(self, page: str) -> bool:
         """Whether `page` lies in one of the folders the site publishes pages from."""
         return on_pages(tuple(m.folder for m in self.mounts), page)
+
+    def liquid_in(self, page: str) -> str:
+        """The site whose `{% %}` tags are links on `page` (one of its pages): "jekyll" (Liquid
+        destinations) or "gitbook" (its blocks that link); "" where they are text."""
+        return self.generator if self.generator in LIQUID_SITES and self.publishes(page) else ""
 
     def crossing_in(self, page: str) -> bool:
         """Whether mkdocs-autorefs cross-references are links on `page` (one of the site's pages)."""
