@@ -169,7 +169,7 @@ def _internal_verdict(settings: Settings, site: Site, link: LinkSource) -> LinkR
         reason = no_holder(str(link.fragment))  # MyST: a reference to a target no page names
     elif site.unpublished_page(shown := display_target(link.file, link.target)):
         reason = f"{shown} {NOT_PUBLISHED}"
-    elif _GITBOOK_LOST.search(link.target.partition("#")[0]):
+    elif site.generator == "gitbook" and _GITBOOK_LOST.search(link.target.partition("#")[0]):
         reason = (
             f"{link.target} is what GitBook writes for a link whose page it lost (moved or deleted in "
             "GitBook): no page is there"

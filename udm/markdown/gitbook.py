@@ -14,13 +14,15 @@ import re
 
 __all__ = ["find_gitbook_links"]
 
-# The tag, its other attributes (quoted values: GitBook writes `fullWidth="false"`) and the one that
-# links. Each attribute is read one way (a name, `=`, a quoted value on the line), so a line of
-# thousands of unclosed tags costs a bounded scan each.
+# The whole tag: its name, its attributes (quoted values: GitBook writes `fullWidth="false"`), the
+# one that links among them, and its closing `%}` (an unclosed tag is text). Each attribute is read
+# one way (a name, `=`, a quoted value on the line), so a line of thousands of unclosed tags costs a
+# bounded scan each.
+_ATTR = r"""[A-Za-z][\w-]{0,50}=(?:"[^"\n]{0,2000}"|'[^'\n]{0,2000}')"""
 _TAG = re.compile(
-    r"""\{%-?[ \t]*(embed|content-ref|file)[ \t]+"""
-    r"""(?:[A-Za-z][\w-]{0,50}=(?:"[^"\n]{0,2000}"|'[^'\n]{0,2000}')[ \t]+){0,20}?"""
+    rf"""\{{%-?[ \t]*(embed|content-ref|file)[ \t]+(?:{_ATTR}[ \t]+){{0,20}}?"""
     r"""(url|src)=(?:"([^"\n]{1,2000})"|'([^'\n]{1,2000})')"""
+    rf"""(?:[ \t]+{_ATTR}){{0,20}}[ \t]*-?%\}}"""
 )
 _END_CONTENT_REF = re.compile(r"\{%-?[ \t]*endcontent-ref[ \t]*-?%\}")
 

@@ -533,11 +533,12 @@ def _liquid_links(root: Node, src: str) -> list[tuple[int, str, str]]:
 
 def _gitbook_links(root: Node, src: str, links: list[RawLink]) -> list[tuple[int, str]]:
     """(byte offset, destination) of the GitBook blocks that link (`udm.markdown.gitbook`), outside
-    code; a content-ref whose body holds a Markdown link to the same destination is that link."""
+    code, HTML and HTML comments; a content-ref whose body holds a Markdown link to the same destination is that link."""
     found = find_gitbook_links(src)
     if not found:
         return []
-    code = _Spans(root, _CODE_NODES | {"html_block"})
+    # An HTML comment in a paragraph is an `html_inline` node: GitBook shows nothing of it either.
+    code = _Spans(root, _CODE_NODES | {"html_block", "html_inline"})
     # Two readers: each asks for offsets in increasing order (the tags', and the content-refs' ends).
     offsets, ends = ByteOffsets(src), ByteOffsets(src)
     ordered = sorted(links, key=lambda link: link.offset)

@@ -691,7 +691,9 @@ def zola_plain_id(text: str) -> str:
     return re.sub(r"[\t\n\x0b\x0c\r ]", "_", text)
 
 
-_GITBOOK_SEPARATORS = re.compile(r"[^\w.]+")
+def _is_mark(ch: str) -> bool:
+    """Whether `ch` is a combining mark (Unicode category M*)."""
+    return not ch.isascii() and unicodedata.category(ch).startswith("M")
 
 
 def gitbook_anchors(text: str) -> set[str]:
@@ -703,7 +705,9 @@ def gitbook_anchors(text: str) -> set[str]:
     lowered = text.strip().lower()
     found: set[str] = set()
     for variant in {lowered, lowered.replace("&", " and ")}:
-        slug = _GITBOOK_SEPARATORS.sub("-", variant).strip("-")
+        # A combining mark belongs to its letter (`हिन्दी`, a decomposed `é`, the dot `İ` lowers to).
+        slug = "".join(ch if ch.isalnum() or ch in "_." or _is_mark(ch) else " " for ch in variant)
+        slug = "-".join(slug.split())
         if slug:
             found.add(slug)
             if slug[0].isdigit():

@@ -95,8 +95,6 @@ _CONFIG_FILES: tuple[tuple[str, str], ...] = (
     ("mkdocs.yml", "mkdocs"),
     ("mkdocs.yaml", "mkdocs"),
     ("book.toml", "mdbook"),
-    # GitBook's Git Sync: the space's content configuration (its name is GitBook's alone).
-    (".gitbook.yaml", "gitbook"),
     # Zola's (`zola.toml`, else `config.toml` with Zola's `base_url`: Hugo's key is `baseURL`).
     ("zola.toml", "zola"),
     ("config.toml", "zola"),
@@ -167,7 +165,16 @@ def _find_config(root: Path, stop: Path | None = None) -> tuple[Path, str] | Non
             candidate = here / "website" / name
             if candidate.is_file():
                 return candidate, generator
+    # GitBook's Git Sync config last: a repository that moved to another generator often keeps its
+    # `.gitbook.yaml` (Redux's beside its Docusaurus site), and a space may be synced beside a site.
+    for here in _folders_up(root, stop):
+        candidate = here / _GITBOOK_CONFIG
+        if candidate.is_file():
+            return candidate, "gitbook"
     return None
+
+
+_GITBOOK_CONFIG = ".gitbook.yaml"
 
 
 def _other_mkdocs_configs(root: Path, stop: Path | None) -> list[Path]:
@@ -418,7 +425,7 @@ def _generator_of(name: str) -> str | None:
         return "mkdocs"
     if lower.startswith("docusaurus.config."):
         return "docusaurus"
-    return None
+    return "gitbook" if lower == _GITBOOK_CONFIG else None
 
 
 def _boundary(root: Path, config_dir: Path, stop: Path | None) -> Path:
@@ -740,22 +747,30 @@ def _gitbook(root: Path, here: Path, text: str) -> Site:
     structure = data.get("structure")
     structure = {_gitbook_key(k): v for k, v in structure.items()} if isinstance(structure, dict) else {}
     redirects: list[tuple[str, str]] = []
-    readme = structure.get("readme")
-    if isinstance(readme, str) and readme.strip():
-        first = posixpath.normpath(readme.strip().replace("\\", "/"))
-        if first.lower() != "readme.md" and not _GITBOOK_PATTERN.search(first):
-            redirects.append(("/", "/" + first))  # the space's root shows the first page
+    readme = _gitbook_file(structure.get("readme"))
+    if readme is not None and readme.lower() != "/readme.md":
+        redirects.append(("/", readme))  # the space's root shows the first page
     moved = data.get("redirects")
     for old, new in itertools.islice(
         moved.items() if isinstance(moved, dict) else (), _MAX_GITBOOK_REDIRECTS
     ):
         # A path holding `:`, `*` or `(` would be read as a pattern of the redirects: GitBook's are literal.
-        if not isinstance(old, str) or not isinstance(new, str) or _GITBOOK_PATTERN.search(old):
+        if not isinstance(old, str) or _GITBOOK_PATTERN.search(old):
             continue
-        source, dest = old.strip().strip("/"), new.strip()
-        if source and dest:
-            redirects.append(("/" + source, dest if SCHEME.match(dest) else "/" + posixpath.normpath(dest)))
+        source, dest = old.strip().strip("/"), _gitbook_file(new)
+        if source and dest is not None:
+            redirects.append(("/" + source, dest))
     return _one_folder(root, base, redirects)
+
+
+def _gitbook_file(value: Any) -> str | None:
+    """A file of a GitBook space as `.gitbook.yaml` names one (from `root`, with a leading `/` or `./`
+    or none), as a route from the site's root; None for no path. GitBook reads a file there, never a
+    URL: `javascript:x` or `https://x` is a file name that is not in the space."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    path = posixpath.normpath(value.strip().replace("\\", "/").lstrip("/"))
+    return None if path == "." else "/" + path
 
 
 _GITBOOK_PATTERN = re.compile(r"[:*()]")
