@@ -457,6 +457,25 @@ def test_which_snippet_lines_include_headings(tmp_path: Path, line: str, unknown
     assert page_verdicts(settings, "index.md") == {"#run-it": None if unknown else False}
 
 
+@pytest.mark.parametrize(
+    ("config", "line", "unknown"),
+    [
+        ("hooks:\n  - docs/plugins/main.py\n", "{{ pydantic_settings }}", True),  # a hook renders it
+        ("plugins:\n  - macros\n", "{% include 'part.md' %}", True),  # mkdocs-macros
+        ("plugins:\n  - macros\n", "Version {{ version }} here.", False),  # a value in a sentence
+        ("plugins:\n  - search\n", "{{ pydantic_settings }}", False),  # nothing renders it: text
+    ],
+)
+def test_a_templated_line_may_render_headings(tmp_path: Path, config: str, line: str, unknown: bool) -> None:
+    # Pydantic's settings page is `{{ pydantic_settings }}`, replaced by another project's README by a hook.
+    docs = _mkdocs(tmp_path, f"site_name: S\n{config}")
+    settings = site_settings(
+        docs, {"index.md": f"# Home\n\n{line}\n\n[x](#customise-sources) [y](#nope-here)\n"}
+    )
+    verdict = None if unknown else False
+    assert page_verdicts(settings, "index.md") == {"#customise-sources": verdict, "#nope-here": verdict}
+
+
 def test_vitepress_and_starlight_leave_out_dot_files(tmp_path: Path) -> None:
     project = tmp_path / "vp"
     (project / ".vitepress").mkdir(parents=True)

@@ -231,6 +231,10 @@ def page_anchors(
     if site.generator == "mkdocs" and ":::" in text and _CLI_REFERENCE.search(text):
         # `::: mkdocs-click` (Hatch's CLI reference) renders a heading per command from the code.
         unknown = True
+    if site.templated and ("{{" in text or "{%" in text) and _TEMPLATE_LINE.search(text):
+        # mkdocs-macros or a hook renders the line (Pydantic's `{{ pydantic_settings }}` is another
+        # project's README, headings and all): its headings are the page's, known only to the code.
+        unknown = True
     if site.snippets and "8<" in text and _includes_markdown_snippet(doc):
         # pymdownx.snippets writes another Markdown file into the page: its headings are the page's.
         unknown = True
@@ -452,6 +456,10 @@ _HOOK_IDS = re.compile(r"[.:+]")
 _DIRECTIVE = re.compile(r"^[ \t]*::: *([\w.:-]{1,300})[ \t]*$", re.M)
 # The Markdown extensions that render a command-line reference from the code (mkdocs-click,
 # mkdocs-typer): its headings' ids only the code tells.
+# A Jinja expression or an `include` alone on its line (one pass: no brace inside the expression).
+_TEMPLATE_LINE = re.compile(
+    r"^[ \t]*(?:\{\{[^{}\n]{1,300}\}\}|\{%-?[ \t]*include\b[^{}\n]{0,300}%\})[ \t]*$", re.M
+)
 _CLI_REFERENCE = re.compile(r"^::: *mkdocs-(?:click|typer)[ \t]*$", re.M)
 # Mintlify components that take an id: accordions and tabs (`id`, else their title), steps (`id`),
 # changelog updates (their label) and API fields (`param-` and the field's name: `name="a.b"` is

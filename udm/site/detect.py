@@ -626,6 +626,7 @@ def _mkdocs_site(root: Path, here: Path, data: dict[str, Any]) -> Site:
         tab_ids=tab_ids,
         unpublished=rules,
         snippets="pymdownx.snippets" in extensions,
+        templated=bool(data.get("hooks")) or "macros" in _named(data.get("plugins")),
         problems=(*site.problems, *problems),
     )
 

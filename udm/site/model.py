@@ -155,6 +155,9 @@ class Site:
     unpublished: tuple[UnpublishedRule, ...] = ()
     # MkDocs with pymdownx.snippets: `--8<-- "x.md"` writes another file's text into the page.
     snippets: bool = False
+    # MkDocs with `hooks:` or the macros plugin: a Jinja line (`{{ settings_docs }}`, `{% include %}`)
+    # is rendered by the config's own code, which may write Markdown with headings into the page.
+    templated: bool = False
     # Hugo: the destinations the site's link render hook compares a link's with (`[term](g)` on Hugo's
     # own docs): the hook renders such a link itself.
     link_keywords: tuple[str, ...] = ()
@@ -257,6 +260,7 @@ class Site:
                 self.ignores,
                 self.unpublished,
                 self.snippets,
+                self.templated,
                 self.link_keywords,
                 self.hook_pages,
                 self.html_pages,
