@@ -198,3 +198,36 @@ def test_a_folder_pattern_ignores_a_link_to_a_missing_folder(tmp_path: Path) -> 
         "../build.md": None,  # as a folder (its name alone does not say a path is a file)
         "../apix/": False,
     }
+
+
+def test_a_gitignore_in_a_folder_of_the_manual_marks_the_pages_a_build_writes(tmp_path: Path) -> None:
+    # Tauri's docs: `src/content/docs/reference/.gitignore` lists `config.md` and `javascript/*` (but
+    # `!javascript/index.mdx`), which a script writes before the build; links reach them by route.
+    repo = _repository(tmp_path)
+    outside = tmp_path / "outside"
+    write_tree(outside, {".gitignore": "*\n"})
+    write_tree(
+        repo / "docs",
+        {
+            "reference/.gitignore": "config.md\njavascript/*\n!javascript/index.md\n",
+            "reference/javascript/index.md": "# JS\n",
+            "evil/page.md": "# E\n",
+        },
+    )
+    (repo / "docs" / "evil" / ".gitignore").symlink_to(outside / ".gitignore")
+    links = (
+        "# G\n\n[a](../reference/config.md) [b](/reference/config/) [c](/reference/javascript/api/event/)\n"
+        "[d](/reference/javascript/) [e](/reference/nothing/) [f](../reference/javascript/index.md)\n"
+        "[g](/evil/gone/) [h](../evil/gone.md)\n"
+    )
+    settings = site_settings(repo / "docs", {"guide/index.md": links})
+    assert page_verdicts(settings, "guide/index.md") == {
+        "../reference/config.md": None,
+        "/reference/config/": None,
+        "/reference/javascript/api/event/": None,
+        "/reference/javascript/": True,
+        "/reference/nothing/": False,
+        "../reference/javascript/index.md": True,
+        "/evil/gone/": False,  # a `.gitignore` linked from out of the manual is not read
+        "../evil/gone.md": False,
+    }

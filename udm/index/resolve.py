@@ -24,6 +24,7 @@ from udm.site import (
     beside_meta,
     beside_text,
     exists_within,
+    folder_ignores,
     outside_root,
     repeated_from,
     resolve_links,
@@ -103,7 +104,13 @@ def resolve_index_links(
         cache.pop(path, None)
     read_page = _page_reader(root, page_bytes)
     verdicts = resolve_links(
-        LinkResolver(routes, _file_exists(root), _folder_exists(root), beside=beside_meta(root)),
+        LinkResolver(
+            routes,
+            _file_exists(root),
+            _folder_exists(root),
+            beside=beside_meta(root),
+            ignore_lines=folder_ignores(root),
+        ),
         rows,
         _anchor_lookup(con, in_memory, cache),
         read_page,

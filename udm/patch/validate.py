@@ -33,6 +33,7 @@ from udm.site import (
     display_target,
     exists_within,
     explicit_anchors,
+    folder_ignores,
     is_reference,
     no_holder,
     outside_root,
@@ -149,7 +150,13 @@ class _Resolver:
             else None
         )
         self.routes = Routes(site, _Pages(self), meta_of=meta_of)
-        self.links = LinkResolver(self.routes, self.exists, self.is_folder, beside=beside_meta(ws.root))
+        self.links = LinkResolver(
+            self.routes,
+            self.exists,
+            self.is_folder,
+            beside=beside_meta(ws.root),
+            ignore_lines=folder_ignores(ws.root),
+        )
 
     def listing(self) -> list[str]:
         """The Markdown files on disk, listed once for the validation (both sides share it)."""

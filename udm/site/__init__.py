@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from udm.site.detect import settings_site as settings_site
     from udm.site.detect import site_for as site_for
     from udm.site.detect import site_notes as site_notes
+    from udm.site.gitignore import folder_ignores as folder_ignores
     from udm.site.model import LIQUID_SITES as LIQUID_SITES
     from udm.site.model import NOT_PUBLISHED as NOT_PUBLISHED
     from udm.site.model import excluded as excluded
@@ -50,6 +51,7 @@ _SURFACE = {
     "Site": "detect",
     "autoref_ids": "routes",
     "beside_meta": "routes",
+    "folder_ignores": "gitignore",
     "beside_text": "routes",
     "display_target": "routes",
     "is_reference": "routes",
@@ -85,6 +87,7 @@ __all__ = [
     "excluded",
     "exists_within",
     "explicit_anchors",
+    "folder_ignores",
     "is_reference",
     "no_holder",
     "note_line",

@@ -10,13 +10,17 @@ read, their segments and the depth of a path asked about are bounded, and each a
 from __future__ import annotations
 
 import functools
+import os
 import posixpath
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
 __all__ = [
     "Ignores",
+    "Nested",
+    "folder_ignores",
     "ignore_files",
     "ignored",
     "ignored_folder",
@@ -33,10 +37,15 @@ _MAX_DEPTH = 32
 # What is read of the `.gitignore` files: this much of each, this many patterns in all.
 _MAX_IGNORE_BYTES = 256 << 10
 _MAX_PATTERNS = 2000
+# Folders of the manual whose `.gitignore` one resolution pass reads (each a stat, most have none).
+_MAX_FOLDERS = 20_000
 
 Ignores = tuple[
     tuple[str, tuple[str, ...]], ...
 ]  # (the manual root's path from the file's folder, its lines)
+# The `.gitignore` files in folders of the manual: (the folder from the manual root, its lines),
+# shallow ones first.
+Nested = tuple[tuple[str, tuple[str, ...]], ...]
 
 
 def ignore_files(root: Path) -> list[Path]:
@@ -340,13 +349,17 @@ def _rules(lines: tuple[str, ...]) -> _Rules:
     return _Rules(lines)
 
 
-def _decided(files: Ignores, rel: str, last_is_dir: bool) -> list[bool | None]:
+def _decided(files: Ignores, rel: str, last_is_dir: bool, nested: Nested = ()) -> list[bool | None]:
     """The verdict on each folder leading to `rel` and on `rel` itself, the last one first: for each,
-    the last matching pattern of the files that see it, a deeper file's over a shallower one's.
+    the last matching pattern of the files that see it, a deeper file's over a shallower one's (the
+    repository's down to the manual root's, then `nested`, those in folders of the manual).
     [] when `rel` is deeper than a build writes."""
     by_end: list[bool | None] = []  # index e: e folders up from `rel` (0 is `rel` itself)
-    for prefix, lines in files:
-        full = posixpath.normpath(posixpath.join(prefix, rel)) if prefix else rel
+    seen = [
+        (posixpath.normpath(posixpath.join(prefix, rel)) if prefix else rel, lines) for prefix, lines in files
+    ]
+    seen += [(rel[len(folder) + 1 :], lines) for folder, lines in nested if rel.startswith(folder + "/")]
+    for full, lines in seen:
         if full in (".", "..") or full.startswith(("../", "/")):
             continue  # the file's own folder, or a path outside it: its patterns do not see it
         parts = full.split("/")
@@ -360,26 +373,46 @@ def _decided(files: Ignores, rel: str, last_is_dir: bool) -> list[bool | None]:
     return by_end
 
 
-def ignored(files: Ignores, rel: str) -> bool:
-    """Whether the `.gitignore` files (`Ignores`, the repository's first) ignore the file `rel`
-    (normalised, from the manual root; it may climb above it, into the repository), as git decides:
-    a file in an ignored folder is ignored whatever a later pattern says of the file; otherwise the
-    last matching pattern decides, a deeper file's over a shallower one's."""
-    return _ignored(files, rel, False)
+def ignored(files: Ignores, rel: str, nested: Nested = ()) -> bool:
+    """Whether the `.gitignore` files (`Ignores`, the repository's first; then `nested`, those in
+    folders of the manual) ignore the file `rel` (normalised, from the manual root; it may climb above
+    it, into the repository), as git decides: a file in an ignored folder is ignored whatever a later
+    pattern says of the file; otherwise the last matching pattern decides, a deeper file's over a
+    shallower one's."""
+    return _ignored(files, rel, False, nested)
 
 
-def ignored_folder(files: Ignores, rel: str) -> bool:
+def ignored_folder(files: Ignores, rel: str, nested: Nested = ()) -> bool:
     """Whether the `.gitignore` files ignore `rel` taken as a folder (a `dir/` pattern matches it),
     or a folder above it."""
-    return _ignored(files, rel, True)
+    return _ignored(files, rel, True, nested)
 
 
 @functools.lru_cache(maxsize=8192)
-def _ignored(files: Ignores, rel: str, last_is_dir: bool) -> bool:
-    if not files or not rel or rel.startswith("/"):
+def _ignored(files: Ignores, rel: str, last_is_dir: bool, nested: Nested = ()) -> bool:
+    if not (files or nested) or not rel or rel.startswith("/"):
         return False
     # The topmost ignored folder (or the path) decides: nothing below it can be taken back.
-    return any(verdict for verdict in reversed(_decided(files, rel, last_is_dir=last_is_dir)))
+    return any(verdict for verdict in reversed(_decided(files, rel, last_is_dir, nested)))
+
+
+def folder_ignores(root: Path) -> Callable[[str], tuple[str, ...]]:
+    """The patterns of the `.gitignore` in a folder of the manual at `root` (`""` is the root's own,
+    which `read_ignores` reads): () where there is none, or where the folder leads out of the root
+    (a link). Each folder is read once."""
+    base = os.path.realpath(root)
+    seen: dict[str, tuple[str, ...]] = {}
+
+    def lines(folder: str) -> tuple[str, ...]:
+        hit = seen.get(folder)
+        if hit is None:
+            path = os.path.join(base, folder, ".gitignore")
+            real = os.path.realpath(path)
+            inside = real.startswith(base.rstrip(os.sep) + os.sep)
+            hit = seen[folder] = pattern_lines(Path(real)) if inside and len(seen) < _MAX_FOLDERS else ()
+        return hit
+
+    return lines
 
 
 @functools.lru_cache(maxsize=8192)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from udm.config_types import GENERATORS
-from udm.site.gitignore import ignored, ignored_folder, last_match_ignored
+from udm.site.gitignore import Nested, ignored, ignored_folder, last_match_ignored
 
 __all__ = [
     "GENERATORS",
@@ -191,13 +191,14 @@ class Site:
             return False
         return climbs(rel) <= climbs(self.repository)
 
-    def build_output(self, rel: str, *, folder: bool | None = None) -> bool:
+    def build_output(self, rel: str, *, folder: bool | None = None, nested: Nested = ()) -> bool:
         """Whether a `.gitignore` of the repository ignores `rel` (a normalised path inside the manual):
         something the build writes, not what the repository holds. `folder`: whether `rel` is a
-        folder, None when it is not there to tell (then a `site/` pattern ignores `site` too)."""
+        folder, None when it is not there to tell (then a `site/` pattern ignores `site` too).
+        `nested`: the `.gitignore` files of the folders of the manual leading to `rel`."""
         if folder is None:
-            return ignored(self.ignores, rel) or ignored_folder(self.ignores, rel)
-        return ignored_folder(self.ignores, rel) if folder else ignored(self.ignores, rel)
+            return ignored(self.ignores, rel, nested) or ignored_folder(self.ignores, rel, nested)
+        return ignored_folder(self.ignores, rel, nested) if folder else ignored(self.ignores, rel, nested)
 
     def unpublished_page(self, rel: str) -> bool:
         """Whether the site builds no page from the manual's file `rel` (normalised, from the manual

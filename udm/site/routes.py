@@ -1014,6 +1014,9 @@ class LinkResolver:
     # Docusaurus page there is found by the route its `id` or `slug` gives, as the index's pages are.
     beside: Callable[[str], BesidePages] | None = None
     _beside_routes: dict[Mount, tuple[dict[str, str], bool]] = field(default_factory=dict)
+    # The patterns of the `.gitignore` in a folder of the manual (`udm.site.gitignore.folder_ignores`):
+    # a page a build writes where such a file ignores it (Tauri's `reference/.gitignore`) is unknown.
+    ignore_lines: Callable[[str], tuple[str, ...]] | None = None
 
     @property
     def site(self) -> Site:
@@ -1125,7 +1128,12 @@ class LinkResolver:
                     hit = translated
             if hit.file is None and not hit.external and self.site.generator == "nextra":
                 hit = self._unrouted_file(source, path) or hit
-            if hit.file is None and not hit.external and self.site.ignores and self.site.publishes(source):
+            if (
+                hit.file is None
+                and not hit.external
+                and (self.site.ignores or self.ignore_lines is not None)
+                and self.site.publishes(source)
+            ):
                 # A page a build step writes where the repository ignores it (Rolldown's typedoc
                 # reference in `docs/reference`, gitignored): not there to check, so not known broken.
                 rel = (
@@ -1399,7 +1407,7 @@ class LinkResolver:
         if joined is None:
             return Located(None, None)
         hit = self._as_file(joined, path)
-        if hit is None and self.site.build_output(joined):
+        if hit is None and self._build_output(joined):
             # A file the repository ignores is one the build writes (autodoc2's `apidocs/`): unknown.
             return Located(None, None, external=True, how="generated")
         if hit is None:
@@ -1632,7 +1640,7 @@ class LinkResolver:
             shown = self._repository_entry(joined)
             if shown is not None:
                 return shown
-        if inside and self.site.generator != "none" and self.site.build_output(joined):
+        if inside and self.site.generator != "none" and self._build_output(joined):
             # A file the repository ignores is one its build writes (uv's and ruff's generated reference
             # pages): not there to check, so not known to be broken. GitHub shows no such file.
             return Located(None, None, external=True, how="generated")
@@ -1831,9 +1839,30 @@ class LinkResolver:
             # file there would be no page either: the link is broken, whatever the build writes.
             if self.site.unpublished_page(candidate + ".md"):
                 continue
-            if inner and not outside_root(candidate) and self.site.build_output(candidate):
+            if not inner or outside_root(candidate):
+                continue
+            # The route's folder or path, or a page file it may be served from (Tauri's
+            # `reference/.gitignore` lists `config.md`, which `/reference/config/` is built from).
+            if any(self._build_output(name) for name in [candidate, *_beside(candidate, False)]):
                 return True
         return False
+
+    def _build_output(self, rel: str) -> bool:
+        """Whether a `.gitignore` of the repository, or one in a folder of the manual leading to it,
+        ignores `rel` (normalised, inside the manual): a file the build writes."""
+        if self.site.build_output(rel):
+            return True
+        nested = self._nested_ignores(rel)
+        return bool(nested) and self.site.build_output(rel, nested=nested)
+
+    def _nested_ignores(self, rel: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """The `.gitignore` files of the folders of the manual that lead to `rel` and to the pages it
+        may name (`rel` itself as a folder too), shallow ones first; () without a reader."""
+        if self.ignore_lines is None:
+            return ()
+        parts = rel.split("/")
+        folders = ["/".join(parts[:n]) for n in range(1, len(parts) + 1)]
+        return tuple((f, lines) for f in folders if (lines := self.ignore_lines(f)))
 
     def _hugo_generated(self, rel: str) -> Located:
         """A page Hugo makes without a content file: a language's home page, a top-level section's list,
