@@ -13,6 +13,7 @@ by a file lock next to the database.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -29,10 +30,11 @@ from udm.index.connections import IDLE_RELEASE_S, RELEASE_POLL_S, Connections
 from udm.index.lookup import excluded_folders, scan_markdown
 from udm.index.parse import skip_reason
 from udm.index.refresh import refresh_locked
+from udm.index.resolve import NESTED_IGNORES
 from udm.index.schema import SCHEMA_VERSION, RefreshStats
 from udm.index.state import Memo
 from udm.index.watch import Inotify, make_watcher, restat, scan_root
-from udm.site import Site, settings_site
+from udm.site import Site, ignore_states, settings_site
 
 __all__ = [
     "IDLE_RELEASE_S",
@@ -62,6 +64,9 @@ class UdmIndex:
         self._watcher: Inotify | None = None
         # The files (path -> size, mtime_ns) as the index holds them, once this process has checked.
         self._known: dict[str, tuple[int, int]] | None = None
+        # The `.gitignore` files of the manual's folders its verdicts read, as they were then
+        # (`udm.index.resolve.NESTED_IGNORES`); None until read after a refresh.
+        self._ignores: dict[str, list[int] | None] | None = None
         self.memo = Memo()
         self.generation = -1
         self.last_refresh: RefreshStats | None = None
@@ -129,11 +134,13 @@ class UdmIndex:
                 if not rescan and self.generation >= 0:
                     # Only files in watched directories moved: stat just those, not the whole tree.
                     disk = self._restat(self._known, paths)
-                    return None if disk == self._known else self.refresh(disk=disk)
+                    if disk != self._known:
+                        return self.refresh(disk=disk)
+                    return self._after_ignores(disk)
             disk = self._scan_watched()
             if self._known is not None and self.generation >= 0:
                 if disk == self._known:
-                    return None
+                    return self._after_ignores(disk)
                 # We knew the indexed state: go straight to the refresh (it re-reads the table).
                 return self.refresh(disk=disk)
             indexed = self._indexed_stats() if self.db_path.exists() else None
@@ -141,8 +148,23 @@ class UdmIndex:
                 self._known = disk
                 if self.generation < 0 or self._known is None:
                     self.generation = self._read_generation()
-                return None
+                return self._after_ignores(disk)
             return self.refresh(disk=disk)
+
+    def _after_ignores(self, disk: dict[str, tuple[int, int]]) -> RefreshStats | None:
+        """No page changed: a full build when a `.gitignore` of a folder of the manual that a link's
+        verdict read has changed since (a page a build writes may be broken now, or known), else
+        None."""
+        if self._ignores is None:
+            try:
+                with self.connect(read_only=True) as con:
+                    row = con.execute("SELECT value FROM meta WHERE key = ?", [NESTED_IGNORES]).fetchone()
+            except duckdb.Error:
+                row = None
+            self._ignores = json.loads(row[0]) if row else {}
+        if not self._ignores or ignore_states(self.root, list(self._ignores)) == self._ignores:
+            return None
+        return self.refresh(full=True, disk=disk)
 
     def _scan_watched(self) -> dict[str, tuple[int, int]]:
         """Scan the root, watching every folder first (a change during the scan is still seen next time)."""
@@ -161,6 +183,7 @@ class UdmIndex:
         """Record that the index holds `disk` at `generation` (a refresh's end)."""
         self._known = disk
         self.generation = generation
+        self._ignores = None  # read again from the new index when next needed
 
     def _restat(self, known: dict[str, tuple[int, int]], paths: set[str]) -> dict[str, tuple[int, int]]:
         """`known` with the stat of `paths` (absolute, under the root) updated as `scan_root` sees them."""

@@ -18,6 +18,7 @@ from typing import Any
 import duckdb
 
 from udm.site import (
+    FolderIgnores,
     LinkResolver,
     Routes,
     Site,
@@ -30,7 +31,7 @@ from udm.site import (
     resolve_links,
 )
 
-__all__ = ["FreshRows", "resolve_index_links", "routes_from"]
+__all__ = ["NESTED_IGNORES", "FreshRows", "resolve_index_links", "routes_from"]
 
 _STORED = (
     "SELECT rowid, file, target, target_file, fragment, resolved, form FROM links WHERE kind <> 'external'"
@@ -103,13 +104,14 @@ def resolve_index_links(
     for path in changed or ():
         cache.pop(path, None)
     read_page = _page_reader(root, page_bytes)
+    ignores = folder_ignores(root)
     verdicts = resolve_links(
         LinkResolver(
             routes,
             _file_exists(root),
             _folder_exists(root),
             beside=beside_meta(root),
-            ignore_lines=folder_ignores(root),
+            ignore_lines=ignores,
         ),
         rows,
         _anchor_lookup(con, in_memory, cache),
@@ -125,6 +127,26 @@ def resolve_index_links(
             updates.append((key[1], target_file, fragment, ok))
     cache.update(in_memory)
     _write_verdicts(con, updates)
+    _record_ignores(con, ignores, full=changed is None)
+
+
+# The meta key holding the state of each `.gitignore` of a folder of the manual a verdict read.
+NESTED_IGNORES = "nested_ignores"
+
+
+def _record_ignores(con: duckdb.DuckDBPyConnection, ignores: FolderIgnores, *, full: bool) -> None:
+    """Keep the state of the `.gitignore` files of the manual's folders that the verdicts read
+    (`UdmIndex` compares it with the disk's: a change to one means a full build); a partial resolve
+    adds to what the last ones read."""
+    state = ignores.consulted()
+    if not state and not full:
+        return  # nothing read: what is kept stays (one statement less per small refresh)
+    if not full:
+        row = con.execute("SELECT value FROM meta WHERE key = ?", [NESTED_IGNORES]).fetchone()
+        state = {**(json.loads(row[0]) if row else {}), **state}
+    con.execute(
+        "INSERT OR REPLACE INTO meta VALUES (?, ?)", [NESTED_IGNORES, json.dumps(state, sort_keys=True)]
+    )
 
 
 def _member(column: str, files: list[str]) -> tuple[str, Any]:

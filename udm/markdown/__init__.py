@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from udm.markdown.lines import split_lines as split_lines
     from udm.markdown.liquid import LiquidTarget as LiquidTarget
     from udm.markdown.liquid import liquid_target as liquid_target
+    from udm.markdown.liquid import raw_spans as raw_spans
     from udm.markdown.lookups import find_block as find_block
     from udm.markdown.lookups import find_section as find_section
     from udm.markdown.lookups import section_text as section_text
@@ -63,6 +64,7 @@ _SURFACE = {
     "parse_document": "document",
     "parse_front_matter": "blockdata",
     "parse_ref": "shortcodes",
+    "raw_spans": "liquid",
     "section_text": "lookups",
     "slugify": "outline",
     "split_lines": "lines",
@@ -93,6 +95,7 @@ __all__ = [
     "parse_document",
     "parse_front_matter",
     "parse_ref",
+    "raw_spans",
     "section_text",
     "slugify",
     "split_lines",

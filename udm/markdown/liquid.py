@@ -15,7 +15,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
-__all__ = ["LiquidTarget", "find_liquid_links", "liquid_target"]
+__all__ = ["LiquidTarget", "find_liquid_links", "liquid_target", "raw_spans"]
 
 # One Liquid output (`{{ ... }}`) or tag (`{% ... %}`) on one line; no brace inside, so a page of
 # unclosed ones is read in one pass.
@@ -64,7 +64,7 @@ def find_liquid_links(src: str) -> list[tuple[int, int, str]]:
     # A definition whose Liquid holds no space is CommonMark's own: its references are the links.
     found += [(m.start(), m.start(1), m.group(1)) for m in _DEFINITION.finditer(src) if " " in m.group(1)]
     found.sort(key=lambda hit: hit[1])
-    raw = _raw_spans(src)
+    raw = raw_spans(src)
     if raw:
         # Liquid between `{% raw %}` and `{% endraw %}` is shown as written: no link is made of it.
         starts = [start for start, _ in raw]
@@ -77,7 +77,7 @@ def _inside(spans: list[tuple[int, int]], starts: list[int], at: int) -> bool:
     return i >= 0 and spans[i][0] <= at < spans[i][1]
 
 
-def _raw_spans(src: str) -> list[tuple[int, int]]:
+def raw_spans(src: str) -> list[tuple[int, int]]:
     """The (start, end) indexes of the text between each `{% raw %}` and its `{% endraw %}` (to the end
     of the text when one is not closed, as Jekyll fails the build then)."""
     spans: list[tuple[int, int]] = []

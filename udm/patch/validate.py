@@ -9,9 +9,9 @@ import posixpath
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from udm.site import (
     exists_within,
     explicit_anchors,
     folder_ignores,
+    gitignore_lines,
     is_reference,
     no_holder,
     outside_root,
@@ -132,7 +133,14 @@ class _Pages(AbstractSet[str]):
 class _Resolver:
     """The manual before or after the patch: file texts, parsed pages, and the site's link rules."""
 
-    def __init__(self, ws: Workspace, after: bool, site: Site, listing: list[list[str]]) -> None:
+    def __init__(
+        self,
+        ws: Workspace,
+        after: bool,
+        site: Site,
+        listing: list[list[str]],
+        before: _Resolver | None = None,
+    ) -> None:
         self.ws = ws
         self.after = after
         # One walk of a 38,000-file manual costs ~1.4 s: the two sides and the scan share it.
@@ -150,12 +158,13 @@ class _Resolver:
             else None
         )
         self.routes = Routes(site, _Pages(self), meta_of=meta_of)
-        self.links = LinkResolver(
+        self.links: LinkResolver = LinkResolver(
             self.routes,
             self.exists,
             self.is_folder,
             beside=beside_meta(ws.root),
-            ignore_lines=folder_ignores(ws.root),
+            ignore_lines=_PatchedIgnores(ws, folder_ignores(ws.root)) if after else folder_ignores(ws.root),
+            ignored_before=None if before is None else before.links.build_output,
         )
 
     def listing(self) -> list[str]:
@@ -311,6 +320,32 @@ def _words(text: str) -> tuple[tuple[str, ...], ...]:
     return tuple(tuple(found) or (lower,) for found in runs)
 
 
+class _PatchedIgnores:
+    """The `.gitignore` patterns of a folder of the manual after the patch: the patch's text of the
+    file where it writes or deletes one, else the disk's (`udm.site.gitignore.FolderIgnores`)."""
+
+    def __init__(self, ws: Workspace, disk: Callable[[str], tuple[str, ...]]) -> None:
+        self.ws, self.disk = ws, disk
+
+    def __call__(self, folder: str) -> tuple[str, ...]:
+        """The patterns of `folder`'s `.gitignore` (a folder from the manual root) after the patch."""
+        rel = f"{folder}/.gitignore"
+        if rel in self.ws.current:
+            text = self.ws.current[rel]
+            return () if text is None else gitignore_lines(text)
+        return self.disk(folder)
+
+
+def _patched_site(site: Site, ws: Workspace) -> Site:
+    """The site after the patch: the manual root's own `.gitignore` as the patch leaves it."""
+    if ".gitignore" not in ws.current:
+        return site
+    text = ws.current[".gitignore"]
+    lines = () if text is None else gitignore_lines(text)
+    kept = tuple(entry for entry in site.ignores if entry[0] != "")
+    return replace(site, ignores=(*kept, ("", lines)) if lines else kept)
+
+
 def _newly_broken(
     path: str, before: dict[str, tuple[bool, str]], after: dict[str, tuple[bool, str]]
 ) -> list[str]:
@@ -379,7 +414,8 @@ def validate_workspace(
     changed = ws.changed()
     site = site if site is not None else site_for(ws.root)
     listing: list[list[str]] = []
-    before_r, after_r = _Resolver(ws, False, site, listing), _Resolver(ws, True, site, listing)
+    before_r = _Resolver(ws, False, site, listing)
+    after_r = _Resolver(ws, True, _patched_site(site, ws), listing, before_r)
     lost_files = {p for p, (_, after) in changed.items() if after is None}
     found = _Findings()
     for path, (before, after) in sorted(changed.items()):
@@ -389,6 +425,13 @@ def validate_workspace(
         found.lost_names.update(_names(path, old))
         if old is not None and (site.crossing_in(path) or site.labels):
             found.lost_anchors |= _page_ids(site, old)
+    if not revert and any(posixpath.basename(p) == ".gitignore" for p in changed):
+        # What a `.gitignore` ignores is a page a build writes (unknown, not broken): a patch that
+        # changes one may break a link on any page, so every page's links are judged again.
+        for path in before_r.listing():
+            if path not in changed and (old := before_r.doc(path)) is not None:
+                new = after_r.doc(path)
+                found.breaks += _newly_broken(path, before_r.verdicts(old), after_r.verdicts(new or old))
     lost_ids = found.old_defined - found.new_defined
     if found.new_ids or found.lost_names or lost_ids or found.lost_anchors:
         found.breaks += _check_others(

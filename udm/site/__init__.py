@@ -23,7 +23,10 @@ if TYPE_CHECKING:
     from udm.site.detect import settings_site as settings_site
     from udm.site.detect import site_for as site_for
     from udm.site.detect import site_notes as site_notes
+    from udm.site.gitignore import FolderIgnores as FolderIgnores
     from udm.site.gitignore import folder_ignores as folder_ignores
+    from udm.site.gitignore import gitignore_lines as gitignore_lines
+    from udm.site.gitignore import ignore_states as ignore_states
     from udm.site.model import LIQUID_SITES as LIQUID_SITES
     from udm.site.model import NOT_PUBLISHED as NOT_PUBLISHED
     from udm.site.model import excluded as excluded
@@ -52,6 +55,9 @@ _SURFACE = {
     "autoref_ids": "routes",
     "beside_meta": "routes",
     "folder_ignores": "gitignore",
+    "FolderIgnores": "gitignore",
+    "ignore_states": "gitignore",
+    "gitignore_lines": "gitignore",
     "beside_text": "routes",
     "display_target": "routes",
     "is_reference": "routes",
@@ -78,6 +84,7 @@ __all__ = [
     "NOT_PUBLISHED",
     "NUMBER_PREFIX",
     "PAGE_SUFFIXES",
+    "FolderIgnores",
     "LinkResolver",
     "Routes",
     "Site",
@@ -88,6 +95,8 @@ __all__ = [
     "exists_within",
     "explicit_anchors",
     "folder_ignores",
+    "gitignore_lines",
+    "ignore_states",
     "is_reference",
     "no_holder",
     "note_line",

@@ -21,6 +21,7 @@ from udm.markdown import (
     markdown_shortcodes_alone,
     markdown_tree,
     parse_document,
+    raw_spans,
     slugify,
 )
 from udm.site.docsify import docsify_heading_id
@@ -231,9 +232,9 @@ def page_anchors(
     if site.generator == "mkdocs" and ":::" in text and _CLI_REFERENCE.search(text):
         # `::: mkdocs-click` (Hatch's CLI reference) renders a heading per command from the code.
         unknown = True
-    if site.templated and ("{{" in text or "{%" in text) and _TEMPLATE_LINE.search(text):
+    if site.templated and ("{{" in text or "{%" in text) and _templated(text, headings):
         # mkdocs-macros or a hook renders the line (Pydantic's `{{ pydantic_settings }}` is another
-        # project's README, headings and all): its headings are the page's, known only to the code.
+        # project's README, headings and all), or the heading: its ids are known only to the code.
         unknown = True
     if site.snippets and "8<" in text and _includes_markdown_snippet(doc):
         # pymdownx.snippets writes another Markdown file into the page: its headings are the page's.
@@ -538,6 +539,18 @@ def _mintlify_components(text: str) -> tuple[list[str], set[str]]:
 _SNIPPET_LINE = re.compile(r"""^[ \t]*-{1,}8<-{1,}(?:[ \t]+(['"])([^'"\n]{1,500})\1)?\r?$""", re.M)
 # A snippet's name may end in line ranges or a section (`part.md:3:10`, `part.md:intro`).
 _SNIPPET_PAGE = re.compile(r"\.(?:md|mdx|markdown)(?::[^/\\]*)?$", re.I)
+
+
+def _templated(text: str, headings: list[tuple[str, str | None]]) -> bool:
+    """Whether Jinja renders a heading of the page: a heading written with a template (`## {{ name }}
+    settings`), or a template alone on a line, outside code, HTML comments and `{% raw %}` blocks."""
+    if any(own is None and ("{{" in t or "{%" in t) for t, own in headings):
+        return True
+    shown = _without_code(text)
+    for start, end in reversed(raw_spans(shown)):
+        shown = shown[:start] + shown[end:]
+    # Indented code (four blanks) is code here: a template there is shown, not rendered.
+    return any(not m.group(0).startswith(("    ", "\t")) for m in _TEMPLATE_LINE.finditer(shown))
 
 
 def _includes_markdown_snippet(doc: Document) -> bool:

@@ -12,16 +12,18 @@ from __future__ import annotations
 import functools
 import os
 import posixpath
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
 __all__ = [
+    "FolderIgnores",
     "Ignores",
     "Nested",
     "folder_ignores",
+    "gitignore_lines",
     "ignore_files",
+    "ignore_states",
     "ignored",
     "ignored_folder",
     "manual_ignored",
@@ -91,8 +93,16 @@ def pattern_lines(path: Path) -> tuple[str, ...]:
         return ()  # absent (most folders have none) or unreadable
     if len(raw) > _MAX_IGNORE_BYTES:
         raw = raw[: raw.rfind(b"\n") + 1]  # whole lines only
-    text = raw.decode("utf-8", "replace").removeprefix("\ufeff")
-    return tuple(line for line in text.split("\n") if line and not line.startswith("#"))[:_MAX_PATTERNS]
+    return gitignore_lines(raw.decode("utf-8", "replace"))
+
+
+def gitignore_lines(text: str) -> tuple[str, ...]:
+    """The pattern lines of a `.gitignore`'s text, as git reads them: split at a newline only, a
+    carriage return before it dropped (a file written on Windows), a UTF-8 byte-order mark dropped,
+    comments and blank lines left out."""
+    text = text.removeprefix("\ufeff")
+    lines = (line[:-1] if line.endswith("\r") else line for line in text.split("\n"))
+    return tuple(line for line in lines if line and not line.startswith("#"))[:_MAX_PATTERNS]
 
 
 _Token = tuple[str, object]  # ("*", None), ("?", None), ("=", char), ("[", (negated, items))
@@ -396,23 +406,54 @@ def _ignored(files: Ignores, rel: str, last_is_dir: bool, nested: Nested = ()) -
     return any(verdict for verdict in reversed(_decided(files, rel, last_is_dir, nested)))
 
 
-def folder_ignores(root: Path) -> Callable[[str], tuple[str, ...]]:
-    """The patterns of the `.gitignore` in a folder of the manual at `root` (`""` is the root's own,
-    which `read_ignores` reads): () where there is none, or where the folder leads out of the root
-    (a link). Each folder is read once."""
-    base = os.path.realpath(root)
-    seen: dict[str, tuple[str, ...]] = {}
+class FolderIgnores:
+    """The patterns of the `.gitignore` in a folder of the manual at `root`, below it (the root's own is
+    `read_ignores`'): () where there is none, where it is a link (git reads none through a link) or
+    where the folder leads out of the root. Each folder is read once; all of them share one budget
+    of patterns, as the repository's files do. `consulted` tells which were read, for the index to
+    notice a later change to one."""
 
-    def lines(folder: str) -> tuple[str, ...]:
-        hit = seen.get(folder)
+    def __init__(self, root: Path) -> None:
+        self.base = os.path.realpath(root)
+        self._seen: dict[str, tuple[str, ...]] = {}
+        self._budget = _MAX_PATTERNS
+
+    def __call__(self, folder: str) -> tuple[str, ...]:
+        """The patterns of `folder`'s `.gitignore` (a folder from the manual root)."""
+        hit = self._seen.get(folder)
         if hit is None:
-            path = os.path.join(base, folder, ".gitignore")
-            real = os.path.realpath(path)
-            inside = real.startswith(base.rstrip(os.sep) + os.sep)
-            hit = seen[folder] = pattern_lines(Path(real)) if inside and len(seen) < _MAX_FOLDERS else ()
+            hit = ()
+            path = os.path.join(self.base, folder, ".gitignore")
+            if folder and len(self._seen) < _MAX_FOLDERS and self._budget > 0 and not os.path.islink(path):
+                real = os.path.realpath(path)
+                if real.startswith(self.base.rstrip(os.sep) + os.sep):
+                    hit = pattern_lines(Path(real))[: self._budget]
+                    self._budget -= len(hit)
+            self._seen[folder] = hit
         return hit
 
-    return lines
+    def consulted(self) -> dict[str, list[int] | None]:
+        """Each folder read, with its `.gitignore`'s state (`ignore_states`)."""
+        return ignore_states(Path(self.base), list(self._seen))
+
+
+def folder_ignores(root: Path) -> FolderIgnores:
+    """A reader of the `.gitignore` files in the folders of the manual at `root` (`FolderIgnores`)."""
+    return FolderIgnores(root)
+
+
+def ignore_states(root: Path, folders: list[str]) -> dict[str, list[int] | None]:
+    """Each folder's `.gitignore` as it is now: [size, mtime in ns] (of the file or a link in its
+    place), None where there is none."""
+    out: dict[str, list[int] | None] = {}
+    for folder in folders:
+        try:
+            st = os.lstat(os.path.join(root, folder, ".gitignore"))
+        except OSError:
+            out[folder] = None
+            continue
+        out[folder] = [st.st_size, st.st_mtime_ns]
+    return out
 
 
 @functools.lru_cache(maxsize=8192)

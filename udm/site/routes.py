@@ -1017,6 +1017,10 @@ class LinkResolver:
     # The patterns of the `.gitignore` in a folder of the manual (`udm.site.gitignore.folder_ignores`):
     # a page a build writes where such a file ignores it (Tauri's `reference/.gitignore`) is unknown.
     ignore_lines: Callable[[str], tuple[str, ...]] | None = None
+    # With a patch (the validator's side after it): what the `.gitignore` files ignored before it. A
+    # file counts as the build's only where both sides say so: no patch hides a broken link behind a
+    # `.gitignore` it writes, nor breaks one by dropping one unseen.
+    ignored_before: Callable[[str], bool] | None = None
 
     @property
     def site(self) -> Site:
@@ -1407,7 +1411,7 @@ class LinkResolver:
         if joined is None:
             return Located(None, None)
         hit = self._as_file(joined, path)
-        if hit is None and self._build_output(joined):
+        if hit is None and self.build_output(joined):
             # A file the repository ignores is one the build writes (autodoc2's `apidocs/`): unknown.
             return Located(None, None, external=True, how="generated")
         if hit is None:
@@ -1640,7 +1644,7 @@ class LinkResolver:
             shown = self._repository_entry(joined)
             if shown is not None:
                 return shown
-        if inside and self.site.generator != "none" and self._build_output(joined):
+        if inside and self.site.generator != "none" and self.build_output(joined):
             # A file the repository ignores is one its build writes (uv's and ruff's generated reference
             # pages): not there to check, so not known to be broken. GitHub shows no such file.
             return Located(None, None, external=True, how="generated")
@@ -1843,17 +1847,17 @@ class LinkResolver:
                 continue
             # The route's folder or path, or a page file it may be served from (Tauri's
             # `reference/.gitignore` lists `config.md`, which `/reference/config/` is built from).
-            if any(self._build_output(name) for name in [candidate, *_beside(candidate, False)]):
+            if any(self.build_output(name) for name in [candidate, *_beside(candidate, False)]):
                 return True
         return False
 
-    def _build_output(self, rel: str) -> bool:
+    def build_output(self, rel: str) -> bool:
         """Whether a `.gitignore` of the repository, or one in a folder of the manual leading to it,
         ignores `rel` (normalised, inside the manual): a file the build writes."""
-        if self.site.build_output(rel):
-            return True
-        nested = self._nested_ignores(rel)
-        return bool(nested) and self.site.build_output(rel, nested=nested)
+        # A deeper file's `!` may take back what the repository's ignores: all are read together.
+        if not self.site.build_output(rel, nested=self._nested_ignores(rel)):
+            return False
+        return self.ignored_before is None or self.ignored_before(rel)
 
     def _nested_ignores(self, rel: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
         """The `.gitignore` files of the folders of the manual that lead to `rel` and to the pages it
