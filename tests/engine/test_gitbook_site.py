@@ -253,3 +253,23 @@ def test_repeated_anchors_are_numbered_as_gitbook_numbers_them(tmp_path: Path) -
         "repeats.md#setup-a-1": True,
         "repeats.md#setup-a-2": False,
     }
+
+
+@pytest.mark.parametrize(
+    ("redirects", "expected"),
+    [
+        ((("/a/:x", "/p1"), ("/a/b", "/p2")), "/p1"),  # a pattern listed first wins over a plain source
+        ((("/a/b", "/p2"), ("/a/:x", "/p1")), "/p2"),
+        ((("/a/b", "/p2"), ("/a/b", "/p3")), "/p2"),  # of two plain sources, the first
+        ((("/c/:x", "/p1"),), None),
+    ],
+)
+def test_plain_redirects_keep_the_sites_order(
+    redirects: tuple[tuple[str, str], ...], expected: str | None
+) -> None:
+    # Plain sources are looked up at once (a space may list thousands); the site's order still decides.
+    from udm.site.model import Site
+    from udm.site.routes import Routes
+
+    routes = Routes(Site(generator="gitbook", redirects=redirects), set())
+    assert routes.redirect("/a/b") == expected

@@ -325,7 +325,10 @@ class Routes:
         self.meta_of = meta_of
         self._by_path: dict[str, str] | None = None
         self._by_route: dict[str, str] | None = None
-        self._redirects: list[tuple[list[str | tuple[str, frozenset[str]]], str]] | None = None
+        # The redirects with parameters, in the site's order (their place in it first), and the plain ones
+        # by their source's route key (`redirect`).
+        self._redirects: list[tuple[int, list[str | tuple[str, frozenset[str]]], str]] | None = None
+        self._plain_redirects: dict[str, tuple[int, str]] = {}
         self._rewrites: list[tuple[re.Pattern[str], str]] | None = None
         self._permalinks = dict(site.permalinks)
         # Jekyll's front matter defaults that set a permalink: (type, path, pattern), in order.
@@ -729,20 +732,28 @@ class Routes:
         return self._by_route.get(self.route_key(route))
 
     def redirect(self, route: str) -> str | None:
-        """Where the site's redirects send `route` (a route or a URL), or None."""
+        """Where the site's redirects send `route` (a route or a URL), or None: the first redirect
+        whose source matches it. A source of plain segments (GitBook's are all plain, thousands of them)
+        is looked up at once; those with parameters are tried in order."""
         if self._redirects is None:
-            self._redirects = [
-                ([_segment(s) for s in self.route_key(src).split("/") if s], dest)
-                for src, dest in self.site.redirects
-            ]
+            self._redirects, self._plain_redirects = [], {}
+            for n, (src, dest) in enumerate(self.site.redirects):
+                pattern = [_segment(s) for s in self.route_key(src).split("/") if s]
+                if all(isinstance(p, str) and p != "*" and not p.startswith(":") for p in pattern):
+                    self._plain_redirects.setdefault("/".join(map(str, pattern)), (n, dest))
+                else:
+                    self._redirects.append((n, pattern, dest))
         parts = [s for s in self.route_key(route).split("/") if s]
-        for pattern, dest in self._redirects:
+        plain = self._plain_redirects.get("/".join(parts))
+        for n, pattern, dest in self._redirects:
+            if plain is not None and n > plain[0]:
+                break  # the plain source comes first in the site's order
             bound = _match(pattern, parts)
             if bound is not None:
                 for name, value in sorted(bound.items(), key=lambda kv: -len(kv[0])):
                     dest = dest.replace(f":{name}*", value).replace(f":{name}", value)
                 return dest.replace("*", bound.get("*", ""))
-        return None
+        return None if plain is None else plain[1].replace("*", "")
 
 
 # A path-to-regexp parameter (`:name`, `:name*`, `:name+`, `:name?`) or a group (`(.*)`).
