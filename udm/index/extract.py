@@ -14,7 +14,7 @@ from urllib.parse import unquote
 
 from udm.index.datarows import Facts, data_rows, is_config_file, json_safe, tool_section_rows
 from udm.markdown import Document
-from udm.site import LIQUID_SITES, on_pages, outside_root
+from udm.site import on_pages, outside_root
 
 __all__ = [
     "TABLE_COLUMNS",
@@ -183,7 +183,7 @@ def parse_options(settings: Any) -> ParseOptions:
         bool(site.autorefs),
         site.indented,
         bool(site.labels),
-        site.generator if site.generator in LIQUID_SITES else "",
+        site.liquid,
     )
 
 

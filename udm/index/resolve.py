@@ -25,7 +25,6 @@ from udm.site import (
     beside_meta,
     beside_text,
     exists_within,
-    folder_ignores,
     outside_root,
     repeated_from,
     resolve_links,
@@ -104,7 +103,7 @@ def resolve_index_links(
     for path in changed or ():
         cache.pop(path, None)
     read_page = _page_reader(root, page_bytes)
-    ignores = folder_ignores(root)
+    ignores = FolderIgnores(root)
     verdicts = resolve_links(
         LinkResolver(
             routes,

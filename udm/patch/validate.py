@@ -24,6 +24,7 @@ from udm.site import (
     NOT_PUBLISHED,
     NUMBER_PREFIX,
     PAGE_SUFFIXES,
+    FolderIgnores,
     LinkResolver,
     Routes,
     Site,
@@ -33,7 +34,6 @@ from udm.site import (
     display_target,
     exists_within,
     explicit_anchors,
-    folder_ignores,
     gitignore_lines,
     is_reference,
     no_holder,
@@ -158,12 +158,16 @@ class _Resolver:
             else None
         )
         self.routes = Routes(site, _Pages(self), meta_of=meta_of)
+        # The `.gitignore` files of the manual's folders as on disk, read once for both sides.
+        self.disk_ignores: FolderIgnores = (
+            before.disk_ignores if before is not None else FolderIgnores(ws.root)
+        )
         self.links: LinkResolver = LinkResolver(
             self.routes,
             self.exists,
             self.is_folder,
             beside=beside_meta(ws.root),
-            ignore_lines=_PatchedIgnores(ws, folder_ignores(ws.root)) if after else folder_ignores(ws.root),
+            ignore_lines=_PatchedIgnores(ws, self.disk_ignores) if after else self.disk_ignores,
             ignored_before=None if before is None else before.links.build_output,
         )
 
@@ -429,9 +433,9 @@ def validate_workspace(
         # What a `.gitignore` ignores is a page a build writes (unknown, not broken): a patch that
         # changes one may break a link on any page, so every page's links are judged again.
         for path in before_r.listing():
-            if path not in changed and (old := before_r.doc(path)) is not None:
-                new = after_r.doc(path)
-                found.breaks += _newly_broken(path, before_r.verdicts(old), after_r.verdicts(new or old))
+            if path not in changed and (doc := before_r.doc(path)) is not None:
+                # The page is the same on both sides: only its links' verdicts may differ.
+                found.breaks += _newly_broken(path, before_r.verdicts(doc), after_r.verdicts(doc))
     lost_ids = found.old_defined - found.new_defined
     if found.new_ids or found.lost_names or lost_ids or found.lost_anchors:
         found.breaks += _check_others(

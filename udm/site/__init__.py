@@ -24,10 +24,8 @@ if TYPE_CHECKING:
     from udm.site.detect import site_for as site_for
     from udm.site.detect import site_notes as site_notes
     from udm.site.gitignore import FolderIgnores as FolderIgnores
-    from udm.site.gitignore import folder_ignores as folder_ignores
     from udm.site.gitignore import gitignore_lines as gitignore_lines
     from udm.site.gitignore import ignore_states as ignore_states
-    from udm.site.model import LIQUID_SITES as LIQUID_SITES
     from udm.site.model import NOT_PUBLISHED as NOT_PUBLISHED
     from udm.site.model import excluded as excluded
     from udm.site.model import exists_within as exists_within
@@ -45,7 +43,6 @@ if TYPE_CHECKING:
     from udm.site.routes import route_meta as route_meta
 
 _SURFACE = {
-    "LIQUID_SITES": "model",
     "NOT_PUBLISHED": "model",
     "LinkResolver": "routes",
     "NUMBER_PREFIX": "detect",
@@ -54,7 +51,6 @@ _SURFACE = {
     "Site": "detect",
     "autoref_ids": "routes",
     "beside_meta": "routes",
-    "folder_ignores": "gitignore",
     "FolderIgnores": "gitignore",
     "ignore_states": "gitignore",
     "gitignore_lines": "gitignore",
@@ -80,7 +76,6 @@ _SURFACE = {
 }
 
 __all__ = [
-    "LIQUID_SITES",
     "NOT_PUBLISHED",
     "NUMBER_PREFIX",
     "PAGE_SUFFIXES",
@@ -94,7 +89,6 @@ __all__ = [
     "excluded",
     "exists_within",
     "explicit_anchors",
-    "folder_ignores",
     "gitignore_lines",
     "ignore_states",
     "is_reference",

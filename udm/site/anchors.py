@@ -289,9 +289,7 @@ def page_anchors(
         # forms its editor writes into synced pages are taken beside GitHub's (`gitbook_anchors`).
         # A repeat is numbered -1, -2, ... as GitHub numbers one, a heading's own `<a id="x">` too (a
         # page whose headings all carry one id is linked as `#x-4`).
-        made = Counter(
-            a for t in [t for t, own in headings if own is None] + nested for a in gitbook_anchors(t)
-        )
+        made = Counter(a for t in texts + nested for a in gitbook_anchors(t))
         made.update(
             a for source in doc.heading_sources() if "id=" in source for a in explicit_anchors(source)
         )
@@ -455,12 +453,12 @@ _WHITESPACE = re.compile(r"\s")
 _NOT_SLUG = re.compile(r"[^\w\- ]")
 _HOOK_IDS = re.compile(r"[.:+]")
 _DIRECTIVE = re.compile(r"^[ \t]*::: *([\w.:-]{1,300})[ \t]*$", re.M)
-# The Markdown extensions that render a command-line reference from the code (mkdocs-click,
-# mkdocs-typer): its headings' ids only the code tells.
 # A Jinja expression or an `include` alone on its line (one pass: no brace inside the expression).
 _TEMPLATE_LINE = re.compile(
     r"^[ \t]*(?:\{\{[^{}\n]{1,300}\}\}|\{%-?[ \t]*include\b[^{}\n]{0,300}%\})[ \t]*$", re.M
 )
+# The Markdown extensions that render a command-line reference from the code (mkdocs-click,
+# mkdocs-typer): its headings' ids only the code tells.
 _CLI_REFERENCE = re.compile(r"^::: *mkdocs-(?:click|typer)[ \t]*$", re.M)
 # Mintlify components that take an id: accordions and tabs (`id`, else their title), steps (`id`),
 # changelog updates (their label) and API fields (`param-` and the field's name: `name="a.b"` is

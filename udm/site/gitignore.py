@@ -20,7 +20,6 @@ __all__ = [
     "FolderIgnores",
     "Ignores",
     "Nested",
-    "folder_ignores",
     "gitignore_lines",
     "ignore_files",
     "ignore_states",
@@ -435,11 +434,6 @@ class FolderIgnores:
     def consulted(self) -> dict[str, list[int] | None]:
         """Each folder read, with its `.gitignore`'s state (`ignore_states`)."""
         return ignore_states(Path(self.base), list(self._seen))
-
-
-def folder_ignores(root: Path) -> FolderIgnores:
-    """A reader of the `.gitignore` files in the folders of the manual at `root` (`FolderIgnores`)."""
-    return FolderIgnores(root)
 
 
 def ignore_states(root: Path, folders: list[str]) -> dict[str, list[int] | None]:

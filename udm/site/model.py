@@ -51,7 +51,7 @@ NOT_PUBLISHED = (
     "is not published: the site builds no page from it (a partial, a snippet, a draft or an excluded file)"
 )
 
-# The sites whose `{% %}` tags are links (`Site.liquid_in`, `udm.markdown.scanner.parse_markdown`).
+# The sites whose `{% %}` tags are links (`Site.liquid`, `udm.markdown.scanner.parse_markdown`).
 LIQUID_SITES = ("jekyll", "gitbook")
 # Raised whenever udm.site.routes resolves some link otherwise (a new rule, a new anchor form): an index
 # built under other rules then resolves every link anew, though no file and no config changed.
@@ -222,10 +222,15 @@ class Site:
         """Whether `page` lies in one of the folders the site publishes pages from."""
         return on_pages(tuple(m.folder for m in self.mounts), page)
 
+    @property
+    def liquid(self) -> str:
+        """The site whose `{% %}` tags are links on its pages: "jekyll" (Liquid destinations) or
+        "gitbook" (its blocks that link); "" on others, where they are text."""
+        return self.generator if self.generator in LIQUID_SITES else ""
+
     def liquid_in(self, page: str) -> str:
-        """The site whose `{% %}` tags are links on `page` (one of its pages): "jekyll" (Liquid
-        destinations) or "gitbook" (its blocks that link); "" where they are text."""
-        return self.generator if self.generator in LIQUID_SITES and self.publishes(page) else ""
+        """`liquid` on `page` where it is one of the site's pages, else ""."""
+        return self.liquid if self.publishes(page) else ""
 
     def crossing_in(self, page: str) -> bool:
         """Whether mkdocs-autorefs cross-references are links on `page` (one of the site's pages)."""

@@ -1025,7 +1025,7 @@ class LinkResolver:
     # Docusaurus page there is found by the route its `id` or `slug` gives, as the index's pages are.
     beside: Callable[[str], BesidePages] | None = None
     _beside_routes: dict[Mount, tuple[dict[str, str], bool]] = field(default_factory=dict)
-    # The patterns of the `.gitignore` in a folder of the manual (`udm.site.gitignore.folder_ignores`):
+    # The patterns of the `.gitignore` in a folder of the manual (`udm.site.gitignore.FolderIgnores`):
     # a page a build writes where such a file ignores it (Tauri's `reference/.gitignore`) is unknown.
     ignore_lines: Callable[[str], tuple[str, ...]] | None = None
     # With a patch (the validator's side after it): what the `.gitignore` files ignored before it. A
